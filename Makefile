@@ -1,0 +1,48 @@
+# nap: `make` builds everything, `make test` installs the test prerequisites and runs
+# the whole suite. See README.md and docs/testing.md.
+
+GO       ?= go
+BIN      := bin
+PKG      := github.com/nap-k8s/nap
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)
+LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
+# Bounded fuzzing in `make test`; raise for a longer local run: make fuzz FUZZTIME=10m
+FUZZTIME ?= 20s
+
+.PHONY: all build prereqs test unit fuzz bench clean FORCE
+
+all: build
+
+build: $(BIN)/napctl $(BIN)/nap $(BIN)/nap-amd64 $(BIN)/nap-arm64
+
+$(BIN)/napctl $(BIN)/nap: FORCE
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$(notdir $@)
+
+# The tiny sleepers are written by napctl itself: the same bytes as `napctl binary`.
+$(BIN)/nap-%: $(BIN)/napctl
+	$(BIN)/napctl binary --arch $* -o $@
+
+prereqs:
+	bash hack/prereqs.sh
+
+# The whole suite. Nothing may skip for a missing prerequisite (see internal/testenv).
+test: prereqs build
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+	$(MAKE) fuzz
+
+unit:
+	$(GO) test ./...
+
+fuzz:
+	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME)
+
+bench: prereqs build
+	$(GO) run ./hack/bench-sleeper
+
+clean:
+	rm -rf $(BIN)
+
+FORCE:

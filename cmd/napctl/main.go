@@ -1,0 +1,14 @@
+// Command napctl is nap's command-line tool: the sleeper binary and, as the project
+// grows, its ConfigMap, preStop injection, linting and downtime probing.
+package main
+
+import (
+	"os"
+
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/cli/app"
+)
+
+func main() {
+	os.Exit(app.Run(cli.StdStreams(), os.Args[1:]))
+}

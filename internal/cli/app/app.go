@@ -1,0 +1,49 @@
+// Package app assembles napctl's command tree and runs it. Only cmd/napctl's main exits.
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/cli/binary"
+	"github.com/nap-k8s/nap/internal/version"
+)
+
+// NewRootCommand returns napctl with all its commands.
+func NewRootCommand(streams cli.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "napctl",
+		Short:         "nap ends dropped requests when Kubernetes replaces pods",
+		Version:       version.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.AddCommand(binary.NewCommand(streams))
+	return root
+}
+
+// Run runs napctl with args (without the program name) and returns the exit status:
+// 0 on success, the status an ExitError asks for, 1 for other errors.
+func Run(streams cli.IOStreams, args []string) int {
+	root := NewRootCommand(streams)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var exit *cli.ExitError
+	if errors.As(err, &exit) {
+		if exit.Err != nil {
+			fmt.Fprintln(streams.ErrOut, "napctl:", exit.Err)
+		}
+		return exit.Code
+	}
+	fmt.Fprintln(streams.ErrOut, "napctl:", err)
+	return 1
+}

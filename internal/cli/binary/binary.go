@@ -1,0 +1,50 @@
+// Package binary is "napctl binary": it writes the tiny static nap executable for an
+// architecture, to stdout or to a file.
+package binary
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/sleeper"
+)
+
+type flags struct {
+	arch   string
+	output string
+}
+
+// NewCommand returns the binary command.
+func NewCommand(streams cli.IOStreams) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "binary [--arch amd64|arm64] [-o FILE]",
+		Short: "Write the tiny static nap executable",
+		Long: "Write the nap sleeper for one architecture: a static Linux executable with no libc\n" +
+			"that needs no file at all, for preStop hooks in images without a shell.\n" +
+			"Without -o it goes to stdout; with -o the file is written atomically with mode 0755.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
+	}
+	cmd.Flags().StringVar(&f.arch, "arch", "amd64", "architecture: "+strings.Join(sleeper.Arches, ", "))
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "write to FILE instead of stdout")
+	return cmd
+}
+
+func run(streams cli.IOStreams, f *flags) error {
+	b, err := sleeper.Binary(f.arch)
+	if err != nil {
+		return fmt.Errorf("--arch: %w", err)
+	}
+	if f.output == "" {
+		_, err := streams.Out.Write(b)
+		return err
+	}
+	if err := cli.WriteFileAtomic(f.output, b, 0o755); err != nil {
+		return fmt.Errorf("-o %s: %w", f.output, err)
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+// Package testenv is how nap's tests meet their prerequisites (qemu-user, root, a
+// kube-apiserver, a cluster). A missing prerequisite fails the test with the make
+// target that installs it. Only a developer may opt out, explicitly, with
+// NAP_ALLOW_SKIP=1 outside CI; in CI (CI=true) nothing skips.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// InCI tells whether the tests run in CI.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Missing reports a missing prerequisite: a failure, or a skip where allowed.
+func Missing(t testing.TB, what, target string) {
+	t.Helper()
+	msg := what + " is missing: run `make " + target + "`"
+	if !InCI() && os.Getenv("NAP_ALLOW_SKIP") == "1" {
+		t.Skip(msg + " (skipped: NAP_ALLOW_SKIP=1)")
+	}
+	t.Fatal(msg + " (or set NAP_ALLOW_SKIP=1 to skip locally)")
+}
+
+// LookPath returns the path of a required command.
+func LookPath(t testing.TB, name, target string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, name, target)
+	}
+	return p
+}
+
+// RequireRoot requires the tests to run as root (chroot, namespaces).
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "root (for chroot and PID namespaces)", "test as root")
+	}
+}

@@ -1,0 +1,245 @@
+package sleeper
+
+import a "github.com/nap-k8s/nap/internal/asm/arm64"
+
+// Linux arm64 system call numbers (the generic table; there is no pause).
+const (
+	arm64SysWrite       = 64
+	arm64SysWritev      = 66
+	arm64SysExitGroup   = 94
+	arm64SysNanosleep   = 101
+	arm64SysRtSigaction = 134
+)
+
+// The registers.
+var (
+	x0, x1, x2, x3, x4, x5, x6, x7  = a.X0, a.X1, a.X2, a.X3, a.X4, a.X5, a.X6, a.X7
+	x8, x9, x10, x11, x12, x13, x14 = a.X8, a.X9, a.X10, a.X11, a.X12, a.X13, a.X14
+	x15, x16, x17, x19, x20, x21    = a.X15, a.X16, a.X17, a.X19, a.X20, a.X21
+	x22, x23, xzr, sp               = a.X22, a.X23, a.XZR, a.SP
+	w1, w2, w3, w4, w6, w7          = a.W1, a.W2, a.W3, a.W4, a.W6, a.W7
+	w13, w14                        = a.W13, a.W14
+)
+
+// programARM64 writes nap for arm64, in the shape of programAMD64. Register use:
+//
+//	x19  the next argv slot            x20  total nanoseconds
+//	x22  the argument being read       x21  non-zero after inf
+//	x23  exit status                   x6   10
+//	per term: x10 number start, x11 number end, x9 text, x12 word table, x13 k, x14 c
+//	(the unit is c*10^k ns), x15 the number, x16 digit count, x17 1 after the dot,
+//	x7 carry.
+func programARM64(b *a.Builder, words []byte) {
+	b.Label("entry")
+	// SIGINT and SIGTERM run on_signal, which exits 128+signal (a handler is what makes
+	// PID 1 hear them). struct sigaction: handler, flags, restorer, mask; arm64 returns
+	// through the vDSO, but on_signal never returns.
+	b.ADR(x1, "on_signal")
+	b.STP(x1, xzr, sp, -32, true)
+	b.STP(xzr, xzr, sp, 16, false)
+	b.ADDi(x1, sp, 0)
+	b.MOV(x2, xzr)
+	b.MOVZ(x3, sigsetSize, 0)
+	b.MOVZ(x4, sigTERM, 0)
+	b.Label("sigaction")
+	b.MOV(x0, x4)
+	b.MOVZ(x8, arm64SysRtSigaction, 0)
+	b.SVC(0)
+	b.SUBSi(x4, x4, sigTERM-sigINT) // SIGTERM, then SIGINT
+	b.Bcond(a.PL, "sigaction")
+
+	b.ADDi(x19, sp, 32+16) // &argv[1], above the sigaction, argc and argv[0]
+	b.MOV(x20, xzr)
+	b.MOV(x21, xzr)
+	b.MOV(x23, xzr)
+	b.MOVZ(x6, 10, 0)
+
+	b.Label("next_arg")
+	b.LDRpost(x22, x19, 8)
+	b.CBZ(x22, "args_done")
+	b.MOV(x9, x22)
+
+	// A term: a number [0-9.]* and a word from the table.
+	b.Label("term")
+	b.MOV(x10, x9)
+	b.Label("scan")
+	b.LDRBpost(w1, x9, 1)
+	b.CMPi(w1, '.')
+	b.Bcond(a.EQ, "scan")
+	b.SUBi(w1, w1, '0')
+	b.CMPi(w1, 9)
+	b.Bcond(a.LS, "scan")
+	b.SUBi(x9, x9, 1)
+	b.MOV(x11, x9)
+
+	b.ADR(x12, "words")
+	b.Label("word")
+	b.LDRBpost(w2, x12, 1)
+	b.CBZ(w2, "invalid") // end of the table
+	b.MOV(x9, x11)
+	b.Label("compare") // stops at the argument's NUL at the latest
+	b.LDRBpost(w3, x12, 1)
+	b.LDRBpost(w4, x9, 1)
+	b.SUBi(w2, w2, 1)
+	b.CMP(w3, w4)
+	b.Bcond(a.NE, "skip")
+	b.CBNZ(w2, "compare")
+	b.B("matched")
+	b.Label("skip")
+	b.ADD(x12, x12, x2)
+	b.ADDi(x12, x12, 2) // k and c
+	b.B("word")
+
+	b.Label("matched") // x9: after the word; x12: its k and c
+	b.LDRB(w13, x12, 0)
+	b.LDRB(w14, x12, 1)
+	b.LDURB(w1, x9, -1)
+	b.CBNZ(w1, "number") // a word ending in NUL
+	b.CMP(x10, x22)      // must be the whole argument
+	b.Bcond(a.NE, "invalid")
+	b.CBNZ(w14, "number")
+	b.CMP(x11, x22) // a keyword has no number
+	b.Bcond(a.NE, "invalid")
+	b.CBNZ(w13, "help")
+	b.MOVZ(x21, 1, 0) // inf
+	b.B("next_arg")
+
+	// Head: the digits down to whole nanoseconds, checked acc = acc*10 + digit.
+	b.Label("number")
+	b.MOV(x5, x10)
+	b.MOV(x15, xzr)
+	b.MOV(x16, xzr)
+	b.MOV(x17, xzr)
+	b.Label("digit")
+	b.CMP(x5, x11)
+	b.Bcond(a.HS, "digits_done")
+	b.LDRBpost(w1, x5, 1)
+	b.SUBSi(w1, w1, '0')
+	b.Bcond(a.PL, "head")
+	b.CBNZ(x17, "invalid") // a second dot
+	b.MOVZ(x17, 1, 0)
+	b.B("digit")
+	b.Label("head")
+	b.SUBS(x13, x13, x17) // after the dot each digit uses one power of ten of the unit
+	b.Bcond(a.LT, "tail")
+	b.ADDi(x16, x16, 1)
+	b.UMULH(x7, x15, x6)
+	b.CBNZ(x7, "invalid")
+	b.MUL(x15, x15, x6)
+	b.TBNZ(x15, 63, "invalid")
+	b.ADDS(x15, x15, x1)
+	b.Bcond(a.MI, "invalid")
+	b.B("digit")
+
+	b.Label("digits_done")
+	b.CBZ(x16, "invalid") // no digit at all
+	b.MOV(x7, xzr)        // no carry
+	b.Label("pad")        // unused powers of ten scale the unit: c*10^k
+	b.SUBSi(x13, x13, 1)
+	b.Bcond(a.MI, "scale")
+	b.MUL(x14, x14, x6)
+	b.B("pad")
+
+	// Tail: the digits below a nanosecond. floor(c * 0.tail) is the carry of the long
+	// multiplication c*tail, computed right to left.
+	b.Label("tail")
+	b.SUBi(x5, x5, 1) // the first tail digit
+	b.MOV(x7, xzr)
+	b.Label("tail_digit")
+	b.LDRBpre(w1, x11, -1)
+	b.SUBSi(w1, w1, '0')
+	b.Bcond(a.MI, "invalid") // a second dot
+	b.MADD(w1, w1, w14, w7)
+	b.UDIV(w7, w1, w6)
+	b.CMP(x11, x5)
+	b.Bcond(a.HI, "tail_digit")
+
+	b.Label("scale") // total += acc*c*10^k + carry, checked
+	b.UMULH(x1, x15, x14)
+	b.CBNZ(x1, "invalid")
+	b.MUL(x15, x15, x14)
+	b.TBNZ(x15, 63, "invalid")
+	b.ADDS(x15, x15, x7)
+	b.Bcond(a.MI, "invalid")
+	b.ADDS(x20, x20, x15)
+	b.Bcond(a.VS, "invalid")
+	b.LDURB(w1, x9, -1) // the bare number ends the argument
+	b.CBZ(w1, "next_arg")
+	b.LDRB(w1, x9, 0)
+	b.CBNZ(w1, "term")
+	b.B("next_arg")
+
+	b.Label("args_done")
+	b.LDR(x1, sp, 32) // argc == 1: no argument
+	b.CMPi(x1, 1)
+	b.Bcond(a.EQ, "default")
+	b.CBZ(x21, "sleep")
+	b.MOVN(x20, 0x8000, 48) // inf: the longest sleep, again and again, until a signal
+
+	// One relative nanosleep on the monotonic clock. A stop/continue does not end it
+	// early: the kernel restarts it itself with the original expiry.
+	b.Label("sleep")
+	b.MOVZ(x1, nsPerSecond&0xFFFF, 0)
+	b.MOVK(x1, nsPerSecond>>16, 16)
+	b.UDIV(x2, x20, x1)
+	b.MSUB(x3, x2, x1, x20)
+	b.STP(x2, x3, sp, -16, false)
+	b.SUBi(x0, sp, 16)
+	b.MOV(x1, xzr)
+	b.MOVZ(x8, arm64SysNanosleep, 0)
+	b.SVC(0)
+	b.CBNZ(x21, "sleep")
+	b.Label("exit")
+	b.MOV(x0, x23)
+	b.Label("exit_x0")
+	b.MOVZ(x8, arm64SysExitGroup, 0)
+	b.SVC(0)
+
+	b.Label("invalid") // writev(2, [prefix, arg, suffix], 3)
+	b.MOV(x1, x22)
+	b.Label("strlen")
+	b.LDRBpost(w2, x1, 1)
+	b.CBNZ(w2, "strlen")
+	b.SUB(x2, x1, x22)
+	b.SUBi(x2, x2, 1)
+	b.ADR(x3, "msg_invalid")
+	b.MOVZ(x4, uint16(len(invalidPrefix)), 0)
+	b.ADDi(x5, x3, uint32(len(invalidPrefix)))
+	b.MOVZ(x6, uint16(len(invalidSuffix)), 0)
+	b.STP(x3, x4, sp, -48, true)
+	b.STP(x22, x2, sp, 16, false)
+	b.STP(x5, x6, sp, 32, false)
+	b.MOVZ(x0, stderr, 0)
+	b.ADDi(x1, sp, 0)
+	b.MOVZ(x2, 3, 0)
+	b.MOVZ(x8, arm64SysWritev, 0)
+	b.SVC(0)
+	b.MOVZ(x23, exitInvalid, 0)
+	b.Label("default")
+	b.MOV(x21, xzr)
+	b.MOVZ(x20, uint16(defaultNs&0xFFFF), 0)
+	b.MOVK(x20, uint16(defaultNs>>16&0xFFFF), 16)
+	b.MOVK(x20, uint16(defaultNs>>32), 32)
+	b.B("sleep")
+
+	b.Label("help")
+	b.MOVZ(x0, stdout, 0)
+	b.ADR(x1, "usage")
+	b.MOVZ(x2, uint16(len(Usage)), 0)
+	b.MOVZ(x8, arm64SysWrite, 0)
+	b.SVC(0)
+	b.B("exit")
+
+	// on_signal is the SIGINT/SIGTERM handler: the signal number comes in x0.
+	b.Label("on_signal")
+	b.ADDi(x0, x0, exitSignalBase)
+	b.B("exit_x0")
+
+	b.Label("words")
+	b.Data("words", words)
+	b.Label("usage")
+	b.Data("usage", []byte(Usage))
+	b.Label("msg_invalid")
+	b.Data("msg_invalid", []byte(invalidPrefix))
+	b.Data("msg_default", []byte(invalidSuffix))
+}

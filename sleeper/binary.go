@@ -1,0 +1,74 @@
+package sleeper
+
+import (
+	"debug/elf"
+	"fmt"
+	"strings"
+
+	"github.com/nap-k8s/nap/internal/asm"
+	"github.com/nap-k8s/nap/internal/asm/amd64"
+	"github.com/nap-k8s/nap/internal/asm/arm64"
+
+	napelf "github.com/nap-k8s/nap/internal/elf"
+)
+
+// Arches lists the architectures nap has a binary for, as Kubernetes names them
+// (the kubernetes.io/arch node label).
+var Arches = []string{"amd64", "arm64"}
+
+// Budget is the most bytes each binary may take; the tests hold the binaries to it.
+var Budget = map[string]int{"amd64": 640, "arm64": 896}
+
+// Binary returns the static nap executable for arch. The output is the same byte for
+// byte on every run and every host.
+func Binary(arch string) ([]byte, error) {
+	obj, machine, err := assemble(arch)
+	if err != nil {
+		return nil, err
+	}
+	return napelf.Executable(machine, obj.Code, obj.Labels["entry"])
+}
+
+// Listing returns the assembled program of arch, a line per instruction: address,
+// encoding, text and the program line that wrote it.
+func Listing(arch string) (string, error) {
+	obj, _, err := assemble(arch)
+	if err != nil {
+		return "", err
+	}
+	var s strings.Builder
+	for _, l := range obj.Lines {
+		if l.Label != "" {
+			fmt.Fprintf(&s, "%s:\n", l.Label)
+			continue
+		}
+		s.WriteString(listingLine(l.Addr, l.Bytes, l.Text))
+	}
+	return s.String(), nil
+}
+
+// Object returns the assembled program of arch, for tests that decode it.
+func Object(arch string) (*asm.Object, error) {
+	obj, _, err := assemble(arch)
+	return obj, err
+}
+
+func assemble(arch string) (*asm.Object, elf.Machine, error) {
+	words, err := wordTable()
+	if err != nil {
+		return nil, 0, err
+	}
+	switch arch {
+	case "amd64":
+		var b amd64.Builder
+		programAMD64(&b, words)
+		obj, err := b.Assemble(napelf.Base + napelf.HeaderSize)
+		return obj, elf.EM_X86_64, err
+	case "arm64":
+		var b arm64.Builder
+		programARM64(&b, words)
+		obj, err := b.Assemble(napelf.Base + napelf.HeaderSize)
+		return obj, elf.EM_AARCH64, err
+	}
+	return nil, 0, fmt.Errorf("no nap binary for architecture %q (have %s)", arch, strings.Join(Arches, ", "))
+}

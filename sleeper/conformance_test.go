@@ -1,0 +1,143 @@
+package sleeper
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func invalidMsg(arg string) string {
+	return "nap: invalid duration \"" + arg + "\"\nnap: sleeping the default 10s\n"
+}
+
+const usageText = "usage: nap [DURATION]...\n"
+
+// conformance is the contract as a table. Every implementation must produce exactly the
+// exit status and output, and end no earlier than sleep (and not much later). A case
+// with a signal sends it after `after` and then expects the process to end at once.
+var conformance = []struct {
+	name   string
+	args   []string
+	signal syscall.Signal
+	after  time.Duration
+	code   int
+	stdout string
+	stderr string
+	sleep  time.Duration
+}{
+	{name: "default", args: nil, sleep: 10 * time.Second},
+	{name: "zero", args: []string{"0"}},
+	{name: "seconds fraction", args: []string{"0.25"}, sleep: 250 * time.Millisecond},
+	{name: "leading dot", args: []string{".2"}, sleep: 200 * time.Millisecond},
+	{name: "trailing dot", args: []string{"0."}},
+	{name: "ms", args: []string{"150ms"}, sleep: 150 * time.Millisecond},
+	{name: "s unit", args: []string{"0.1s"}, sleep: 100 * time.Millisecond},
+	{name: "us", args: []string{"100000us"}, sleep: 100 * time.Millisecond},
+	{name: "ns", args: []string{"100000000ns"}, sleep: 100 * time.Millisecond},
+	{name: "minutes", args: []string{"0.001m"}, sleep: 60 * time.Millisecond},
+	{name: "hours", args: []string{"0.00005h"}, sleep: 180 * time.Millisecond},
+	{name: "two arguments", args: []string{"0.1s", "100ms"}, sleep: 200 * time.Millisecond},
+	{name: "two terms", args: []string{"50ms50ms"}, sleep: 100 * time.Millisecond},
+	{name: "zero minutes", args: []string{"0m0.2s"}, sleep: 200 * time.Millisecond},
+	{name: "below a nanosecond", args: []string{"0.0000000001s"}},
+	{name: "help", args: []string{"-h"}, stdout: usageText},
+	{name: "long help", args: []string{"--help"}, stdout: usageText},
+	{name: "help after a duration", args: []string{"5", "-h"}, stdout: usageText},
+	{name: "inf until SIGTERM", args: []string{"inf"}, signal: syscall.SIGTERM, after: 300 * time.Millisecond, code: 143},
+	{name: "infinity until SIGINT", args: []string{"infinity"}, signal: syscall.SIGINT, after: 300 * time.Millisecond, code: 130},
+	{name: "SIGTERM ends a sleep", args: []string{"30"}, signal: syscall.SIGTERM, after: 300 * time.Millisecond, code: 143},
+	{name: "SIGTERM ends the default sleep of an invalid argument", args: []string{"x"}, signal: syscall.SIGTERM, after: 300 * time.Millisecond, code: 143, stderr: invalidMsg("x")},
+	{name: "empty", args: []string{""}, code: 2, stderr: invalidMsg(""), sleep: 10 * time.Second},
+	{name: "negative", args: []string{"-5"}, code: 2, stderr: invalidMsg("-5"), sleep: 10 * time.Second},
+	{name: "unknown unit", args: []string{"10sec"}, code: 2, stderr: invalidMsg("10sec"), sleep: 10 * time.Second},
+	{name: "exponent", args: []string{"1e3"}, code: 2, stderr: invalidMsg("1e3"), sleep: 10 * time.Second},
+	{name: "overflow", args: []string{"9223372036854775808ns"}, code: 2, stderr: invalidMsg("9223372036854775808ns"), sleep: 10 * time.Second},
+	{name: "overflowing sum", args: []string{"9223372036854775807ns", "1ns"}, code: 2, stderr: invalidMsg("1ns"), sleep: 10 * time.Second},
+	{name: "unknown flag", args: []string{"--verbose"}, code: 2, stderr: invalidMsg("--verbose"), sleep: 10 * time.Second},
+	{name: "missing unit", args: []string{"1m30"}, code: 2, stderr: invalidMsg("1m30"), sleep: 10 * time.Second},
+	{name: "two dots", args: []string{"1.2.3"}, code: 2, stderr: invalidMsg("1.2.3"), sleep: 10 * time.Second},
+	{name: "dot alone", args: []string{"."}, code: 2, stderr: invalidMsg("."), sleep: 10 * time.Second},
+	{name: "plus sign", args: []string{"+5"}, code: 2, stderr: invalidMsg("+5"), sleep: 10 * time.Second},
+	{name: "micro sign", args: []string{"1µs"}, code: 2, stderr: invalidMsg("1µs"), sleep: 10 * time.Second},
+	{name: "upper-case INF", args: []string{"INF"}, code: 2, stderr: invalidMsg("INF"), sleep: 10 * time.Second},
+	{name: "inf with a number", args: []string{"inf5"}, code: 2, stderr: invalidMsg("inf5"), sleep: 10 * time.Second},
+	{name: "valid then invalid", args: []string{"1s", "1h2x"}, code: 2, stderr: invalidMsg("1h2x"), sleep: 10 * time.Second},
+	{name: "invalid before help", args: []string{"bad", "-h"}, code: 2, stderr: invalidMsg("bad"), sleep: 10 * time.Second},
+	{name: "inf then invalid sleeps only the default", args: []string{"inf", "x"}, code: 2, stderr: invalidMsg("x"), sleep: 10 * time.Second},
+}
+
+// outcome is what one run did.
+type outcome struct {
+	code           int
+	stdout, stderr string
+	elapsed        time.Duration
+	err            error
+}
+
+// run runs cmd, sending sig after `after` when sig is not 0.
+func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration) outcome {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return outcome{err: err}
+	}
+	if sig != 0 {
+		timer := time.AfterFunc(after, func() { cmd.Process.Signal(sig) })
+		defer timer.Stop()
+	}
+	err := cmd.Wait()
+	o := outcome{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		o.code = exit.ExitCode()
+	case err != nil:
+		o.err = err
+	}
+	return o
+}
+
+func TestConformance(t *testing.T) {
+	ims := impls(t)
+	// Every run starts at once (most of them sleep), then each is checked in a subtest.
+	got := make([][]outcome, len(ims))
+	var wg sync.WaitGroup
+	for i, im := range ims {
+		got[i] = make([]outcome, len(conformance))
+		for j, tc := range conformance {
+			wg.Go(func() { got[i][j] = run(im.command(tc.args...), tc.signal, tc.after) })
+		}
+	}
+	wg.Wait()
+	for i, im := range ims {
+		for j, tc := range conformance {
+			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
+				o := got[i][j]
+				if o.err != nil {
+					t.Fatal(o.err)
+				}
+				if o.code != tc.code {
+					t.Errorf("exit status %d, want %d", o.code, tc.code)
+				}
+				if o.stdout != tc.stdout {
+					t.Errorf("stdout %q, want %q", o.stdout, tc.stdout)
+				}
+				if o.stderr != tc.stderr {
+					t.Errorf("stderr %q, want %q", o.stderr, tc.stderr)
+				}
+				lo, hi := tc.sleep, tc.sleep+im.slack
+				if tc.signal != 0 {
+					lo, hi = tc.after, tc.after+im.slack
+				}
+				if o.elapsed < lo || o.elapsed > hi {
+					t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package sleeper
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/nap-k8s/nap/internal/testenv"
+)
+
+// The implementations under test, built once by TestMain into binDir.
+var binDir string
+
+// impl is one implementation of the contract: the reference or a tiny binary.
+type impl struct {
+	name  string
+	arch  string // "" for the reference
+	path  string
+	qemu  string        // qemu-user, when the binary is for another architecture
+	slack time.Duration // how much later than requested it may end (start-up, load)
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "nap-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		binDir = dir
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, "nap-ref"), "github.com/nap-k8s/nap/cmd/nap")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building the reference nap:", err)
+			return 1
+		}
+		for _, arch := range Arches {
+			b, err := Binary(arch)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, "nap-"+arch), b, 0o755)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		return m.Run()
+	}())
+}
+
+// impls returns every implementation, ready to run: a missing qemu-user fails t.
+func impls(t testing.TB) []impl {
+	t.Helper()
+	out := []impl{{name: "reference", path: filepath.Join(binDir, "nap-ref"), slack: 300 * time.Millisecond}}
+	for _, arch := range Arches {
+		slack := 300 * time.Millisecond
+		if arch != runtime.GOARCH {
+			slack = time.Second // qemu-user start-up under a parallel load
+		}
+		im := impl{name: arch, arch: arch, path: filepath.Join(binDir, "nap-"+arch), slack: slack}
+		if arch != runtime.GOARCH {
+			im.qemu = testenv.LookPath(t, qemuName[arch], "prereqs")
+		}
+		out = append(out, im)
+	}
+	return out
+}
+
+var qemuName = map[string]string{"amd64": "qemu-x86_64-static", "arm64": "qemu-aarch64-static"}
+
+// command returns the command that runs im with args: natively, or under qemu-user
+// when im is for another architecture than the test's.
+func (im impl) command(args ...string) *exec.Cmd {
+	if im.qemu == "" {
+		return exec.Command(im.path, args...)
+	}
+	return exec.Command(im.qemu, append([]string{im.path}, args...)...)
+}

@@ -1,0 +1,98 @@
+package sleeper
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The word table the binaries read, built from the specification (spec.go) so that they
+// cannot disagree with it. After a number, the program matches the text against each
+// entry in turn:
+//
+//	[n] [n bytes of the word] [k] [c]      ...      [0]
+//
+// A unit's word is its name (ns us ms s m h, two-letter names first so that ms wins over
+// m); its length is c*10^k ns with c not a multiple of 10 (m: 6*10^10, h: 36*10^11), so
+// that the programs scale by powers of ten and carry the digits below a nanosecond of
+// m and h exactly (c*9+c-1 < 1029, see carryMul). Words ending in NUL must be the whole argument: the bare number ("\0",
+// seconds) and the keywords inf, infinity (c = 0, k = 0) and -h, --help (c = 0, k = 1),
+// which must also have no number before them.
+func wordTable() ([]byte, error) {
+	units := make([]string, 0, len(unitNs))
+	for n := range unitNs {
+		units = append(units, n)
+	}
+	slices.SortFunc(units, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return int(unitNs[a] - unitNs[b])
+	})
+	var b []byte
+	add := func(word string, k, c int64) error {
+		if len(word) > 255 || k > 255 || c > 255 {
+			return fmt.Errorf("word %q (k=%d c=%d) does not fit a table entry", word, k, c)
+		}
+		b = append(b, byte(len(word)))
+		b = append(b, word...)
+		b = append(b, byte(k), byte(c))
+		return nil
+	}
+	unit := func(word string, ns int64) error {
+		c, k := ns, int64(0)
+		for c%10 == 0 {
+			c, k = c/10, k+1
+		}
+		if c*9+c-1 >= carryLimit {
+			return fmt.Errorf("unit %q: c=%d is too large for the carry step", word, c)
+		}
+		return add(word, k, c)
+	}
+	for _, n := range units {
+		if err := unit(n, unitNs[n]); err != nil {
+			return nil, err
+		}
+	}
+	if err := unit("\x00", unitNs["s"]); err != nil {
+		return nil, err
+	}
+	for _, kw := range []struct {
+		word string
+		help int64
+	}{{"inf", 0}, {"infinity", 0}, {"-h", 1}, {"--help", 1}} {
+		if err := add(kw.word+"\x00", kw.help, 0); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, 0), nil
+}
+
+// t/10 == (t*carryMul)>>carryShift for every t below carryLimit: the programs' carry
+// step t = c*digit + carry stays below it (checked by wordTable and the tests).
+const (
+	carryMul   = 205
+	carryShift = 11
+	carryLimit = 1029
+)
+
+// listingLine renders one assembled line for golden files: address, bytes, text.
+func listingLine(addr uint64, b []byte, text string) string {
+	const width = 11
+	var hex []string
+	for i := 0; i < len(b); i += width {
+		hex = append(hex, fmt.Sprintf("%x", b[i:min(i+width, len(b))]))
+	}
+	if len(hex) == 0 {
+		hex = []string{""}
+	}
+	var s strings.Builder
+	for i, h := range hex {
+		t := ""
+		if i == 0 {
+			t = text
+		}
+		fmt.Fprintf(&s, "%08x  %-22s  %s\n", addr+uint64(i*width), h, t)
+	}
+	return s.String()
+}
