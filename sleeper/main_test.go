@@ -81,3 +81,7 @@ func (im impl) command(args ...string) *exec.Cmd {
 	}
 	return exec.Command(im.qemu, append([]string{im.path}, args...)...)
 }
+
+func itoa(i int) string { return fmt.Sprint(i) }
+
+func fmtSscanf(s, format string, args ...any) (int, error) { return fmt.Sscanf(s, format, args...) }

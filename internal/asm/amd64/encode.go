@@ -489,13 +489,13 @@ func RET() (asm.Inst, error) { return asm.Fixed("ret", 0xC3), nil }
 func SYSCALL() (asm.Inst, error) { return asm.Fixed("syscall", 0x0F, 0x05), nil }
 
 // LODSB loads the byte at [rsi] into al and advances rsi.
-func LODSB() (asm.Inst, error) { return asm.Fixed("lodsb", 0xAC), nil }
+func LODSB() (asm.Inst, error) { return asm.Fixed("lodsb byte ptr [rsi]", 0xAC), nil }
 
 // REPE_CMPSB compares [rsi] with [rdi], advancing both, while equal and rcx is not zero.
-func REPE_CMPSB() (asm.Inst, error) { return asm.Fixed("rep cmpsb", 0xF3, 0xA6), nil }
+func REPE_CMPSB() (asm.Inst, error) { return asm.Fixed("rep cmpsb byte ptr [rsi], byte ptr [rdi]", 0xF3, 0xA6), nil }
 
 // SCASW compares ax with [rdi] and advances rdi by 2.
-func SCASW() (asm.Inst, error) { return asm.Fixed("scasw", 0x66, 0xAF), nil }
+func SCASW() (asm.Inst, error) { return asm.Fixed("scasw word ptr [rdi]", 0x66, 0xAF), nil }
 
 // REPNE_SCASB scans [rdi] for al, advancing rdi, while not equal and rcx is not zero.
-func REPNE_SCASB() (asm.Inst, error) { return asm.Fixed("repne scasb", 0xF2, 0xAE), nil }
+func REPNE_SCASB() (asm.Inst, error) { return asm.Fixed("repne scasb byte ptr [rdi]", 0xF2, 0xAE), nil }

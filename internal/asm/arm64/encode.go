@@ -48,6 +48,16 @@ func movewide(name string, opc uint32, rd Reg, imm uint16, shift uint) (asm.Inst
 	if shift != 0 {
 		txt += fmt.Sprintf(", lsl #%d", shift)
 	}
+	// MOVZ and MOVN read as the mov alias with the value they make, as disassemblers print.
+	if v := uint64(imm) << (shift % 64); opc != 3 && shift < 64 {
+		if opc == 0 {
+			v = ^v
+			if !rd.is64 {
+				v &= 1<<32 - 1
+			}
+		}
+		txt = fmt.Sprintf("mov %v, #%#x", rd, v)
+	}
 	if err := gp(rd); err != nil {
 		return fail(txt, "%v", err)
 	}
@@ -84,6 +94,9 @@ func MOV(rd, rm Reg) (asm.Inst, error) {
 // addsubImm encodes ADD/ADDS/SUB/SUBS with a 12-bit immediate (optionally << 12).
 func addsubImm(name string, op, s uint32, rd, rn Reg, imm uint32) (asm.Inst, error) {
 	txt := fmt.Sprintf("%s %v, %v, #%#x", name, rd, rn, imm)
+	if name == "add" && imm == 0 && (rd.sp || rn.sp) {
+		txt = fmt.Sprintf("mov %v, %v", rd, rn) // the alias for moves to and from sp
+	}
 	if err := sameWidth(rd, rn); err != nil {
 		return fail(txt, "%v", err)
 	}
@@ -242,6 +255,9 @@ func base(rn Reg) error {
 // LDRB loads the byte at [rn+off] (unsigned offset 0..4095) zero-extended into wt.
 func LDRB(wt, rn Reg, off uint32) (asm.Inst, error) {
 	txt := fmt.Sprintf("ldrb %v, [%v, #%#x]", wt, rn, off)
+	if off == 0 {
+		txt = fmt.Sprintf("ldrb %v, [%v]", wt, rn)
+	}
 	if err := errors.Join(gp(wt), base(rn)); err != nil {
 		return fail(txt, "%v", err)
 	}

@@ -1,0 +1,165 @@
+//go:build linux && amd64
+
+package sleeper
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Host (x86-64) system call numbers seen by the tracer: the arm64 binary's calls arrive
+// as qemu-user's host calls, with the same arguments.
+const (
+	hostWrite     = 1
+	hostWritev    = 20
+	hostPause     = 34
+	hostNanosleep = 35
+	hostExitGroup = 231
+
+	ptraceOExitKill = 0x100000
+)
+
+// observation is what a binary asks of the kernel, up to the first sleep.
+type observation struct {
+	Help    bool  // wrote to stdout (the usage)
+	Invalid bool  // wrote the invalid-argument message (writev to stderr)
+	Sleep   int64 // the nanoseconds of the first nanosleep; -1 for pause (until a signal)
+	Exit    int   // exit status, when it exits without sleeping; -1 otherwise
+}
+
+// observe runs cmd under ptrace and stops it at its first sleep, without waiting.
+func observe(cmd *exec.Cmd) (obs observation, err error) {
+	runtime.LockOSThread() // ptrace requests must come from the tracing thread
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		return obs, err
+	}
+	pid := cmd.Process.Pid
+	defer func() {
+		syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, 0, nil)
+	}()
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil { // stopped at exec
+		return obs, err
+	}
+	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACESYSGOOD|ptraceOExitKill); err != nil {
+		return obs, err
+	}
+	obs.Exit = -1
+	entry, sig := true, 0
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.PtraceSyscall(pid, sig); err != nil {
+			return obs, err
+		}
+		sig = 0
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+			return obs, err
+		}
+		switch {
+		case ws.Exited():
+			return obs, fmt.Errorf("exited with %d before sleeping or exiting through exit_group", ws.ExitStatus())
+		case ws.Signaled():
+			return obs, fmt.Errorf("killed by %v", ws.Signal())
+		case ws.Stopped() && ws.StopSignal() == syscall.SIGTRAP|0x80:
+			if entry {
+				var regs syscall.PtraceRegs
+				if err := syscall.PtraceGetRegs(pid, &regs); err != nil {
+					return obs, err
+				}
+				switch regs.Orig_rax {
+				case hostWrite:
+					obs.Help = obs.Help || regs.Rdi == 1
+				case hostWritev:
+					obs.Invalid = obs.Invalid || regs.Rdi == 2
+				case hostPause:
+					obs.Sleep = -1
+					return obs, nil
+				case hostNanosleep:
+					var ts [16]byte
+					if _, err := syscall.PtracePeekData(pid, uintptr(regs.Rdi), ts[:]); err != nil {
+						return obs, err
+					}
+					sec, nsec := int64(binary.LittleEndian.Uint64(ts[:8])), int64(binary.LittleEndian.Uint64(ts[8:]))
+					if sec > math.MaxInt64/nsPerSecond || nsec >= nsPerSecond {
+						return obs, fmt.Errorf("nanosleep{%d, %d}", sec, nsec)
+					}
+					obs.Sleep = sec*nsPerSecond + nsec
+					return obs, nil
+				case hostExitGroup:
+					obs.Exit = int(regs.Rdi)
+					return obs, nil
+				}
+			}
+			entry = !entry
+		case ws.Stopped():
+			sig = int(ws.StopSignal()) // not ours: deliver it
+		}
+	}
+	return obs, errors.New("no sleep or exit within 20s")
+}
+
+// expect is what the specification says a binary for arch must ask for.
+func expect(arch string, args []string) observation {
+	req, err := Parse(args)
+	var bad *InvalidError
+	switch {
+	case errors.Is(err, ErrHelp):
+		return observation{Help: true, Exit: 0}
+	case errors.As(err, &bad):
+		return observation{Invalid: true, Sleep: int64(Default), Exit: -1}
+	case req.Infinite && arch == "amd64":
+		return observation{Sleep: -1, Exit: -1} // pause
+	case req.Infinite:
+		return observation{Sleep: math.MaxInt64, Exit: -1} // arm64 has no pause: the longest nanosleep, looped
+	}
+	return observation{Sleep: int64(req.Duration), Exit: -1}
+}
+
+// fuzzArgs turns a fuzz input into an argument vector: lines, at most 4, no NUL.
+func fuzzArgs(s string) []string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	if s == "" {
+		return nil
+	}
+	args := strings.Split(s, "\n")
+	return args[:min(len(args), 4)]
+}
+
+// FuzzDifferential: for any argument vector, each binary asks the kernel for exactly what
+// the specification (Parse) says, observed with ptrace, never waited for.
+func FuzzDifferential(f *testing.F) {
+	for _, tc := range conformance {
+		f.Add(strings.Join(tc.args, "\n"))
+	}
+	for _, s := range []string{"1h1m1s1ms1us1ns", "0.00000000001666666666666666666667m", "0.00000000001666666666666666666666m",
+		"0.0000000000027777777777777778h", "9223372036854775807ns", "9223372036854775807ns\n0", "2562047h47m16.854775807s",
+		"2562047h47m16.854775808s", "18446744073709551616ns", "1844674407370955161.6s", "000000000000000000000001s", "1.5h\n30m\ninf",
+		"-h\nx", "1\n2\n3\n4", "1s.5", ".s", "5s5", "1ms1m", "1mss", "  ", "\t1"} {
+		f.Add(s)
+	}
+	ims := impls(f)[1:]
+	f.Fuzz(func(t *testing.T, s string) {
+		args := fuzzArgs(s)
+		for _, im := range ims {
+			got, err := observe(im.command(args...))
+			if err != nil {
+				t.Fatalf("%s %q: %v", im.name, args, err)
+			}
+			if want := expect(im.arch, args); got != want {
+				t.Errorf("%s %q: asked for %+v, the specification says %+v", im.name, args, got, want)
+			}
+		}
+	})
+}
