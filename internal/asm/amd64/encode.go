@@ -289,6 +289,10 @@ func MOVZX(dst Reg, src Operand) (asm.Inst, error) {
 // LEA dst, src loads the address of a memory operand (or of a label, with RIP).
 func LEA(dst Reg, src Mem) (asm.Inst, error) {
 	txt := text("lea", dst, src)
+	if src.Label == "" { // an address has no access size: "ptr [..]", as x86asm prints it
+		s := src.String()
+		txt = "lea " + dst.String() + ", ptr " + s[strings.Index(s, "["):]
+	}
 	if dst.bits < 32 {
 		return asm.Inst{Text: txt}, errors.New("needs a 32- or 64-bit register")
 	}
@@ -492,7 +496,9 @@ func SYSCALL() (asm.Inst, error) { return asm.Fixed("syscall", 0x0F, 0x05), nil 
 func LODSB() (asm.Inst, error) { return asm.Fixed("lodsb byte ptr [rsi]", 0xAC), nil }
 
 // REPE_CMPSB compares [rsi] with [rdi], advancing both, while equal and rcx is not zero.
-func REPE_CMPSB() (asm.Inst, error) { return asm.Fixed("rep cmpsb byte ptr [rsi], byte ptr [rdi]", 0xF3, 0xA6), nil }
+func REPE_CMPSB() (asm.Inst, error) {
+	return asm.Fixed("rep cmpsb byte ptr [rsi], byte ptr [rdi]", 0xF3, 0xA6), nil
+}
 
 // SCASW compares ax with [rdi] and advances rdi by 2.
 func SCASW() (asm.Inst, error) { return asm.Fixed("scasw word ptr [rdi]", 0x66, 0xAF), nil }

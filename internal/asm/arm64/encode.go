@@ -112,6 +112,7 @@ func addsubImm(name string, op, s uint32, rd, rn Reg, imm uint32) (asm.Inst, err
 			return fail(txt, "immediate %#x does not fit 12 bits (optionally shifted by 12)", imm)
 		}
 		imm, sh = imm>>12, 1
+		txt = fmt.Sprintf("%s %v, %v, #%#x, lsl #12", name, rd, rn, imm)
 	}
 	return word(txt, sf(rd)|op<<30|s<<29|0x22<<23|sh<<22|imm<<10|uint32(rn.num)<<5|uint32(rd.num)), nil
 }
@@ -254,7 +255,7 @@ func base(rn Reg) error {
 
 // LDRB loads the byte at [rn+off] (unsigned offset 0..4095) zero-extended into wt.
 func LDRB(wt, rn Reg, off uint32) (asm.Inst, error) {
-	txt := fmt.Sprintf("ldrb %v, [%v, #%#x]", wt, rn, off)
+	txt := fmt.Sprintf("ldrb %v, [%v, #%d]", wt, rn, off)
 	if off == 0 {
 		txt = fmt.Sprintf("ldrb %v, [%v]", wt, rn)
 	}
@@ -305,7 +306,7 @@ func LDURB(wt, rn Reg, off int32) (asm.Inst, error) {
 
 // LDR loads the 64-bit word at [rn+off] (off a multiple of 8, 0..32760) into xt.
 func LDR(xt, rn Reg, off uint32) (asm.Inst, error) {
-	txt := fmt.Sprintf("ldr %v, [%v, #%#x]", xt, rn, off)
+	txt := fmt.Sprintf("ldr %v, [%v, #%d]", xt, rn, off)
 	if err := errors.Join(gp(xt), base(rn)); err != nil {
 		return fail(txt, "%v", err)
 	}

@@ -1,0 +1,155 @@
+package arm64
+
+import (
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/arch/arm64/arm64asm"
+
+	"github.com/nap-k8s/nap/internal/asm"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/arm64cases.txt")
+
+func must(in asm.Inst, err error) asm.Inst {
+	if err != nil {
+		panic(err)
+	}
+	return in
+}
+
+// cases covers every encoder and operand form; testdata/arm64cases.txt holds their
+// encodings as "hex|text" lines, and each must decode (arm64asm, GNU syntax) to its text.
+var cases = []asm.Inst{
+	must(MOVZ(X3, 8, 0)), must(MOVZ(X20, 0xe400, 0)), must(MOVZ(W1, 0x3b9a, 16)), must(MOVK(X1, 0x3b9a, 16)),
+	must(MOVK(X20, 2, 32)), must(MOVN(X20, 0x8000, 48)), must(MOVN(W0, 0, 0)),
+	must(MOV(X0, X4)), must(MOV(X2, XZR)), must(MOV(W1, W2)),
+	must(ADDi(X1, SP, 0)), must(ADDi(X19, SP, 48)), must(ADDi(X12, X12, 2)), must(ADDi(X0, X0, 0x1000)),
+	must(SUBi(X9, X9, 1)), must(SUBi(W1, W1, '0')), must(SUBi(SP, SP, 32)), must(SUBSi(X4, X4, 13)), must(SUBSi(W1, W1, '0')),
+	must(CMPi(W1, '.')), must(CMPi(X1, 1)),
+	must(ADD(X12, X12, X2)), must(ADDS(X15, X15, X1)), must(SUB(X2, X1, X22)), must(SUBS(X13, X13, X17)), must(CMP(X10, X22)), must(CMP(W3, W4)),
+	must(MADD(W1, W1, W14, W7)), must(MSUB(X3, X2, X1, X20)), must(MUL(X15, X15, X6)), must(UMULH(X7, X15, X6)), must(SMULH(X7, X15, X6)),
+	must(UDIV(X2, X20, X1)), must(UDIV(W7, W1, W6)), must(CSEL(X1, X2, X3, EQ)), must(CSINC(X1, X2, X3, NE)), must(CCMPi(W2, 0, 4, EQ)),
+	must(LDRB(W13, X12, 0)), must(LDRB(W14, X12, 1)), must(LDRBpost(W1, X9, 1)), must(LDRBpre(W1, X11, -1)), must(LDURB(W1, X9, -1)),
+	must(LDR(X1, SP, 32)), must(LDRpost(X22, X19, 8)), must(STP(X1, XZR, SP, -32, true)), must(STP(XZR, XZR, SP, 16, false)),
+	must(RET()), must(SVC(0)),
+}
+
+// The GNU syntax prints the zero offset and spacing a little differently.
+var gnuNoise = regexp.MustCompile(`\s+|,#0x0\]`)
+
+func TestEncodeCases(t *testing.T) {
+	var lines []string
+	for _, in := range cases {
+		lines = append(lines, fmt.Sprintf("%x|%s", in.Bytes, in.Text))
+	}
+	got := strings.Join(lines, "\n") + "\n"
+	const path = "testdata/arm64cases.txt"
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("encodings differ from %s (rerun with -update after checking the decoder agrees)", path)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(want)), "\n") {
+		h, text, _ := strings.Cut(line, "|")
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != 4 {
+			t.Fatalf("%s: %v", line, err)
+		}
+		in, err := arm64asm.Decode(b)
+		if err != nil {
+			t.Errorf("%s: does not decode: %v", line, err)
+			continue
+		}
+		if dec := arm64asm.GNUSyntax(in); gnuNoise.ReplaceAllString(dec, "") != gnuNoise.ReplaceAllString(text, "") {
+			t.Errorf("%s: decodes as %q", line, dec)
+		}
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	for name, err := range map[string]error{
+		"movz shift":        second(MOVZ(X0, 1, 8)),
+		"movz sp":           second(MOVZ(SP, 1, 0)),
+		"mixed widths":      second(ADD(X0, W1, X2)),
+		"imm too large":     second(ADDi(X0, X0, 0x1001)),
+		"cmp with xzr base": second(CMPi(XZR, 1)),
+		"ldrb into x":       second(LDRB(X1, X2, 0)),
+		"ldrb offset":       second(LDRB(W1, X2, 4096)),
+		"post-index same":   second(LDRBpost(W1, X1, 1)),
+		"ldr misaligned":    second(LDR(X1, SP, 4)),
+		"stp offset":        second(STP(X1, X2, SP, 12, false)),
+		"umulh w":           second(UMULH(W1, W2, W3)),
+		"tbz bit":           second(TBZ(W1, 40, "x")),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func second(_ asm.Inst, err error) error { return err }
+
+// TestBranches: label-relative instructions encode their word distance, and report
+// targets out of range with the program line.
+func TestBranches(t *testing.T) {
+	var b Builder
+	b.Label("top")
+	b.B("end")
+	b.Bcond(NE, "top")
+	b.CBZ(X1, "end")
+	b.CBNZ(W2, "top")
+	b.TBNZ(X15, 63, "end")
+	b.TBZ(W3, 0, "top")
+	b.BL("end")
+	b.ADR(X1, "end")
+	b.Label("end")
+	obj, err := b.Assemble(0x1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range obj.Lines {
+		if l.Label != "" {
+			continue
+		}
+		in, err := arm64asm.Decode(l.Bytes)
+		if err != nil {
+			t.Fatalf("%s: %v", l.Text, err)
+		}
+		dec := arm64asm.GNUSyntax(in)
+		i := strings.Index(dec, ".+0x")
+		if i < 0 {
+			t.Fatalf("%s decodes as %q: no relative target", l.Text, dec)
+		}
+		var off uint64
+		fmt.Sscanf(dec[i+2:], "0x%x", &off)
+		target := l.Addr + off
+		wantTarget := obj.Labels["end"]
+		if strings.HasSuffix(l.Text, " top") {
+			wantTarget = obj.Labels["top"]
+		}
+		if target != wantTarget {
+			t.Errorf("%s: decodes as %q (to %#x), want %#x", l.Text, dec, target, wantTarget)
+		}
+	}
+
+	var c Builder
+	c.TBZ(W1, 0, "far")
+	c.Data("pad", make([]byte, 40000))
+	c.Label("far")
+	if _, err := c.Assemble(0); err == nil || !strings.Contains(err.Error(), "encode_test.go:") {
+		t.Errorf("tbz out of range: %v, want an error naming this file", err)
+	}
+}
