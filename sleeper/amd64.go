@@ -29,33 +29,35 @@ const (
 // The registers, named as in the manual.
 var (
 	rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi = x.RAX, x.RCX, x.RDX, x.RBX, x.RSP, x.RBP, x.RSI, x.RDI
-	r8, r9, r10, r11, r12, r13, r14        = x.R8, x.R9, x.R10, x.R11, x.R12, x.R13, x.R14
+	r8, r9, r10, r11, r12, r13, r14, r15   = x.R8, x.R9, x.R10, x.R11, x.R12, x.R13, x.R14, x.R15
 	eax, ecx, edx, esi, edi, ebp           = x.EAX, x.ECX, x.EDX, x.ESI, x.EDI, x.EBP
-	r8d, r9d, r12d, r13d                   = x.R8D, x.R9D, x.R12D, x.R13D
+	r8d, r9d, r15d                         = x.R8D, x.R9D, x.R15D
 	al                                     = x.AL
 )
 
 // programAMD64 writes nap for x86-64. Register use:
 //
-//	rbx  the argv slot being read      r12  total nanoseconds
+//	rsp  the next argv slot            r12  total nanoseconds
 //	r14  the argument being read       r13  non-zero after inf
-//	rbp  exit status
+//	rbp  exit status                   r15  argc
 //	per term: r10 number start, r11 number end, rsi text, rdi word table, r8 k, r9 c
 //	(the unit is c*10^k ns), rdx the number, rcx digit count then carry, edi 1 after
 //	the dot.
 func programAMD64(b *x.Builder, words []byte) {
 	b.Label("entry")
+	// Linux starts a process with every general register zero (x86-64 ELF_PLAT_INIT), so
+	// the total (r12), the inf flag (r13), the exit status (rbp) and oldact (rdx) start 0.
+	//
 	// SIGINT and SIGTERM run on_signal, which exits 128+signal. A handler (not the
 	// default action) is what makes PID 1 of a PID namespace hear them. x86-64 cannot
 	// deliver to a handler without SA_RESTORER; on_signal never returns, so it is its own
-	// restorer. struct sigaction: handler, flags, restorer, mask.
+	// restorer. struct sigaction is handler, flags, restorer, mask: the mask overlaps argc,
+	// and only applies while on_signal runs, which exits at once.
 	b.LEA(rax, x.RIP("on_signal"))
-	b.PUSH(x.Imm(0))
 	b.PUSH(rax)
 	b.PUSH(x.Imm(saRestorer))
 	b.PUSH(rax)
 	b.MOV(rsi, rsp)
-	b.XOR(edx, edx)
 	b.PUSH(x.Imm(sigsetSize))
 	b.POP(r10)
 	b.PUSH(x.Imm(sigTERM))
@@ -67,14 +69,16 @@ func programAMD64(b *x.Builder, words []byte) {
 	b.SUB(edi, x.Imm(sigTERM-sigINT)) // SIGTERM, then SIGINT
 	b.J(x.NS, "sigaction")
 
-	b.LEA(rbx, x.Qword(rsp, 32+8)) // &argv[0], above the sigaction and argc
-	b.XOR(ebp, ebp)
-	b.XOR(r12d, r12d)
-	b.XOR(r13d, r13d)
+	// Pop the sigaction, then argc and argv[0]; each argument is popped in turn (the
+	// slots left behind are free stack).
+	b.POP(rax)
+	b.POP(rax)
+	b.POP(rax)
+	b.POP(r15) // argc
+	b.POP(rax) // argv[0]
 
 	b.Label("next_arg")
-	b.ADD(rbx, x.Imm(8))
-	b.MOV(rsi, x.Qword(rbx, 0))
+	b.POP(rsi)
 	b.MOV(r14, rsi)
 	b.TEST(rsi, rsi)
 	b.J(x.E, "args_done")
@@ -111,6 +115,7 @@ func programAMD64(b *x.Builder, words []byte) {
 	b.J(x.NE, "number")
 	b.CMP(r10, r14) // must be the whole argument
 	b.J(x.NE, "invalid")
+	b.DEC(rsi) // back on the NUL: the argument ends after this term
 	b.TEST(r9d, r9d)
 	b.J(x.NE, "number")
 	b.CMP(r10, r11) // a keyword has no number
@@ -174,7 +179,10 @@ func programAMD64(b *x.Builder, words []byte) {
 	b.SYSCALL()
 	b.PUSH(x.Imm(exitInvalid))
 	b.POP(rbp)
-	b.JMP("default")
+	b.Label("default") // {10, 0}
+	b.PUSH(x.Imm(0))
+	b.PUSH(x.Imm(defaultNs / nsPerSecond))
+	b.JMP("sleep_timespec")
 
 	b.Label("digits_done")
 	b.JRCXZ("invalid") // no digit at all
@@ -210,14 +218,12 @@ func programAMD64(b *x.Builder, words []byte) {
 	b.POP(rsi)
 	b.ADD(r12, rdx)
 	b.J(x.O, "invalid")
-	b.CMP(x.Byte(rsi, -1), x.Imm(0)) // the bare number ends the argument
-	b.J(x.E, "next_arg")
 	b.CMP(x.Byte(rsi, 0), x.Imm(0))
 	b.J(x.NE, "term")
 	b.JMP("next_arg")
 
 	b.Label("args_done")
-	b.CMP(x.Qword(rsp, 32), x.Imm(1)) // argc == 1: no argument
+	b.DEC(r15d) // argc == 1: no argument
 	b.J(x.E, "default")
 	b.TEST(r13, r13)
 	b.J(x.E, "sleep")
@@ -227,10 +233,10 @@ func programAMD64(b *x.Builder, words []byte) {
 	b.SYSCALL()
 	b.JMP("forever")
 
-	b.Label("default")
-	b.MOV(r12, x.Imm(defaultNs))
 	// One relative nanosleep on the monotonic clock. A stop/continue does not end it
-	// early: the kernel restarts it itself with the original expiry.
+	// early: the kernel restarts it itself with the original expiry. rsi, the remaining
+	// time, is NULL or free stack: it is only written when a handler interrupts the
+	// sleep, and the only handler exits.
 	b.Label("sleep")
 	b.MOV(rax, r12)
 	b.XOR(edx, edx)
@@ -238,8 +244,8 @@ func programAMD64(b *x.Builder, words []byte) {
 	b.DIV(rcx)
 	b.PUSH(rdx)
 	b.PUSH(rax)
+	b.Label("sleep_timespec")
 	b.MOV(rdi, rsp)
-	b.XOR(esi, esi)
 	b.PUSH(x.Imm(amd64SysNanosleep))
 	b.POP(rax)
 	b.SYSCALL()

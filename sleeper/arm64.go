@@ -28,30 +28,28 @@ var (
 //	x23  exit status                   x6   10
 //	per term: x10 number start, x11 number end, x9 text, x12 word table, x13 k, x14 c
 //	(the unit is c*10^k ns), x15 the number, x16 digit count, x17 1 after the dot,
-//	x7 carry.
+//	x7 carry, x8 scratch.
 func programARM64(b *a.Builder, words []byte) {
 	b.Label("entry")
+	// Linux starts a process with every general register zero (arm64 start_thread), so
+	// the total (x20), the inf flag (x21), the exit status (x23) and oldact (x2) start 0.
+	//
 	// SIGINT and SIGTERM run on_signal, which exits 128+signal (a handler is what makes
-	// PID 1 hear them). struct sigaction: handler, flags, restorer, mask; arm64 returns
-	// through the vDSO, but on_signal never returns.
+	// PID 1 hear them). struct sigaction is handler, flags, restorer, mask: only handler
+	// and flags (0) are written; restorer and mask overlap argc and argv[0]. With flags 0
+	// the restorer is unused (arm64 returns through the vDSO), and the mask only applies
+	// while on_signal runs, which exits at once.
 	b.ADR(x1, "on_signal")
-	b.STP(x1, xzr, sp, -32, true)
-	b.STP(xzr, xzr, sp, 16, false)
+	b.STP(x1, xzr, sp, -16, true)
 	b.ADDi(x1, sp, 0)
-	b.MOV(x2, xzr)
 	b.MOVZ(x3, sigsetSize, 0)
-	b.MOVZ(x4, sigTERM, 0)
-	b.Label("sigaction")
-	b.MOV(x0, x4)
 	b.MOVZ(x8, arm64SysRtSigaction, 0)
+	b.MOVZ(x0, sigTERM, 0)
 	b.SVC(0)
-	b.SUBSi(x4, x4, sigTERM-sigINT) // SIGTERM, then SIGINT
-	b.Bcond(a.PL, "sigaction")
+	b.MOVZ(x0, sigINT, 0) // system calls keep every register but x0
+	b.SVC(0)
 
-	b.ADDi(x19, sp, 32+16) // &argv[1], above the sigaction, argc and argv[0]
-	b.MOV(x20, xzr)
-	b.MOV(x21, xzr)
-	b.MOV(x23, xzr)
+	b.ADDi(x19, sp, 16+16) // &argv[1], above the sigaction, argc and argv[0]
 	b.MOVZ(x6, 10, 0)
 
 	b.Label("next_arg")
@@ -69,8 +67,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.SUBi(w1, w1, '0')
 	b.CMPi(w1, 9)
 	b.Bcond(a.LS, "scan")
-	b.SUBi(x9, x9, 1)
-	b.MOV(x11, x9)
+	b.SUBi(x11, x9, 1) // number end = word start
 
 	b.ADR(x12, "words")
 	b.Label("word")
@@ -97,6 +94,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CBNZ(w1, "number") // a word ending in NUL
 	b.CMP(x10, x22)      // must be the whole argument
 	b.Bcond(a.NE, "invalid")
+	b.SUBi(x9, x9, 1) // back on the NUL: the argument ends after this term
 	b.CBNZ(w14, "number")
 	b.CMP(x11, x22) // a keyword has no number
 	b.Bcond(a.NE, "invalid")
@@ -110,6 +108,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOV(x15, xzr)
 	b.MOV(x16, xzr)
 	b.MOV(x17, xzr)
+	b.MOV(x7, xzr) // no carry
 	b.Label("digit")
 	b.CMP(x5, x11)
 	b.Bcond(a.HS, "digits_done")
@@ -123,8 +122,8 @@ func programARM64(b *a.Builder, words []byte) {
 	b.SUBS(x13, x13, x17) // after the dot each digit uses one power of ten of the unit
 	b.Bcond(a.LT, "tail")
 	b.ADDi(x16, x16, 1)
-	b.UMULH(x7, x15, x6)
-	b.CBNZ(x7, "invalid")
+	b.UMULH(x8, x15, x6)
+	b.CBNZ(x8, "invalid")
 	b.MUL(x15, x15, x6)
 	b.TBNZ(x15, 63, "invalid")
 	b.ADDS(x15, x15, x1)
@@ -133,7 +132,6 @@ func programARM64(b *a.Builder, words []byte) {
 
 	b.Label("digits_done")
 	b.CBZ(x16, "invalid") // no digit at all
-	b.MOV(x7, xzr)        // no carry
 	b.Label("pad")        // unused powers of ten scale the unit: c*10^k
 	b.SUBSi(x13, x13, 1)
 	b.Bcond(a.MI, "scale")
@@ -142,9 +140,7 @@ func programARM64(b *a.Builder, words []byte) {
 
 	// Tail: the digits below a nanosecond. floor(c * 0.tail) is the carry of the long
 	// multiplication c*tail, computed right to left.
-	b.Label("tail")
-	b.SUBi(x5, x5, 1) // the first tail digit
-	b.MOV(x7, xzr)
+	b.Label("tail") // x5 is one past the first tail digit
 	b.Label("tail_digit")
 	b.LDRBpre(w1, x11, -1)
 	b.SUBSi(w1, w1, '0')
@@ -152,7 +148,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MADD(w1, w1, w14, w7)
 	b.UDIV(w7, w1, w6)
 	b.CMP(x11, x5)
-	b.Bcond(a.HI, "tail_digit")
+	b.Bcond(a.HS, "tail_digit")
 
 	b.Label("scale") // total += acc*c*10^k + carry, checked
 	b.UMULH(x1, x15, x14)
@@ -163,14 +159,12 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Bcond(a.MI, "invalid")
 	b.ADDS(x20, x20, x15)
 	b.Bcond(a.VS, "invalid")
-	b.LDURB(w1, x9, -1) // the bare number ends the argument
-	b.CBZ(w1, "next_arg")
 	b.LDRB(w1, x9, 0)
 	b.CBNZ(w1, "term")
 	b.B("next_arg")
 
 	b.Label("args_done")
-	b.LDR(x1, sp, 32) // argc == 1: no argument
+	b.LDR(x1, sp, 16) // argc == 1: no argument
 	b.CMPi(x1, 1)
 	b.Bcond(a.EQ, "default")
 	b.CBZ(x21, "sleep")
@@ -196,12 +190,11 @@ func programARM64(b *a.Builder, words []byte) {
 	b.SVC(0)
 
 	b.Label("invalid") // writev(2, [prefix, arg, suffix], 3)
-	b.MOV(x1, x22)
+	b.SUBi(x1, x22, 1)
 	b.Label("strlen")
-	b.LDRBpost(w2, x1, 1)
+	b.LDRBpre(w2, x1, 1)
 	b.CBNZ(w2, "strlen")
 	b.SUB(x2, x1, x22)
-	b.SUBi(x2, x2, 1)
 	b.ADR(x3, "msg_invalid")
 	b.MOVZ(x4, uint16(len(invalidPrefix)), 0)
 	b.ADDi(x5, x3, uint32(len(invalidPrefix)))

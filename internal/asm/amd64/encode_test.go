@@ -107,7 +107,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"mov of different widths", second(MOV(RAX, EDI))},
 		{"memory to memory", second(MOV(Qword(RAX, 0), Qword(RBX, 0)))},
 		{"immediate too large for a byte", second(CMP(AL, Imm(300)))},
-		{"64-bit immediate into memory", second(MOV(Qword(RAX, 0), Imm(1 << 40)))},
+		{"64-bit immediate into memory", second(MOV(Qword(RAX, 0), Imm(1<<40)))},
 		{"8-bit address register", second(MOV(AL, Byte(AL, 0)))},
 		{"rsp as an index", second(LEA(RAX, Mem{Bits: 64, Base: RAX, Index: RSP, Scale: 1}))},
 		{"bad scale", second(LEA(RAX, Mem{Bits: 64, Base: RAX, Index: RCX, Scale: 3}))},
