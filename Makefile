@@ -6,7 +6,8 @@ BIN      := bin
 PKG      := github.com/nap-k8s/nap
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)
 LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
-# Bounded fuzzing in `make test`; raise for a longer local run: make fuzz FUZZTIME=10m
+# Bounded fuzzing in `make test` (minimising a new input may take 2s of it); raise for a
+# longer local run: make fuzz FUZZTIME=10m
 FUZZTIME ?= 20s
 
 .PHONY: all build prereqs test unit fuzz bench clean FORCE
@@ -36,8 +37,8 @@ unit:
 	$(GO) test ./...
 
 fuzz:
-	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper
