@@ -42,6 +42,7 @@ fuzz:
 
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper
+	$(GO) test ./drain -run '^$$' -bench . -count 5 | tee /dev/stderr | bash hack/bench-ratio.sh
 
 clean:
 	rm -rf $(BIN)
