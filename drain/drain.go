@@ -238,7 +238,8 @@ func (e *CutOffError) Error() string {
 }
 
 // Run serves s and drains it on the first signal (or when ctx ends), as the package
-// documentation describes. Readiness and the counts of requests in flight work for the
+// documentation describes. It listens for the signals before it starts serving: a
+// signal that arrives before Run gets its default action. Readiness and the counts of requests in flight work for the
 // http.Server given to New; Run itself serves any Server.
 func (d *Drainer) Run(ctx context.Context, s Server) error {
 	sigs := make(chan os.Signal, 2)

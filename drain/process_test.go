@@ -103,6 +103,13 @@ func startServer(t *testing.T, delay, timeout time.Duration, env ...string) *ser
 	}
 	s.addr = strings.TrimSpace(line)
 	go func() { s.err = cmd.Wait(); close(s.exited) }()
+	// An answer means Serve runs, and Run starts Serve only after it listens for
+	// signals: before that, a SIGTERM would get Go's default action.
+	for deadline := time.Now().Add(5 * time.Second); readiness(s.addr) != 200; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready after 5s: %s", s.stderr)
+		}
+	}
 	return s
 }
 

@@ -80,4 +80,3 @@ func TestModes(t *testing.T) {
 		})
 	}
 }
-
