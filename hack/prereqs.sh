@@ -5,12 +5,26 @@
 #   qemu-user-static  runs the arm64 sleeper (qemu-aarch64-static ./nap 1)
 #   util-linux        unshare, for the PID-namespace test
 #   coreutils         chroot, for the empty-root test
+#   etcd-server       the store of envtest and of the local cluster
+#   containerd, runc, containernetworking-plugins, iptables, conntrack, socat, iproute2
+#                     the local cluster's node (see docs/testing.md)
+#   openssl           the local cluster's certificates
 set -euo pipefail
 
 need=()
-command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
-command -v unshare >/dev/null || need+=(util-linux)
-command -v chroot >/dev/null || need+=(coreutils)
+have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "${2:-/nonexistent}" ]; }
+have qemu-aarch64-static || need+=(qemu-user-static)
+have unshare || need+=(util-linux)
+have chroot || need+=(coreutils)
+have etcd || need+=(etcd-server)
+have containerd || need+=(containerd)
+have runc || need+=(runc)
+have bridge-cni /usr/lib/cni/bridge || need+=(containernetworking-plugins)
+have iptables || need+=(iptables)
+have conntrack || need+=(conntrack)
+have socat || need+=(socat)
+have ip || need+=(iproute2)
+have openssl || need+=(openssl)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "prereqs: all present"

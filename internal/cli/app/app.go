@@ -9,6 +9,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/binary"
+	"github.com/nap-k8s/nap/internal/cli/lint"
 	"github.com/nap-k8s/nap/internal/version"
 )
 
@@ -24,7 +25,7 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(binary.NewCommand(streams))
+	root.AddCommand(binary.NewCommand(streams), lint.NewCommand(streams))
 	return root
 }
 

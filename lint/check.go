@@ -1,0 +1,169 @@
+package lint
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nap-k8s/nap/kube"
+)
+
+// Severity ranks findings.
+type Severity int
+
+// The severities.
+const (
+	Warning Severity = iota + 1
+	Error
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Warning:
+		return "warning"
+	case Error:
+		return "error"
+	}
+	return "unknown"
+}
+
+// ParseSeverity reads "warning" or "error".
+func ParseSeverity(s string) (Severity, error) {
+	switch s {
+	case "warning":
+		return Warning, nil
+	case "error":
+		return Error, nil
+	}
+	return 0, fmt.Errorf("severity %q: want warning or error", s)
+}
+
+// The check IDs. They are stable: configurations and ignore annotations name them.
+const (
+	NoReadinessProbe        = "no-readiness-probe"
+	NoPreStopDelay          = "no-prestop-delay"
+	PreStopNeedsShell       = "prestop-needs-shell"
+	GracePeriodTooShort     = "grace-period-too-short"
+	NativeSleepExceedsGrace = "native-sleep-exceeds-grace"
+	NativeSleepUnsupported  = "native-sleep-unsupported"
+	SingleReplica           = "single-replica"
+	RecreateStrategy        = "recreate-strategy"
+	RolloutAllAtOnce        = "rollout-all-at-once"
+	NoPDB                   = "no-pdb"
+	PDBBlocksDrain          = "pdb-blocks-drain"
+	LivenessEqualsReadiness = "liveness-equals-readiness"
+	NapVolumeNotExecutable  = "nap-volume-not-executable"
+	NapArchMismatch         = "nap-arch-mismatch"
+)
+
+// Check is one registered check: it looks at one workload and its linked objects.
+type Check struct {
+	ID       string
+	Title    string
+	Severity Severity
+	Run      func(c *Context, w *Workload) []Finding
+}
+
+var registry []Check
+
+// register adds checks; each family registers its own in an init function.
+func register(cs ...Check) { registry = append(registry, cs...) }
+
+// Checks returns every registered check, by ID.
+func Checks() []Check {
+	out := slices.Clone(registry)
+	slices.SortFunc(out, func(a, b Check) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Finding is one problem found.
+type Finding struct {
+	ID        string   `json:"id"`
+	Severity  Severity `json:"-"`
+	Object    string   `json:"object"` // Kind/namespace/name
+	Container string   `json:"container,omitempty"`
+	File      string   `json:"file"`
+	Line      int      `json:"line"`
+	Message   string   `json:"message"`
+	Hint      string   `json:"hint,omitempty"`
+}
+
+// Version is a Kubernetes minor version.
+type Version struct{ Major, Minor int }
+
+// ParseVersion reads "1.30" (or "v1.30.2").
+func ParseVersion(s string) (Version, error) {
+	var v Version
+	if _, err := fmt.Sscanf(strings.TrimPrefix(s, "v"), "%d.%d", &v.Major, &v.Minor); err != nil || v.Major < 1 {
+		return v, fmt.Errorf("kube version %q: want MAJOR.MINOR, such as 1.30", s)
+	}
+	return v, nil
+}
+
+// Less tells whether v is older than o.
+func (v Version) Less(o Version) bool {
+	return v.Major < o.Major || v.Major == o.Major && v.Minor < o.Minor
+}
+
+// Options configure a run.
+type Options struct {
+	KubeVersion *Version // the target cluster's version; nil: unknown
+	Config      Config
+}
+
+// Context is what checks see besides their workload.
+type Context struct {
+	Options
+}
+
+// DrainMargin is the time, beyond the preStop delay, that the grace period should
+// leave the application to finish its requests.
+func (c *Context) DrainMargin() time.Duration {
+	if c.Config.DrainMargin > 0 {
+		return c.Config.DrainMargin
+	}
+	return 5 * time.Second
+}
+
+// IgnoreAnnotation on an object lists check IDs (comma-separated, or "*") not to run on it.
+const IgnoreAnnotation = "lint.nap.dev/ignore"
+
+// Lint runs every enabled check on every workload of objs.
+func Lint(objs []*kube.Object, opts Options) []Finding {
+	c := &Context{Options: opts}
+	var out []Finding
+	for _, w := range link(objs) {
+		ignored := ignoredChecks(w.Obj)
+		for _, chk := range registry {
+			if opts.Config.disabled(chk.ID) || ignored["*"] || ignored[chk.ID] {
+				continue
+			}
+			for _, f := range chk.Run(c, w) {
+				f.ID = chk.ID
+				f.Severity = max(f.Severity, opts.Config.severity(chk)) // a check may raise its own
+				f.Object = w.Obj.Ref()
+				f.File = w.Obj.File
+				if f.Line == 0 {
+					f.Line = w.Obj.Line
+				}
+				out = append(out, f)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Finding) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), strings.Compare(a.ID, b.ID), strings.Compare(a.Container, b.Container))
+	})
+	return out
+}
+
+func ignoredChecks(o *kube.Object) map[string]bool {
+	out := map[string]bool{}
+	for _, id := range strings.Split(o.Node.GetAnnotations(IgnoreAnnotation)[IgnoreAnnotation], ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			out[id] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package lint
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/sleeper"
+)
+
+// The nap volume itself.
+func init() {
+	register(
+		Check{ID: NapVolumeNotExecutable, Title: "The nap volume is not executable", Severity: Error, Run: napVolumeNotExecutable},
+		Check{ID: NapArchMismatch, Title: "The nap binary's architecture contradicts the nodeSelector", Severity: Error, Run: napArchMismatch},
+	)
+}
+
+func equalProbe(a, b corev1.ProbeHandler) bool { return reflect.DeepEqual(a, b) }
+
+// napVolumes are the pod's volumes from the nap ConfigMap.
+func napVolumes(spec corev1.PodSpec) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == kube.ConfigMapName {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func napVolumeNotExecutable(_ *Context, w *Workload) []Finding {
+	var out []Finding
+	for _, v := range napVolumes(w.PodSpec) {
+		mode := int32(0o644) // the API's default
+		if v.ConfigMap.DefaultMode != nil {
+			mode = *v.ConfigMap.DefaultMode
+		}
+		for _, it := range v.ConfigMap.Items {
+			m := mode
+			if it.Mode != nil {
+				m = *it.Mode
+			}
+			if it.Path == kube.BinaryName && m&0o111 == 0 {
+				mode = m
+				break
+			}
+		}
+		if mode&0o111 == 0 {
+			out = append(out, Finding{
+				Message: fmt.Sprintf("volume %q mounts the nap ConfigMap with mode %#o: the binary cannot run and the preStop hook fails", v.Name, mode),
+				Hint:    "set defaultMode: 0555 (or 0755)",
+			})
+		}
+	}
+	return out
+}
+
+func napArchMismatch(_ *Context, w *Workload) []Finding {
+	node := w.PodSpec.NodeSelector[kube.ArchLabel]
+	if node == "" {
+		return nil
+	}
+	var out []Finding
+	for _, v := range napVolumes(w.PodSpec) {
+		for _, it := range v.ConfigMap.Items {
+			arch, ok := strings.CutPrefix(it.Key, kube.KeyForArch(""))
+			if !ok || arch == node {
+				continue
+			}
+			known := false
+			for _, a := range sleeper.Arches {
+				known = known || a == arch
+			}
+			if known {
+				out = append(out, Finding{
+					Message: fmt.Sprintf("volume %q mounts the %s nap binary, but the pods run on %s nodes (nodeSelector %s): exec format error in every preStop", v.Name, arch, node, kube.ArchLabel),
+					Hint:    "select the key " + kube.KeyForArch(node),
+				})
+			}
+		}
+	}
+	return out
+}

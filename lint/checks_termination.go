@@ -1,0 +1,136 @@
+package lint
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The termination path: readiness, the preStop delay, the grace period, native sleep.
+func init() {
+	register(
+		Check{ID: NoReadinessProbe, Title: "A serving container behind a Service has no readinessProbe", Severity: Error, Run: noReadinessProbe},
+		Check{ID: NoPreStopDelay, Title: "A workload behind a Service has no preStop delay", Severity: Warning, Run: noPreStopDelay},
+		Check{ID: PreStopNeedsShell, Title: "A preStop hook needs a shell or a sleep binary", Severity: Warning, Run: preStopNeedsShell},
+		Check{ID: GracePeriodTooShort, Title: "The grace period does not cover the preStop delay and a drain", Severity: Error, Run: gracePeriodTooShort},
+		Check{ID: NativeSleepExceedsGrace, Title: "A native sleep is longer than the grace period", Severity: Error, Run: nativeSleepExceedsGrace},
+		Check{ID: NativeSleepUnsupported, Title: "A native sleep needs a newer Kubernetes", Severity: Error, Run: nativeSleepUnsupported},
+	)
+}
+
+func perContainer(w *Workload, cs []corev1.Container, f func(corev1.Container) *Finding) []Finding {
+	var out []Finding
+	for _, c := range cs {
+		if fd := f(c); fd != nil {
+			fd.Container = c.Name
+			fd.Line = w.ContainerLine(c.Name)
+			out = append(out, *fd)
+		}
+	}
+	return out
+}
+
+func noReadinessProbe(_ *Context, w *Workload) []Finding {
+	if !w.BehindService() {
+		return nil
+	}
+	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
+		if c.ReadinessProbe != nil {
+			return nil
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q serves behind Service %s but has no readinessProbe: it gets traffic before it is ready", c.Name, w.Services[0].Name),
+			Hint:    "add a readinessProbe (httpGet on a /readyz that turns 503 while draining)",
+		}
+	})
+}
+
+func noPreStopDelay(_ *Context, w *Workload) []Finding {
+	if !w.BehindService() {
+		return nil
+	}
+	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
+		if preStopDelay(c).kind != "" {
+			return nil
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q gets SIGTERM while Service %s may still route to it: no preStop delay", c.Name, w.Services[0].Name),
+			Hint:    injectHint(w),
+		}
+	})
+}
+
+func preStopNeedsShell(c *Context, w *Workload) []Finding {
+	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
+		d := preStopDelay(ct)
+		if d.kind != "exec" || !needsShell(d.command) {
+			return nil
+		}
+		f := &Finding{
+			Message: fmt.Sprintf("container %q's preStop runs %q, which the image must contain", ct.Name, path.Base(d.command[0])),
+			Hint:    "use nap or the native sleep action: " + injectHint(w),
+		}
+		if shellless(ct.Image, c.Config.Shellless) {
+			f.Message = fmt.Sprintf("container %q's preStop runs %q, but image %s has no shell: the hook fails (FailedPreStopHook) and there is no delay", ct.Name, path.Base(d.command[0]), ct.Image)
+			f.Severity = Error // raised below
+		}
+		return f
+	})
+}
+
+func gracePeriodTooShort(c *Context, w *Workload) []Finding {
+	grace := gracePeriod(w.PodSpec)
+	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
+		d := preStopDelay(ct)
+		if !d.known || d.kind == "sleep" && d.duration > grace {
+			return nil // unknown, or native-sleep-exceeds-grace says it
+		}
+		if need := d.duration + c.DrainMargin(); grace < need {
+			return &Finding{
+				Message: fmt.Sprintf("terminationGracePeriodSeconds is %v, but container %q's preStop delay of %v plus %v to drain needs %v: the container is killed mid-drain", grace, ct.Name, d.duration, c.DrainMargin(), need),
+				Hint:    fmt.Sprintf("set terminationGracePeriodSeconds to at least %d", int(need.Seconds()+0.999)),
+			}
+		}
+		return nil
+	})
+}
+
+func nativeSleepExceedsGrace(_ *Context, w *Workload) []Finding {
+	grace := gracePeriod(w.PodSpec)
+	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
+		d := preStopDelay(ct)
+		if d.kind != "sleep" || d.duration <= grace {
+			return nil
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q's native preStop sleep of %v is longer than the %v grace period: the API server rejects it", ct.Name, d.duration, grace),
+			Hint:    fmt.Sprintf("shorten the sleep or raise terminationGracePeriodSeconds above %d", int(d.duration.Seconds())),
+		}
+	})
+}
+
+func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
+	if c.KubeVersion == nil {
+		return nil
+	}
+	v := *c.KubeVersion
+	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
+		d := preStopDelay(ct)
+		switch {
+		case d.kind != "sleep":
+			return nil
+		case v.Less(Version{1, 30}):
+			return &Finding{
+				Message: fmt.Sprintf("container %q uses the native preStop sleep action, which Kubernetes %d.%d does not have (1.30+)", ct.Name, v.Major, v.Minor),
+				Hint:    "use the nap binary: napctl inject --mode binary -f " + w.Obj.File,
+			}
+		case d.native.Seconds == 0 && v.Less(Version{1, 33}):
+			return &Finding{
+				Message: fmt.Sprintf("container %q sleeps 0 seconds natively, which Kubernetes %d.%d rejects (1.33+)", ct.Name, v.Major, v.Minor),
+				Hint:    "remove the preStop hook or sleep at least 1 second",
+			}
+		}
+		return nil
+	})
+}

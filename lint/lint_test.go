@@ -1,0 +1,287 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nap-k8s/nap/kube"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func read(t testing.TB, path string) []*kube.Object {
+	t.Helper()
+	objs, err := kube.ReadPaths([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+var v131 = Version{1, 31}
+
+// TestChecks: testdata/checks/<id>.yaml holds objects named bad-* that must get a
+// finding of check <id> (and no other) and good-* objects that must get none; the text
+// output is kept in <id>.golden.
+func TestChecks(t *testing.T) {
+	for _, c := range Checks() {
+		t.Run(c.ID, func(t *testing.T) {
+			path := filepath.Join("testdata", "checks", c.ID+".yaml")
+			objs := read(t, path)
+			fs := Lint(objs, Options{KubeVersion: &v131})
+			flagged := map[string]bool{}
+			for _, f := range fs {
+				name := f.Object[strings.LastIndex(f.Object, "/")+1:]
+				flagged[name] = true
+				if f.ID != c.ID {
+					t.Errorf("%s: unexpected %s finding: %s", f.Object, f.ID, f.Message)
+				}
+				if !strings.HasPrefix(name, "bad-") {
+					t.Errorf("%s flagged: %s", f.Object, f.Message)
+				}
+				if f.Line < 1 || f.File != path || f.Message == "" || f.Hint == "" || f.Severity == 0 {
+					t.Errorf("incomplete finding %+v", f)
+				}
+			}
+			bad := 0
+			for _, o := range objs {
+				if kube.IsWorkload(o.Kind) && strings.HasPrefix(o.Name, "bad-") {
+					bad++
+					if !flagged[o.Name] {
+						t.Errorf("%s: no %s finding", o.Ref(), c.ID)
+					}
+				}
+			}
+			if bad == 0 {
+				t.Error("no bad-* case")
+			}
+			var out bytes.Buffer
+			Text(&out, fs)
+			golden(t, filepath.Join("testdata", "checks", c.ID+".golden"), out.String())
+		})
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (rerun with -update after review):\n%s", path, got)
+	}
+}
+
+func TestClean(t *testing.T) {
+	if fs := Lint(read(t, "testdata/clean.yaml"), Options{KubeVersion: &Version{1, 34}}); len(fs) != 0 {
+		t.Errorf("the clean set has findings: %+v", fs)
+	}
+}
+
+func TestNativeSleepBefore130(t *testing.T) {
+	fs := Lint(read(t, "testdata/checks/native-sleep-exceeds-grace.yaml"), Options{KubeVersion: &Version{1, 29}})
+	n := 0
+	for _, f := range fs {
+		if f.ID == NativeSleepUnsupported {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d %s findings on 1.29, want one per native sleep (2)", n, NativeSleepUnsupported)
+	}
+	if fs := Lint(read(t, "testdata/checks/native-sleep-unsupported.yaml"), Options{}); len(fs) != 0 {
+		t.Errorf("findings without --kube-version: %+v", fs)
+	}
+}
+
+func TestPreStopShellSeverity(t *testing.T) {
+	sev := map[string]Severity{}
+	for _, f := range Lint(read(t, "testdata/checks/prestop-needs-shell.yaml"), Options{}) {
+		sev[f.Object] = f.Severity
+	}
+	if sev["Deployment/bad-shell"] != Warning || sev["Deployment/bad-shell-distroless"] != Error {
+		t.Errorf("severities %v: want a warning for an image that may have a shell and an error for distroless", sev)
+	}
+}
+
+func TestIgnoreAnnotation(t *testing.T) {
+	data := []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: one
+  annotations: {lint.nap.dev/ignore: "single-replica, no-readiness-probe"}
+spec:
+  template:
+    metadata: {labels: {app: one}}
+    spec:
+      containers: [{name: app, image: x}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: one}
+spec: {selector: {app: one}}
+`)
+	objs, err := kube.Read("a.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, f := range Lint(objs, Options{}) {
+		ids[f.ID] = true
+	}
+	if ids[SingleReplica] || ids[NoReadinessProbe] || !ids[NoPreStopDelay] {
+		t.Errorf("findings %v: want the ignored checks gone and the others kept", ids)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string) string {
+		p := filepath.Join(dir, fmt.Sprint(len(s))+".yaml")
+		os.WriteFile(p, []byte(s), 0o644)
+		return p
+	}
+	cfg, err := LoadConfig(write("disable: [no-pdb]\nseverity: {single-replica: error}\ndrainMargin: 10s\nshellless: [registry.example/]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]Severity{}
+	for _, f := range Lint(read(t, "testdata/checks/single-replica.yaml"), Options{Config: cfg}) {
+		ids[f.ID] = f.Severity
+	}
+	if ids[SingleReplica] != Error {
+		t.Errorf("single-replica severity %v, want error from the configuration", ids[SingleReplica])
+	}
+	for _, f := range Lint(read(t, "testdata/checks/no-pdb.yaml"), Options{Config: cfg}) {
+		if f.ID == NoPDB {
+			t.Error("a disabled check ran")
+		}
+	}
+	for _, f := range Lint(read(t, "testdata/checks/prestop-needs-shell.yaml"), Options{Config: cfg}) {
+		if f.Severity != Error {
+			t.Errorf("%s: %v, want error: the configuration says registry.example/ images have no shell", f.Object, f.Severity)
+		}
+	}
+	for _, bad := range []string{"disable: [nope]\n", "severity: {no-pdb: fatal}\n", "drainMargin: soon\n", "unknown: 1\n"} {
+		if _, err := LoadConfig(write(bad)); err == nil {
+			t.Errorf("config %q: no error", bad)
+		}
+	}
+}
+
+func TestJSONHasExactlyTheFields(t *testing.T) {
+	var out bytes.Buffer
+	JSON(&out, Lint(read(t, "testdata/checks/no-readiness-probe.yaml"), Options{}))
+	var got []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) == 0 {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	want := []string{"container", "file", "hint", "id", "line", "message", "object", "severity"}
+	for _, f := range got {
+		if len(f) != len(want) {
+			t.Errorf("fields %v, want %v", f, want)
+		}
+		for _, k := range want {
+			if _, ok := f[k]; !ok {
+				t.Errorf("field %q missing in %v", k, f)
+			}
+		}
+	}
+}
+
+// TestSARIF checks the properties that the SARIF 2.1.0 schema requires, and the ones
+// code-scanning tools rely on (rule ids, levels, locations).
+func TestSARIF(t *testing.T) {
+	fs := Lint(read(t, "testdata/checks/pdb-blocks-drain.yaml"), Options{})
+	var out bytes.Buffer
+	if err := SARIF(&out, fs, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Tool struct {
+				Driver struct {
+					Name  string `json:"name"`
+					Rules []struct {
+						ID string `json:"id"`
+					} `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results *[]struct {
+				RuleID    string `json:"ruleId"`
+				RuleIndex int    `json:"ruleIndex"`
+				Level     string `json:"level"`
+				Message   struct {
+					Text string `json:"text"`
+				} `json:"message"`
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct {
+							URI string `json:"uri"`
+						} `json:"artifactLocation"`
+						Region struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if log.Version != "2.1.0" || len(log.Runs) != 1 || log.Runs[0].Tool.Driver.Name == "" || log.Runs[0].Results == nil {
+		t.Fatalf("not a SARIF 2.1.0 log: %s", out.String())
+	}
+	run := log.Runs[0]
+	if len(run.Tool.Driver.Rules) != len(Checks()) || len(*run.Results) != len(fs) {
+		t.Fatalf("%d rules and %d results, want %d and %d", len(run.Tool.Driver.Rules), len(*run.Results), len(Checks()), len(fs))
+	}
+	for _, r := range *run.Results {
+		if r.Message.Text == "" || (r.Level != "error" && r.Level != "warning") || run.Tool.Driver.Rules[r.RuleIndex].ID != r.RuleID ||
+			len(r.Locations) != 1 || r.Locations[0].PhysicalLocation.ArtifactLocation.URI == "" || r.Locations[0].PhysicalLocation.Region.StartLine < 1 {
+			t.Errorf("incomplete result %+v", r)
+		}
+	}
+}
+
+// BenchmarkLint10k reads and lints 10,000 objects (2,500 applications of a Deployment,
+// a Service, a PodDisruptionBudget and an HPA).
+func BenchmarkLint10k(b *testing.B) {
+	clean, err := os.ReadFile("testdata/clean.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := strings.Split(string(clean), "\n---\n")[:4]
+	var buf strings.Builder
+	for i := range 2500 {
+		for _, d := range docs {
+			buf.WriteString(strings.ReplaceAll(d, "shop", fmt.Sprintf("shop%d", i)))
+			buf.WriteString("\n---\n")
+		}
+	}
+	data := []byte(buf.String())
+	b.ReportAllocs()
+	for b.Loop() {
+		objs, err := kube.Read("bench.yaml", data)
+		if err != nil || len(objs) != 10000 {
+			b.Fatalf("%d objects: %v", len(objs), err)
+		}
+		if fs := Lint(objs, Options{}); len(fs) != 0 {
+			b.Fatalf("%d findings", len(fs))
+		}
+	}
+}
