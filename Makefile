@@ -39,10 +39,12 @@ unit:
 fuzz:
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./kube -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper
 	$(GO) test ./drain -run '^$$' -bench . -count 5 | tee /dev/stderr | bash hack/bench-ratio.sh
+	$(GO) test ./lint -run '^$$' -bench . -benchmem -count 3
 
 clean:
 	rm -rf $(BIN)

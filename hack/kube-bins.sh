@@ -39,7 +39,11 @@ if [ $ok -eq 0 ]; then
   } > "$work/go.mod"
   cmds=()
   for b in "${bins[@]}"; do cmds+=("k8s.io/kubernetes/cmd/$b"); done
-  (cd "$work" && GOFLAGS=-mod=mod go get "${cmds[@]}" >&2)
+  # Each cmd at $version: a bare `go get <pkg>` would upgrade k8s.io/kubernetes to latest.
+  gets=()
+  for c in "${cmds[@]}"; do gets+=("$c@$version"); done
+  (cd "$work" && GOFLAGS=-mod=mod go get "${gets[@]}" >&2)
+  grep -q "k8s.io/kubernetes $version\$" "$work/go.mod" || { echo "kube-bins: go get moved k8s.io/kubernetes off $version" >&2; exit 1; }
   ld="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1"
   ld="$ld -X k8s.io/component-base/version.gitMinor=${minor%%.*} -X k8s.io/component-base/version.gitTreeState=clean"
   ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$version"

@@ -78,7 +78,13 @@ func (o *Object) Decode(v any, path ...string) error {
 			return err
 		}
 	}
-	b, err := n.MarshalJSON()
+	// Through the YAML node's own value, not RNode.MarshalJSON: that one re-encodes the
+	// node as YAML text and parses it again, which dominated linting large inputs.
+	var tree any
+	if err := n.YNode().Decode(&tree); err != nil {
+		return err
+	}
+	b, err := json.Marshal(tree)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,15 @@
 package lint
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/kube"
@@ -60,10 +63,14 @@ func (w *Workload) ContainerLine(name string) int {
 }
 
 // link builds the workloads of objs and attaches the Services, PDBs and HPAs that
-// select or scale them, in the same namespace.
+// select or scale them, in the same namespace. Each object is decoded once and the
+// matching runs per namespace, so that large inputs stay linear in practice.
 func link(objs []*kube.Object) []*Workload {
+	type hpaKey struct{ ns, kind, name string }
 	var ws []*Workload
-	var services, pdbs, hpas []*kube.Object
+	services := selectorIndex[*kube.Object]{}
+	pdbs := selectorIndex[PDB]{}
+	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
 	for _, o := range objs {
 		switch {
 		case kube.IsWorkload(o.Kind):
@@ -71,44 +78,31 @@ func link(objs []*kube.Object) []*Workload {
 				ws = append(ws, w)
 			}
 		case o.Kind == "Service":
-			services = append(services, o)
+			var svc corev1.Service
+			if o.Decode(&svc) == nil && len(svc.Spec.Selector) > 0 {
+				services.add(o.Namespace, labels.SelectorFromSet(svc.Spec.Selector), o)
+			}
 		case o.Kind == "PodDisruptionBudget":
-			pdbs = append(pdbs, o)
+			var p policyv1.PodDisruptionBudget
+			if o.Decode(&p) != nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+			if err == nil && !sel.Empty() {
+				pdbs.add(o.Namespace, sel, PDB{Obj: o, Spec: p.Spec})
+			}
 		case o.Kind == "HorizontalPodAutoscaler":
-			hpas = append(hpas, o)
+			var h autoscalingv2.HorizontalPodAutoscaler
+			if o.Decode(&h) == nil {
+				k := hpaKey{o.Namespace, h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name}
+				hpas[k] = append(hpas[k], h)
+			}
 		}
 	}
 	for _, w := range ws {
-		set := labels.Set(w.Labels)
-		for _, s := range services {
-			var svc corev1.Service
-			if s.Namespace != w.Obj.Namespace || s.Decode(&svc) != nil || len(svc.Spec.Selector) == 0 {
-				continue
-			}
-			if labels.SelectorFromSet(svc.Spec.Selector).Matches(set) {
-				w.Services = append(w.Services, s)
-			}
-		}
-		for _, p := range pdbs {
-			var pdb policyv1.PodDisruptionBudget
-			if p.Namespace != w.Obj.Namespace || p.Decode(&pdb) != nil {
-				continue
-			}
-			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err != nil || sel.Empty() || !sel.Matches(set) {
-				continue
-			}
-			w.PDBs = append(w.PDBs, PDB{Obj: p, Spec: pdb.Spec})
-		}
-		for _, h := range hpas {
-			var hpa autoscalingv2.HorizontalPodAutoscaler
-			if h.Namespace != w.Obj.Namespace || h.Decode(&hpa) != nil {
-				continue
-			}
-			if hpa.Spec.ScaleTargetRef.Kind == w.Obj.Kind && hpa.Spec.ScaleTargetRef.Name == w.Obj.Name {
-				w.HPAs = append(w.HPAs, hpa)
-			}
-		}
+		w.Services = services.matches(w.Obj.Namespace, w.Labels)
+		w.PDBs = pdbs.matches(w.Obj.Namespace, w.Labels)
+		w.HPAs = append(w.HPAs, hpas[hpaKey{w.Obj.Namespace, w.Obj.Kind, w.Obj.Name}]...)
 	}
 	return ws
 }
@@ -145,4 +139,68 @@ func podSpecPath(kind string) []string {
 		return []string{"spec"}
 	}
 	return []string{"spec", "template", "spec"}
+}
+
+// selectorIndex finds the selectors that match a label set without trying every one:
+// a selector that requires key=value is filed under that pair (its first such, in key
+// order), and only pod labels' own pairs are looked up; the rest are tried one by one.
+type selectorIndex[T any] map[string]*selectorBucket[T] // by namespace
+
+type selectorBucket[T any] struct {
+	byPair map[string][]selected[T] // "key=value"
+	others []selected[T]
+	n      int // insertion order, so that matches come out in input order
+}
+
+type selected[T any] struct {
+	n   int
+	sel labels.Selector
+	v   T
+}
+
+func (x selectorIndex[T]) add(ns string, sel labels.Selector, v T) {
+	b := x[ns]
+	if b == nil {
+		b = &selectorBucket[T]{byPair: map[string][]selected[T]{}}
+		x[ns] = b
+	}
+	s := selected[T]{n: b.n, sel: sel, v: v}
+	b.n++
+	reqs, _ := sel.Requirements()
+	for _, r := range reqs {
+		if vals := r.Values(); (r.Operator() == selection.Equals || r.Operator() == selection.DoubleEquals ||
+			r.Operator() == selection.In) && vals.Len() == 1 {
+			k := r.Key() + "=" + vals.UnsortedList()[0]
+			b.byPair[k] = append(b.byPair[k], s)
+			return
+		}
+	}
+	b.others = append(b.others, s)
+}
+
+func (x selectorIndex[T]) matches(ns string, podLabels map[string]string) []T {
+	b := x[ns]
+	if b == nil {
+		return nil
+	}
+	set := labels.Set(podLabels)
+	var hits []selected[T]
+	for k, v := range podLabels {
+		for _, s := range b.byPair[k+"="+v] {
+			if s.sel.Matches(set) {
+				hits = append(hits, s)
+			}
+		}
+	}
+	for _, s := range b.others {
+		if s.sel.Matches(set) {
+			hits = append(hits, s)
+		}
+	}
+	slices.SortFunc(hits, func(a, b selected[T]) int { return a.n - b.n })
+	out := make([]T, len(hits))
+	for i, h := range hits {
+		out[i] = h.v
+	}
+	return out
 }

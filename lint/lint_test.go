@@ -260,6 +260,8 @@ func TestSARIF(t *testing.T) {
 
 // BenchmarkLint10k reads and lints 10,000 objects (2,500 applications of a Deployment,
 // a Service, a PodDisruptionBudget and an HPA).
+var benchApps = 2500
+
 func BenchmarkLint10k(b *testing.B) {
 	clean, err := os.ReadFile("testdata/clean.yaml")
 	if err != nil {
@@ -267,7 +269,7 @@ func BenchmarkLint10k(b *testing.B) {
 	}
 	docs := strings.Split(string(clean), "\n---\n")[:4]
 	var buf strings.Builder
-	for i := range 2500 {
+	for i := range benchApps {
 		for _, d := range docs {
 			buf.WriteString(strings.ReplaceAll(d, "shop", fmt.Sprintf("shop%d", i)))
 			buf.WriteString("\n---\n")
@@ -277,11 +279,85 @@ func BenchmarkLint10k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		objs, err := kube.Read("bench.yaml", data)
-		if err != nil || len(objs) != 10000 {
+		if err != nil || len(objs) != 4*benchApps {
 			b.Fatalf("%d objects: %v", len(objs), err)
 		}
 		if fs := Lint(objs, Options{}); len(fs) != 0 {
 			b.Fatalf("%d findings", len(fs))
 		}
+	}
+}
+
+// The selector index must find what trying every selector finds: equality, set-based
+// and multi-key selectors, across namespaces.
+func TestLinkSelectors(t *testing.T) {
+	in := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: w, namespace: a}
+spec:
+  template:
+    metadata: {labels: {app: w, tier: web}}
+    spec: {containers: [{name: c, image: x}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: eq, namespace: a}
+spec: {selector: {matchLabels: {app: w, tier: web}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: in, namespace: a}
+spec: {selector: {matchExpressions: [{key: tier, operator: In, values: [web, api]}]}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: exists, namespace: a}
+spec: {selector: {matchExpressions: [{key: app, operator: Exists}]}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: notin, namespace: a}
+spec: {selector: {matchExpressions: [{key: tier, operator: NotIn, values: [web]}]}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: other-ns, namespace: b}
+spec: {selector: {matchLabels: {app: w}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: partial, namespace: a}
+spec: {selector: {matchLabels: {app: w, tier: db}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s1, namespace: a}
+spec: {selector: {tier: web}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s2, namespace: a}
+spec: {selector: {app: other}}
+`
+	objs, err := kube.Read("in.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := link(objs)
+	if len(ws) != 1 {
+		t.Fatalf("%d workloads", len(ws))
+	}
+	var pdbs, svcs []string
+	for _, p := range ws[0].PDBs {
+		pdbs = append(pdbs, p.Obj.Name)
+	}
+	for _, s := range ws[0].Services {
+		svcs = append(svcs, s.Name)
+	}
+	if got := strings.Join(pdbs, ","); got != "eq,in,exists" {
+		t.Errorf("PDBs %s, want eq,in,exists", got)
+	}
+	if got := strings.Join(svcs, ","); got != "s1" {
+		t.Errorf("Services %s, want s1", got)
 	}
 }

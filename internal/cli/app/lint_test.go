@@ -1,0 +1,156 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nap-k8s/nap/internal/cli"
+)
+
+func runNapctlIn(stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = Run(cli.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, args)
+	return code, out.String(), errOut.String()
+}
+
+const lintClean = "../../../lint/testdata/clean.yaml"
+const lintNoReady = "../../../lint/testdata/checks/no-readiness-probe.yaml"
+
+func TestLintExitCodes(t *testing.T) {
+	clean, err := os.ReadFile(lintClean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := os.ReadFile(lintNoReady)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Deployment with one replica and no PDB: warnings only.
+	warnOnly := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: w}
+spec:
+  replicas: 1
+  template:
+    metadata: {labels: {app: w}}
+    spec:
+      containers:
+      - name: app
+        image: x
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {sleep: {seconds: 10}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: w}
+spec: {selector: {app: w}, ports: [{port: 80}]}
+`
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		out   string // in stdout
+		err   string // in stderr
+	}{
+		{"clean file", "", []string{"lint", "-f", lintClean}, 0, "0 error(s), 0 warning(s)", ""},
+		{"clean stdin", string(clean), []string{"lint"}, 0, "0 error(s)", ""},
+		{"clean stdin dash", string(clean), []string{"lint", "-f", "-"}, 0, "0 error(s)", ""},
+		{"error finding", "", []string{"lint", "-f", lintNoReady}, 1, "no-readiness-probe.yaml:15: error:", ""},
+		{"error finding stdin names -", string(bad), []string{"lint"}, 1, "-:15: error:", ""},
+		{"warnings pass by default", warnOnly, []string{"lint"}, 0, "warning", ""},
+		{"warnings fail with --fail-on warning", warnOnly, []string{"lint", "--fail-on", "warning"}, 1, "warning", ""},
+		{"bad yaml names file:line", "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n", []string{"lint"}, 2, "", "napctl: -:"},
+		{"not an object", "- a\n- b\n", []string{"lint"}, 2, "", "-:1: a document is not an object"},
+		{"missing file", "", []string{"lint", "-f", "does-not-exist.yaml"}, 2, "", "does-not-exist.yaml"},
+		{"bad output", "", []string{"lint", "-o", "xml"}, 2, "", `-o "xml"`},
+		{"bad fail-on", "", []string{"lint", "--fail-on", "info"}, 2, "", "--fail-on"},
+		{"bad kube-version", "", []string{"lint", "--kube-version", "1"}, 2, "", "--kube-version"},
+		{"args are refused", "", []string{"lint", "x.yaml"}, 1, "", "unknown command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runNapctlIn(tc.stdin, tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.err) {
+				t.Errorf("napctl %v: exit %d (want %d)\nstdout: %s\nstderr: %s", tc.args, code, tc.code, stdout, stderr)
+			}
+			if code == 2 && stdout != "" {
+				t.Errorf("unreadable input wrote to stdout: %q", stdout)
+			}
+		})
+	}
+}
+
+func TestLintListAndJSONInput(t *testing.T) {
+	list := `{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "j"},
+   "spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "j"}},
+     "spec": {"containers": [{"name": "app", "image": "x"}]}}}},
+  {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "j"},
+   "spec": {"selector": {"app": "j"}, "ports": [{"port": 80}]}}
+]}`
+	code, stdout, stderr := runNapctlIn(list, "lint", "-o", "json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (no readiness probe)\n%s%s", code, stdout, stderr)
+	}
+	var findings []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &findings); err != nil {
+		t.Fatalf("-o json is not a JSON array: %v\n%s", err, stdout)
+	}
+	ids := map[any]bool{}
+	for _, f := range findings {
+		ids[f["id"]] = true
+		if f["object"] != "Deployment/j" && f["object"] != "Service/j" {
+			t.Errorf("finding on %v", f["object"])
+		}
+	}
+	if !ids["no-readiness-probe"] {
+		t.Errorf("List items were not linted: %v", findings)
+	}
+}
+
+func TestLintDirectoryAndSARIF(t *testing.T) {
+	dir := t.TempDir()
+	bad, _ := os.ReadFile(lintNoReady)
+	clean, _ := os.ReadFile(lintClean)
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "b.yml"), bad, 0o644)
+	os.WriteFile(filepath.Join(dir, "a.yaml"), clean, 0o644)
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("not yaml: ["), 0o644)
+	code, stdout, stderr := runNapctlIn("", "lint", "-f", dir, "-o", "sarif")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var log struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				Locations []struct {
+					Physical struct {
+						Artifact struct {
+							URI string `json:"uri"`
+						} `json:"artifactLocation"`
+						Region struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &log); err != nil {
+		t.Fatal(err)
+	}
+	if log.Version != "2.1.0" || len(log.Runs) != 1 || len(log.Runs[0].Results) != 1 {
+		t.Fatalf("SARIF: %s", stdout)
+	}
+	r := log.Runs[0].Results[0]
+	loc := r.Locations[0].Physical
+	if r.RuleID != "no-readiness-probe" || !strings.HasSuffix(loc.Artifact.URI, "sub/b.yml") || loc.Region.StartLine != 15 {
+		t.Errorf("SARIF result %+v", r)
+	}
+}
