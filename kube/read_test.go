@@ -48,7 +48,6 @@ func TestRead(t *testing.T) {
 	}
 }
 
-
 // FuzzRead: any input is read or refused with a ReadError that names the file; never a
 // panic, and every object read has a kind and a line inside the input.
 func FuzzRead(f *testing.F) {
