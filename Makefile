@@ -10,13 +10,13 @@ LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # longer local run: make fuzz FUZZTIME=10m
 FUZZTIME ?= 20s
 
-.PHONY: all build prereqs test unit fuzz bench clean FORCE
+.PHONY: all build prereqs kube-bins test unit fuzz bench clean FORCE
 
 all: build
 
-build: $(BIN)/napctl $(BIN)/nap $(BIN)/nap-amd64 $(BIN)/nap-arm64
+build: $(BIN)/napctl $(BIN)/kubectl-nap $(BIN)/nap $(BIN)/nap-amd64 $(BIN)/nap-arm64
 
-$(BIN)/napctl $(BIN)/nap: FORCE
+$(BIN)/napctl $(BIN)/kubectl-nap $(BIN)/nap: FORCE
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$(notdir $@)
 
@@ -27,8 +27,13 @@ $(BIN)/nap-%: $(BIN)/napctl
 prereqs:
 	bash hack/prereqs.sh
 
+# Kubernetes binaries (hack/kube-version) built from the Go module proxy into a cache
+# outside the repository, and the envtest assets folder; only the first run builds.
+kube-bins: prereqs
+	bash hack/kube-bins.sh
+
 # The whole suite. Nothing may skip for a missing prerequisite (see internal/testenv).
-test: prereqs build
+test: prereqs kube-bins build
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz
@@ -40,6 +45,7 @@ fuzz:
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./kube -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./kube -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper

@@ -116,10 +116,16 @@ func add(objs *[]*Object, file string, n *yaml.RNode) error {
 	return nil
 }
 
-// ReadPaths reads every manifest named by paths: files, directories (their .yaml, .yml
+// File is one manifest's name and bytes.
+type File struct {
+	Name string // the path; "-" for stdin
+	Data []byte
+}
+
+// ReadFiles reads the manifests named by paths: files, directories (their .yaml, .yml
 // and .json files, recursively, in lexical order) and "-" for stdin.
-func ReadPaths(paths []string, stdin io.Reader) ([]*Object, error) {
-	var objs []*Object
+func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
+	var out []File
 	for _, p := range paths {
 		files := []string{p}
 		if p != "-" {
@@ -158,12 +164,25 @@ func ReadPaths(paths []string, stdin io.Reader) ([]*Object, error) {
 			if err != nil {
 				return nil, &ReadError{File: f, Err: err}
 			}
-			o, err := Read(f, data)
-			if err != nil {
-				return nil, err
-			}
-			objs = append(objs, o...)
+			out = append(out, File{Name: f, Data: data})
 		}
+	}
+	return out, nil
+}
+
+// ReadPaths reads the objects of every manifest named by paths (see ReadFiles).
+func ReadPaths(paths []string, stdin io.Reader) ([]*Object, error) {
+	files, err := ReadFiles(paths, stdin)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*Object
+	for _, f := range files {
+		o, err := Read(f.Name, f.Data)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
 	}
 	return objs, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/binary"
+	"github.com/nap-k8s/nap/internal/cli/configmap"
+	"github.com/nap-k8s/nap/internal/cli/inject"
 	"github.com/nap-k8s/nap/internal/cli/lint"
 	"github.com/nap-k8s/nap/internal/version"
 )
@@ -25,14 +27,19 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(binary.NewCommand(streams), lint.NewCommand(streams))
+	root.AddCommand(binary.NewCommand(streams), configmap.NewCommand(streams), inject.NewCommand(streams), lint.NewCommand(streams))
 	return root
 }
 
 // Run runs napctl with args (without the program name) and returns the exit status:
 // 0 on success, the status an ExitError asks for, 1 for other errors.
-func Run(streams cli.IOStreams, args []string) int {
+func Run(streams cli.IOStreams, args []string) int { return RunAs("napctl", streams, args) }
+
+// RunAs is Run under another name: "kubectl nap" for the kubectl plugin, so that help
+// and errors show the command the user typed.
+func RunAs(name string, streams cli.IOStreams, args []string) int {
 	root := NewRootCommand(streams)
+	root.Use = name
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -41,10 +48,10 @@ func Run(streams cli.IOStreams, args []string) int {
 	var exit *cli.ExitError
 	if errors.As(err, &exit) {
 		if exit.Err != nil {
-			fmt.Fprintln(streams.ErrOut, "napctl:", exit.Err)
+			fmt.Fprintln(streams.ErrOut, name+":", exit.Err)
 		}
 		return exit.Code
 	}
-	fmt.Fprintln(streams.ErrOut, "napctl:", err)
+	fmt.Fprintln(streams.ErrOut, name+":", err)
 	return 1
 }

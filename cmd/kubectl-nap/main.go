@@ -1,0 +1,14 @@
+// Command kubectl-nap is napctl as a kubectl plugin: with it on PATH,
+// `kubectl nap inject ...` runs `napctl inject ...`.
+package main
+
+import (
+	"os"
+
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/cli/app"
+)
+
+func main() {
+	os.Exit(app.RunAs("kubectl nap", cli.StdStreams(), os.Args[1:]))
+}

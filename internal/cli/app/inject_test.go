@@ -1,0 +1,200 @@
+package app
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/sleeper"
+)
+
+const deployment = `# keep me
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  template:
+    spec:
+      containers:
+      - name: app   # main
+        image: "x:1"
+`
+
+func TestConfigMapCommand(t *testing.T) {
+	code, stdout, stderr := runNapctl("configmap", "--namespace", "shop")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var cm corev1.ConfigMap
+	if err := sigsyaml.UnmarshalStrict([]byte(stdout), &cm); err != nil {
+		t.Fatalf("not a ConfigMap: %v\n%s", err, stdout)
+	}
+	if cm.Kind != "ConfigMap" || cm.Name != "nap" || cm.Namespace != "shop" || cm.Labels["app.kubernetes.io/name"] != "nap" || cm.Labels["app.kubernetes.io/version"] == "" {
+		t.Errorf("metadata %+v", cm.ObjectMeta)
+	}
+	if strings.Contains(stdout, "creationTimestamp") {
+		t.Errorf("empty fields printed:\n%s", stdout)
+	}
+	for _, arch := range sleeper.Arches {
+		want, _ := sleeper.Binary(arch)
+		key := kube.KeyForArch(arch)
+		sum := sha256.Sum256(want)
+		if !bytes.Equal(cm.BinaryData[key], want) || cm.Annotations[kube.SHA256AnnotationPrefix+key] != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: %d bytes, sha256 annotation %q", key, len(cm.BinaryData[key]), cm.Annotations[kube.SHA256AnnotationPrefix+key])
+		}
+	}
+	// Client-side `kubectl apply` stores the object as JSON in the last-applied
+	// annotation, which is capped at 256 KiB with all the other annotations.
+	last, _ := json.Marshal(cm)
+	if len(last) >= 256*1024 {
+		t.Errorf("the ConfigMap is %d bytes as JSON: too big for kubectl apply's annotation", len(last))
+	}
+	t.Logf("ConfigMap: %d bytes of YAML, %d of JSON", len(stdout), len(last))
+
+	cm = corev1.ConfigMap{}
+	code, stdout, _ = runNapctl("configmap", "--arch", "arm64", "-o", "json", "--name", "sleeper")
+	if err := json.Unmarshal([]byte(stdout), &cm); code != 0 || err != nil || cm.Name != "sleeper" || len(cm.BinaryData) != 1 || cm.BinaryData["nap-arm64"] == nil {
+		t.Errorf("--arch arm64 -o json: exit %d, %v, %d keys", code, err, len(cm.BinaryData))
+	}
+	for _, args := range [][]string{{"configmap", "--arch", "mips"}, {"configmap", "-o", "xml"}, {"configmap", "--arch", "amd64,amd64"}} {
+		if code, stdout, stderr := runNapctl(args...); code != 1 || stdout != "" || stderr == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+func TestInjectCommand(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.yaml")
+	b := filepath.Join(dir, "b.json")
+	os.WriteFile(a, []byte(deployment), 0o644)
+	os.WriteFile(b, []byte(`{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}`), 0o644)
+
+	code, stdout, stderr := runNapctlIn(deployment, "inject", "--kube-version", "1.31")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.HasPrefix(stdout, deployment[:strings.Index(deployment, "      - name")]) || !strings.Contains(stdout, "sleep:\n              seconds: 10") || !strings.Contains(stdout, "- name: app   # main\n") {
+		t.Errorf("native inject from stdin:\n%s", stdout)
+	}
+	code, stdout, stderr = runNapctlIn("", "inject", "-f", a, "-f", b, "--delay", "2.5")
+	if code != 0 || !strings.Contains(stdout, "command: [/nap/nap, \"2.5\"]") || !strings.Contains(stdout, "\n---\n{\"apiVersion\": \"batch/v1\"") {
+		t.Errorf("two files: exit %d\n%s", code, stdout)
+	}
+	if !strings.Contains(stderr, b+":1: Job/j: skipped") {
+		t.Errorf("no note for the Job: %q", stderr)
+	}
+	// Idempotent through the CLI as well.
+	code, again, _ := runNapctlIn(stdout, "inject", "--delay", "2.5")
+	if code != 0 || again != stdout {
+		t.Errorf("second inject changed the output:\n%s", again)
+	}
+
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"kind: Pod\nspec: [\n", []string{"inject"}, "napctl: -:2: invalid YAML"},
+		{"", []string{"inject", "-f", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
+		{deployment, []string{"inject", "--mode", "sidecar"}, `--mode "sidecar"`},
+		{deployment, []string{"inject", "--delay", "soon"}, `--delay "soon"`},
+		{deployment, []string{"inject", "--mode", "native", "--delay", "1.5"}, "whole seconds"},
+		{deployment, []string{"inject", "--mode", "native", "--kube-version", "1.29"}, "needs Kubernetes 1.30"},
+		{deployment, []string{"inject", "--arch", "s390x"}, `--arch "s390x"`},
+		{deployment, []string{"inject", "--kube-version", "1.31", "--cluster", "x"}, "give one"},
+		{deployment, []string{"inject", "--kube-version", "one"}, "--kube-version"},
+		{deployment, []string{"inject", "--cluster", filepath.Join(dir, "missing-kubeconfig")}, "--cluster"},
+	} {
+		code, stdout, stderr := runNapctlIn(tc.stdin, tc.args...)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	// A bad document after a good file: nothing at all on stdout.
+	bad := filepath.Join(dir, "c.yaml")
+	os.WriteFile(bad, []byte("kind: Pod\n---\n- list\n"), 0o644)
+	if code, stdout, stderr := runNapctlIn("", "inject", "-f", a, "-f", bad); code != 1 || stdout != "" || !strings.Contains(stderr, bad+":3:") {
+		t.Errorf("bad second file: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// --cluster asks a real API server for its version: v1.34 allows the native sleep.
+func TestInjectCluster(t *testing.T) {
+	kubeconfig := testenv.Kubeconfig(t, testenv.APIServer(t))
+	code, stdout, stderr := runNapctlIn(deployment, "inject", "--cluster", kubeconfig)
+	if code != 0 || !strings.Contains(stdout, "sleep:") || strings.Contains(stdout, "/nap/nap") {
+		t.Errorf("exit %d (%s): want the native sleep\n%s", code, stderr, stdout)
+	}
+}
+
+// kubectl finds kubectl-nap on PATH: `kubectl nap inject` is napctl inject.
+func TestKubectlPlugin(t *testing.T) {
+	kubectl := testenv.Kubectl(t)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-nap"), "github.com/nap-k8s/nap/cmd/kubectl-nap")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	cmd := exec.Command(kubectl, "nap", "inject", "--kube-version", "1.31")
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	cmd.Stdin = strings.NewReader(deployment)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl nap inject: %v\n%s", err, errOut.String())
+	}
+	_, want, _ := runNapctlIn(deployment, "inject", "--kube-version", "1.31")
+	if out.String() != want {
+		t.Errorf("kubectl nap inject differs from napctl inject:\n%s", out.String())
+	}
+	cmd = exec.Command(kubectl, "nap", "inject", "--mode", "bogus")
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	cmd.Stdin = strings.NewReader(deployment)
+	errOut.Reset()
+	cmd.Stderr = &errOut
+	if err := cmd.Run(); err == nil || !strings.HasPrefix(errOut.String(), "kubectl nap: --mode") {
+		t.Errorf("kubectl nap with a bad flag: %v, stderr %q", err, errOut.String())
+	}
+}
+
+// What inject writes, lint accepts: no missing delay, no short grace period, no nap
+// volume that is not executable or mounts the wrong architecture.
+func TestInjectThenLint(t *testing.T) {
+	for _, in := range []string{"arch.yaml", "helm.yaml", "deployment.yaml", "flow.yaml", "list.yaml"} {
+		for _, mode := range []string{"binary", "native"} {
+			src, err := os.ReadFile(filepath.Join("..", "..", "..", "kube", "testdata", "inject", in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, injected, stderr := runNapctlIn(string(src), "inject", "--mode", mode)
+			if code != 0 {
+				t.Fatalf("%s: inject: %s", in, stderr)
+			}
+			_, out, stderr := runNapctlIn(injected, "lint", "-o", "json", "--kube-version", "1.34")
+			var findings []struct{ ID, Object string }
+			if err := json.Unmarshal([]byte(out), &findings); err != nil {
+				t.Fatalf("%s: %v: %s", in, err, stderr)
+			}
+			for _, f := range findings {
+				switch f.ID {
+				case "no-prestop-delay", "grace-period-too-short", "native-sleep-exceeds-grace", "nap-volume-not-executable", "nap-arch-mismatch":
+					if !(f.Object == "Job/migrate" || f.Object == "CronJob/nightly") {
+						t.Errorf("%s --mode %s: lint finds %s on %s", in, mode, f.ID, f.Object)
+					}
+				}
+			}
+		}
+	}
+}

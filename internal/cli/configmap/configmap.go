@@ -1,0 +1,56 @@
+// Package configmap is "napctl configmap": it prints the ConfigMap that carries the
+// nap binaries into a namespace.
+package configmap
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/version"
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/sleeper"
+)
+
+type flags struct {
+	name, namespace, output string
+	arches                  []string
+}
+
+// NewCommand returns the configmap command.
+func NewCommand(streams cli.IOStreams) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "configmap [--name nap] [--namespace NS] [--arch amd64,arm64] [-o yaml|json]",
+		Short: "Print the ConfigMap that carries nap into a namespace",
+		Long: "Print a ConfigMap whose binaryData holds the nap sleeper for each architecture\n" +
+			"(keys nap-amd64, nap-arm64), labelled with nap's version and annotated with each\n" +
+			"binary's sha256. Apply it in every namespace whose pods run nap:\n\n" +
+			"  napctl configmap --namespace shop | kubectl apply -f -",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
+	}
+	cmd.Flags().StringVar(&f.name, "name", kube.ConfigMapName, "the ConfigMap's name")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "the ConfigMap's namespace (default: none, kubectl's current)")
+	cmd.Flags().StringSliceVar(&f.arches, "arch", sleeper.Arches, "architectures to include: "+strings.Join(sleeper.Arches, ", "))
+	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}
+
+func run(streams cli.IOStreams, f *flags) error {
+	if f.output != "yaml" && f.output != "json" {
+		return fmt.Errorf("-o %q: want yaml or json", f.output)
+	}
+	cm, err := kube.NewConfigMap(kube.ConfigMapOptions{Name: f.name, Namespace: f.namespace, Arches: f.arches, Version: version.Version})
+	if err != nil {
+		return fmt.Errorf("--arch: %w", err)
+	}
+	b, err := kube.Manifest(cm, f.output)
+	if err != nil {
+		return err
+	}
+	_, err = streams.Out.Write(b)
+	return err
+}

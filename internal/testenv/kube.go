@@ -1,0 +1,103 @@
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// RepoRoot is the repository's top folder.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// KubeVersion is the Kubernetes version the tests run (hack/kube-version).
+func KubeVersion() string {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", "kube-version"))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// KubeCache is where hack/kube-bins.sh puts the Kubernetes binaries of KubeVersion.
+func KubeCache() string {
+	base := os.Getenv("NAP_CACHE")
+	if base == "" {
+		c := os.Getenv("XDG_CACHE_HOME")
+		if c == "" {
+			home, _ := os.UserHomeDir()
+			c = filepath.Join(home, ".cache")
+		}
+		base = filepath.Join(c, "nap")
+	}
+	return filepath.Join(base, "kube", KubeVersion())
+}
+
+// EnvtestAssets returns the folder holding etcd, kube-apiserver and kubectl for
+// envtest: KUBEBUILDER_ASSETS when set, else the one `make kube-bins` builds.
+func EnvtestAssets(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(KubeCache(), "envtest")
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			Missing(t, "envtest's "+b+" in "+dir, "kube-bins")
+		}
+	}
+	return dir
+}
+
+// APIServer starts a real etcd and kube-apiserver (envtest, our own built binaries)
+// for the test and stops them when it ends.
+func APIServer(t testing.TB) *rest.Config {
+	t.Helper()
+	env := &envtest.Environment{BinaryAssetsDirectory: EnvtestAssets(t)}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	return cfg
+}
+
+// Kubeconfig writes a kubeconfig file for cfg and returns its path.
+func Kubeconfig(t testing.TB, cfg *rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
+	}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Kubectl returns the kubectl that `make kube-bins` builds.
+func Kubectl(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(KubeCache(), "bin", "kubectl")
+	if _, err := os.Stat(p); err != nil {
+		Missing(t, p, "kube-bins")
+	}
+	return p
+}

@@ -1,0 +1,532 @@
+package kube
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// editor changes a manifest in place: it splices text into the original bytes at the
+// positions of the parsed nodes, so that every byte it does not mean to change stays
+// as it was (comments, order, quoting, indentation, separators). Each change is also
+// made to the node tree, and the caller checks that the edited text parses to that tree.
+type editor struct {
+	src   []byte
+	lines []int // byte offset of the start of each line (0-based index = line-1)
+	nl    string
+	edits []textEdit
+	ends  map[*yaml.Node]int // where a block collection's text ends, before any edit
+	// finalBreak: a line break was added at the end of a source that had none.
+	finalBreak bool
+}
+
+type textEdit struct {
+	off, del int
+	text     string
+	indent   int // block insertions at one offset: the deeper goes first (inside the other)
+	seq      int // then the order of creation
+}
+
+func newEditor(src []byte) *editor {
+	e := &editor{src: src, lines: []int{0}, nl: "\n", ends: map[*yaml.Node]int{}}
+	for i, c := range src {
+		if c == '\n' {
+			e.lines = append(e.lines, i+1)
+		}
+	}
+	if bytes.Contains(src, []byte("\r\n")) {
+		e.nl = "\r\n"
+	}
+	return e
+}
+
+// offset is the byte offset of 1-based line and column (columns count characters).
+func (e *editor) offset(line, col int) (int, error) {
+	if line < 1 || line > len(e.lines) {
+		return 0, fmt.Errorf("line %d out of range", line)
+	}
+	off := e.lines[line-1]
+	for i := 1; i < col; i++ {
+		if off >= len(e.src) {
+			return 0, fmt.Errorf("column %d out of range on line %d", col, line)
+		}
+		_, n := utf8.DecodeRune(e.src[off:])
+		off += n
+	}
+	return off, nil
+}
+
+func (e *editor) add(off, del int, text string) { e.addAt(off, del, text, 0) }
+
+func (e *editor) addAt(off, del int, text string, indent int) {
+	e.edits = append(e.edits, textEdit{off: off, del: del, text: text, indent: indent, seq: len(e.edits)})
+}
+
+// apply returns the source with every edit made.
+func (e *editor) apply() []byte {
+	edits := slices.Clone(e.edits)
+	// Last offset first, so that earlier offsets stay valid. At one offset the texts
+	// must come out deepest first, then in the order they were created: apply them in
+	// the reverse of that.
+	slices.SortFunc(edits, func(a, b textEdit) int {
+		if a.off != b.off {
+			return b.off - a.off
+		}
+		if a.indent != b.indent {
+			return a.indent - b.indent
+		}
+		return b.seq - a.seq
+	})
+	out := slices.Clone(e.src)
+	for _, ed := range edits {
+		out = slices.Concat(out[:ed.off], []byte(ed.text), out[ed.off+ed.del:])
+	}
+	return out
+}
+
+func isFlow(n *yaml.Node) bool { return n.Style&yaml.FlowStyle != 0 }
+
+// jsonish tells whether flow collection n is written as JSON (its first key, or its
+// first item's, is double-quoted; an empty one in a file that starts as JSON), so that
+// what goes into it is written the same way.
+func (e *editor) jsonish(n *yaml.Node) bool {
+	for n != nil && len(n.Content) > 0 {
+		if n.Kind == yaml.MappingNode {
+			return n.Content[0].Style&yaml.DoubleQuotedStyle != 0
+		}
+		n = n.Content[0]
+		if n.Kind == yaml.ScalarNode {
+			return n.Style&yaml.DoubleQuotedStyle != 0
+		}
+	}
+	t := bytes.TrimLeft(e.src, " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+}
+
+// setKey adds key: value at the end of mapping m (which has no such key).
+func (e *editor) setKey(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
+	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+	if isFlow(m) {
+		at, err := e.flowEnd(m)
+		if err != nil {
+			return err
+		}
+		sep := ""
+		if len(m.Content) > 0 {
+			sep = ", "
+		}
+		if e.jsonish(m) {
+			e.add(at, 0, sep+jsonText(k)+": "+jsonText(value))
+		} else {
+			e.add(at, 0, sep+scalarText(k)+": "+flowText(value))
+		}
+	} else {
+		if len(m.Content) == 0 {
+			return fmt.Errorf("an empty block mapping")
+		}
+		indent := m.Content[0].Column - 1
+		at, err := e.blockEnd(m, indent)
+		if err != nil {
+			return err
+		}
+		e.addAt(at, 0, e.block(indent, renderPair(key, value, compact)), indent)
+	}
+	m.Content = append(m.Content, k, value)
+	return nil
+}
+
+// appendItem adds item at the end of sequence s.
+func (e *editor) appendItem(s, item *yaml.Node, compact bool) error {
+	if isFlow(s) || len(s.Content) == 0 {
+		if !isFlow(s) {
+			return fmt.Errorf("an empty block sequence")
+		}
+		at, err := e.flowEnd(s)
+		if err != nil {
+			return err
+		}
+		sep := ""
+		if len(s.Content) > 0 {
+			sep = ", "
+		}
+		if e.jsonish(s) {
+			e.add(at, 0, sep+jsonText(item))
+		} else {
+			e.add(at, 0, sep+flowText(item))
+		}
+	} else {
+		indent := s.Column - 1 // a block sequence starts at its first "-"
+		at, err := e.blockEnd(s, indent)
+		if err != nil {
+			return err
+		}
+		e.addAt(at, 0, e.block(indent, renderItem(item, compact)), indent)
+	}
+	s.Content = append(s.Content, item)
+	return nil
+}
+
+// setInt replaces the text of scalar n with the integer v.
+func (e *editor) setInt(n *yaml.Node, v int64) error {
+	off, err := e.offset(n.Line, n.Column)
+	if err != nil {
+		return err
+	}
+	end := scalarEnd(e.src, off)
+	e.add(off, end-off, strconv.FormatInt(v, 10))
+	n.Value, n.Tag, n.Style = strconv.FormatInt(v, 10), "!!int", 0
+	return nil
+}
+
+// block indents lines (rendered at column 0) to indent and ends each with the file's
+// line break.
+func (e *editor) block(indent int, lines []string) string {
+	var b strings.Builder
+	pad := strings.Repeat(" ", indent)
+	for _, l := range lines {
+		b.WriteString(pad + l + e.nl)
+	}
+	return b.String()
+}
+
+// blockEnd is the offset just after the last line of block collection n, whose entries
+// start at column indent (0-based): the line break of the last non-blank line before a
+// line indented less, or as much but not with "-" (a sibling key, the next document).
+func (e *editor) blockEnd(n *yaml.Node, indent int) (int, error) {
+	if at, ok := e.ends[n]; ok {
+		return at, nil
+	}
+	lastContent, err := e.lastLine(n) // 1-based
+	if err != nil {
+		return 0, err
+	}
+	for l := lastContent + 1; l <= len(e.lines); l++ {
+		text := e.line(l)
+		trimmed := strings.TrimLeft(text, " ")
+		if strings.TrimSpace(trimmed) == "" {
+			continue
+		}
+		ind := len(text) - len(trimmed)
+		if strings.HasPrefix(text, "---") || strings.HasPrefix(text, "...") ||
+			ind < indent || ind == indent && !strings.HasPrefix(trimmed, "-") {
+			break
+		}
+		lastContent = l
+	}
+	at := len(e.src)
+	if lastContent < len(e.lines) {
+		at = e.lines[lastContent] // the start of the next line
+	} else if len(e.src) > 0 && e.src[len(e.src)-1] != '\n' && !e.finalBreak {
+		e.finalBreak = true // the last line has no line break: give it one, before all else
+		e.addAt(len(e.src), 0, e.nl, math.MaxInt32)
+	}
+	e.ends[n] = at
+	return at, nil
+}
+
+// lastLine is the line where node n's text ends, as far as positions tell: the line of
+// its last scalar, or of the closing bracket of a flow collection.
+func (e *editor) lastLine(n *yaml.Node) (int, error) {
+	for {
+		if n.Line < 1 {
+			return 0, fmt.Errorf("a node without a position")
+		}
+		if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && isFlow(n) {
+			_, closing, err := e.flowBounds(n)
+			if err != nil {
+				return 0, err
+			}
+			l, _ := slices.BinarySearch(e.lines, closing+1)
+			return l, nil
+		}
+		// The last child that was in the text: edits append children without positions.
+		var next *yaml.Node
+		for i := len(n.Content) - 1; i >= 0 && next == nil; i-- {
+			if n.Content[i].Line > 0 {
+				next = n.Content[i]
+			}
+		}
+		if next == nil {
+			return n.Line, nil
+		}
+		n = next
+	}
+}
+
+// line is the text of 1-based line l without its line break.
+func (e *editor) line(l int) string {
+	start := e.lines[l-1]
+	end := len(e.src)
+	if l < len(e.lines) {
+		end = e.lines[l]
+	}
+	return strings.TrimRight(string(e.src[start:end]), "\r\n")
+}
+
+// flowEnd is where an entry goes in flow collection n: just after its last entry (so
+// that a pretty-printed JSON object keeps its closing brace on its own line), or just
+// after the opening bracket when it is empty.
+func (e *editor) flowEnd(n *yaml.Node) (int, error) {
+	at, _, err := e.flowBounds(n)
+	return at, err
+}
+
+// flowBounds returns flowEnd and the offset of the closing bracket.
+func (e *editor) flowBounds(n *yaml.Node) (int, int, error) {
+	off, err := e.offset(n.Line, n.Column)
+	if err != nil {
+		return 0, 0, err
+	}
+	if off >= len(e.src) || e.src[off] != '{' && e.src[off] != '[' {
+		return 0, 0, fmt.Errorf("a flow collection that does not start with a bracket")
+	}
+	depth := 0
+	lastContent := off + 1
+	for i := off; i < len(e.src); i++ {
+		switch c := e.src[i]; c {
+		case '{', '[':
+			depth++
+			lastContent = i + 1
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return lastContent, i, nil
+			}
+			lastContent = i + 1
+		case '"', '\'':
+			i = scalarEnd(e.src, i) - 1
+			lastContent = i + 1
+		case '#':
+			if i > 0 && (e.src[i-1] == ' ' || e.src[i-1] == '\t' || e.src[i-1] == '\n') {
+				for i < len(e.src) && e.src[i] != '\n' {
+					i++
+				}
+			} else {
+				lastContent = i + 1
+			}
+		case ' ', '\t', '\r', '\n', ',':
+			if c == ',' {
+				lastContent = i + 1
+			}
+		default:
+			lastContent = i + 1
+		}
+	}
+	return 0, 0, fmt.Errorf("a flow collection without its closing bracket")
+}
+
+// scalarEnd is the offset just after the scalar token at off: a quoted string with its
+// quotes, or a plain scalar up to a space, comma, bracket or line break.
+func scalarEnd(src []byte, off int) int {
+	if off >= len(src) {
+		return off
+	}
+	switch q := src[off]; q {
+	case '"':
+		for i := off + 1; i < len(src); i++ {
+			if src[i] == '\\' {
+				i++
+			} else if src[i] == '"' {
+				return i + 1
+			}
+		}
+		return len(src)
+	case '\'':
+		for i := off + 1; i < len(src); i++ {
+			if src[i] == '\'' {
+				if i+1 < len(src) && src[i+1] == '\'' {
+					i++
+					continue
+				}
+				return i + 1
+			}
+		}
+		return len(src)
+	}
+	i := off
+	for i < len(src) && !strings.ContainsRune(" \t\r\n,]}#", rune(src[i])) {
+		i++
+	}
+	return i
+}
+
+// The nodes that edits insert. Scalars carry their tags; strings are quoted in text
+// only when a plain scalar would read as something else.
+
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+func num(i int64) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(i, 10)}
+}
+func octal(i int64) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: "0" + strconv.FormatInt(i, 8)}
+}
+func boolean(b bool) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
+}
+func mapping(kv ...any) *yaml.Node {
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i < len(kv); i += 2 {
+		m.Content = append(m.Content, str(kv[i].(string)), kv[i+1].(*yaml.Node))
+	}
+	return m
+}
+func sequence(flow bool, items ...*yaml.Node) *yaml.Node {
+	s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
+	if flow {
+		s.Style = yaml.FlowStyle
+	}
+	return s
+}
+
+// scalarText is a scalar as YAML text.
+func scalarText(n *yaml.Node) string {
+	if n.Tag != "!!str" {
+		return n.Value
+	}
+	var probe any
+	if plainSafe(n.Value) && yaml.Unmarshal([]byte(n.Value), &probe) == nil {
+		if s, ok := probe.(string); ok && s == n.Value {
+			return n.Value
+		}
+	}
+	b, _ := json.Marshal(n.Value)
+	return string(b)
+}
+
+func plainSafe(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonText renders n as JSON, which is also YAML flow: what goes into flow collections
+// and JSON manifests.
+func jsonText(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		parts := make([]string, 0, len(n.Content)/2)
+		for i := 0; i < len(n.Content); i += 2 {
+			parts = append(parts, jsonText(n.Content[i])+": "+jsonText(n.Content[i+1]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			parts = append(parts, jsonText(c))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	switch n.Tag {
+	case "!!int":
+		v, _ := strconv.ParseInt(n.Value, 0, 64) // "0555" is octal, as YAML reads it
+		return strconv.FormatInt(v, 10)
+	case "!!bool":
+		return n.Value
+	}
+	b, _ := json.Marshal(n.Value)
+	return string(b)
+}
+
+// renderPair renders key: value as block lines at column 0.
+func renderPair(key string, v *yaml.Node, compact bool) []string {
+	k := scalarText(str(key)) + ":"
+	switch {
+	case v.Kind == yaml.ScalarNode:
+		return []string{k + " " + scalarText(v)}
+	case isFlow(v):
+		return []string{k + " " + flowText(v)}
+	case v.Kind == yaml.MappingNode:
+		return append([]string{k}, indentLines(2, renderMapping(v, compact))...)
+	default: // block sequence
+		ind := 2
+		if compact {
+			ind = 0
+		}
+		var lines []string
+		for _, item := range v.Content {
+			lines = append(lines, renderItem(item, compact)...)
+		}
+		return append([]string{k}, indentLines(ind, lines)...)
+	}
+}
+
+func renderMapping(m *yaml.Node, compact bool) []string {
+	var lines []string
+	for i := 0; i < len(m.Content); i += 2 {
+		lines = append(lines, renderPair(m.Content[i].Value, m.Content[i+1], compact)...)
+	}
+	return lines
+}
+
+// renderItem renders one sequence entry, "- " and its value, at column 0.
+func renderItem(v *yaml.Node, compact bool) []string {
+	var body []string
+	switch {
+	case v.Kind == yaml.ScalarNode:
+		return []string{"- " + scalarText(v)}
+	case isFlow(v):
+		return []string{"- " + flowText(v)}
+	case v.Kind == yaml.MappingNode:
+		body = renderMapping(v, compact)
+	default:
+		for _, item := range v.Content {
+			body = append(body, renderItem(item, compact)...)
+		}
+	}
+	out := []string{"- " + body[0]}
+	return append(out, indentLines(2, body[1:])...)
+}
+
+// flowText is a flow collection in YAML's own flow style: [/nap/nap, 10s].
+func flowText(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		parts := make([]string, 0, len(n.Content)/2)
+		for i := 0; i < len(n.Content); i += 2 {
+			parts = append(parts, scalarText(n.Content[i])+": "+flowText(n.Content[i+1]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			parts = append(parts, flowText(c))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return scalarText(n)
+}
+
+func indentLines(n int, lines []string) []string {
+	pad := strings.Repeat(" ", n)
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = pad + l
+	}
+	return out
+}
+
+// lookup returns the value of key in mapping m, or nil.
+func lookup(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}

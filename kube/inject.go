@@ -1,0 +1,467 @@
+package kube
+
+import (
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/nap-k8s/nap/sleeper"
+)
+
+// Mode is how Inject delays a container's termination.
+type Mode string
+
+// The modes.
+const (
+	ModeAuto   Mode = "auto"   // native when the cluster and the delay allow it, else binary
+	ModeNative Mode = "native" // lifecycle.preStop.sleep (Kubernetes 1.30+, whole seconds)
+	ModeBinary Mode = "binary" // exec of nap, mounted from the nap ConfigMap
+)
+
+// DefaultGraceExtra is the time beyond the preStop delay that Inject leaves the
+// application to drain: Kubernetes' own default grace period.
+const DefaultGraceExtra = 30 * time.Second
+
+// InjectOptions configure Inject.
+type InjectOptions struct {
+	Delay      string        // nap's duration syntax ("10s", "1.5", "500ms"); default 10s
+	Mode       Mode          // default ModeAuto
+	Kube       *Version      // the target cluster's version; nil: unknown (auto picks binary)
+	Containers []string      // the containers to delay; default every regular container
+	Arch       string        // the architecture when the template does not say; default amd64
+	GraceExtra time.Duration // grace period beyond the delay; default DefaultGraceExtra
+	ConfigMap  string        // the nap ConfigMap's name; default ConfigMapName
+}
+
+// Note is something Inject tells the user about the input without failing: a Job it
+// skipped, a preStop it left alone, an architecture it had to guess.
+type Note struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (n Note) String() string { return fmt.Sprintf("%s:%d: %s", n.File, n.Line, n.Msg) }
+
+// Plan is what Inject will do, resolved from InjectOptions once for a run.
+type Plan struct {
+	Mode       Mode // ModeNative or ModeBinary
+	Delay      string
+	Duration   time.Duration
+	GraceExtra time.Duration
+	Arch       string
+	Containers []string
+	ConfigMap  string
+}
+
+// NewPlan checks opts and resolves the mode.
+func NewPlan(opts InjectOptions) (Plan, error) {
+	p := Plan{Delay: opts.Delay, GraceExtra: opts.GraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap}
+	if p.Delay == "" {
+		p.Delay = "10s"
+	}
+	r, err := sleeper.Parse([]string{p.Delay})
+	if err != nil || r.Infinite || strings.HasPrefix(p.Delay, "-") {
+		return p, fmt.Errorf("--delay %q: want a duration nap reads, such as 10s, 1.5 or 500ms", p.Delay)
+	}
+	p.Duration = r.Duration
+	if p.GraceExtra == 0 {
+		p.GraceExtra = DefaultGraceExtra
+	}
+	if p.GraceExtra < 0 {
+		return p, fmt.Errorf("--grace-extra %v: must not be negative", p.GraceExtra)
+	}
+	if p.Arch == "" {
+		p.Arch = "amd64"
+	}
+	if !slices.Contains(sleeper.Arches, p.Arch) {
+		return p, fmt.Errorf("--arch %q: want one of %s", p.Arch, strings.Join(sleeper.Arches, ", "))
+	}
+	if p.ConfigMap == "" {
+		p.ConfigMap = ConfigMapName
+	}
+	whole := p.Duration%time.Second == 0
+	nativeOK := func() error {
+		switch {
+		case !whole:
+			return fmt.Errorf("the native sleep action takes whole seconds, not %v", p.Duration)
+		case opts.Kube == nil:
+			return nil // the user asked for native and did not say where: trust them
+		case opts.Kube.Less(NativeSleepSince):
+			return fmt.Errorf("the native sleep action needs Kubernetes %v, not %v", NativeSleepSince, *opts.Kube)
+		case p.Duration == 0 && opts.Kube.Less(NativeSleepZeroSince):
+			return fmt.Errorf("a native sleep of 0 seconds needs Kubernetes %v, not %v", NativeSleepZeroSince, *opts.Kube)
+		}
+		return nil
+	}
+	switch opts.Mode {
+	case ModeNative:
+		if err := nativeOK(); err != nil {
+			return p, fmt.Errorf("--mode native: %w", err)
+		}
+		p.Mode = ModeNative
+	case ModeBinary:
+		p.Mode = ModeBinary
+	case ModeAuto, "":
+		p.Mode = ModeBinary
+		if opts.Kube != nil && nativeOK() == nil {
+			p.Mode = ModeNative
+		}
+	default:
+		return p, fmt.Errorf("--mode %q: want auto, native or binary", opts.Mode)
+	}
+	return p, nil
+}
+
+// Inject adds the plan's preStop delay to every pod template in one manifest and
+// returns the manifest with nothing else changed. Objects it cannot or should not
+// change are left as they are, with a note.
+func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
+	objs, err := Read(file, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := newEditor(src)
+	var notes []Note
+	for _, o := range objs {
+		n, err := p.injectObject(e, o)
+		notes = append(notes, n...)
+		if err != nil {
+			return nil, nil, &ReadError{File: file, Line: o.Line, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
+		}
+	}
+	if len(e.edits) == 0 {
+		return src, notes, nil
+	}
+	out := e.apply()
+	if err := verify(file, out, objs); err != nil {
+		return nil, nil, err
+	}
+	return out, notes, nil
+}
+
+// verify checks that the edited text reads as the edited trees: the splicing changed
+// what it meant to, and nothing else.
+func verify(file string, out []byte, want []*Object) error {
+	got, err := Read(file, out)
+	if err != nil {
+		return fmt.Errorf("nap made invalid YAML of %s (please report this): %w", file, err)
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("nap changed the number of objects in %s (please report this)", file)
+	}
+	for i := range got {
+		var g, w any
+		if err := got[i].Node.YNode().Decode(&g); err != nil {
+			return &ReadError{File: file, Line: want[i].Line, Err: err}
+		}
+		if err := want[i].Node.YNode().Decode(&w); err != nil {
+			return &ReadError{File: file, Line: want[i].Line, Err: err}
+		}
+		if !reflect.DeepEqual(g, w) {
+			return &ReadError{File: file, Line: want[i].Line, Err: fmt.Errorf("%s: cannot edit this layout in place (please report it)", want[i].Ref())}
+		}
+	}
+	return nil
+}
+
+func (p Plan) note(o *Object, line int, format string, args ...any) Note {
+	if line == 0 {
+		line = o.Line
+	}
+	return Note{File: o.File, Line: line, Msg: o.Ref() + ": " + fmt.Sprintf(format, args...)}
+}
+
+func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
+	switch {
+	case o.Kind == "Job" || o.Kind == "CronJob":
+		return []Note{p.note(o, 0, "skipped: a %s runs to completion, it is not replaced while serving", o.Kind)}, nil
+	case !IsWorkload(o.Kind):
+		return nil, nil
+	}
+	ps := o.PodSpecNode()
+	if ps == nil || ps.YNode().Kind != yaml.MappingNode {
+		return []Note{p.note(o, 0, "skipped: no pod template")}, nil
+	}
+	spec := ps.YNode()
+	containers := lookup(spec, "containers")
+	if containers == nil || containers.Kind != yaml.SequenceNode || len(containers.Content) == 0 {
+		return []Note{p.note(o, 0, "skipped: no containers")}, nil
+	}
+	compact := !isFlow(containers) && containers.Column == keyColumn(spec, "containers")
+	var notes []Note
+
+	arch, archNote := p.archOf(spec)
+	if archNote != "" {
+		notes = append(notes, p.note(o, 0, "%s", archNote))
+	}
+	if p.Mode == ModeBinary && !slices.Contains(sleeper.Arches, arch) {
+		return append(notes, p.note(o, 0, "skipped: no nap binary for architecture %s", arch)), nil
+	}
+
+	// Which containers, and whether they can take a hook.
+	type target struct {
+		node *yaml.Node
+		name string
+	}
+	var targets []target
+	all := containers.Content
+	if inits := lookup(spec, "initContainers"); inits != nil && len(p.Containers) > 0 {
+		for _, c := range inits.Content {
+			if rp := lookup(c, "restartPolicy"); rp != nil && rp.Value == "Always" {
+				all = append(all, c) // a sidecar, delayed only when named
+			}
+		}
+	}
+	found := map[string]bool{}
+	for i, c := range all {
+		if c.Kind != yaml.MappingNode {
+			continue
+		}
+		name := ""
+		if n := lookup(c, "name"); n != nil {
+			name = n.Value
+		}
+		if len(p.Containers) > 0 && !slices.Contains(p.Containers, name) {
+			continue
+		}
+		if len(p.Containers) == 0 && i >= len(containers.Content) {
+			continue
+		}
+		found[name] = true
+		targets = append(targets, target{c, name})
+	}
+	for _, want := range p.Containers {
+		if !found[want] {
+			notes = append(notes, p.note(o, 0, "no container %q", want))
+		}
+	}
+
+	// A volume or mount called nap that is not ours: leave the whole template alone.
+	if p.Mode == ModeBinary {
+		if v := findByName(lookup(spec, "volumes"), ConfigMapName); v != nil && !p.ownVolume(v) {
+			return append(notes, p.note(o, v.Line, "skipped: it has a volume named %q that is not the nap ConfigMap", ConfigMapName)), nil
+		}
+	}
+
+	var delay time.Duration // the longest preStop delay of the template, once delayed
+	delayed := false
+	needVolume := false
+	for _, t := range targets {
+		lc := lookup(t.node, "lifecycle")
+		if lc != nil && lc.Kind != yaml.MappingNode {
+			notes = append(notes, p.note(o, lc.Line, "container %q: lifecycle is not a mapping; left alone", t.name))
+			continue
+		}
+		if pre := lookup(lc, "preStop"); pre != nil {
+			own, binary, d := p.ownPreStop(pre)
+			if own {
+				delayed = true
+				delay = max(delay, d)
+				needVolume = needVolume || binary
+			} else {
+				notes = append(notes, p.note(o, pre.Line, "container %q already has a preStop hook; left alone", t.name))
+			}
+			continue
+		}
+		if p.Mode == ModeBinary {
+			mounts := lookup(t.node, "volumeMounts")
+			if mounts != nil && mounts.Kind != yaml.SequenceNode {
+				notes = append(notes, p.note(o, mounts.Line, "container %q: volumeMounts is not a list; left alone", t.name))
+				continue
+			}
+			if m := findMount(mounts, MountPath); m != nil {
+				if n := lookup(m, "name"); n == nil || n.Value != ConfigMapName {
+					notes = append(notes, p.note(o, m.Line, "container %q mounts something else at %s; left alone", t.name, MountPath))
+					continue
+				}
+			} else {
+				mount := mapping("name", str(ConfigMapName), "mountPath", str(MountPath), "readOnly", boolean(true))
+				var err error
+				if mounts == nil {
+					err = e.setKey(t.node, "volumeMounts", sequence(false, mount), compact)
+				} else {
+					err = e.appendItem(mounts, mount, compact)
+				}
+				if err != nil {
+					return notes, err
+				}
+			}
+			needVolume = true
+		}
+		pre := p.preStop()
+		var err error
+		if lc == nil {
+			err = e.setKey(t.node, "lifecycle", mapping("preStop", pre), compact)
+		} else {
+			err = e.setKey(lc, "preStop", pre, compact)
+		}
+		if err != nil {
+			return notes, err
+		}
+		delayed = true
+		delay = max(delay, p.Duration)
+	}
+
+	if needVolume && findByName(lookup(spec, "volumes"), ConfigMapName) == nil {
+		vol := mapping("name", str(ConfigMapName), "configMap", mapping(
+			"name", str(p.ConfigMap),
+			"defaultMode", octal(0o555),
+			"items", sequence(false, mapping("key", str(KeyForArch(arch)), "path", str(BinaryName))),
+		))
+		var err error
+		if vols := lookup(spec, "volumes"); vols == nil {
+			err = e.setKey(spec, "volumes", sequence(false, vol), compact)
+		} else if vols.Kind != yaml.SequenceNode {
+			return notes, fmt.Errorf("volumes is not a list")
+		} else {
+			err = e.appendItem(vols, vol, compact)
+		}
+		if err != nil {
+			return notes, err
+		}
+	}
+
+	if delayed {
+		need := int64((delay + p.GraceExtra + time.Second - 1) / time.Second)
+		if g := lookup(spec, "terminationGracePeriodSeconds"); g != nil {
+			cur, err := strconv.ParseInt(g.Value, 10, 64)
+			if g.Kind != yaml.ScalarNode || err != nil {
+				notes = append(notes, p.note(o, g.Line, "terminationGracePeriodSeconds %q is not a number; left alone", g.Value))
+			} else if cur < need {
+				if err := e.setInt(g, need); err != nil {
+					return notes, err
+				}
+			}
+		} else if need > 30 { // Kubernetes' default
+			if err := e.setKey(spec, "terminationGracePeriodSeconds", num(need), compact); err != nil {
+				return notes, err
+			}
+		}
+	}
+	return notes, nil
+}
+
+// preStop is the hook that the plan adds.
+func (p Plan) preStop() *yaml.Node {
+	if p.Mode == ModeNative {
+		return mapping("sleep", mapping("seconds", num(int64(p.Duration/time.Second))))
+	}
+	return mapping("exec", mapping("command", sequence(true, str(MountPath+"/"+BinaryName), str(p.Delay))))
+}
+
+// ownPreStop tells whether a preStop hook is one that nap adds (in any mode, with any
+// delay), whether it runs the binary, and how long it sleeps.
+func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
+	if s := lookup(pre, "sleep"); s != nil && len(pre.Content) == 2 {
+		var secs int64
+		if v := lookup(s, "seconds"); v != nil {
+			secs, _ = strconv.ParseInt(v.Value, 10, 64)
+		}
+		return true, false, time.Duration(secs) * time.Second
+	}
+	cmd := lookup(lookup(pre, "exec"), "command")
+	if cmd != nil && cmd.Kind == yaml.SequenceNode && len(cmd.Content) >= 1 &&
+		cmd.Content[0].Value == MountPath+"/"+BinaryName {
+		var args []string
+		for _, a := range cmd.Content[1:] {
+			args = append(args, a.Value)
+		}
+		r, err := sleeper.Parse(args)
+		if err != nil || r.Infinite {
+			r.Duration = sleeper.Default
+		}
+		return true, true, r.Duration
+	}
+	return false, false, 0
+}
+
+func (p Plan) ownVolume(v *yaml.Node) bool {
+	cm := lookup(v, "configMap")
+	name := lookup(cm, "name")
+	return name != nil && name.Value == p.ConfigMap
+}
+
+// archOf reads the architecture a pod template can run on: its kubernetes.io/arch
+// nodeSelector, or the values of its required node affinity; the plan's otherwise.
+func (p Plan) archOf(spec *yaml.Node) (string, string) {
+	if a := lookup(lookup(spec, "nodeSelector"), ArchLabel); a != nil && a.Value != "" {
+		return a.Value, ""
+	}
+	terms := lookup(lookup(lookup(lookup(spec, "affinity"), "nodeAffinity"),
+		"requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms")
+	var archs []string
+	if terms != nil {
+		for _, t := range terms.Content {
+			exprs := lookup(t, "matchExpressions")
+			if exprs == nil {
+				continue
+			}
+			for _, x := range exprs.Content {
+				if k := lookup(x, "key"); k == nil || k.Value != ArchLabel {
+					continue
+				}
+				if op := lookup(x, "operator"); op == nil || op.Value != "In" {
+					continue
+				}
+				if vals := lookup(x, "values"); vals != nil {
+					for _, v := range vals.Content {
+						if !slices.Contains(archs, v.Value) {
+							archs = append(archs, v.Value)
+						}
+					}
+				}
+			}
+		}
+	}
+	switch len(archs) {
+	case 0:
+		return p.Arch, ""
+	case 1:
+		return archs[0], ""
+	}
+	if p.Mode == ModeNative {
+		return p.Arch, ""
+	}
+	slices.Sort(archs)
+	return p.Arch, fmt.Sprintf("warning: pods can run on %s; nap is mounted for %s only (--arch), use a nodeSelector or --mode native", strings.Join(archs, ", "), p.Arch)
+}
+
+func keyColumn(m *yaml.Node, key string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Column
+		}
+	}
+	return -1
+}
+
+func findByName(seq *yaml.Node, name string) *yaml.Node {
+	if seq == nil || seq.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, item := range seq.Content {
+		if n := lookup(item, "name"); n != nil && n.Value == name {
+			return item
+		}
+	}
+	return nil
+}
+
+func findMount(seq *yaml.Node, mountPath string) *yaml.Node {
+	if seq == nil || seq.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, item := range seq.Content {
+		if m := lookup(item, "mountPath"); m != nil && path.Clean(m.Value) == mountPath {
+			return item
+		}
+	}
+	return nil
+}

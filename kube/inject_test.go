@@ -1,0 +1,251 @@
+package kube
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// injectCases are the golden cases: testdata/inject/<input> injected with opts gives
+// testdata/inject/golden/<name>.out (and .notes, what goes to stderr).
+var injectCases = []struct {
+	name, input string
+	opts        InjectOptions
+}{
+	{"deployment-binary", "deployment.yaml", InjectOptions{}},
+	{"deployment-native", "deployment.yaml", InjectOptions{Mode: ModeAuto, Kube: &Version{1, 31}, Delay: "15s"}},
+	{"deployment-auto-old-cluster", "deployment.yaml", InjectOptions{Kube: &Version{1, 29}}},
+	{"deployment-auto-subsecond", "deployment.yaml", InjectOptions{Kube: &Version{1, 34}, Delay: "2500ms"}},
+	{"flow", "flow.yaml", InjectOptions{}},
+	{"flow-native", "flow.yaml", InjectOptions{Mode: ModeNative}},
+	{"json", "deployment.json", InjectOptions{}},
+	{"json-native", "deployment.json", InjectOptions{Mode: ModeNative, Delay: "5"}},
+	{"list", "list.yaml", InjectOptions{Delay: "20s", GraceExtra: 15 * time.Second}},
+	{"helm", "helm.yaml", InjectOptions{}},
+	{"existing-prestop", "existing.yaml", InjectOptions{}},
+	{"sidecar-default", "sidecar.yaml", InjectOptions{}},
+	{"sidecar-named", "sidecar.yaml", InjectOptions{Containers: []string{"proxy", "main", "missing"}}},
+	{"arch", "arch.yaml", InjectOptions{}},
+	{"arch-native", "arch.yaml", InjectOptions{Mode: ModeNative}},
+	{"grace", "grace.yaml", InjectOptions{Delay: "30s"}},
+	{"crlf", "crlf.yaml", InjectOptions{}},
+	{"no-newline", "no-newline.yaml", InjectOptions{}},
+}
+
+func runInject(t testing.TB, file string, src []byte, opts InjectOptions) ([]byte, string) {
+	t.Helper()
+	p, err := NewPlan(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, notes, err := Inject(file, src, p)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var ns strings.Builder
+	for _, n := range notes {
+		ns.WriteString(n.String() + "\n")
+	}
+	return out, ns.String()
+}
+
+func TestInjectGolden(t *testing.T) {
+	for _, tc := range injectCases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := filepath.Join("testdata", "inject", tc.input)
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, notes := runInject(t, in, src, tc.opts)
+			golden := filepath.Join("testdata", "inject", "golden", tc.name+".out")
+			if *update {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				os.WriteFile(golden, out, 0o644)
+				os.WriteFile(strings.TrimSuffix(golden, ".out")+".notes", []byte(notes), 0o644)
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out, want) {
+				t.Errorf("output differs from %s (go test ./kube -update to accept):\n%s", golden, out)
+			}
+			wantNotes, _ := os.ReadFile(strings.TrimSuffix(golden, ".out") + ".notes")
+			if notes != string(wantNotes) {
+				t.Errorf("notes:\n%s\nwant:\n%s", notes, wantNotes)
+			}
+		})
+	}
+}
+
+// Idempotent: injecting the output again changes nothing, byte for byte, and says
+// nothing new about the hooks it added.
+func TestInjectIdempotent(t *testing.T) {
+	for _, tc := range injectCases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := filepath.Join("testdata", "inject", tc.input)
+			src, _ := os.ReadFile(in)
+			once, _ := runInject(t, in, src, tc.opts)
+			twice, notes := runInject(t, in, once, tc.opts)
+			if !bytes.Equal(once, twice) {
+				t.Errorf("inject(inject(x)) != inject(x):\n%s", twice)
+			}
+			if strings.Contains(notes, "/nap/nap") || strings.Contains(notes, "already has a preStop") && !strings.Contains(tc.input, "existing") {
+				t.Errorf("second run complained about its own hooks:\n%s", notes)
+			}
+		})
+	}
+}
+
+var graceValue = regexp.MustCompile(`(terminationGracePeriodSeconds"?\s*:\s*)\d+`)
+
+// The property: every byte of the input is still there, in order (the input is a
+// subsequence of the output, once grace period values are masked), and what was added
+// is only nap's fields: removing them from the output's objects gives the input's.
+func TestInjectOnlyAdds(t *testing.T) {
+	for _, tc := range injectCases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := filepath.Join("testdata", "inject", tc.input)
+			src, _ := os.ReadFile(in)
+			out, _ := runInject(t, in, src, tc.opts)
+			if !isSubsequence(graceValue.ReplaceAll(src, []byte("${1}#")), graceValue.ReplaceAll(out, []byte("${1}#"))) {
+				t.Fatalf("an input byte was changed or removed")
+			}
+			a, err := Read(in, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := Read(in, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a) != len(b) {
+				t.Fatalf("%d objects in, %d out", len(a), len(b))
+			}
+			for i := range a {
+				want, got := plain(t, a[i].Node.YNode()), plain(t, b[i].Node.YNode())
+				stripNap(got)
+				stripNap(want) // hooks added by an earlier run, if any, go too
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: beyond nap's fields:\n got %v\nwant %v", a[i].Ref(), got, want)
+				}
+			}
+		})
+	}
+}
+
+func isSubsequence(small, big []byte) bool {
+	j := 0
+	for i := 0; i < len(big) && j < len(small); i++ {
+		if big[i] == small[j] {
+			j++
+		}
+	}
+	return j == len(small)
+}
+
+func plain(t *testing.T, n *yaml.Node) any {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// stripNap removes from a decoded object what Inject adds: the nap volume and mounts,
+// nap's preStop hooks (and a lifecycle left empty), and the grace period.
+func stripNap(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, "terminationGracePeriodSeconds")
+		for _, key := range []string{"volumes", "volumeMounts"} {
+			if items, ok := v[key].([]any); ok {
+				var keep []any
+				for _, it := range items {
+					if m, ok := it.(map[string]any); !ok || m["name"] != "nap" {
+						keep = append(keep, it)
+					}
+				}
+				if len(keep) == 0 {
+					delete(v, key)
+				} else {
+					v[key] = keep
+				}
+			}
+		}
+		if lc, ok := v["lifecycle"].(map[string]any); ok {
+			if pre, ok := lc["preStop"].(map[string]any); ok {
+				if _, sleep := pre["sleep"]; sleep || strings.Contains(fmtAny(pre), "/nap/nap") {
+					delete(lc, "preStop")
+				}
+			}
+			if len(lc) == 0 {
+				delete(v, "lifecycle")
+			}
+		}
+		for _, x := range v {
+			stripNap(x)
+		}
+	case []any:
+		for _, x := range v {
+			stripNap(x)
+		}
+	}
+}
+
+func fmtAny(v any) string {
+	b, _ := yaml.Marshal(v)
+	return string(b)
+}
+
+// FuzzInject: any input is injected or refused with an error; never a panic, never
+// invalid YAML, and the output is a fixed point.
+func FuzzInject(f *testing.F) {
+	for _, tc := range injectCases {
+		src, err := os.ReadFile(filepath.Join("testdata", "inject", tc.input))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src, tc.opts.Mode == ModeNative)
+	}
+	plans := map[bool]Plan{}
+	for _, native := range []bool{false, true} {
+		o := InjectOptions{Mode: ModeBinary}
+		if native {
+			o.Mode = ModeNative
+		}
+		p, err := NewPlan(o)
+		if err != nil {
+			f.Fatal(err)
+		}
+		plans[native] = p
+	}
+	f.Fuzz(func(t *testing.T, src []byte, native bool) {
+		if len(src) > 8192 {
+			return
+		}
+		out, _, err := Inject("f.yaml", src, plans[native])
+		if err != nil {
+			return
+		}
+		if _, err := Read("f.yaml", out); err != nil {
+			t.Fatalf("invalid output: %v\n%s", err, out)
+		}
+		again, _, err := Inject("f.yaml", out, plans[native])
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not a fixed point (%v):\n%s\n---- again:\n%s", err, out, again)
+		}
+	})
+}
