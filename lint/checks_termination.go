@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"github.com/nap-k8s/nap/kube"
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
@@ -120,12 +121,12 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 		switch {
 		case d.kind != "sleep":
 			return nil
-		case v.Less(Version{1, 30}):
+		case v.Less(kube.NativeSleepSince):
 			return &Finding{
 				Message: fmt.Sprintf("container %q uses the native preStop sleep action, which Kubernetes %d.%d does not have (1.30+)", ct.Name, v.Major, v.Minor),
 				Hint:    "use the nap binary: napctl inject --mode binary -f " + w.Obj.File,
 			}
-		case d.native.Seconds == 0 && v.Less(Version{1, 33}):
+		case d.native.Seconds == 0 && v.Less(kube.NativeSleepZeroSince):
 			return &Finding{
 				Message: fmt.Sprintf("container %q sleeps 0 seconds natively, which Kubernetes %d.%d rejects (1.33+)", ct.Name, v.Major, v.Minor),
 				Hint:    "remove the preStop hook or sleep at least 1 second",

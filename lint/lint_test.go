@@ -24,7 +24,7 @@ func read(t testing.TB, path string) []*kube.Object {
 	return objs
 }
 
-var v131 = Version{1, 31}
+var v131 = Version{Major: 1, Minor: 31}
 
 // TestChecks: testdata/checks/<id>.yaml holds objects named bad-* that must get a
 // finding of check <id> (and no other) and good-* objects that must get none; the text
@@ -85,13 +85,13 @@ func golden(t *testing.T, path, got string) {
 }
 
 func TestClean(t *testing.T) {
-	if fs := Lint(read(t, "testdata/clean.yaml"), Options{KubeVersion: &Version{1, 34}}); len(fs) != 0 {
+	if fs := Lint(read(t, "testdata/clean.yaml"), Options{KubeVersion: &Version{Major: 1, Minor: 34}}); len(fs) != 0 {
 		t.Errorf("the clean set has findings: %+v", fs)
 	}
 }
 
 func TestNativeSleepBefore130(t *testing.T) {
-	fs := Lint(read(t, "testdata/checks/native-sleep-exceeds-grace.yaml"), Options{KubeVersion: &Version{1, 29}})
+	fs := Lint(read(t, "testdata/checks/native-sleep-exceeds-grace.yaml"), Options{KubeVersion: &Version{Major: 1, Minor: 29}})
 	n := 0
 	for _, f := range fs {
 		if f.ID == NativeSleepUnsupported {
