@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # longer local run: make fuzz FUZZTIME=10m
 FUZZTIME ?= 20s
 
-.PHONY: all build prereqs kube-bins test unit fuzz bench clean FORCE
+.PHONY: all build prereqs kube-bins cluster-up cluster-down e2e test unit fuzz bench clean FORCE
 
 all: build
 
@@ -32,10 +32,25 @@ prereqs:
 kube-bins: prereqs
 	bash hack/kube-bins.sh
 
-# The whole suite. Nothing may skip for a missing prerequisite (see internal/testenv).
+# A real single-node cluster (hack/cluster.sh; needs root). Idempotent both ways.
+cluster-up: kube-bins
+	bash hack/cluster.sh up
+
+cluster-down:
+	bash hack/cluster.sh down
+
+# The end-to-end tests on the local cluster; it stays up afterwards (make cluster-down).
+e2e: cluster-up
+	$(GO) test -count=1 ./test/e2e
+
+# The whole suite: unit and envtest tests, then the end-to-end tests on a cluster that is
+# started for them and torn down after, then bounded fuzzing. Nothing may skip for a
+# missing prerequisite (see internal/testenv).
 test: prereqs kube-bins build
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	bash hack/cluster.sh up
+	$(GO) test -count=1 ./test/e2e; rc=$$?; bash hack/cluster.sh down; exit $$rc
 	$(MAKE) fuzz
 
 unit:

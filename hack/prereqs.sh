@@ -8,7 +8,7 @@
 #   etcd-server       the store of envtest and of the local cluster
 #   containerd, runc, containernetworking-plugins, iptables, conntrack, socat, iproute2
 #                     the local cluster's node (see docs/testing.md)
-#   openssl           the local cluster's certificates
+#   openssl, curl     the local cluster's certificates and health checks
 set -euo pipefail
 
 need=()
@@ -25,6 +25,7 @@ have conntrack || need+=(conntrack)
 have socat || need+=(socat)
 have ip || need+=(iproute2)
 have openssl || need+=(openssl)
+have curl || need+=(curl)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "prereqs: all present"

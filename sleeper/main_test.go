@@ -56,11 +56,16 @@ func TestMain(m *testing.M) {
 // impls returns every implementation, ready to run: a missing qemu-user fails t.
 func impls(t testing.TB) []impl {
 	t.Helper()
-	out := []impl{{name: "reference", path: filepath.Join(binDir, "nap-ref"), slack: 300 * time.Millisecond}}
+	// The slack absorbs start-up under load: ~120 processes start at once here while
+	// `go test ./...` runs other packages (an API server among them) on 2 cores; 300ms
+	// was measured too little then. It still tells 0.25s from 2.5s or from the default
+	// 10s; precision is measured by `make bench`, not asserted here.
+	const native = 1500 * time.Millisecond
+	out := []impl{{name: "reference", path: filepath.Join(binDir, "nap-ref"), slack: native}}
 	for _, arch := range Arches {
-		slack := 300 * time.Millisecond
+		slack := native
 		if arch != runtime.GOARCH {
-			slack = time.Second // qemu-user start-up under a parallel load
+			slack = 2 * time.Second // qemu-user start-up under a parallel load
 		}
 		im := impl{name: arch, arch: arch, path: filepath.Join(binDir, "nap-"+arch), slack: slack}
 		if arch != runtime.GOARCH {

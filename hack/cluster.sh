@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes on this machine, for nap's end-to-end tests: Debian's etcd,
+# containerd and runc, the Kubernetes binaries of `make kube-bins`, images written by
+# hack/images (no registry, no Docker engine). Needs root.
+#
+#   hack/cluster.sh up     start it (idempotent: a running cluster is left as it is)
+#   hack/cluster.sh down   stop it and remove everything it made (idempotent)
+#   hack/cluster.sh env    print KUBECONFIG=... for the running cluster
+#
+# Every setting here is one that was needed; docs/testing.md says why for each.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+D=${NAP_CLUSTER_DIR:-/tmp/nap-cluster}
+NODE_IP=${NAP_NODE_IP:-10.77.0.1}        # a /32 on lo: the kubelet refuses loopback
+POD_CIDR=10.78.0.0/16
+NODE_POD_CIDR=10.78.0.0/24
+SVC_CIDR=10.79.0.0/24
+SVC_IP=10.79.0.1
+NODE=nap-node
+BRIDGE=nap0
+ETCD_PORT=23790
+KCFG=$D/admin.kubeconfig
+
+log() { echo "cluster: $*" >&2; }
+
+bins() {
+  out=$(bash "$here/kube-bins.sh" | tail -1)
+  B=$out/bin
+}
+
+running() { [ -f "$D/pids/$1" ] && kill -0 "$(cat "$D/pids/$1")" 2>/dev/null; }
+
+start() { # name command...
+  local name=$1; shift
+  if running "$name"; then return; fi
+  nohup "$@" >"$D/logs/$name.log" 2>&1 &
+  echo $! >"$D/pids/$name"
+}
+
+wait_for() { # what seconds command...
+  local what=$1 secs=$2; shift 2
+  local i
+  for ((i = 0; i < secs * 5; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  log "timed out after ${secs}s waiting for $what; logs in $D/logs"
+  return 1
+}
+
+certs() {
+  [ -f "$D/pki/ca.crt" ] && return
+  mkdir -p "$D/pki" && cd "$D/pki"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3 -subj "/CN=nap-e2e-ca" 2>/dev/null
+  sign() { # name subject [sans]
+    openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
+    if [ -n "${3:-}" ]; then
+      printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$3" >"$1.ext"
+    else
+      printf 'extendedKeyUsage=clientAuth\n' >"$1.ext"
+    fi
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 3 -extfile "$1.ext" 2>/dev/null
+  }
+  sign apiserver "/CN=kube-apiserver" "IP:$NODE_IP,IP:127.0.0.1,IP:$SVC_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost"
+  sign admin "/O=system:masters/CN=admin"
+  sign controller-manager "/CN=system:kube-controller-manager"
+  sign scheduler "/CN=system:kube-scheduler"
+  sign kube-proxy "/CN=system:kube-proxy"
+  sign kubelet "/O=system:nodes/CN=system:node:$NODE"
+  sign kubelet-serving "/CN=$NODE" "IP:$NODE_IP,DNS:$NODE"
+  sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+  openssl genrsa -out sa.key 2048 2>/dev/null
+  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  cd - >/dev/null
+}
+
+kubeconfig() { # name cert
+  "$B/kubectl" config set-cluster nap --server="https://$NODE_IP:6443" --certificate-authority="$D/pki/ca.crt" --embed-certs --kubeconfig="$D/$1.kubeconfig" >/dev/null
+  "$B/kubectl" config set-credentials "$1" --client-certificate="$D/pki/$2.crt" --client-key="$D/pki/$2.key" --embed-certs --kubeconfig="$D/$1.kubeconfig" >/dev/null
+  "$B/kubectl" config set-context nap --cluster=nap --user="$1" --kubeconfig="$D/$1.kubeconfig" >/dev/null
+  "$B/kubectl" config use-context nap --kubeconfig="$D/$1.kubeconfig" >/dev/null
+}
+
+up() {
+  [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
+  bins
+  mkdir -p "$D"/{logs,pids,etcd,containerd,kubelet,cni/net.d,manifests}
+  if ! ip -4 addr show dev lo | grep -q " $NODE_IP/32"; then
+    if ip route get "$NODE_IP" 2>/dev/null | grep -qv ' dev lo'; then
+      ip route | grep -q "^${NODE_IP%.*}" && { log "$NODE_IP collides with a route; set NAP_NODE_IP"; exit 1; }
+    fi
+    ip addr add "$NODE_IP/32" dev lo
+  fi
+  certs
+  for k in admin controller-manager scheduler kube-proxy kubelet; do
+    [ -f "$D/$k.kubeconfig" ] || kubeconfig "$k" "$k"
+  done
+
+  start etcd etcd --name nap --data-dir "$D/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" \
+    --initial-cluster "nap=http://127.0.0.1:$((ETCD_PORT + 10))"
+
+  # containerd 1.6, config v2: cgroupfs, runc, no negative oom_score_adj (no CAP_SYS_RESOURCE).
+  cat >"$D/containerd.toml" <<EOF
+version = 2
+root = "$D/containerd/root"
+state = "$D/containerd/state"
+oom_score = 0
+[grpc]
+  address = "$D/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "docker.io/nap/pause:e2e"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$D/cni/net.d"
+EOF
+  cat >"$D/cni/net.d/10-nap.conflist" <<EOF
+{"cniVersion": "0.4.0", "name": "nap", "plugins": [
+  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "dataDir": "$D/cni/ipam"}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}
+]}
+EOF
+  start containerd containerd --config "$D/containerd.toml"
+  wait_for containerd 20 ctr --address "$D/containerd.sock" version
+  if ! ctr --address "$D/containerd.sock" -n k8s.io images ls -q | grep -q 'nap/app:e2e'; then
+    (cd "$repo" && go run ./hack/images -o "$D/images.tar")
+    ctr --address "$D/containerd.sock" -n k8s.io images import "$D/images.tar" >&2
+  fi
+
+  wait_for etcd 20 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+  start kube-apiserver "$B/kube-apiserver" --advertise-address="$NODE_IP" --bind-address="$NODE_IP" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" --service-cluster-ip-range="$SVC_CIDR" \
+    --client-ca-file="$D/pki/ca.crt" --tls-cert-file="$D/pki/apiserver.crt" --tls-private-key-file="$D/pki/apiserver.key" \
+    --kubelet-client-certificate="$D/pki/apiserver-kubelet-client.crt" --kubelet-client-key="$D/pki/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="$D/pki/ca.crt" --kubelet-preferred-address-types=InternalIP \
+    --service-account-key-file="$D/pki/sa.pub" --service-account-signing-key-file="$D/pki/sa.key" \
+    --service-account-issuer="https://kubernetes.default.svc" --authorization-mode=Node,RBAC \
+    --allow-privileged=true --enable-admission-plugins=NodeRestriction
+  wait_for kube-apiserver 60 "$B/kubectl" --kubeconfig "$KCFG" get --raw /readyz
+
+  start kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$D/controller-manager.kubeconfig" \
+    --leader-elect=false --use-service-account-credentials --service-account-private-key-file="$D/pki/sa.key" \
+    --root-ca-file="$D/pki/ca.crt" --cluster-signing-cert-file="$D/pki/ca.crt" --cluster-signing-key-file="$D/pki/ca.key" \
+    --allocate-node-cidrs=false --cluster-cidr="$POD_CIDR" --service-cluster-ip-range="$SVC_CIDR" \
+    --bind-address=127.0.0.1
+  start kube-scheduler "$B/kube-scheduler" --kubeconfig="$D/scheduler.kubeconfig" --leader-elect=false --bind-address=127.0.0.1
+
+  cat >"$D/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+authentication:
+  x509: {clientCAFile: "$D/pki/ca.crt"}
+  webhook: {enabled: true}
+  anonymous: {enabled: false}
+authorization: {mode: Webhook}
+tlsCertFile: "$D/pki/kubelet-serving.crt"
+tlsPrivateKeyFile: "$D/pki/kubelet-serving.key"
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+podCIDR: $NODE_POD_CIDR
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+staticPodPath: "$D/manifests"
+healthzBindAddress: 127.0.0.1
+resolvConf: ""
+containerRuntimeEndpoint: "unix://$D/containerd.sock"
+EOF
+  start kubelet "$B/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
+    --root-dir="$D/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE"
+
+  cat >"$D/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clusterCIDR: $POD_CIDR
+nodePortAddresses: ["$NODE_IP/32"]
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+clientConnection: {kubeconfig: "$D/kube-proxy.kubeconfig"}
+conntrack: {maxPerCore: 0}
+EOF
+  start kube-proxy "$B/kube-proxy" --config="$D/kube-proxy.yaml" --hostname-override="$NODE"
+
+  wait_for "node Ready" 60 bash -c "'$B/kubectl' --kubeconfig '$KCFG' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
+  wait_for "default ServiceAccount" 60 "$B/kubectl" --kubeconfig "$KCFG" -n default get serviceaccount default
+  log "up: KUBECONFIG=$KCFG"
+  echo "KUBECONFIG=$KCFG"
+}
+
+down() {
+  [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
+  bins || true
+  set +e +o pipefail # best effort, step by step; what is left is reported at the end
+  # Pods first, through the kubelet, while it runs: their containers and netns go cleanly.
+  for p in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver; do
+    if running "$p"; then kill "$(cat "$D/pids/$p")" 2>/dev/null || true; fi
+  done
+  if [ -S "$D/containerd.sock" ]; then
+    for c in $(ctr --address "$D/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr --address "$D/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+    done
+    sleep 1
+    for c in $(ctr --address "$D/containerd.sock" -n k8s.io containers ls -q 2>/dev/null); do
+      ctr --address "$D/containerd.sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
+      ctr --address "$D/containerd.sock" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
+    done
+  fi
+  for p in containerd etcd; do
+    if running "$p"; then kill "$(cat "$D/pids/$p")" 2>/dev/null || true; fi
+  done
+  for p in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do
+    if [ -f "$D/pids/$p" ]; then
+      pid=$(cat "$D/pids/$p")
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  done
+  pkill -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $D/containerd.sock" 2>/dev/null || true
+  [ -n "${B:-}" ] && [ -x "$B/kube-proxy" ] && "$B/kube-proxy" --cleanup >/dev/null 2>&1 || true
+  # The iptables chains that CNI's bridge/portmap and the kubelet made.
+  for table in nat filter mangle; do
+    iptables -t "$table" -S 2>/dev/null | grep -E 'CNI-|KUBE-' | grep '^-A' | sed 's/^-A/-D/' |
+      while read -r rule; do eval iptables -t "$table" "$rule" 2>/dev/null || true; done
+    iptables -t "$table" -S 2>/dev/null | grep -E '^-N (CNI-|KUBE-)' | awk '{print $2}' |
+      while read -r ch; do iptables -t "$table" -F "$ch" 2>/dev/null || true; done
+    iptables -t "$table" -S 2>/dev/null | grep -E '^-N (CNI-|KUBE-)' | awk '{print $2}' |
+      while read -r ch; do iptables -t "$table" -X "$ch" 2>/dev/null || true; done
+  done
+  ip link del "$BRIDGE" 2>/dev/null || true
+  for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
+  ip addr del "$NODE_IP/32" dev lo 2>/dev/null || true
+  # What the kubelet and containerd mounted under the cluster folder, and their cgroups.
+  if [ -d "$D" ]; then
+    grep " $D" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  fi
+  for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+    [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  rm -rf "$D" /var/lib/cni/networks/nap 2>/dev/null || true
+  left=()
+  pgrep -f "$D" >/dev/null && left+=("processes: $(pgrep -f "$D" | tr '\n' ' ')")
+  ip -4 addr show dev lo | grep -q " $NODE_IP/32" && left+=("$NODE_IP on lo")
+  ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
+  iptables-save 2>/dev/null | grep -qE '(KUBE|CNI)-' && left+=("iptables chains")
+  grep -q " $D" /proc/mounts && left+=("mounts under $D")
+  [ -e "$D" ] && left+=("$D")
+  if [ ${#left[@]} -gt 0 ]; then
+    log "down, but left behind: ${left[*]}"
+    exit 1
+  fi
+  log "down: nothing left behind"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  env) echo "KUBECONFIG=$KCFG" ;;
+  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+esac

@@ -1,0 +1,243 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// kubeconfig is the cluster of hack/cluster.sh unless NAP_KUBECONFIG names another.
+func client(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	path := os.Getenv("NAP_KUBECONFIG")
+	if path == "" {
+		dir := os.Getenv("NAP_CLUSTER_DIR")
+		if dir == "" {
+			dir = "/tmp/nap-cluster"
+		}
+		path = filepath.Join(dir, "admin.kubeconfig")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		testenv.Missing(t, "a running cluster ("+path+")", "cluster-up")
+	}
+	cfg.Timeout = 20 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		testenv.Missing(t, "a running cluster ("+path+": "+err.Error()+")", "cluster-up")
+	}
+	return cs
+}
+
+// namespace makes a fresh namespace with the nap ConfigMap in it, deleted at the end.
+func namespace(t *testing.T, cs *kubernetes.Clientset) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := fmt.Sprintf("e2e-%s-%04x", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), rand.IntN(1<<16))
+	if len(ns) > 63 {
+		ns = ns[len(ns)-63:]
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		grace := int64(0)
+		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	})
+	cm, err := kube.NewConfigMap(kube.ConfigMapOptions{Namespace: ns, Version: "e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// The demo app's Deployment, FROM scratch: no shell, no sleep binary.
+const appDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: app}
+  template:
+    metadata:
+      labels: {app: app}
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: app
+        image: nap/app:e2e
+        imagePullPolicy: Never
+        readinessProbe:
+          httpGet: {path: /readyz, port: 8080}
+          periodSeconds: 1
+`
+
+// deploy creates manifest (one Deployment) in ns and waits for its pod to be Ready.
+func deploy(t *testing.T, cs *kubernetes.Clientset, ns string, manifest []byte) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	objs, err := kube.Read("deployment.yaml", manifest)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%d objects: %v", len(objs), err)
+	}
+	var d appsv1.Deployment
+	if err := objs[0].Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+		if err == nil && len(pods.Items) == 1 {
+			p := &pods.Items[0]
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					return p
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("no Ready pod after 90s")
+	return nil
+}
+
+// terminate deletes pod and returns how long it took to be gone, and the reasons of the
+// events the pod got meanwhile.
+func terminate(t *testing.T, cs *kubernetes.Clientset, pod *corev1.Pod) (time.Duration, []string) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	// The Deployment would replace the pod: scale it to zero first so that only
+	// this pod's termination is measured.
+	scale := &autoscalingv1.Scale{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: pod.Namespace},
+		Spec:       autoscalingv1.ScaleSpec{Replicas: 0},
+	}
+	if _, err := cs.AppsV1().Deployments(pod.Namespace).UpdateScale(ctx, "app", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := start.Add(90 * time.Second)
+	for {
+		_, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s still there after 90s", pod.Name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(start)
+	events, err := cs.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod.Name).String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range events.Items {
+		reasons = append(reasons, e.Reason+": "+e.Message)
+	}
+	return took, reasons
+}
+
+func hasReason(reasons []string, r string) bool {
+	for _, x := range reasons {
+		if strings.HasPrefix(x, r+":") {
+			return true
+		}
+	}
+	return false
+}
+
+func inject(t *testing.T, opts kube.InjectOptions) []byte {
+	t.Helper()
+	p, err := kube.NewPlan(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := kube.Inject("deployment.yaml", []byte(appDeployment), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+const delay = 4 * time.Second
+
+// The nap binary, mounted from napctl's ConfigMap, holds a scratch pod's termination
+// for the delay: the hook runs and does not fail.
+func TestNapBinaryPreStop(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	pod := deploy(t, cs, ns, inject(t, kube.InjectOptions{Mode: kube.ModeBinary, Delay: "4s"}))
+	took, reasons := terminate(t, cs, pod)
+	t.Logf("terminated in %v; events: %q", took, reasons)
+	if hasReason(reasons, "FailedPreStopHook") {
+		t.Errorf("the nap preStop hook failed: %q", reasons)
+	}
+	if took < delay {
+		t.Errorf("terminated in %v: the %v preStop delay did not hold it", took, delay)
+	}
+}
+
+// The native sleep action does the same on this cluster (v1.34).
+func TestNativeSleepPreStop(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	pod := deploy(t, cs, ns, inject(t, kube.InjectOptions{Mode: kube.ModeNative, Delay: "4s"}))
+	took, reasons := terminate(t, cs, pod)
+	t.Logf("terminated in %v; events: %q", took, reasons)
+	if hasReason(reasons, "FailedPreStopHook") || took < delay {
+		t.Errorf("native sleep: terminated in %v, events %q", took, reasons)
+	}
+}
+
+// The usual preStop, `sh -c "sleep 5"`, cannot run in a scratch image: the kubelet
+// reports FailedPreStopHook and the container gets SIGTERM at once — the dropped
+// requests nap exists to end.
+func TestShellPreStopFails(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	manifest := strings.Replace(appDeployment, "        readinessProbe:", `        lifecycle:
+          preStop:
+            exec: {command: ["/bin/sh", "-c", "sleep 5"]}
+        readinessProbe:`, 1)
+	pod := deploy(t, cs, ns, []byte(manifest))
+	took, reasons := terminate(t, cs, pod)
+	t.Logf("terminated in %v; events: %q", took, reasons)
+	if !hasReason(reasons, "FailedPreStopHook") {
+		t.Errorf("no FailedPreStopHook event: %q", reasons)
+	}
+	if took >= 5*time.Second {
+		t.Errorf("terminated in %v: as if the shell had slept", took)
+	}
+}
