@@ -1,0 +1,204 @@
+// Package probe is "napctl probe": it measures failed requests against a URL, for a
+// duration or while a command (a rollout) runs.
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/probe"
+)
+
+type flags struct {
+	rate        float64
+	duration    time.Duration
+	during      string
+	settle      time.Duration
+	timeout     time.Duration
+	conns       []string
+	bucket      time.Duration
+	output      string
+	plot        string
+	maxFailures int
+}
+
+// NewCommand returns the probe command.
+func NewCommand(streams cli.IOStreams) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "probe URL [--rate 100] [--duration 60s | --during CMD] [--settle 5s] [--timeout 2s] [--conn new,reuse] [--bucket 1s] [-o text|json] [--plot FILE.svg|.html] [--max-failures N]",
+		Short: "Measure failed requests against a URL, during a rollout",
+		Long: "Send GET requests to URL open-loop at --rate (on schedule, whether or not earlier\n" +
+			"ones returned), over new connections and a keep-alive pool at once, and report every\n" +
+			"failure: refused, reset, timeout, EOF, 5xx, other status; the outages; latency.\n\n" +
+			"  napctl probe http://10.96.0.10/ --during 'kubectl rollout restart deploy/web && kubectl rollout status deploy/web'\n\n" +
+			"Exit status 1 when more than --max-failures requests failed (or the command failed).\n" +
+			"Ctrl-C stops and prints the report so far.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), streams, f, args[0]) },
+	}
+	fl := cmd.Flags()
+	fl.Float64Var(&f.rate, "rate", 100, "requests per second, all connection modes together")
+	fl.DurationVar(&f.duration, "duration", 60*time.Second, "how long to probe (without --during)")
+	fl.StringVar(&f.during, "during", "", "probe while this shell command runs, then --settle more")
+	fl.DurationVar(&f.settle, "settle", 5*time.Second, "with --during: how long to go on after the command exits")
+	fl.DurationVar(&f.timeout, "timeout", 2*time.Second, "per-request timeout")
+	fl.StringSliceVar(&f.conns, "conn", []string{"new", "reuse"}, "connection modes: new (a connection per request), reuse (keep-alive)")
+	fl.DurationVar(&f.bucket, "bucket", time.Second, "timeline bucket")
+	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
+	fl.StringVar(&f.plot, "plot", "", "also write a timeline plot: FILE.svg or FILE.html")
+	fl.IntVar(&f.maxFailures, "max-failures", 0, "exit 1 when more requests than this failed")
+	return cmd
+}
+
+func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var modes []probe.Mode
+	for _, c := range f.conns {
+		switch m := probe.Mode(c); m {
+		case probe.New, probe.Reuse:
+			modes = append(modes, m)
+		default:
+			return fmt.Errorf("--conn %q: want new or reuse", c)
+		}
+	}
+	if f.output != "text" && f.output != "json" {
+		return fmt.Errorf("-o %q: want text or json", f.output)
+	}
+	if ext := filepath.Ext(f.plot); f.plot != "" && ext != ".svg" && ext != ".html" {
+		return fmt.Errorf("--plot %q: want a .svg or .html file", f.plot)
+	}
+	if f.rate <= 0 || f.bucket <= 0 || f.timeout <= 0 {
+		return fmt.Errorf("--rate, --bucket and --timeout must be positive")
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: report so far
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes}
+	var cmdResult *probe.CommandResult
+	var cmdErr error
+	var wg sync.WaitGroup
+	if f.during != "" {
+		c := exec.CommandContext(ctx, "/bin/sh", "-c", f.during)
+		c.Stdout, c.Stderr = streams.ErrOut, streams.ErrOut
+		began := time.Now()
+		if err := c.Start(); err != nil {
+			return fmt.Errorf("--during: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.Wait()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				code, cmdErr = -1, err
+			}
+			cmdResult = &probe.CommandResult{Command: f.during, ExitCode: code, Seconds: time.Since(began).Seconds()}
+			select {
+			case <-ctx.Done():
+			case <-time.After(f.settle):
+			}
+			cancel()
+		}()
+	} else {
+		opts.Duration = f.duration
+	}
+
+	start := time.Now()
+	rep := probe.NewReport(start, f.bucket)
+	var mu sync.Mutex
+	live := isTerminal(streams.ErrOut)
+	if live {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					mu.Lock()
+					tot := rep.Total()
+					mu.Unlock()
+					fmt.Fprintf(streams.ErrOut, "\r%5.0fs  %d requests  %d failed   ", time.Since(start).Seconds(), tot.Requests, tot.Failed)
+				}
+			}
+		}()
+	}
+	err := probe.Run(ctx, opts, func(r probe.Result) {
+		mu.Lock()
+		rep.Add(r)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	if live {
+		fmt.Fprintln(streams.ErrOut)
+	}
+	if err != nil {
+		return err
+	}
+	s := rep.Summarize(url, f.rate, elapsed, cmdResult)
+	var out bytes.Buffer
+	if f.output == "json" {
+		err = probe.JSON(&out, s)
+	} else {
+		err = probe.Text(&out, s)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := streams.Out.Write(out.Bytes()); err != nil {
+		return err
+	}
+	if f.plot != "" {
+		var p bytes.Buffer
+		if strings.HasSuffix(f.plot, ".html") {
+			err = probe.HTML(&p, s)
+		} else {
+			err = probe.SVG(&p, s)
+		}
+		if err == nil {
+			err = cli.WriteFileAtomic(f.plot, p.Bytes(), 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("--plot %s: %w", f.plot, err)
+		}
+	}
+	switch {
+	case cmdErr != nil:
+		return fmt.Errorf("--during: %w", cmdErr)
+	case s.Total.Failed > f.maxFailures:
+		return &cli.ExitError{Code: 1, Err: fmt.Errorf("%d requests failed (--max-failures %d)", s.Total.Failed, f.maxFailures)}
+	case cmdResult != nil && cmdResult.ExitCode != 0:
+		return &cli.ExitError{Code: 1, Err: fmt.Errorf("--during: the command exited %d", cmdResult.ExitCode)}
+	}
+	return nil
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,156 @@
+package probe
+
+import (
+	"slices"
+	"time"
+)
+
+// Report accumulates results into a timeline and a summary. Add results in any order;
+// call Summary (or read the fields) once they are all in.
+type Report struct {
+	Start        time.Time        `json:"start"`
+	Bucket       time.Duration    `json:"-"`
+	Buckets      []Bucket         `json:"buckets"`
+	Totals       map[Mode]*Counts `json:"totals"`
+	latency, lag Histogram
+	fails        []Result // every failure, for outages
+}
+
+// Counts are results by kind.
+type Counts struct {
+	Requests int          `json:"requests"`
+	Failed   int          `json:"failed"`
+	ByKind   map[Kind]int `json:"by_kind"`
+}
+
+func (c *Counts) add(k Kind) {
+	if c.ByKind == nil {
+		c.ByKind = map[Kind]int{}
+	}
+	c.Requests++
+	c.ByKind[k]++
+	if k != OK {
+		c.Failed++
+	}
+}
+
+// Bucket is one interval of the timeline, by when requests were due.
+type Bucket struct {
+	Offset time.Duration `json:"-"`
+	Counts
+	OffsetSeconds float64 `json:"offset_seconds"`
+}
+
+// Outage is an interval in which requests failed: from the first to the last failed
+// request (by when they were due), merged while failures are less than two buckets apart.
+type Outage struct {
+	Start    time.Duration `json:"-"`
+	End      time.Duration `json:"-"`
+	Failed   int           `json:"failed"`
+	Kinds    []Kind        `json:"kinds"`
+	Modes    []Mode        `json:"modes"`
+	StartS   float64       `json:"start_seconds"`
+	EndS     float64       `json:"end_seconds"`
+	Duration float64       `json:"duration_seconds"`
+}
+
+// NewReport starts a report of requests due from start, in buckets of bucket.
+func NewReport(start time.Time, bucket time.Duration) *Report {
+	if bucket <= 0 {
+		bucket = time.Second
+	}
+	return &Report{Start: start, Bucket: bucket, Totals: map[Mode]*Counts{}}
+}
+
+// Add counts one result.
+func (r *Report) Add(res Result) {
+	off := max(res.Due.Sub(r.Start), 0)
+	i := int(off / r.Bucket)
+	for len(r.Buckets) <= i {
+		n := len(r.Buckets)
+		r.Buckets = append(r.Buckets, Bucket{Offset: time.Duration(n) * r.Bucket, OffsetSeconds: (time.Duration(n) * r.Bucket).Seconds()})
+	}
+	r.Buckets[i].add(res.Kind)
+	if r.Totals[res.Mode] == nil {
+		r.Totals[res.Mode] = &Counts{}
+	}
+	r.Totals[res.Mode].add(res.Kind)
+	r.lag.Record(res.Lag)
+	if res.Kind == OK {
+		r.latency.Record(res.Latency)
+	} else {
+		r.fails = append(r.fails, res)
+	}
+}
+
+// Total is every mode together.
+func (r *Report) Total() Counts {
+	var t Counts
+	t.ByKind = map[Kind]int{}
+	for _, c := range r.Totals {
+		t.Requests += c.Requests
+		t.Failed += c.Failed
+		for k, n := range c.ByKind {
+			t.ByKind[k] += n
+		}
+	}
+	return t
+}
+
+// Outages returns the failure intervals in time order.
+func (r *Report) Outages() []Outage {
+	fails := slices.Clone(r.fails)
+	slices.SortFunc(fails, func(a, b Result) int { return a.Due.Compare(b.Due) })
+	var out []Outage
+	for _, f := range fails {
+		off := f.Due.Sub(r.Start)
+		if n := len(out); n > 0 && off-out[n-1].End < 2*r.Bucket {
+			o := &out[n-1]
+			o.End = off
+			o.Failed++
+			if !slices.Contains(o.Kinds, f.Kind) {
+				o.Kinds = append(o.Kinds, f.Kind)
+			}
+			if !slices.Contains(o.Modes, f.Mode) {
+				o.Modes = append(o.Modes, f.Mode)
+			}
+			continue
+		}
+		out = append(out, Outage{Start: off, End: off, Failed: 1, Kinds: []Kind{f.Kind}, Modes: []Mode{f.Mode}})
+	}
+	for i := range out {
+		o := &out[i]
+		slices.Sort(o.Kinds)
+		slices.Sort(o.Modes)
+		o.StartS, o.EndS, o.Duration = o.Start.Seconds(), o.End.Seconds(), (o.End - o.Start).Seconds()
+	}
+	return out
+}
+
+// Percentiles are latency (of successful requests) and send lag percentiles.
+type Percentiles struct {
+	P50 float64 `json:"p50_ms"`
+	P90 float64 `json:"p90_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+func percentiles(h *Histogram) Percentiles {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return Percentiles{P50: ms(h.Quantile(0.5)), P90: ms(h.Quantile(0.9)), P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
+}
+
+// Latency is the latency of successful requests.
+func (r *Report) Latency() Percentiles { return percentiles(&r.latency) }
+
+// Lag is how late requests were sent after their schedule.
+func (r *Report) Lag() Percentiles { return percentiles(&r.lag) }
+
+// LongestOutage is the longest outage's duration, 0 without one.
+func (r *Report) LongestOutage() time.Duration {
+	var longest time.Duration
+	for _, o := range r.Outages() {
+		longest = max(longest, o.End-o.Start)
+	}
+	return longest
+}
