@@ -10,7 +10,7 @@ LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # longer local run: make fuzz FUZZTIME=10m
 FUZZTIME ?= 20s
 
-.PHONY: all build prereqs kube-bins cluster-up cluster-down e2e test unit fuzz bench clean FORCE
+.PHONY: all build prereqs kube-bins cluster-up cluster-down e2e e2e-downtime test unit fuzz bench clean FORCE
 
 all: build
 
@@ -43,6 +43,11 @@ cluster-down:
 e2e: cluster-up
 	$(GO) test -count=1 ./test/e2e
 
+# The downtime experiment: every variant, 3 rolling restarts each under napctl probe at
+# 200 req/s; the table goes to docs/downtime-results.md.
+e2e-downtime: cluster-up
+	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md $(GO) test -count=1 -timeout 30m -run TestDowntimeExperiment -v ./test/e2e
+
 # The whole suite: unit and envtest tests, then the end-to-end tests on a cluster that is
 # started for them and torn down after, then bounded fuzzing. Nothing may skip for a
 # missing prerequisite (see internal/testenv).
@@ -66,6 +71,7 @@ bench: prereqs build
 	$(GO) run ./hack/bench-sleeper
 	$(GO) test ./drain -run '^$$' -bench . -count 5 | tee /dev/stderr | bash hack/bench-ratio.sh
 	$(GO) test ./lint -run '^$$' -bench . -benchmem -count 3
+	bash hack/bench-probe.sh
 
 clean:
 	rm -rf $(BIN)

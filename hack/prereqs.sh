@@ -9,6 +9,7 @@
 #   containerd, runc, containernetworking-plugins, iptables, conntrack, socat, iproute2
 #                     the local cluster's node (see docs/testing.md)
 #   openssl, curl     the local cluster's certificates and health checks
+#   python3           the benchmark reports
 set -euo pipefail
 
 need=()
@@ -26,6 +27,7 @@ have socat || need+=(socat)
 have ip || need+=(iproute2)
 have openssl || need+=(openssl)
 have curl || need+=(curl)
+have python3 || need+=(python3)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "prereqs: all present"

@@ -102,6 +102,10 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 	start := time.Now()
 	for i := 0; ; i++ {
 		due := start.Add(time.Duration(i) * interval)
+		if opts.Duration > 0 && due.Sub(start) >= opts.Duration {
+			wg.Wait() // exactly Rate × Duration requests, none due at the end itself
+			return nil
+		}
 		if d := time.Until(due); d > 0 {
 			t := time.NewTimer(d)
 			select {
