@@ -68,7 +68,9 @@ func TestWriteLayout(t *testing.T) {
 	var cfg struct {
 		Architecture string
 		Config       struct{ Entrypoint []string }
-		RootFS       struct{ DiffIDs []string `json:"diff_ids"` } `json:"rootfs"`
+		RootFS       struct {
+			DiffIDs []string `json:"diff_ids"`
+		} `json:"rootfs"`
 	}
 	if err := json.Unmarshal(blob(man.Config), &cfg); err != nil {
 		t.Fatal(err)
