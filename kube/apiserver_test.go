@@ -33,7 +33,7 @@ func TestAPIServer(t *testing.T) {
 
 	t.Run("injected", func(t *testing.T) {
 		for _, tc := range injectCases {
-			golden := filepath.Join("testdata", "inject", "golden", tc.name+".out")
+			golden := filepath.Join("testdata", "inject", "golden", tc.name+".golden")
 			data, err := os.ReadFile(golden)
 			if err != nil {
 				t.Fatal(err)

@@ -68,11 +68,11 @@ func TestInjectGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, notes := runInject(t, in, src, tc.opts)
-			golden := filepath.Join("testdata", "inject", "golden", tc.name+".out")
+			golden := filepath.Join("testdata", "inject", "golden", tc.name+".golden")
 			if *update {
 				os.MkdirAll(filepath.Dir(golden), 0o755)
 				os.WriteFile(golden, out, 0o644)
-				os.WriteFile(strings.TrimSuffix(golden, ".out")+".notes", []byte(notes), 0o644)
+				os.WriteFile(strings.TrimSuffix(golden, ".golden")+".notes", []byte(notes), 0o644)
 				return
 			}
 			want, err := os.ReadFile(golden)
@@ -82,7 +82,7 @@ func TestInjectGolden(t *testing.T) {
 			if !bytes.Equal(out, want) {
 				t.Errorf("output differs from %s (go test ./kube -update to accept):\n%s", golden, out)
 			}
-			wantNotes, _ := os.ReadFile(strings.TrimSuffix(golden, ".out") + ".notes")
+			wantNotes, _ := os.ReadFile(strings.TrimSuffix(golden, ".golden") + ".notes")
 			if notes != string(wantNotes) {
 				t.Errorf("notes:\n%s\nwant:\n%s", notes, wantNotes)
 			}
