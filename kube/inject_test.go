@@ -17,7 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // injectCases are the golden cases: testdata/inject/<input> injected with opts gives
-// testdata/inject/golden/<name>.out (and .notes, what goes to stderr).
+// testdata/inject/golden/<name>.golden (and .notes, what goes to stderr).
 var injectCases = []struct {
 	name, input string
 	opts        InjectOptions
