@@ -30,6 +30,14 @@ bins() {
   B=$out/bin
 }
 
+# put FILE writes stdin to FILE only when it differs: kube-proxy exits when its
+# configuration file changes, so an `up` over a running cluster must not touch it.
+put() {
+  local tmp; tmp=$(mktemp)
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
+}
+
 running() { [ -f "$D/pids/$1" ] && kill -0 "$(cat "$D/pids/$1")" 2>/dev/null; }
 
 start() { # name command...
@@ -104,7 +112,7 @@ up() {
     --initial-cluster "nap=http://127.0.0.1:$((ETCD_PORT + 10))"
 
   # containerd 1.6, config v2: cgroupfs, runc, no negative oom_score_adj (no CAP_SYS_RESOURCE).
-  cat >"$D/containerd.toml" <<EOF
+  put "$D/containerd.toml" <<EOF
 version = 2
 root = "$D/containerd/root"
 state = "$D/containerd/state"
@@ -125,7 +133,7 @@ oom_score = 0
     bin_dir = "/usr/lib/cni"
     conf_dir = "$D/cni/net.d"
 EOF
-  cat >"$D/cni/net.d/10-nap.conflist" <<EOF
+  put "$D/cni/net.d/10-nap.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "nap", "plugins": [
   {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "dataDir": "$D/cni/ipam"}},
@@ -157,7 +165,7 @@ EOF
     --bind-address=127.0.0.1
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$D/scheduler.kubeconfig" --leader-elect=false --bind-address=127.0.0.1
 
-  cat >"$D/kubelet.yaml" <<EOF
+  put "$D/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $NODE_IP
@@ -183,7 +191,7 @@ EOF
   start kubelet "$B/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
     --root-dir="$D/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE"
 
-  cat >"$D/kube-proxy.yaml" <<EOF
+  put "$D/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
