@@ -414,21 +414,9 @@ func plainSafe(s string) bool {
 
 // jsonText renders n as JSON, which is also YAML flow: what goes into flow collections
 // and JSON manifests.
-func jsonText(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		parts := make([]string, 0, len(n.Content)/2)
-		for i := 0; i < len(n.Content); i += 2 {
-			parts = append(parts, jsonText(n.Content[i])+": "+jsonText(n.Content[i+1]))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	case yaml.SequenceNode:
-		parts := make([]string, 0, len(n.Content))
-		for _, c := range n.Content {
-			parts = append(parts, jsonText(c))
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	}
+func jsonText(n *yaml.Node) string { return flow(n, jsonScalar) }
+
+func jsonScalar(n *yaml.Node) string {
 	switch n.Tag {
 	case "!!int":
 		v, _ := strconv.ParseInt(n.Value, 0, 64) // "0555" is octal, as YAML reads it
@@ -438,6 +426,25 @@ func jsonText(n *yaml.Node) string {
 	}
 	b, _ := json.Marshal(n.Value)
 	return string(b)
+}
+
+// flow renders a collection in flow style, its scalars with scalar.
+func flow(n *yaml.Node, scalar func(*yaml.Node) string) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		parts := make([]string, 0, len(n.Content)/2)
+		for i := 0; i < len(n.Content); i += 2 {
+			parts = append(parts, scalar(n.Content[i])+": "+flow(n.Content[i+1], scalar))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			parts = append(parts, flow(c, scalar))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return scalar(n)
 }
 
 // renderPair renders key: value as block lines at column 0.
@@ -491,23 +498,7 @@ func renderItem(v *yaml.Node, compact bool) []string {
 }
 
 // flowText is a flow collection in YAML's own flow style: [/nap/nap, 10s].
-func flowText(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		parts := make([]string, 0, len(n.Content)/2)
-		for i := 0; i < len(n.Content); i += 2 {
-			parts = append(parts, scalarText(n.Content[i])+": "+flowText(n.Content[i+1]))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	case yaml.SequenceNode:
-		parts := make([]string, 0, len(n.Content))
-		for _, c := range n.Content {
-			parts = append(parts, flowText(c))
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	}
-	return scalarText(n)
-}
+func flowText(n *yaml.Node) string { return flow(n, scalarText) }
 
 func indentLines(n int, lines []string) []string {
 	pad := strings.Repeat(" ", n)

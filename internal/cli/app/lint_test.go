@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nap-k8s/nap/internal/cli"
 )
@@ -196,5 +198,20 @@ func TestProbeCommand(t *testing.T) {
 		if code, stdout, _ := runNapctl(args...); code != 1 || stdout != "" {
 			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
 		}
+	}
+}
+
+// Ctrl-C stops the probe and prints the report so far.
+func TestProbeInterrupt(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	go func() {
+		time.Sleep(700 * time.Millisecond) // the command has registered for SIGINT by then
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
+	}()
+	start := time.Now()
+	code, stdout, stderr := runNapctl("probe", srv.URL, "--duration", "30s", "--rate", "20")
+	if took := time.Since(start); took > 5*time.Second || code != 0 || !strings.Contains(stdout, "requests in") {
+		t.Errorf("after Ctrl-C: %v, exit %d\n%s%s", took, code, stdout, stderr)
 	}
 }
