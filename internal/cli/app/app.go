@@ -10,6 +10,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/binary"
 	"github.com/nap-k8s/nap/internal/cli/configmap"
+	ctrlcmd "github.com/nap-k8s/nap/internal/cli/controller"
 	"github.com/nap-k8s/nap/internal/cli/inject"
 	"github.com/nap-k8s/nap/internal/cli/lint"
 	"github.com/nap-k8s/nap/internal/cli/probe"
@@ -28,7 +29,7 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(binary.NewCommand(streams), configmap.NewCommand(streams), inject.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams))
+	root.AddCommand(binary.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), inject.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams))
 	return root
 }
 

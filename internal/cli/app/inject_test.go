@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
 )
@@ -132,7 +132,7 @@ func TestInjectCommand(t *testing.T) {
 
 // --cluster asks a real API server for its version: v1.34 allows the native sleep.
 func TestInjectCluster(t *testing.T) {
-	kubeconfig := testenv.Kubeconfig(t, testenv.APIServer(t))
+	kubeconfig := kubeenv.Kubeconfig(t, kubeenv.APIServer(t))
 	code, stdout, stderr := runNapctlIn(deployment, "inject", "--cluster", kubeconfig)
 	if code != 0 || !strings.Contains(stdout, "sleep:") || strings.Contains(stdout, "/nap/nap") {
 		t.Errorf("exit %d (%s): want the native sleep\n%s", code, stderr, stdout)
@@ -141,7 +141,7 @@ func TestInjectCluster(t *testing.T) {
 
 // kubectl finds kubectl-nap on PATH: `kubectl nap inject` is napctl inject.
 func TestKubectlPlugin(t *testing.T) {
-	kubectl := testenv.Kubectl(t)
+	kubectl := kubeenv.Kubectl(t)
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-nap"), "github.com/nap-k8s/nap/cmd/kubectl-nap")
 	if out, err := build.CombinedOutput(); err != nil {

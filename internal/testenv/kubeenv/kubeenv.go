@@ -1,4 +1,7 @@
-package testenv
+// Package kubeenv is how tests meet a Kubernetes API: envtest's assets built by `make
+// kube-bins`, a real kube-apiserver and etcd, kubeconfigs, kubectl. Apart from testenv so
+// that tests which need none of it (and their fuzzing builds) do not compile client-go.
+package kubeenv
 
 import (
 	"os"
@@ -6,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/nap-k8s/nap/internal/testenv"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -16,7 +21,7 @@ import (
 // RepoRoot is the repository's top folder.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // KubeVersion is the Kubernetes version the tests run (hack/kube-version).
@@ -52,7 +57,7 @@ func EnvtestAssets(t testing.TB) string {
 	}
 	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			Missing(t, "envtest's "+b+" in "+dir, "kube-bins")
+			testenv.Missing(t, "envtest's "+b+" in "+dir, "kube-bins")
 		}
 	}
 	return dir
@@ -97,7 +102,7 @@ func Kubectl(t testing.TB) string {
 	t.Helper()
 	p := filepath.Join(KubeCache(), "bin", "kubectl")
 	if _, err := os.Stat(p); err != nil {
-		Missing(t, p, "kube-bins")
+		testenv.Missing(t, p, "kube-bins")
 	}
 	return p
 }

@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"context"
+	"maps"
+	"reflect"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nap-k8s/nap/kube"
+)
+
+// ManagedBy is the managed-by label value of the copies the Publisher owns.
+const ManagedBy = "nap-controller"
+
+var (
+	published = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_published_total", Help: "nap ConfigMaps created in namespaces."})
+	repaired  = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_repaired_total", Help: "nap ConfigMaps whose edited content was put back."})
+	removed   = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_removed_total", Help: "nap ConfigMaps deleted from namespaces that stopped matching."})
+	conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_conflicts_total", Help: "Reconciles that found a nap ConfigMap that the controller does not own."})
+)
+
+func init() { metrics.Registry.MustRegister(published, repaired, removed, conflicts) }
+
+// Publisher reconciles namespaces: each selected one holds the nap ConfigMap.
+type Publisher struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	// Want is the ConfigMap to publish (without a namespace); see kube.NewConfigMap.
+	Want *corev1.ConfigMap
+	// Selector picks the namespaces (default: all); Exclude names namespaces to skip.
+	Selector labels.Selector
+	Exclude  map[string]bool
+}
+
+// NewPublisher returns a Publisher of the nap ConfigMap of this build.
+func NewPublisher(c client.Client, rec record.EventRecorder, name, version string) (*Publisher, error) {
+	cm, err := kube.NewConfigMap(kube.ConfigMapOptions{Name: name, Version: version, ManagedBy: ManagedBy})
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{Client: c, Recorder: rec, Want: cm, Selector: labels.Everything(), Exclude: map[string]bool{}}, nil
+}
+
+// CacheOptions restrict the manager's cache to what the Publisher reads: ConfigMaps by
+// its name only, so memory does not grow with the cluster's other ConfigMaps.
+func CacheOptions(name string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+	}}
+}
+
+// SetupWithManager watches namespaces, and the ConfigMaps of the Publisher's name
+// (mapped to their namespace).
+func (p *Publisher) SetupWithManager(mgr ctrl.Manager) error {
+	name := p.Want.Name
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nap-publisher").
+		For(&corev1.Namespace{}, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.GenerationChangedPredicate{}, deletionPredicate()))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if o.GetName() != name {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+		})).
+		Complete(p)
+}
+
+// deletionPredicate lets through the update that marks a namespace terminating.
+func deletionPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+}
+
+// Reconcile makes one namespace right.
+func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	lg := log.FromContext(ctx).WithValues("namespace", req.Name)
+	var ns corev1.Namespace
+	if err := p.Client.Get(ctx, types.NamespacedName{Name: req.Name}, &ns); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ns.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // terminating: its content goes with it
+	}
+	var have corev1.ConfigMap
+	err := p.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: p.Want.Name}, &have)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	owned := exists && have.Labels[kube.ManagedByLabel] == ManagedBy
+	if exists && !owned {
+		conflicts.Inc()
+		p.Recorder.Eventf(&have, corev1.EventTypeWarning, "NotOwned",
+			"ConfigMap %s/%s is not managed by %s (label %s): left as it is", have.Namespace, have.Name, ManagedBy, kube.ManagedByLabel)
+		return reconcile.Result{}, nil
+	}
+	if !p.selected(&ns) {
+		if owned {
+			if err := p.Client.Delete(ctx, &have); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, err
+			}
+			removed.Inc()
+			lg.Info("removed the nap ConfigMap from a namespace that is no longer selected")
+		}
+		return reconcile.Result{}, nil
+	}
+	if !exists {
+		cm := p.Want.DeepCopy()
+		cm.Namespace = ns.Name
+		if err := p.Client.Create(ctx, cm); err != nil {
+			if apierrors.IsAlreadyExists(err) || isTerminating(err) {
+				return reconcile.Result{}, nil // a watch event follows, or the namespace is going
+			}
+			return reconcile.Result{}, err
+		}
+		published.Inc()
+		lg.V(1).Info("published the nap ConfigMap")
+		return reconcile.Result{}, nil
+	}
+	if p.matches(&have) {
+		return reconcile.Result{}, nil // no write when nothing changed
+	}
+	fixed := have.DeepCopy()
+	fixed.BinaryData = maps.Clone(p.Want.BinaryData)
+	fixed.Data = nil
+	fixed.Immutable = nil
+	if fixed.Labels == nil {
+		fixed.Labels = map[string]string{}
+	}
+	if fixed.Annotations == nil {
+		fixed.Annotations = map[string]string{}
+	}
+	maps.Copy(fixed.Labels, p.Want.Labels)
+	maps.Copy(fixed.Annotations, p.Want.Annotations)
+	if err := p.Client.Update(ctx, fixed); err != nil {
+		if apierrors.IsConflict(err) || isTerminating(err) {
+			return reconcile.Result{Requeue: apierrors.IsConflict(err)}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	repaired.Inc()
+	p.Recorder.Eventf(fixed, corev1.EventTypeNormal, "Repaired", "the nap ConfigMap was edited; its content was put back")
+	lg.Info("repaired an edited nap ConfigMap")
+	return reconcile.Result{}, nil
+}
+
+func (p *Publisher) selected(ns *corev1.Namespace) bool {
+	return !p.Exclude[ns.Name] && (p.Selector == nil || p.Selector.Matches(labels.Set(ns.Labels)))
+}
+
+// matches tells whether a copy holds exactly what it should: the binaries byte for
+// byte, no data, and the labels and annotations the Publisher sets.
+func (p *Publisher) matches(cm *corev1.ConfigMap) bool {
+	if len(cm.Data) > 0 || cm.Immutable != nil || !reflect.DeepEqual(cm.BinaryData, p.Want.BinaryData) {
+		return false
+	}
+	for k, v := range p.Want.Labels {
+		if cm.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range p.Want.Annotations {
+		if cm.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// isTerminating is the API server's refusal to create in a namespace being deleted.
+func isTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}

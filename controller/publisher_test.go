@@ -1,0 +1,208 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// TestPublisher runs the Publisher in a manager against a real kube-apiserver (envtest)
+// and checks what it does to namespaces and copies.
+func TestPublisher(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: CacheOptions(kube.ConfigMapName), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPublisher(mgr.GetClient(), mgr.GetEventRecorderFor("nap-controller"), kube.ConfigMapName, "v9.9.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Selector = labels.SelectorFromSet(labels.Set{"team": "shop"})
+	p.Exclude = map[string]bool{"excluded": true}
+	if err := p.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go mgr.Start(ctx)
+
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkns := func(name string, lbl map[string]string) {
+		t.Helper()
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(ns string) (*corev1.ConfigMap, error) {
+		var cm corev1.ConfigMap
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: kube.ConfigMapName}, &cm)
+		return &cm, err
+	}
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 20s: %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	exact := func(ns string) bool {
+		cm, err := get(ns)
+		return err == nil && p.matches(cm) && bytes.Equal(cm.BinaryData["nap-amd64"], p.Want.BinaryData["nap-amd64"])
+	}
+	consistently := func(what string, ok func() bool) {
+		t.Helper()
+		for range 20 {
+			if !ok() {
+				t.Fatalf("not so: %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	mkns("shop-a", map[string]string{"team": "shop"})
+	mkns("other", nil)
+	mkns("excluded", map[string]string{"team": "shop"})
+	eventually("a copy in the selected namespace", func() bool { return exact("shop-a") })
+	consistently("no copy in unselected or excluded namespaces", func() bool {
+		_, e1 := get("other")
+		_, e2 := get("excluded")
+		return apierrors.IsNotFound(e1) && apierrors.IsNotFound(e2)
+	})
+
+	t.Run("deleted copy is recreated", func(t *testing.T) {
+		cm, _ := get("shop-a")
+		if err := c.Delete(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		eventually("recreated", func() bool { cm2, err := get("shop-a"); return err == nil && cm2.UID != cm.UID && exact("shop-a") })
+	})
+
+	t.Run("edited copy is put back byte for byte", func(t *testing.T) {
+		before := testutil.ToFloat64(repaired)
+		cm, _ := get("shop-a")
+		cm.BinaryData["nap-amd64"] = append([]byte{}, cm.BinaryData["nap-amd64"]...)
+		cm.BinaryData["nap-amd64"][100] ^= 0xff // a tampered binary
+		cm.Data = map[string]string{"extra": "x"}
+		cm.Annotations[kube.SHA256AnnotationPrefix+"nap-amd64"] = "0000"
+		if err := c.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		eventually("repaired", func() bool { return exact("shop-a") })
+		// The counter moves just after the write that the test saw.
+		eventually("the repair counted", func() bool { return testutil.ToFloat64(repaired)-before == 1 })
+		consistently("counted once", func() bool { return testutil.ToFloat64(repaired)-before == 1 })
+	})
+
+	t.Run("a namespace created later and one that comes to match", func(t *testing.T) {
+		mkns("shop-b", map[string]string{"team": "shop"})
+		eventually("a copy in the new namespace", func() bool { return exact("shop-b") })
+		var ns corev1.Namespace
+		c.Get(ctx, types.NamespacedName{Name: "other"}, &ns)
+		ns.Labels = map[string]string{"team": "shop"}
+		if err := c.Update(ctx, &ns); err != nil {
+			t.Fatal(err)
+		}
+		eventually("a copy once the label is set", func() bool { return exact("other") })
+	})
+
+	t.Run("a namespace that stops matching loses its copy", func(t *testing.T) {
+		var ns corev1.Namespace
+		c.Get(ctx, types.NamespacedName{Name: "shop-b"}, &ns)
+		ns.Labels = nil
+		if err := c.Update(ctx, &ns); err != nil {
+			t.Fatal(err)
+		}
+		eventually("deleted", func() bool { _, err := get("shop-b"); return apierrors.IsNotFound(err) })
+	})
+
+	t.Run("a ConfigMap it does not own is left alone", func(t *testing.T) {
+		mkns("mine", nil)
+		theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.ConfigMapName, Namespace: "mine"}, Data: map[string]string{"a": "b"}}
+		if err := c.Create(ctx, theirs); err != nil {
+			t.Fatal(err)
+		}
+		before := testutil.ToFloat64(conflicts)
+		var ns corev1.Namespace
+		c.Get(ctx, types.NamespacedName{Name: "mine"}, &ns)
+		ns.Labels = map[string]string{"team": "shop"}
+		if err := c.Update(ctx, &ns); err != nil {
+			t.Fatal(err)
+		}
+		eventually("a conflict counted", func() bool { return testutil.ToFloat64(conflicts) > before })
+		consistently("theirs untouched", func() bool {
+			cm, err := get("mine")
+			return err == nil && cm.Data["a"] == "b" && cm.BinaryData == nil && cm.ResourceVersion == theirs.ResourceVersion
+		})
+		eventually("a Warning event", func() bool {
+			var evs corev1.EventList
+			c.List(ctx, &evs, client.InNamespace("mine"))
+			for _, e := range evs.Items {
+				if e.Type == corev1.EventTypeWarning && e.Reason == "NotOwned" {
+					return true
+				}
+			}
+			return false
+		})
+	})
+
+	t.Run("steady state writes nothing", func(t *testing.T) {
+		rvs := map[string]string{}
+		for _, ns := range []string{"shop-a", "other"} {
+			cm, err := get(ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rvs[ns] = cm.ResourceVersion
+		}
+		// Touch the namespaces (a label that the selector ignores) to force reconciles.
+		for ns := range rvs {
+			var n corev1.Namespace
+			c.Get(ctx, types.NamespacedName{Name: ns}, &n)
+			n.Labels["touched"] = "yes"
+			if err := c.Update(ctx, &n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		consistently("no write", func() bool {
+			for ns, rv := range rvs {
+				if cm, err := get(ns); err != nil || cm.ResourceVersion != rv {
+					return false
+				}
+			}
+			return true
+		})
+	})
+
+	t.Run("a terminating namespace is skipped", func(t *testing.T) {
+		// envtest runs no namespace controller: a deleted namespace stays Terminating.
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop-a"}}); err != nil {
+			t.Fatal(err)
+		}
+		cm, _ := get("shop-a")
+		if err := c.Delete(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		consistently("no copy recreated in a terminating namespace", func() bool { _, err := get("shop-a"); return apierrors.IsNotFound(err) })
+	})
+}
