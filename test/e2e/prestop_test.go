@@ -21,6 +21,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/probe"
 )
 
 // kubeconfig is the cluster of hack/cluster.sh unless NAP_KUBECONFIG names another.
@@ -199,7 +200,19 @@ func TestNapBinaryPreStop(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
 	pod := deploy(t, cs, ns, inject(t, kube.InjectOptions{Mode: kube.ModeBinary, Delay: "4s"}))
+	// The pod keeps serving while the hook holds it: probe it directly for 3 of the 4s.
+	rep := probe.NewReport(time.Now(), time.Second)
+	served := make(chan error, 1)
+	go func() {
+		served <- probe.Run(context.Background(), probe.Options{URL: "http://" + pod.Status.PodIP + ":8080/", Rate: 20, Duration: 3 * time.Second, Timeout: time.Second}, rep.Add)
+	}()
 	took, reasons := terminate(t, cs, pod)
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if tot := rep.Total(); tot.Requests != 60 || tot.Failed != 0 {
+		t.Errorf("while terminating: %d requests to the pod, %d failed %v; want 60, none failed", tot.Requests, tot.Failed, tot.ByKind)
+	}
 	t.Logf("terminated in %v; events: %q", took, reasons)
 	if hasReason(reasons, "FailedPreStopHook") {
 		t.Errorf("the nap preStop hook failed: %q", reasons)

@@ -8,11 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/cli"
@@ -29,6 +31,9 @@ type flags struct {
 	leaderNamespace   string
 	metricsAddr       string
 	probeAddr         string
+	webhookCertDir    string
+	webhookPort       int
+	delay             string
 }
 
 // NewCommand returns the controller command.
@@ -52,6 +57,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "the Lease's namespace (default: the pod's)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics; 0 disables")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz")
+	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "serve the preStop-injecting webhook with tls.crt and tls.key from this folder (such as a cert-manager Secret); empty: no webhook")
+	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "the webhook's port")
+	fl.StringVar(&f.delay, "delay", "10s", "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
 	return cmd
 }
 
@@ -89,6 +97,25 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	}
 	if err := p.SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if f.webhookCertDir != "" {
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		info, err := dc.ServerVersion()
+		if err != nil {
+			return fmt.Errorf("the API server's version: %w", err)
+		}
+		v, err := kube.ParseVersion(info.GitVersion)
+		if err != nil {
+			return err
+		}
+		srv := webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir})
+		srv.Register(controller.WebhookPath, (&controller.Injector{Options: kube.InjectOptions{Kube: &v, Delay: f.delay, ConfigMap: f.configMap}}).Handler())
+		if err := mgr.Add(srv); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

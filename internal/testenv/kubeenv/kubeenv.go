@@ -12,6 +12,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testenv"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -105,4 +106,23 @@ func Kubectl(t testing.TB) string {
 		testenv.Missing(t, p, "kube-bins")
 	}
 	return p
+}
+
+// APIServerWithWebhooks is APIServer with mutating webhook configurations installed so
+// that the API server calls a webhook server on this machine over TLS; it returns the
+// options (host, port, certificate folder) that server must use.
+func APIServerWithWebhooks(t testing.TB, hooks ...*admissionregistrationv1.MutatingWebhookConfiguration) (*rest.Config, *envtest.WebhookInstallOptions) {
+	t.Helper()
+	env := &envtest.Environment{BinaryAssetsDirectory: EnvtestAssets(t),
+		WebhookInstallOptions: envtest.WebhookInstallOptions{MutatingWebhooks: hooks}}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	return cfg, &env.WebhookInstallOptions
 }

@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// TestWebhook has the real kube-apiserver call the Injector over TLS for Pod creates.
+func TestWebhook(t *testing.T) {
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil))
+	v := kube.Version{Major: 1, Minor: 34}
+	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
+	srv.Register(WebhookPath, (&Injector{Options: kube.InjectOptions{Kube: &v, Delay: "5s"}}).Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Start(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.StartedChecker()(nil) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{InjectLabel: "enabled"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+	} {
+		if err := c.Create(ctx, &ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	container := func(lc *corev1.Lifecycle) []corev1.Container {
+		return []corev1.Container{{Name: "app", Image: "app:1", Lifecycle: lc}}
+	}
+	napHook := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/nap/nap", "7s"}}}}
+	shHook := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "sleep 3"}}}}
+	for _, tc := range []struct {
+		name, ns string
+		labels   map[string]string
+		annot    map[string]string
+		lc       *corev1.Lifecycle
+		want     string // what the pod's preStop is after admission
+	}{
+		{name: "namespace-opted-in", ns: "opted-in", want: "sleep 5s"},
+		{name: "pod-opted-in", ns: "plain", labels: map[string]string{InjectLabel: "enabled"}, want: "sleep 5s"},
+		{name: "sub-second-delay-uses-nap", ns: "opted-in", annot: map[string]string{DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
+		{name: "opted-out", ns: "opted-in", labels: map[string]string{InjectLabel: "disabled"}, want: "none"},
+		{name: "not-opted-in", ns: "plain", want: "none"},
+		{name: "already-injected", ns: "opted-in", lc: napHook, want: "exec /nap/nap 7s"},
+		{name: "existing-prestop", ns: "opted-in", lc: shHook, want: "exec /bin/sh -c sleep 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: tc.ns, Labels: tc.labels, Annotations: tc.annot},
+				Spec:       corev1.PodSpec{Containers: container(tc.lc)},
+			}
+			if err := c.Create(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			got := "none"
+			if lc := pod.Spec.Containers[0].Lifecycle; lc != nil && lc.PreStop != nil {
+				switch pre := lc.PreStop; {
+				case pre.Sleep != nil:
+					got = "sleep " + (time.Duration(pre.Sleep.Seconds) * time.Second).String()
+				case pre.Exec != nil:
+					got = "exec " + strings.Join(pre.Exec.Command, " ")
+				}
+			}
+			if got != tc.want {
+				t.Errorf("preStop %q, want %q", got, tc.want)
+			}
+			grace := int64(30)
+			if pod.Spec.TerminationGracePeriodSeconds != nil {
+				grace = *pod.Spec.TerminationGracePeriodSeconds
+			}
+			if strings.HasPrefix(tc.want, "sleep 5s") && grace < 35 {
+				t.Errorf("grace period %d, want at least 35", grace)
+			}
+			if strings.Contains(tc.want, "2.5") {
+				var vol *corev1.Volume
+				for i := range pod.Spec.Volumes {
+					if pod.Spec.Volumes[i].Name == kube.ConfigMapName {
+						vol = &pod.Spec.Volumes[i]
+					}
+				}
+				if vol == nil || vol.ConfigMap == nil || *vol.ConfigMap.DefaultMode != 0o555 || len(pod.Spec.Containers[0].VolumeMounts) == 0 {
+					t.Errorf("the nap volume and mount: %+v", pod.Spec.Volumes)
+				}
+			}
+		})
+	}
+}
+
+// The handler on its own: an object without its type, an opt-out, a bad delay.
+func TestInjectorHandle(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 34}
+	i := &Injector{Options: kube.InjectOptions{Kube: &v}}
+	req := func(raw string) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Object: runtime.RawExtension{Raw: []byte(raw)}}}
+	}
+	r := i.Handle(context.Background(), req(`{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"a"}]}}`))
+	if !r.Allowed || len(r.Patches) == 0 || !strings.Contains(fmt.Sprint(r.Patches), "sleep") {
+		t.Errorf("untyped pod: allowed %v, patches %v", r.Allowed, r.Patches)
+	}
+	r = i.Handle(context.Background(), req(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","annotations":{"nap.dev/delay":"soon"}},"spec":{"containers":[{"name":"a","image":"a"}]}}`))
+	if !r.Allowed || len(r.Patches) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], `"soon"`) {
+		t.Errorf("bad delay: allowed %v, patches %v, warnings %v", r.Allowed, r.Patches, r.Warnings)
+	}
+	r = i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Kind: metav1.GroupVersionKind{Kind: "Pod"}}})
+	if !r.Allowed || len(r.Patches) != 0 {
+		t.Errorf("delete: %+v", r)
+	}
+}
