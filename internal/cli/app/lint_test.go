@@ -3,14 +3,10 @@ package app
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/nap-k8s/nap/internal/cli"
 )
@@ -156,62 +152,5 @@ func TestLintDirectoryAndSARIF(t *testing.T) {
 	loc := r.Locations[0].Physical
 	if r.RuleID != "no-readiness-probe" || !strings.HasSuffix(loc.Artifact.URI, "sub/b.yml") || loc.Region.StartLine != 15 {
 		t.Errorf("SARIF result %+v", r)
-	}
-}
-
-func TestProbeCommand(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("fail") != "" {
-			w.WriteHeader(503)
-		}
-	}))
-	defer srv.Close()
-	plot := filepath.Join(t.TempDir(), "p.html")
-	code, stdout, stderr := runNapctl("probe", srv.URL+"/", "--duration", "1s", "--rate", "50", "-o", "json", "--plot", plot)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var s struct {
-		Total   struct{ Requests, Failed int }
-		Buckets []json.RawMessage
-		Outages []json.RawMessage
-	}
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatalf("%v\n%s", err, stdout)
-	}
-	if s.Total.Requests < 45 || s.Total.Failed != 0 || len(s.Buckets) != 1 || len(s.Outages) != 0 {
-		t.Errorf("summary %+v", s)
-	}
-	if page, err := os.ReadFile(plot); err != nil || !strings.Contains(string(page), "<svg") {
-		t.Errorf("--plot: %v", err)
-	}
-
-	code, stdout, stderr = runNapctl("probe", srv.URL+"/?fail=1", "--during", "sleep 0.5; exit 3", "--settle", "200ms", "--rate", "40", "--max-failures", "1000")
-	if code != 1 || !strings.Contains(stdout, "failed (5xx") || !strings.Contains(stdout, `command "sleep 0.5; exit 3" exited 3`) || !strings.Contains(stderr, "exited 3") {
-		t.Errorf("--during: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	code, _, stderr = runNapctl("probe", srv.URL+"/?fail=1", "--duration", "300ms", "--rate", "40")
-	if code != 1 || !strings.Contains(stderr, "requests failed (--max-failures 0)") {
-		t.Errorf("failures over --max-failures: exit %d, %s", code, stderr)
-	}
-	for _, args := range [][]string{{"probe"}, {"probe", "ftp://x"}, {"probe", srv.URL, "--conn", "udp"}, {"probe", srv.URL, "--plot", "x.png"}} {
-		if code, stdout, _ := runNapctl(args...); code != 1 || stdout != "" {
-			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
-		}
-	}
-}
-
-// Ctrl-C stops the probe and prints the report so far.
-func TestProbeInterrupt(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer srv.Close()
-	go func() {
-		time.Sleep(700 * time.Millisecond) // the command has registered for SIGINT by then
-		syscall.Kill(os.Getpid(), syscall.SIGINT)
-	}()
-	start := time.Now()
-	code, stdout, stderr := runNapctl("probe", srv.URL, "--duration", "30s", "--rate", "20")
-	if took := time.Since(start); took > 5*time.Second || code != 0 || !strings.Contains(stdout, "requests in") {
-		t.Errorf("after Ctrl-C: %v, exit %d\n%s%s", took, code, stdout, stderr)
 	}
 }
