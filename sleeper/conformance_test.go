@@ -3,7 +3,10 @@ package sleeper
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -79,7 +82,9 @@ type outcome struct {
 }
 
 // run runs cmd, sending sig after `after` when sig is not 0.
-func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration) outcome {
+// run runs cmd, signalling it after `after` when sig is set; underQemu first waits for
+// the guest to be asleep (see waitAsleep).
+func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration, underQemu bool) outcome {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -87,7 +92,13 @@ func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration) outcome {
 		return outcome{err: err}
 	}
 	if sig != 0 {
-		timer := time.AfterFunc(after, func() { cmd.Process.Signal(sig) })
+		pid := cmd.Process.Pid
+		timer := time.AfterFunc(after, func() {
+			if underQemu {
+				waitAsleep(pid)
+			}
+			cmd.Process.Signal(sig)
+		})
 		defer timer.Stop()
 	}
 	err := cmd.Wait()
@@ -102,6 +113,24 @@ func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration) outcome {
 	return o
 }
 
+// waitAsleep waits (up to 5s) until process pid (qemu-user running the guest on its main
+// thread) blocks in the guest's sleep: qemu-user can
+// take longer than a case's `after` to start the guest under a parallel load, and a
+// signal then would kill qemu itself, not test the program.
+func waitAsleep(pid int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		w, err := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+		if err != nil {
+			return
+		}
+		if s := string(w); strings.Contains(s, "sleep") || strings.Contains(s, "pause") || strings.Contains(s, "poll") {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestConformance(t *testing.T) {
 	ims := impls(t)
 	// Every run starts at once (most of them sleep), then each is checked in a subtest.
@@ -110,7 +139,7 @@ func TestConformance(t *testing.T) {
 	for i, im := range ims {
 		got[i] = make([]outcome, len(conformance))
 		for j, tc := range conformance {
-			wg.Go(func() { got[i][j] = run(im.command(tc.args...), tc.signal, tc.after) })
+			wg.Go(func() { got[i][j] = run(im.command(tc.args...), tc.signal, tc.after, im.qemu != "") })
 		}
 	}
 	wg.Wait()
