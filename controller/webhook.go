@@ -49,18 +49,24 @@ func (i *Injector) Handle(_ context.Context, req admission.Request) admission.Re
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("not a Pod create")
 	}
-	raw := req.Object.Raw
-	if bytes.Contains(raw, []byte(`"`+InjectLabel+`":"disabled"`)) {
+	// The request's object may come without its type; kube.Read needs it.
+	doc := req.Object.Raw
+	if !bytes.Contains(doc, []byte(`"kind":`)) {
+		doc = append([]byte(`{"apiVersion":"v1","kind":"Pod",`), bytes.TrimPrefix(bytes.TrimSpace(doc), []byte("{"))...)
+	}
+	var meta struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	}
+	if objs, err := kube.Read("pod", doc); err == nil && len(objs) == 1 {
+		objs[0].Decode(&meta, "metadata")
+	}
+	if meta.Labels[InjectLabel] == "disabled" { // the objectSelector keeps these away too
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("opted out")
 	}
-	// The request's object may come without its type; kube.Read needs it.
-	doc := raw
-	if !bytes.Contains(raw, []byte(`"kind":`)) {
-		doc = append([]byte(`{"apiVersion":"v1","kind":"Pod",`), bytes.TrimPrefix(bytes.TrimSpace(raw), []byte("{"))...)
-	}
 	opts := i.Options
-	if d := annotation(doc, DelayAnnotation); d != "" {
+	if d := strings.TrimSpace(meta.Annotations[DelayAnnotation]); d != "" {
 		opts.Delay = d
 	}
 	plan, err := kube.NewPlan(opts)
@@ -79,21 +85,6 @@ func (i *Injector) Handle(_ context.Context, req admission.Request) admission.Re
 	}
 	admissions.WithLabelValues("injected").Inc()
 	return admission.PatchResponseFromRaw(doc, out)
-}
-
-// annotation reads one annotation of a JSON object without decoding all of it.
-func annotation(doc []byte, key string) string {
-	objs, err := kube.Read("pod", doc)
-	if err != nil || len(objs) != 1 {
-		return ""
-	}
-	var meta struct {
-		Annotations map[string]string `json:"annotations"`
-	}
-	if objs[0].Decode(&meta, "metadata") != nil {
-		return ""
-	}
-	return strings.TrimSpace(meta.Annotations[key])
 }
 
 // Handler returns the webhook as an http.Handler, for a webhook server's path.

@@ -127,6 +127,10 @@ func TestInjectorHandle(t *testing.T) {
 	if !r.Allowed || len(r.Patches) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], `"soon"`) {
 		t.Errorf("bad delay: allowed %v, patches %v, warnings %v", r.Allowed, r.Patches, r.Warnings)
 	}
+	r = i.Handle(context.Background(), req(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","labels":{"nap.dev/inject":"disabled"}},"spec":{"containers":[{"name":"a","image":"a"}]}}`))
+	if !r.Allowed || len(r.Patches) != 0 {
+		t.Errorf("opted out: allowed %v, patches %v", r.Allowed, r.Patches)
+	}
 	r = i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Kind: metav1.GroupVersionKind{Kind: "Pod"}}})
 	if !r.Allowed || len(r.Patches) != 0 {
 		t.Errorf("delete: %+v", r)

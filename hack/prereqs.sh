@@ -8,6 +8,7 @@
 #   etcd-server       the store of envtest and of the local cluster
 #   containerd, runc, containernetworking-plugins, iptables, conntrack, socat, iproute2
 #                     the local cluster's node (see docs/testing.md)
+#   procps            pgrep, in the cluster's teardown
 #   openssl, curl     the local cluster's certificates and health checks
 #   python3           the benchmark reports
 set -euo pipefail
@@ -25,6 +26,7 @@ have iptables || need+=(iptables)
 have conntrack || need+=(conntrack)
 have socat || need+=(socat)
 have ip || need+=(iproute2)
+have pgrep || need+=(procps)
 have openssl || need+=(openssl)
 have curl || need+=(curl)
 have python3 || need+=(python3)

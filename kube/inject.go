@@ -30,13 +30,13 @@ const DefaultGraceExtra = 30 * time.Second
 
 // InjectOptions configure Inject.
 type InjectOptions struct {
-	Delay      string        // nap's duration syntax ("10s", "1.5", "500ms"); default 10s
-	Mode       Mode          // default ModeAuto
-	Kube       *Version      // the target cluster's version; nil: unknown (auto picks binary)
-	Containers []string      // the containers to delay; default every regular container
-	Arch       string        // the architecture when the template does not say; default amd64
-	GraceExtra time.Duration // grace period beyond the delay; default DefaultGraceExtra
-	ConfigMap  string        // the nap ConfigMap's name; default ConfigMapName
+	Delay      string         // nap's duration syntax ("10s", "1.5", "500ms"); default 10s
+	Mode       Mode           // default ModeAuto
+	Kube       *Version       // the target cluster's version; nil: unknown (auto picks binary)
+	Containers []string       // the containers to delay; default every regular container
+	Arch       string         // the architecture when the template does not say; default amd64
+	GraceExtra *time.Duration // grace period beyond the delay; nil: DefaultGraceExtra
+	ConfigMap  string         // the nap ConfigMap's name; default ConfigMapName
 }
 
 // Note is something Inject tells the user about the input without failing: a Job it
@@ -62,7 +62,10 @@ type Plan struct {
 
 // NewPlan checks opts and resolves the mode.
 func NewPlan(opts InjectOptions) (Plan, error) {
-	p := Plan{Delay: opts.Delay, GraceExtra: opts.GraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap}
+	p := Plan{Delay: opts.Delay, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap}
+	if opts.GraceExtra != nil {
+		p.GraceExtra = *opts.GraceExtra
+	}
 	if p.Delay == "" {
 		p.Delay = "10s"
 	}
@@ -71,9 +74,6 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 		return p, fmt.Errorf("--delay %q: want a duration nap reads, such as 10s, 1.5 or 500ms", p.Delay)
 	}
 	p.Duration = r.Duration
-	if p.GraceExtra == 0 {
-		p.GraceExtra = DefaultGraceExtra
-	}
 	if p.GraceExtra < 0 {
 		return p, fmt.Errorf("--grace-extra %v: must not be negative", p.GraceExtra)
 	}

@@ -30,7 +30,7 @@ var injectCases = []struct {
 	{"flow-native", "flow.yaml", InjectOptions{Mode: ModeNative}},
 	{"json", "deployment.json", InjectOptions{}},
 	{"json-native", "deployment.json", InjectOptions{Mode: ModeNative, Delay: "5"}},
-	{"list", "list.yaml", InjectOptions{Delay: "20s", GraceExtra: 15 * time.Second}},
+	{"list", "list.yaml", InjectOptions{Delay: "20s", GraceExtra: ptr(15 * time.Second)}},
 	{"helm", "helm.yaml", InjectOptions{}},
 	{"existing-prestop", "existing.yaml", InjectOptions{}},
 	{"sidecar-default", "sidecar.yaml", InjectOptions{}},
@@ -249,3 +249,5 @@ func FuzzInject(f *testing.F) {
 		}
 	})
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/oci"
 	"github.com/nap-k8s/nap/sleeper"
 )
@@ -54,17 +56,9 @@ func run(out string) error {
 		{Name: "docker.io/nap/pause:e2e", Arch: arch, Files: []oci.File{{Path: "/pause", Mode: 0o755, Data: pause}}, Entrypoint: []string{"/pause", "inf"}, User: "65534:65534"},
 		{Name: "docker.io/nap/app:e2e", Arch: arch, Files: []oci.File{{Path: "/app", Mode: 0o755, Data: app}}, Entrypoint: []string{"/app"}, User: "65534:65534"},
 	}
-	f, err := os.CreateTemp(filepath.Dir(out), ".images-*.tar")
-	if err != nil {
+	var tarball bytes.Buffer
+	if err := oci.WriteLayout(&tarball, images...); err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	if err := oci.WriteLayout(f, images...); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), out)
+	return cli.WriteFileAtomic(out, tarball.Bytes(), 0o644)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,7 +87,7 @@ func TestAPIServer(t *testing.T) {
 
 	t.Run("native sleep longer than the grace period is refused", func(t *testing.T) {
 		src := []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  containers:\n  - {name: a, image: a}\n")
-		p, err := NewPlan(InjectOptions{Mode: ModeNative, Delay: "20s", GraceExtra: 1})
+		p, err := NewPlan(InjectOptions{Mode: ModeNative, Delay: "20s", GraceExtra: new(time.Duration)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,10 +64,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 func run(streams cli.IOStreams, f *flags) error {
 	opts := kube.InjectOptions{
 		Delay: f.delay, Mode: kube.Mode(f.mode), Containers: f.containers, Arch: f.arch,
-		GraceExtra: f.graceExtra, ConfigMap: f.configMap,
-	}
-	if f.graceExtra == 0 {
-		opts.GraceExtra = time.Nanosecond // an explicit 0: only the delay (rounded up to seconds)
+		GraceExtra: &f.graceExtra, ConfigMap: f.configMap,
 	}
 	switch {
 	case f.kubeVersion != "" && f.cluster != "":
