@@ -98,25 +98,23 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	defer wg.Wait() // every request sent has ended when Run returns
 	interval := time.Duration(float64(time.Second) / opts.Rate)
 	start := time.Now()
 	for i := 0; ; i++ {
 		due := start.Add(time.Duration(i) * interval)
 		if opts.Duration > 0 && due.Sub(start) >= opts.Duration {
-			wg.Wait() // exactly Rate × Duration requests, none due at the end itself
-			return nil
+			return nil // exactly Rate × Duration requests, none due at the end itself
 		}
 		if d := time.Until(due); d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				wg.Wait()
 				return nil
 			case <-t.C:
 			}
 		} else if ctx.Err() != nil {
-			wg.Wait()
 			return nil
 		}
 		mode := opts.Modes[i%len(opts.Modes)]
