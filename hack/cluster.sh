@@ -136,15 +136,20 @@ EOF
   put "$D/cni/net.d/10-nap.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "nap", "plugins": [
   {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "dataDir": "$D/cni/ipam"}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$D/cni/ipam"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}
 ]}
 EOF
   start containerd containerd --config "$D/containerd.toml"
   wait_for containerd 20 ctr --address "$D/containerd.sock" version
-  if ! ctr --address "$D/containerd.sock" -n k8s.io images ls -q | grep -q 'nap/app:e2e'; then
-    (cd "$repo" && go run ./hack/images -o "$D/images.tar")
-    ctr --address "$D/containerd.sock" -n k8s.io images import "$D/images.tar" >&2
+  # Rebuilt at every up (Go's build cache makes that quick), imported when they changed,
+  # so that a running cluster always has this tree's napctl and app.
+  (cd "$repo" && go run ./hack/images -o "$D/images.new.tar")
+  if ! cmp -s "$D/images.new.tar" "$D/images.tar" || ! ctr --address "$D/containerd.sock" -n k8s.io images ls -q | grep -q 'nap/napctl:e2e'; then
+    ctr --address "$D/containerd.sock" -n k8s.io images import "$D/images.new.tar" >&2
+    mv "$D/images.new.tar" "$D/images.tar"
+  else
+    rm -f "$D/images.new.tar"
   fi
 
   wait_for etcd 20 curl -sf "http://127.0.0.1:$ETCD_PORT/health"

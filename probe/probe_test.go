@@ -77,8 +77,10 @@ func probeWindow(t *testing.T, url string, start time.Time, timeout time.Duratio
 		t.Errorf("outage starts at %v, the window at %v", o.Start, winStart)
 	}
 	// Requests due before the window's end may fail after it (a timeout): the end is
-	// where the last failing request was due.
-	if d := o.End - winEnd; d < -bucket || d > bucket {
+	// where the last failing request was due. On a loaded machine (make test runs
+	// packages in parallel) a request due just before the end may reach the server
+	// after it and succeed: hence more slack on the early side.
+	if d := o.End - winEnd; d < -2*bucket || d > bucket {
 		t.Errorf("outage ends at %v, the window at %v", o.End, winEnd)
 	}
 	for _, k := range kinds {

@@ -1,5 +1,5 @@
-// Command napctl is nap's command-line tool: the sleeper binary and, as the project
-// grows, its ConfigMap, preStop injection, linting and downtime probing.
+// Command napctl is nap's command-line tool: the sleeper binary and its ConfigMap,
+// preStop injection, linting, downtime probing, and the in-cluster controller.
 package main
 
 import (

@@ -3,6 +3,7 @@
 //
 //	docker.io/nap/pause:e2e  the pod sandbox: the nap sleeper, sleeping forever
 //	docker.io/nap/app:e2e    the demo service (test/app), static, no shell
+//	docker.io/nap/napctl:e2e napctl, the controller's image (napctl install --image)
 //
 // usage: go run ./hack/images -o images.tar
 package main
@@ -41,24 +42,34 @@ func run(out string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	appBin := filepath.Join(tmp, "app")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", appBin, "github.com/nap-k8s/nap/test/app")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+arch)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building test/app: %w", err)
+	app, err := build(tmp, arch, "github.com/nap-k8s/nap/test/app")
+	if err != nil {
+		return err
 	}
-	app, err := os.ReadFile(appBin)
+	napctl, err := build(tmp, arch, "github.com/nap-k8s/nap/cmd/napctl")
 	if err != nil {
 		return err
 	}
 	images := []oci.Image{
 		{Name: "docker.io/nap/pause:e2e", Arch: arch, Files: []oci.File{{Path: "/pause", Mode: 0o755, Data: pause}}, Entrypoint: []string{"/pause", "inf"}, User: "65534:65534"},
 		{Name: "docker.io/nap/app:e2e", Arch: arch, Files: []oci.File{{Path: "/app", Mode: 0o755, Data: app}}, Entrypoint: []string{"/app"}, User: "65534:65534"},
+		{Name: "docker.io/nap/napctl:e2e", Arch: arch, Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}}, Entrypoint: []string{"/napctl"}, User: "65532:65532"},
 	}
 	var tarball bytes.Buffer
 	if err := oci.WriteLayout(&tarball, images...); err != nil {
 		return err
 	}
 	return cli.WriteFileAtomic(out, tarball.Bytes(), 0o644)
+}
+
+// build compiles pkg, static, for arch, and returns the binary.
+func build(tmp, arch, pkg string) ([]byte, error) {
+	bin := filepath.Join(tmp, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+arch)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return os.ReadFile(bin)
 }

@@ -27,6 +27,11 @@ type variant struct {
 	inject *kube.InjectOptions
 	env    []corev1.EnvVar
 	clean  bool // expected: no failed request
+	// webhook: the namespace opts in (nap.dev/inject: enabled) and nap's controller,
+	// installed, publishes the ConfigMap and injects the hook; annotations go on the
+	// pod template.
+	webhook     bool
+	annotations map[string]string
 }
 
 var (
@@ -36,6 +41,10 @@ var (
 	drainOnly = variant{name: "drain library alone", mode: "drain", clean: true}
 	napDrain  = variant{name: "nap preStop + drain", mode: "drain", inject: &kube.InjectOptions{Mode: kube.ModeBinary, Delay: "5s"},
 		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}, clean: true}
+	// The controller installed; the webhook injects a 4.5 s delay (not whole seconds:
+	// the nap binary, mounted from the ConfigMap the controller published).
+	viaWebhook = variant{name: "nap preStop by the webhook", mode: "plain", webhook: true,
+		annotations: map[string]string{"nap.dev/delay": "4.5"}, clean: true}
 )
 
 const serviceDeployment = `apiVersion: apps/v1
@@ -64,6 +73,7 @@ spec:
 
 // downtime is one variant's measurement.
 type downtime struct {
+	ns       string
 	variant  variant
 	rollouts int
 	summary  probe.Summary
@@ -75,7 +85,12 @@ type downtime struct {
 func measure(t *testing.T, cs *kubernetes.Clientset, v variant, rollouts int, rate float64) downtime {
 	t.Helper()
 	ctx := context.Background()
-	ns := namespace(t, cs)
+	var ns string
+	if v.webhook {
+		ns = optedInNamespace(t, cs)
+	} else {
+		ns = namespace(t, cs)
+	}
 	manifest := []byte(serviceDeployment)
 	if v.inject != nil {
 		manifest = injectManifest(t, manifest, *v.inject)
@@ -88,6 +103,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, v variant, rollouts int, ra
 	if err := objs[0].Decode(&d); err != nil {
 		t.Fatal(err)
 	}
+	d.Spec.Template.Annotations = v.annotations
 	c := &d.Spec.Template.Spec.Containers[0]
 	c.Env = append([]corev1.EnvVar{{Name: "APP_MODE", Value: v.mode}}, v.env...)
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
@@ -126,7 +142,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, v variant, rollouts int, ra
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	return downtime{variant: v, rollouts: rollouts, summary: rep.Summarize(url, rate, time.Since(start), nil)}
+	return downtime{ns: ns, variant: v, rollouts: rollouts, summary: rep.Summarize(url, rate, time.Since(start), nil)}
 }
 
 func injectManifest(t *testing.T, src []byte, opts kube.InjectOptions) []byte {
@@ -230,7 +246,10 @@ func TestDowntimeExperiment(t *testing.T) {
 	cs := client(t)
 	var b strings.Builder
 	b.WriteString("| variant | rollouts | requests | failed | failed new / reuse conns | longest outage |\n|---|---|---|---|---|---|\n")
-	for _, v := range []variant{noDelay, napBinary, napNative, drainOnly, napDrain} {
+	for _, v := range []variant{noDelay, napBinary, napNative, drainOnly, napDrain, viaWebhook} {
+		if v.webhook {
+			installController(t, cs)
+		}
 		d := measure(t, cs, v, rollouts, 200)
 		t.Log(d.row())
 		b.WriteString(d.row() + "\n")

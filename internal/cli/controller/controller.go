@@ -3,8 +3,14 @@
 package controller
 
 import (
+	"crypto/tls"
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,7 +37,12 @@ type flags struct {
 	leaderNamespace   string
 	metricsAddr       string
 	probeAddr         string
+	namespace         string
+	webhook           bool
 	webhookCertDir    string
+	webhookSecret     string
+	webhookService    string
+	webhookConfig     string
 	webhookPort       int
 	delay             string
 }
@@ -41,10 +52,12 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
 		Use:   "controller [--namespace-selector SEL] [--exclude-namespaces a,b]",
-		Short: "Run nap's controller: the nap ConfigMap in every namespace",
-		Long: "Run in the cluster (see napctl install later): keep the nap ConfigMap with this\n" +
-			"version's binaries in every namespace that --namespace-selector selects (default all),\n" +
-			"recreate deleted copies, put back edited ones, never touch a ConfigMap it does not own.",
+		Short: "Run nap's controller: the nap ConfigMap in every namespace, preStop hooks at admission",
+		Long: "Run in the cluster (napctl install prints its manifests): keep the nap ConfigMap with\n" +
+			"this version's binaries in every namespace that --namespace-selector selects (default\n" +
+			"all), recreate deleted copies, put back edited ones, never touch a ConfigMap it does not\n" +
+			"own; and serve the webhook that adds preStop hooks to opted-in pods, with a certificate\n" +
+			"it makes, keeps in --webhook-tls-secret and rotates (or from --webhook-cert-dir).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd, streams, f) },
 	}
@@ -57,7 +70,12 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "the Lease's namespace (default: the pod's)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics; 0 disables")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz")
-	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "serve the preStop-injecting webhook with tls.crt and tls.key from this folder (such as a cert-manager Secret); empty: no webhook")
+	fl.StringVar(&f.namespace, "namespace", "", "the controller's namespace: its Lease and TLS Secret (default $POD_NAMESPACE or the pod's)")
+	fl.BoolVar(&f.webhook, "webhook", true, "serve the preStop-injecting webhook")
+	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "serve the webhook with tls.crt and tls.key from this folder (such as a cert-manager Secret) instead of its own")
+	fl.StringVar(&f.webhookSecret, "webhook-tls-secret", controller.TLSSecretName, "the Secret in --namespace where the webhook keeps its CA and certificate")
+	fl.StringVar(&f.webhookService, "webhook-service", controller.Name, "the webhook's Service in --namespace (the certificate's names)")
+	fl.StringVar(&f.webhookConfig, "webhook-configuration", controller.Name, "the MutatingWebhookConfiguration whose caBundle to keep; empty: none")
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "the webhook's port")
 	fl.StringVar(&f.delay, "delay", "10s", "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
 	return cmd
@@ -68,7 +86,20 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return fmt.Errorf("--namespace-selector: %w", err)
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(streams.ErrOut), zap.JSONEncoder()))
+	if _, err := kube.NewPlan(kube.InjectOptions{Delay: f.delay}); err != nil {
+		return err
+	}
+	if f.namespace == "" {
+		f.namespace = podNamespace()
+	}
+	if f.leaderNamespace == "" {
+		f.leaderNamespace = f.namespace
+	}
+	if f.webhook && f.webhookCertDir == "" && f.namespace == "" {
+		return fmt.Errorf("the webhook's own TLS needs --namespace (or --webhook-cert-dir, or --webhook=false)")
+	}
+	log := zap.New(zap.WriteTo(streams.ErrOut), zap.JSONEncoder())
+	ctrl.SetLogger(log)
 	cfg, err := ctrl.GetConfig()
 	if f.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
@@ -76,13 +107,20 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return err
 	}
+	if cfg.QPS == 0 {
+		// As ctrl.GetConfig does: no client-side limit (client-go's default is 5 per
+		// second), the API server's priority and fairness paces us.
+		cfg.QPS = -1
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                   controller.CacheOptions(f.configMap),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:  f.probeAddr,
 		LeaderElection:          f.leaderElect,
-		LeaderElectionID:        "nap-controller",
+		LeaderElectionID:        controller.LeaseName,
 		LeaderElectionNamespace: f.leaderNamespace,
+		// The process ends when the manager does, so the Lease can be handed over at once.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return err
@@ -98,22 +136,8 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err := p.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if f.webhookCertDir != "" {
-		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		info, err := dc.ServerVersion()
-		if err != nil {
-			return fmt.Errorf("the API server's version: %w", err)
-		}
-		v, err := kube.ParseVersion(info.GitVersion)
-		if err != nil {
-			return err
-		}
-		srv := webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir})
-		srv.Register(controller.WebhookPath, (&controller.Injector{Options: kube.InjectOptions{Kube: &v, Delay: f.delay, ConfigMap: f.configMap}}).Handler())
-		if err := mgr.Add(srv); err != nil {
+	if f.webhook {
+		if err := addWebhook(mgr, cfg, f, log); err != nil {
 			return err
 		}
 	}
@@ -124,4 +148,56 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// addWebhook adds the webhook server and, unless certificates come from a folder, the
+// Certs runnable that makes and rotates them.
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, f *flags, log logr.Logger) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("the API server's version: %w", err)
+	}
+	v, err := kube.ParseVersion(info.GitVersion)
+	if err != nil {
+		return err
+	}
+	opts := webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir}
+	if f.webhookCertDir == "" {
+		// Not the manager's cached client: that would list and watch every Secret.
+		c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return err
+		}
+		certs := &controller.Certs{Client: c, Namespace: f.namespace, SecretName: f.webhookSecret,
+			Service: f.webhookService, WebhookConfiguration: f.webhookConfig, Log: log.WithName("certs")}
+		if err := mgr.Add(certs); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("webhook-certificate", certs.Ready); err != nil {
+			return err
+		}
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+	}
+	srv := webhook.NewServer(opts)
+	srv.Register(controller.WebhookPath, (&controller.Injector{Options: kube.InjectOptions{Kube: &v, Delay: f.delay, ConfigMap: f.configMap}}).Handler())
+	if err := mgr.Add(srv); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("webhook", srv.StartedChecker())
+}
+
+// podNamespace is $POD_NAMESPACE, else the service account's namespace, else "".
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -84,10 +84,19 @@ func APIServer(t testing.TB) *rest.Config {
 // Kubeconfig writes a kubeconfig file for cfg and returns its path.
 func Kubeconfig(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
+	return KubeconfigAs(t, cfg, "")
+}
+
+// KubeconfigAs is Kubeconfig impersonating user (with groups), so that the API server
+// authorizes every call as that user: "system:serviceaccount:NS:NAME" tests a
+// ServiceAccount's RBAC. An empty user is cfg's own.
+func KubeconfigAs(t testing.TB, cfg *rest.Config, user string, groups ...string) string {
+	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
+		Impersonate: user, ImpersonateGroups: groups,
 	}
 	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
 	kc.CurrentContext = "envtest"

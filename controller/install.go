@@ -1,0 +1,266 @@
+package controller
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nap-k8s/nap/internal/version"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// The installation's fixed names. Name is the Deployment, ServiceAccount, RBAC objects,
+// Service, PodDisruptionBudget, Lease and MutatingWebhookConfiguration.
+const (
+	Name          = "nap"
+	TLSSecretName = "nap-webhook-tls"
+	LeaseName     = "nap-controller"
+
+	WebhookPort = 9443
+	MetricsPort = 8080
+	HealthPort  = 8081
+)
+
+// InstallOptions shape `napctl install`.
+type InstallOptions struct {
+	Namespace string // default nap-system
+	Image     string // the napctl image
+	// CertManager: cert-manager issues the webhook's certificate (a self-signed Issuer
+	// and a Certificate) and its CA injector fills the caBundle; otherwise the
+	// controller bootstraps and rotates its own (Certs).
+	CertManager bool
+	Delay       string // the webhook's default delay (default 10s)
+}
+
+// DefaultNamespace is where napctl install puts the controller.
+const DefaultNamespace = "nap-system"
+
+// DefaultImage is the controller image of this version: napctl, FROM scratch.
+var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
+
+// Install returns every object of an installation, in the order to apply them:
+// Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget,
+// MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked).
+//
+// The RBAC is the least the controller needs: cluster-wide, namespaces (read) and
+// ConfigMaps (it publishes into every namespace; its cache lists only its own name),
+// Events, and its own MutatingWebhookConfiguration by name; in its namespace only, its
+// TLS Secret and its Lease. It cannot read any other Secret.
+func Install(o InstallOptions) ([]runtime.Object, error) {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Delay == "" {
+		o.Delay = "10s"
+	}
+	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("namespace %q: %s", o.Namespace, errs[0])
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if _, err := kube.NewPlan(kube.InjectOptions{Delay: o.Delay}); err != nil {
+		return nil, err
+	}
+	ns := o.Namespace
+	labels := map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/component": "controller"}
+	meta := func(name string, namespaced bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: name, Labels: labels}
+		if namespaced {
+			m.Namespace = ns
+		}
+		return m
+	}
+	tm := func(apiVersion, kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+	}
+
+	namespace := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: meta(ns, false)}
+	namespace.Labels = map[string]string{
+		"app.kubernetes.io/name":             Name,
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}
+	sa := &corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(Name, true)}
+
+	clusterRole := &rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta(Name, false),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"},
+				ResourceNames: []string{Name}, Verbs: []string{"get", "update"}},
+		}}
+	if o.CertManager {
+		// cert-manager fills the caBundle; the controller never writes the configuration.
+		clusterRole.Rules = clusterRole.Rules[:3]
+	}
+	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: ns}}
+	clusterBinding := &rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: meta(Name, false),
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: Name}, Subjects: subjects}
+	role := &rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta(Name, true),
+		Rules: []rbacv1.PolicyRule{
+			// create cannot be limited to a name (the object does not exist yet).
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{LeaseName}, Verbs: []string{"get", "update"}},
+		}}
+	if !o.CertManager {
+		role.Rules = append(role.Rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{TLSSecretName}, Verbs: []string{"get", "update"}})
+	}
+	roleBinding := &rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(Name, true),
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: Name}, Subjects: subjects}
+
+	svc := &corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: meta(Name, true), Spec: corev1.ServiceSpec{
+		Selector: labels,
+		Ports: []corev1.ServicePort{
+			{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook")},
+			{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics")},
+		},
+	}}
+
+	args := []string{"controller",
+		"--namespace=" + ns,
+		"--delay=" + o.Delay,
+		fmt.Sprintf("--webhook-port=%d", WebhookPort),
+		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
+		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
+	}
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if o.CertManager {
+		args = append(args, "--webhook-cert-dir=/tls")
+		volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: TLSSecretName}}}}
+		mounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
+	} else {
+		args = append(args, "--webhook-tls-secret="+TLSSecretName, "--webhook-configuration="+Name)
+	}
+	yes, no := true, false
+	uid := int64(65532)
+	replicas := int32(2)
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}, PeriodSeconds: 5}
+	}
+	deploy := &appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: meta(Name, true), Spec: appsv1.DeploymentSpec{
+		Replicas: &replicas,
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}},
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{
+				ServiceAccountName: Name,
+				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
+					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+					PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
+						PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}}}},
+				Containers: []corev1.Container{{
+					Name:  "controller",
+					Image: o.Image,
+					Args:  args,
+					Ports: []corev1.ContainerPort{
+						{Name: "webhook", ContainerPort: WebhookPort},
+						{Name: "metrics", ContainerPort: MetricsPort},
+						{Name: "health", ContainerPort: HealthPort},
+					},
+					ReadinessProbe: probe("/readyz"),
+					LivenessProbe:  probe("/healthz"),
+					Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+						Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+					},
+					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+						Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+					VolumeMounts: mounts,
+				}},
+				Volumes: volumes,
+			},
+		},
+	}}
+	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}}}
+
+	mwc := WebhookConfiguration(Name, ns, Name, nil)
+	mwc.Labels = labels
+	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
+	if o.CertManager {
+		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + Name}
+		issuer := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+			"metadata": map[string]any{"name": Name, "namespace": ns},
+			"spec":     map[string]any{"selfSigned": map[string]any{}},
+		}}
+		cert := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+			"metadata": map[string]any{"name": Name, "namespace": ns},
+			"spec": map[string]any{
+				"secretName": TLSSecretName,
+				"dnsNames":   []any{Name + "." + ns + ".svc", Name + "." + ns + ".svc.cluster.local"},
+				"issuerRef":  map[string]any{"kind": "Issuer", "name": Name},
+			},
+		}}
+		objs = append(objs[:len(objs)-1], issuer, cert, mwc)
+	}
+	return objs, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// InstallYAML is Install as one YAML stream, the form `napctl install` prints and
+// deploy/ holds: no null fields, no empty status.
+func InstallYAML(o InstallOptions) ([]byte, error) {
+	objs, err := Install(o)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for i, obj := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		delete(u, "status") // nothing to say before the objects exist
+		if spec, ok := u["spec"].(map[string]any); ok && len(spec) == 0 {
+			delete(u, "spec")
+		}
+		dropNulls(u)
+		b, err := yaml.Marshal(u)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// dropNulls removes null values (such as creationTimestamp) from v, recursively.
+func dropNulls(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil {
+				delete(v, k)
+				continue
+			}
+			dropNulls(e)
+		}
+	case []any:
+		for _, e := range v {
+			dropNulls(e)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files (testdata/install, ../deploy/nap.yaml)")
+
+// The install manifests are golden files; deploy/nap.yaml is the default one.
+func TestInstallGolden(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		opts InstallOptions
+	}{
+		{"../deploy/nap.yaml", InstallOptions{}},
+		{"testdata/install/cert-manager.yaml", InstallOptions{CertManager: true}},
+		{"testdata/install/custom.yaml", InstallOptions{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s"}},
+	} {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			got, err := InstallYAML(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *update {
+				os.MkdirAll(filepath.Dir(tc.file), 0o755)
+				if err := os.WriteFile(tc.file, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from InstallYAML (go test ./controller -run InstallGolden -update)", tc.file)
+			}
+		})
+	}
+}
+
+func TestInstallBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts InstallOptions
+		want string
+	}{
+		{InstallOptions{Namespace: "Nap_System"}, `namespace "Nap_System"`},
+		{InstallOptions{Delay: "soon"}, `"soon"`},
+	} {
+		if _, err := Install(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one naming %s", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// Least privilege, read from the objects: nothing on Secrets cluster-wide, no
+// wildcards, names wherever a rule can carry them.
+func TestInstallRBAC(t *testing.T) {
+	for _, cm := range []bool{false, true} {
+		objs, err := Install(InstallOptions{CertManager: cm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			var rules []rbacv1.PolicyRule
+			clusterWide := false
+			switch r := o.(type) {
+			case *rbacv1.ClusterRole:
+				rules, clusterWide = r.Rules, true
+			case *rbacv1.Role:
+				rules = r.Rules
+			}
+			for _, rule := range rules {
+				for _, s := range slices.Concat(rule.Verbs, rule.Resources, rule.APIGroups) {
+					if s == "*" {
+						t.Errorf("a wildcard: %+v", rule)
+					}
+				}
+				secrets := slices.Contains(rule.Resources, "secrets")
+				if secrets && (clusterWide || cm) {
+					t.Errorf("Secrets in %T (cert-manager %v): %+v", o, cm, rule)
+				}
+				named := slices.Contains(rule.Resources, "mutatingwebhookconfigurations") || secrets || slices.Contains(rule.Resources, "leases")
+				if named && !slices.Equal(rule.Verbs, []string{"create"}) && len(rule.ResourceNames) != 1 {
+					t.Errorf("a rule without a resource name: %+v", rule)
+				}
+			}
+		}
+	}
+}
+
+// TestInstallApplies: every object is accepted by a real API server, and
+// `kubectl kustomize deploy` builds the same objects as napctl install.
+func TestInstallApplies(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Install(InstallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o.(client.Object)); err != nil {
+			t.Errorf("%T: %v", o, err)
+		}
+	}
+
+	out, err := exec.Command(kubeenv.Kubectl(t), "kustomize", filepath.Join(kubeenv.RepoRoot(), "deploy")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize deploy: %v\n%s", err, out)
+	}
+	want, err := InstallYAML(InstallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(u map[string]any) string {
+		m := u["metadata"].(map[string]any)
+		ns, _ := m["namespace"].(string)
+		return u["kind"].(string) + "/" + ns + "/" + m["name"].(string)
+	}
+	parse := func(name string, b []byte) map[string]map[string]any {
+		docs, err := kube.Read(name, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKey := map[string]map[string]any{}
+		for _, d := range docs {
+			var u unstructured.Unstructured
+			if err := d.Decode(&u.Object); err != nil {
+				t.Fatal(err)
+			}
+			byKey[key(u.Object)] = u.Object
+		}
+		return byKey
+	}
+	built, installed := parse("kustomize", out), parse("install", want)
+	if len(built) != len(installed) || len(built) != len(objs) {
+		t.Fatalf("kustomize built %d objects, install prints %d", len(built), len(installed))
+	}
+	for k, w := range installed {
+		if !reflect.DeepEqual(built[k], w) {
+			a, _ := yaml.Marshal(built[k])
+			b, _ := yaml.Marshal(w)
+			t.Errorf("%s differs:\nkustomize:\n%s\ninstall:\n%s", k, a, b)
+		}
+	}
+}

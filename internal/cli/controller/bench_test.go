@@ -1,0 +1,299 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// writes counts the API server's completed write requests on a resource, from its own
+// metrics (apiserver_request_total), by verb.
+func writes(t *testing.T, cs *kubernetes.Clientset, resource string) map[string]int {
+	t.Helper()
+	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\d+)$`)
+	out := map[string]int{}
+	for _, line := range strings.Split(string(body), "\n") {
+		m := re.FindStringSubmatch(line)
+		if m == nil || !strings.Contains(m[1], `resource="`+resource+`"`) {
+			continue
+		}
+		verb := regexp.MustCompile(`verb="([A-Z]+)"`).FindStringSubmatch(m[1])
+		if verb == nil || verb[1] == "GET" || verb[1] == "LIST" || verb[1] == "WATCH" {
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		out[verb[1]] += n
+	}
+	return out
+}
+
+func diff(after, before map[string]int) map[string]int {
+	d := map[string]int{}
+	for k, v := range after {
+		if v-before[k] != 0 {
+			d[k] = v - before[k]
+		}
+	}
+	return d
+}
+
+func format(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rss reads a process's resident set (current and peak) in MiB.
+func rss(t *testing.T, pid int) (cur, peak float64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && (f[0] == "VmRSS:" || f[0] == "VmHWM:") {
+			kb, _ := strconv.Atoi(f[1])
+			if f[0] == "VmRSS:" {
+				cur = float64(kb) / 1024
+			} else {
+				peak = float64(kb) / 1024
+			}
+		}
+	}
+	return cur, peak
+}
+
+// TestControllerBenchmarks is `make bench-controller`: the publishing and admission
+// figures, as a Markdown report to NAP_BENCH_CONTROLLER_OUT. It runs only when that is
+// set: it takes minutes and measures rather than checks, though it fails when the
+// controller writes more than one create per namespace or anything at rest.
+func TestControllerBenchmarks(t *testing.T) {
+	out := os.Getenv("NAP_BENCH_CONTROLLER_OUT")
+	if out == "" {
+		t.Skip("a benchmark: run it with make bench-controller")
+	}
+	namespaces := 2000
+	if n, err := strconv.Atoi(os.Getenv("NAP_BENCH_NAMESPACES")); err == nil && n > 0 {
+		namespaces = n
+	}
+	steady := 60 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("NAP_BENCH_STEADY")); err == nil {
+		steady = d
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "# Controller benchmarks\n\nMeasured by `make bench-controller` (envtest: etcd and kube-apiserver %s on this machine, 2 cores).\n\n", kubeenv.KubeVersion())
+	benchPublish(t, &report, namespaces, steady)
+	benchAdmission(t, &report, 50, 20*time.Second)
+	if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + report.String())
+}
+
+func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady time.Duration) {
+	cfg, _ := installedAPIServer(t)
+	bin := buildNapctl(t)
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	// The namespaces exist before the controller starts, as when it is installed into
+	// a running cluster.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range namespaces {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%04d", i)}}, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	all, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(all.Items) // the controller's selection: every namespace
+	before := writes(t, cs, "configmaps")
+
+	start := time.Now()
+	r := start0(t, bin, saKubeconfig(t, cfg))
+	count := func() int {
+		l, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + kube.ConfigMapName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	for deadline := start.Add(10 * time.Minute); count() < want; time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d namespaces have the ConfigMap after 10 minutes", count(), want)
+		}
+	}
+	converge := time.Since(start)
+	converged := writes(t, cs, "configmaps")
+	rssConv, _ := rss(t, r.cmd.Process.Pid)
+	time.Sleep(steady)
+	atRest := diff(writes(t, cs, "configmaps"), converged)
+	rssRest, peak := rss(t, r.cmd.Process.Pid)
+	byVerb := diff(converged, before)
+
+	fmt.Fprintf(report, "## Publishing into %d namespaces\n\n", namespaces)
+	fmt.Fprintf(report, "`napctl controller` (one process, as the ServiceAccount of `napctl install`) started with %d namespaces in the cluster.\n\n", want)
+	fmt.Fprintf(report, "| measure | value |\n|---|---|\n")
+	fmt.Fprintf(report, "| time from start to a copy in every namespace | %.1f s |\n", converge.Seconds())
+	fmt.Fprintf(report, "| ConfigMap writes until then (API server's apiserver_request_total) | %s |\n", format(byVerb))
+	fmt.Fprintf(report, "| ConfigMap writes over the next %v at rest | %s |\n", steady, format(atRest))
+	fmt.Fprintf(report, "| controller RSS after converging / after %v at rest / peak | %.0f / %.0f / %.0f MiB |\n\n", steady, rssConv, rssRest, peak)
+	if len(byVerb) != 1 || byVerb["POST"] != want {
+		t.Errorf("ConfigMap writes while converging: %v, want exactly POST %d", byVerb, want)
+	}
+	if len(atRest) != 0 {
+		t.Errorf("ConfigMap writes at rest: %v, want none", atRest)
+	}
+}
+
+// start0 starts a replica with the default flags of start.
+func start0(t *testing.T, bin, kubeconfig string) *replica {
+	return start(t, bin, kubeconfig, "controller")
+}
+
+// benchAdmission creates pods at rate per second for d into a namespace that opted in
+// and one that did not, and reports the create latency the client sees and the
+// webhook's own time.
+func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Duration) {
+	ctrllog.SetLogger(logr.Discard())
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", "nap-system", "nap", nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v := kube.Version{Major: 1, Minor: 34}
+	var mu sync.Mutex
+	var handler []time.Duration
+	inj := &controller.Injector{Options: kube.InjectOptions{Kube: &v, Delay: "5s"}}
+	timed := admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		t0 := time.Now()
+		resp := inj.Handle(ctx, req)
+		mu.Lock()
+		handler = append(handler, time.Since(t0))
+		mu.Unlock()
+		return resp
+	})
+	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
+	srv.Register(controller.WebhookPath, &admission.Webhook{Handler: timed})
+	go srv.Start(ctx)
+	for deadline := time.Now().Add(10 * time.Second); srv.StartedChecker()(nil) != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook server did not start")
+		}
+	}
+	fast := rest.CopyConfig(cfg)
+	fast.QPS, fast.Burst = -1, 0
+	cs := kubernetes.NewForConfigOrDie(fast)
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{controller.InjectLabel: "enabled"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+	} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Warm up: the API server's webhook client and our TLS session.
+	for i := range 20 {
+		createPod(t, cs, "opted-in", fmt.Sprintf("warm-%d", i))
+	}
+	mu.Lock()
+	handler = nil
+	mu.Unlock()
+
+	fmt.Fprintf(report, "## Admission latency at %d Pod creates per second\n\n", rate)
+	fmt.Fprintf(report, "%v of creates per namespace, paced open-loop; the webhook in the test process (the Injector `napctl controller` serves), called by the API server over TLS.\n\n", d)
+	fmt.Fprintf(report, "| | pods | p50 | p99 | max |\n|---|---|---|---|---|\n")
+	for _, ns := range []string{"plain", "opted-in"} {
+		lat := paced(t, cs, ns, rate, d)
+		fmt.Fprintf(report, "| Pod create, namespace %s | %d | %s | %s | %s |\n", ns, len(lat), ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]))
+	}
+	mu.Lock()
+	h := slices.Clone(handler)
+	mu.Unlock()
+	slices.Sort(h)
+	fmt.Fprintf(report, "| the webhook's handler alone | %d | %s | %s | %s |\n\n", len(h), ms(pct(h, 50)), ms(pct(h, 99)), ms(h[len(h)-1]))
+	if n := int(d.Seconds()) * rate; len(h) < n {
+		t.Errorf("the webhook handled %d pods, want at least %d", len(h), n)
+	}
+}
+
+func createPod(t *testing.T, cs *kubernetes.Clientset, ns, name string) *corev1.Pod {
+	p, err := cs.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	return p
+}
+
+// paced creates pods at rate per second for d, each in its own goroutine so that a
+// slow answer does not slow the pace, and returns the sorted latencies.
+func paced(t *testing.T, cs *kubernetes.Clientset, ns string, rate int, d time.Duration) []time.Duration {
+	n := int(d.Seconds()) * rate
+	lat := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))))
+		wg.Go(func() {
+			t0 := time.Now()
+			p := createPod(t, cs, ns, fmt.Sprintf("pod-%05d", i))
+			lat[i] = time.Since(t0)
+			if p != nil && ns == "opted-in" && (p.Spec.Containers[0].Lifecycle == nil || p.Spec.Containers[0].Lifecycle.PreStop == nil) {
+				t.Errorf("%s/%s was not injected", ns, p.Name)
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	return lat
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(0, min(len(sorted)-1, i-1))]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

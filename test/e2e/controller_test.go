@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/cli/app"
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// The controller's image as hack/images builds it and hack/cluster.sh imports it.
+const controllerImage = "docker.io/nap/napctl:e2e"
+
+func kubeconfigPath() string {
+	if p := os.Getenv("NAP_KUBECONFIG"); p != "" {
+		return p
+	}
+	dir := os.Getenv("NAP_CLUSTER_DIR")
+	if dir == "" {
+		dir = "/tmp/nap-cluster"
+	}
+	return filepath.Join(dir, "admin.kubeconfig")
+}
+
+func kubectl(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(kubeenv.Kubectl(t), append([]string{"--kubeconfig", kubeconfigPath()}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// installController applies `napctl install` (the e2e image, a 5 s default delay),
+// waits until both replicas are ready and the webhook's caBundle is set, and removes it
+// all when the test ends.
+func installController(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := app.Run(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		[]string{"install", "--image", controllerImage, "--delay", "5s"}); code != 0 {
+		t.Fatalf("napctl install: %d: %s", code, errOut.String())
+	}
+	manifests := out.Bytes()
+	t.Log(strings.TrimSpace(kubectl(t, manifests, "apply", "-f", "-")))
+	t.Cleanup(func() {
+		cmd := exec.Command(kubeenv.Kubectl(t), "--kubeconfig", kubeconfigPath(), "delete", "--ignore-not-found", "--wait=false", "-f", "-")
+		cmd.Stdin = bytes.NewReader(manifests)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("kubectl delete: %v\n%s", err, out)
+		}
+	})
+	ctx := context.Background()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		d, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Get(ctx, controller.Name, metav1.GetOptions{})
+		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas == 2 && d.Status.UpdatedReplicas == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatalf("the controller's Deployment is not ready after 2 minutes: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for {
+		m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{})
+		if err == nil && len(m.Webhooks) == 2 && len(m.Webhooks[0].ClientConfig.CABundle) > 0 && len(m.Webhooks[1].ClientConfig.CABundle) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatalf("the webhook's caBundle is not set: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// dumpController logs the controller pods' state and logs, for a failed start.
+func dumpController(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	t.Log(kubectl(t, nil, "-n", controller.DefaultNamespace, "get", "pods,events", "-o", "wide"))
+	cmd := exec.Command(kubeenv.Kubectl(t), "--kubeconfig", kubeconfigPath(), "-n", controller.DefaultNamespace, "logs", "-l", "app.kubernetes.io/name=nap", "--tail=50")
+	out, _ := cmd.CombinedOutput()
+	t.Logf("controller logs:\n%s", out)
+}
+
+// optedInNamespace makes a namespace labelled nap.dev/inject: enabled, deleted at the
+// end, and waits for the controller to publish the nap ConfigMap into it.
+func optedInNamespace(t *testing.T, cs *kubernetes.Clientset) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := fmt.Sprintf("e2e-webhook-%04x", rand.IntN(1<<16))
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{controller.InjectLabel: "enabled"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		grace := int64(0)
+		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, kube.ConfigMapName, metav1.GetOptions{})
+		if err == nil && len(cm.BinaryData) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the controller did not publish the nap ConfigMap into %s: %v", ns, err)
+		}
+	}
+	// The API server trusts the webhook once its informer has the caBundle the
+	// controller wrote; until then pods are admitted unchanged (failurePolicy Ignore).
+	// A dry-run create calls the webhook (sideEffects None) and stores nothing.
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil && p.Spec.Containers[0].Lifecycle != nil {
+			return ns
+		}
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatalf("the webhook does not inject in %s after 30 s: %v", ns, err)
+		}
+	}
+}
+
+// admissionsInjected sums nap_admissions_total{result="injected"} over the controller's pods.
+func admissionsInjected(t *testing.T, cs *kubernetes.Clientset) int {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(controller.DefaultNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, p := range pods.Items {
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, controller.MetricsPort))
+		if err != nil {
+			t.Fatalf("metrics of %s: %v", p.Name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, `nap_admissions_total{result="injected"} `); ok {
+				n, _ := strconv.Atoi(v)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// TestControllerRollout: nap installed as a user would (napctl install | kubectl apply),
+// a namespace opted in, a Deployment with no preStop of its own rolled out under load:
+// the controller published the ConfigMap, the webhook gave every pod the nap binary's
+// hook (a 4.5 s delay is not whole seconds, so not the native sleep), and no request
+// failed.
+func TestControllerRollout(t *testing.T) {
+	cs := client(t)
+	installController(t, cs)
+	before := admissionsInjected(t, cs)
+	d := measure(t, cs, viaWebhook, 1, 200)
+	t.Log(d.row())
+	if d.summary.Total.Failed > 0 {
+		t.Errorf("%d requests failed, want none: %+v", d.summary.Total.Failed, d.summary.Outages)
+	}
+	pods, err := cs.CoreV1().Pods(d.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		lc := p.Spec.Containers[0].Lifecycle
+		if lc == nil || lc.PreStop == nil || lc.PreStop.Exec == nil || strings.Join(lc.PreStop.Exec.Command, " ") != "/nap/nap 4.5" {
+			t.Errorf("pod %s: preStop %+v, want exec /nap/nap 4.5", p.Name, lc)
+		}
+		if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g < 35 {
+			t.Errorf("pod %s: grace period %v, want at least 35", p.Name, g)
+		}
+	}
+	// 3 pods at the start, 3 more for the restart.
+	if n := admissionsInjected(t, cs) - before; n < 6 {
+		t.Errorf("the controllers' metrics count %d injections, want at least 6", n)
+	}
+}
