@@ -1,6 +1,11 @@
-// Package controller is nap's in-cluster controller: the Publisher keeps the nap
-// ConfigMap (the binaries of the running version) in every selected namespace, like
-// Kubernetes' root-CA publisher keeps kube-root-ca.crt, and repairs every deletion or
-// edit of its copies. The admission webhook that injects preStop hooks (issue 7) builds on
-// the same kube package as `napctl inject`.
+// Package controller is nap's in-cluster controller (`napctl controller`):
+//
+//   - Publisher keeps the nap ConfigMap (the binaries of the running version) in every
+//     selected namespace, like Kubernetes' root-CA publisher keeps kube-root-ca.crt, and
+//     repairs every deletion or edit of its copies;
+//   - Injector is the mutating admission webhook that gives opted-in pods a preStop
+//     hook, with the same kube.Inject as `napctl inject`;
+//   - Certs bootstraps and rotates the webhook's CA and certificate in a Secret and
+//     the caBundle of its own MutatingWebhookConfiguration;
+//   - Install is every object `napctl install` prints (and deploy/ holds).
 package controller

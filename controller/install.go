@@ -45,6 +45,10 @@ type InstallOptions struct {
 // DefaultNamespace is where napctl install puts the controller.
 const DefaultNamespace = "nap-system"
 
+// ImageNapPath is where the controller image carries the nap sleeper, for the
+// controller's own preStop delay.
+const ImageNapPath = "/nap"
+
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
 var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
 
@@ -174,6 +178,11 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 						{Name: "metrics", ContainerPort: MetricsPort},
 						{Name: "health", ContainerPort: HealthPort},
 					},
+					// The API server calls the webhook through the Service: keep serving
+					// until a stopping replica is out of its endpoints (nap's own lint
+					// asks for this). The image carries nap for it.
+					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+						Command: []string{ImageNapPath, "5s"}}}},
 					ReadinessProbe: probe("/readyz"),
 					LivenessProbe:  probe("/healthz"),
 					Resources: corev1.ResourceRequirements{

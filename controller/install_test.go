@@ -19,6 +19,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/lint"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (testdata/install, ../deploy/nap.yaml)")
@@ -50,6 +51,14 @@ func TestInstallGolden(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s differs from InstallYAML (go test ./controller -run InstallGolden -update)", tc.file)
+			}
+			// nap's own checks find nothing to say about nap's own installation.
+			objs, err := kube.Read(tc.file, got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range lint.Lint(objs, lint.Options{}) {
+				t.Errorf("napctl lint: %+v", f)
 			}
 		})
 	}

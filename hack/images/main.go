@@ -3,7 +3,8 @@
 //
 //	docker.io/nap/pause:e2e  the pod sandbox: the nap sleeper, sleeping forever
 //	docker.io/nap/app:e2e    the demo service (test/app), static, no shell
-//	docker.io/nap/napctl:e2e napctl, the controller's image (napctl install --image)
+//	docker.io/nap/napctl:e2e napctl, the controller's image (napctl install --image),
+//	                         with the nap sleeper as /nap for its own preStop delay
 //
 // usage: go run ./hack/images -o images.tar
 package main
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/oci"
 	"github.com/nap-k8s/nap/sleeper"
@@ -53,7 +55,7 @@ func run(out string) error {
 	images := []oci.Image{
 		{Name: "docker.io/nap/pause:e2e", Arch: arch, Files: []oci.File{{Path: "/pause", Mode: 0o755, Data: pause}}, Entrypoint: []string{"/pause", "inf"}, User: "65534:65534"},
 		{Name: "docker.io/nap/app:e2e", Arch: arch, Files: []oci.File{{Path: "/app", Mode: 0o755, Data: app}}, Entrypoint: []string{"/app"}, User: "65534:65534"},
-		{Name: "docker.io/nap/napctl:e2e", Arch: arch, Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}}, Entrypoint: []string{"/napctl"}, User: "65532:65532"},
+		{Name: "docker.io/nap/napctl:e2e", Arch: arch, Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}, {Path: controller.ImageNapPath, Mode: 0o755, Data: pause}}, Entrypoint: []string{"/napctl"}, User: "65532:65532"},
 	}
 	var tarball bytes.Buffer
 	if err := oci.WriteLayout(&tarball, images...); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/controller"
@@ -62,6 +63,16 @@ func installController(t *testing.T, cs *kubernetes.Clientset) {
 		t.Fatalf("napctl install: %d: %s", code, errOut.String())
 	}
 	manifests := out.Bytes()
+	// A namespace still terminating from an earlier run would refuse the new objects.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		ns, err := cs.CoreV1().Namespaces().Get(context.Background(), controller.DefaultNamespace, metav1.GetOptions{})
+		if err != nil || ns.DeletionTimestamp == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s is still terminating after a minute", controller.DefaultNamespace)
+		}
+	}
 	t.Log(strings.TrimSpace(kubectl(t, manifests, "apply", "-f", "-")))
 	t.Cleanup(func() {
 		cmd := exec.Command(kubeenv.Kubectl(t), "--kubeconfig", kubeconfigPath(), "delete", "--ignore-not-found", "--wait=false", "-f", "-")
@@ -200,5 +211,49 @@ func TestControllerRollout(t *testing.T) {
 	// 3 pods at the start, 3 more for the restart.
 	if n := admissionsInjected(t, cs) - before; n < 6 {
 		t.Errorf("the controllers' metrics count %d injections, want at least 6", n)
+	}
+
+	// The controller's own rollout: its replicas hold on with nap's preStop (/nap in its
+	// image) until they are out of the Service, so no admission misses the webhook.
+	ctx := context.Background()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"nap.dev/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
+	if _, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Patch(ctx, controller.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "during-rollout"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
+	admitted, missed := 0, 0
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		p, err := cs.CoreV1().Pods(d.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted++
+		if p.Spec.Containers[0].Lifecycle == nil {
+			missed++
+		}
+		dep, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Get(ctx, controller.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods, err := cs.CoreV1().Pods(controller.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nap"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == 2 && dep.Status.ReadyReplicas == 2 && len(pods.Items) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatal("the controller's rollout is not done after 2 minutes")
+		}
+	}
+	t.Logf("during the controller's rollout: %d pod admissions, %d without the webhook", admitted, missed)
+	if missed > 0 {
+		t.Errorf("%d of %d pods admitted during the controller's rollout missed the webhook", missed, admitted)
+	}
+	events, err := cs.CoreV1().Events(controller.DefaultNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
+	if err != nil || len(events.Items) > 0 {
+		t.Errorf("FailedPreStopHook in %s: %v %v", controller.DefaultNamespace, err, events.Items)
 	}
 }

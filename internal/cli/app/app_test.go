@@ -61,3 +61,26 @@ func TestBinaryCommandErrors(t *testing.T) {
 		t.Errorf("a failed -o left %v behind", entries)
 	}
 }
+
+// napctl install prints deploy/nap.yaml (the default), takes its options, and refuses a
+// bad namespace before printing anything.
+func TestInstallCommand(t *testing.T) {
+	want, err := os.ReadFile("../../../deploy/nap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runNapctl("install")
+	if code != 0 || out != string(want) {
+		t.Errorf("napctl install: exit %d, stderr %q, output differs from deploy/nap.yaml: %v", code, errOut, out != string(want))
+	}
+	code, out, _ = runNapctl("install", "-n", "platform", "--image", "registry.example/napctl:1", "--cert-manager")
+	for _, s := range []string{"namespace: platform\n", "image: registry.example/napctl:1\n", "cert-manager.io/inject-ca-from: platform/nap\n", "kind: Certificate\n"} {
+		if code != 0 || !strings.Contains(out, s) {
+			t.Errorf("napctl install -n platform --cert-manager: exit %d, no %q", code, s)
+		}
+	}
+	code, out, errOut = runNapctl("install", "-n", "Platform")
+	if code != 1 || out != "" || !strings.Contains(errOut, `namespace "Platform"`) {
+		t.Errorf("bad namespace: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
+	}
+}
