@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -40,6 +42,10 @@ type InstallOptions struct {
 	// controller bootstraps and rotates its own (Certs).
 	CertManager bool
 	Delay       string // the webhook's default delay (default 10s)
+	// NamespaceSelector and ExcludeNamespaces choose where the ConfigMap is published
+	// (default every namespace); see napctl controller.
+	NamespaceSelector string
+	ExcludeNamespaces []string
 }
 
 // DefaultNamespace is where napctl install puts the controller.
@@ -75,6 +81,14 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 	}
 	if _, err := kube.NewPlan(kube.InjectOptions{Delay: o.Delay}); err != nil {
 		return nil, err
+	}
+	if _, err := labels.Parse(o.NamespaceSelector); err != nil {
+		return nil, fmt.Errorf("namespace selector %q: %w", o.NamespaceSelector, err)
+	}
+	for _, ns := range o.ExcludeNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("excluded namespace %q: %s", ns, errs[0])
+		}
 	}
 	ns := o.Namespace
 	labels := map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/component": "controller"}
@@ -139,6 +153,12 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		fmt.Sprintf("--webhook-port=%d", WebhookPort),
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
+	}
+	if o.NamespaceSelector != "" {
+		args = append(args, "--namespace-selector="+o.NamespaceSelector)
+	}
+	if len(o.ExcludeNamespaces) > 0 {
+		args = append(args, "--exclude-namespaces="+strings.Join(o.ExcludeNamespaces, ","))
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount

@@ -32,7 +32,8 @@ func TestInstallGolden(t *testing.T) {
 	}{
 		{"../deploy/nap.yaml", InstallOptions{}},
 		{"testdata/install/cert-manager.yaml", InstallOptions{CertManager: true}},
-		{"testdata/install/custom.yaml", InstallOptions{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s"}},
+		{"testdata/install/custom.yaml", InstallOptions{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s",
+			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			got, err := InstallYAML(tc.opts)
@@ -71,6 +72,8 @@ func TestInstallBadOptions(t *testing.T) {
 	}{
 		{InstallOptions{Namespace: "Nap_System"}, `namespace "Nap_System"`},
 		{InstallOptions{Delay: "soon"}, `"soon"`},
+		{InstallOptions{NamespaceSelector: "team in ("}, `namespace selector "team in ("`},
+		{InstallOptions{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
 	} {
 		if _, err := Install(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one naming %s", tc.opts, err, tc.want)

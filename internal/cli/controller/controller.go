@@ -100,9 +100,11 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	}
 	log := zap.New(zap.WriteTo(streams.ErrOut), zap.JSONEncoder())
 	ctrl.SetLogger(log)
-	cfg, err := ctrl.GetConfig()
+	var cfg *rest.Config
 	if f.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
 		return err

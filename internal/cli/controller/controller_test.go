@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,8 +201,19 @@ func TestControllerCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the ConfigMap in apps-2, by B", 10*time.Second, func() bool { return published("apps-2") })
-	if _, body := b.get("/metrics", b.metrics); !strings.Contains(body, "nap_configmaps_published_total 1") {
+	_, body := b.get("/metrics", b.metrics)
+	if !strings.Contains(body, "nap_configmaps_published_total 1") {
 		t.Errorf("B's metrics do not count one published copy:\n%s", grep(body, "nap_"))
+	}
+	// The certificate's expiry, for alerts: about a year from now.
+	var expiry float64
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "nap_webhook_certificate_expiry_timestamp_seconds "); ok {
+			expiry, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if left := time.Until(time.Unix(int64(expiry), 0)); left < 364*24*time.Hour || left > 366*24*time.Hour {
+		t.Errorf("nap_webhook_certificate_expiry_timestamp_seconds %v: %v from now, want a year", expiry, left)
 	}
 
 	// Least privilege, asked of the API server as the ServiceAccount.
@@ -242,6 +254,9 @@ func TestControllerCommand(t *testing.T) {
 	for _, r := range []*replica{a, b} {
 		if l := grep(r.log.String(), "forbidden"); l != "" {
 			t.Errorf("%s was refused:\n%s", r.name, l)
+		}
+		if l := grep(r.log.String(), `"level":"error"`); l != "" {
+			t.Errorf("%s logged errors:\n%s", r.name, l)
 		}
 	}
 }

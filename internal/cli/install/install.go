@@ -34,5 +34,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.Image, "image", controller.DefaultImage, "the controller's image (napctl)")
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
 	fl.StringVar(&o.Delay, "delay", "10s", "the webhook's default preStop delay")
+	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
+	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
 	return cmd
 }
