@@ -259,7 +259,7 @@ func (c *Certs) renew(data map[string][]byte) (map[string][]byte, bool, error) {
 	fresh := func(cert *x509.Certificate, life time.Duration) bool {
 		return cert.NotAfter.Sub(now) > life/3 && !now.Before(cert.NotBefore)
 	}
-	out := map[string][]byte{}
+	out := map[string][]byte{SecretCAKeyPK: data[SecretCAKeyPK]}
 	changed := false
 	if len(cas) == 0 || caKey == nil || !fresh(cas[0], caLife) || !publicKeyMatches(cas[0], caKey) {
 		ca, key, err := newCA(now, caLife)
@@ -268,6 +268,7 @@ func (c *Certs) renew(data map[string][]byte) (map[string][]byte, bool, error) {
 		}
 		cas = append([]*x509.Certificate{ca}, cas...)
 		caKey = key
+		out[SecretCAKeyPK] = marshalKey(key)
 		changed = true
 	}
 	var bundle []byte
@@ -278,7 +279,6 @@ func (c *Certs) renew(data map[string][]byte) (map[string][]byte, bool, error) {
 		changed = true
 	}
 	out[SecretCAKey] = bundle
-	out[SecretCAKeyPK] = marshalKey(caKey)
 
 	certOK := false
 	if pair, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]); err == nil {
@@ -295,9 +295,6 @@ func (c *Certs) renew(data map[string][]byte) (map[string][]byte, bool, error) {
 		}
 		out[corev1.TLSCertKey], out[corev1.TLSPrivateKeyKey] = crt, key
 		changed = true
-	}
-	if !changed {
-		out[SecretCAKeyPK] = data[SecretCAKeyPK]
 	}
 	return out, changed, nil
 }

@@ -115,12 +115,10 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"},
-				ResourceNames: []string{Name}, Verbs: []string{"get", "update"}},
 		}}
-	if o.CertManager {
-		// cert-manager fills the caBundle; the controller never writes the configuration.
-		clusterRole.Rules = clusterRole.Rules[:3]
+	if !o.CertManager { // with cert-manager, its CA injector writes the caBundle instead
+		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
+			Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{Name}, Verbs: []string{"get", "update"}})
 	}
 	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: ns}}
 	clusterBinding := &rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: meta(Name, false),

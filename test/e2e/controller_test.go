@@ -7,9 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,17 +27,6 @@ import (
 
 // The controller's image as hack/images builds it and hack/cluster.sh imports it.
 const controllerImage = "docker.io/nap/napctl:e2e"
-
-func kubeconfigPath() string {
-	if p := os.Getenv("NAP_KUBECONFIG"); p != "" {
-		return p
-	}
-	dir := os.Getenv("NAP_CLUSTER_DIR")
-	if dir == "" {
-		dir = "/tmp/nap-cluster"
-	}
-	return filepath.Join(dir, "admin.kubeconfig")
-}
 
 func kubectl(t *testing.T, stdin []byte, args ...string) string {
 	t.Helper()
@@ -74,13 +61,7 @@ func installController(t *testing.T, cs *kubernetes.Clientset) {
 		}
 	}
 	t.Log(strings.TrimSpace(kubectl(t, manifests, "apply", "-f", "-")))
-	t.Cleanup(func() {
-		cmd := exec.Command(kubeenv.Kubectl(t), "--kubeconfig", kubeconfigPath(), "delete", "--ignore-not-found", "--wait=false", "-f", "-")
-		cmd.Stdin = bytes.NewReader(manifests)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("kubectl delete: %v\n%s", err, out)
-		}
-	})
+	t.Cleanup(func() { kubectl(t, manifests, "delete", "--ignore-not-found", "--wait=false", "-f", "-") })
 	ctx := context.Background()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -141,19 +122,26 @@ func optedInNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	}
 	// The API server trusts the webhook once its informer has the caBundle the
 	// controller wrote; until then pods are admitted unchanged (failurePolicy Ignore).
-	// A dry-run create calls the webhook (sideEffects None) and stores nothing.
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		p, err := cs.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil && p.Spec.Containers[0].Lifecycle != nil {
-			return ns
-		}
+	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			dumpController(t, cs)
-			t.Fatalf("the webhook does not inject in %s after 30 s: %v", ns, err)
+			t.Fatalf("the webhook does not inject in %s after 30 s", ns)
 		}
 	}
+	return ns
+}
+
+// dryRunInjected creates a Pod in ns as a dry run — the webhook is called (sideEffects
+// None), nothing is stored — and says whether it came back with a preStop hook.
+func dryRunInjected(t *testing.T, cs *kubernetes.Clientset, ns string) bool {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
+	p, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Spec.Containers[0].Lifecycle != nil
 }
 
 // admissionsInjected sums nap_admissions_total{result="injected"} over the controller's pods.
@@ -220,16 +208,10 @@ func TestControllerRollout(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Patch(ctx, controller.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "during-rollout"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
 	admitted, missed := 0, 0
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		p, err := cs.CoreV1().Pods(d.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		admitted++
-		if p.Spec.Containers[0].Lifecycle == nil {
+		if !dryRunInjected(t, cs, d.ns) {
 			missed++
 		}
 		dep, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Get(ctx, controller.Name, metav1.GetOptions{})

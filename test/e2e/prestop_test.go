@@ -24,17 +24,23 @@ import (
 	"github.com/nap-k8s/nap/probe"
 )
 
-// kubeconfig is the cluster of hack/cluster.sh unless NAP_KUBECONFIG names another.
+// kubeconfigPath is the cluster of hack/cluster.sh unless NAP_KUBECONFIG names another.
+func kubeconfigPath() string {
+	if p := os.Getenv("NAP_KUBECONFIG"); p != "" {
+		return p
+	}
+	dir := os.Getenv("NAP_CLUSTER_DIR")
+	if dir == "" {
+		dir = "/tmp/nap-cluster"
+	}
+	return filepath.Join(dir, "admin.kubeconfig")
+}
+
+// client is a client of kubeconfigPath's cluster; a cluster that does not answer is a
+// missing prerequisite.
 func client(t *testing.T) *kubernetes.Clientset {
 	t.Helper()
-	path := os.Getenv("NAP_KUBECONFIG")
-	if path == "" {
-		dir := os.Getenv("NAP_CLUSTER_DIR")
-		if dir == "" {
-			dir = "/tmp/nap-cluster"
-		}
-		path = filepath.Join(dir, "admin.kubeconfig")
-	}
+	path := kubeconfigPath()
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		testenv.Missing(t, "a running cluster ("+path+")", "cluster-up")

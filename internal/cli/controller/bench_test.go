@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -66,13 +67,7 @@ func format(m map[string]int) string {
 		return "none"
 	}
 	var parts []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
@@ -152,8 +147,8 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 	want := len(all.Items) // the controller's selection: every namespace
 	before := writes(t, cs, "configmaps")
 
-	start := time.Now()
-	r := start0(t, bin, saKubeconfig(t, cfg))
+	began := time.Now()
+	r := start(t, bin, saKubeconfig(t, cfg), "controller")
 	count := func() int {
 		l, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + kube.ConfigMapName})
 		if err != nil {
@@ -161,12 +156,12 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 		}
 		return len(l.Items)
 	}
-	for deadline := start.Add(10 * time.Minute); count() < want; time.Sleep(250 * time.Millisecond) {
+	for deadline := began.Add(10 * time.Minute); count() < want; time.Sleep(250 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d namespaces have the ConfigMap after 10 minutes", count(), want)
 		}
 	}
-	converge := time.Since(start)
+	converge := time.Since(began)
 	converged := writes(t, cs, "configmaps")
 	rssConv, _ := rss(t, r.cmd.Process.Pid)
 	time.Sleep(steady)
@@ -187,11 +182,6 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 	if len(atRest) != 0 {
 		t.Errorf("ConfigMap writes at rest: %v, want none", atRest)
 	}
-}
-
-// start0 starts a replica with the default flags of start.
-func start0(t *testing.T, bin, kubeconfig string) *replica {
-	return start(t, bin, kubeconfig, "controller")
 }
 
 // benchAdmission creates pods at rate per second for d into a namespace that opted in

@@ -68,16 +68,7 @@ func EnvtestAssets(t testing.TB) string {
 // for the test and stops them when it ends.
 func APIServer(t testing.TB) *rest.Config {
 	t.Helper()
-	env := &envtest.Environment{BinaryAssetsDirectory: EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
+	cfg, _ := APIServerWithWebhooks(t)
 	return cfg
 }
 
@@ -119,7 +110,8 @@ func Kubectl(t testing.TB) string {
 
 // APIServerWithWebhooks is APIServer with mutating webhook configurations installed so
 // that the API server calls a webhook server on this machine over TLS; it returns the
-// options (host, port, certificate folder) that server must use.
+// options (host, port, certificate folder) that server must use. With no hooks it is
+// APIServer.
 func APIServerWithWebhooks(t testing.TB, hooks ...*admissionregistrationv1.MutatingWebhookConfiguration) (*rest.Config, *envtest.WebhookInstallOptions) {
 	t.Helper()
 	env := &envtest.Environment{BinaryAssetsDirectory: EnvtestAssets(t),
