@@ -30,6 +30,8 @@ var (
 //	(the unit is c*10^k ns), x15 the number, x16 digit count, x17 1 after the dot,
 //	x7 carry, x8 scratch.
 func programARM64(b *a.Builder, words []byte) {
+	data(b, words, 4)
+
 	b.Label("entry")
 	// Linux starts a process with every general register zero (arm64 start_thread), so
 	// the total (x20), the inf flag (x21), the exit status (x23) and oldact (x2) start 0.
@@ -72,7 +74,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADR(x12, "words")
 	b.Label("word")
 	b.LDRBpost(w2, x12, 1)
-	b.CBZ(w2, "invalid") // end of the table
+	b.CBZ(w2, "bare") // end of the table
 	b.MOV(x9, x11)
 	b.Label("compare") // stops at the argument's NUL at the latest
 	b.LDRBpost(w3, x12, 1)
@@ -88,22 +90,28 @@ func programARM64(b *a.Builder, words []byte) {
 	b.B("word")
 
 	b.Label("matched") // x9: after the word; x12: its k and c
-	b.LDRB(w13, x12, 0)
-	b.LDRB(w14, x12, 1)
 	b.LDURB(w1, x9, -1)
-	b.CBNZ(w1, "number") // a word ending in NUL
-	b.CMP(x10, x22)      // must be the whole argument
+	b.CBNZ(w1, "unit")
+	// A keyword (a word ending in NUL): the whole argument, no number.
+	b.CMP(x11, x22)
 	b.Bcond(a.NE, "invalid")
-	b.SUBi(x9, x9, 1) // back on the NUL: the argument ends after this term
-	b.CBNZ(w14, "number")
-	b.CMP(x11, x22) // a keyword has no number
-	b.Bcond(a.NE, "invalid")
+	b.LDRB(w13, x12, 0)
 	b.CBNZ(w13, "help")
 	b.MOVZ(x21, 1, 0) // inf
 	b.B("next_arg")
 
-	// Head: the digits down to whole nanoseconds, checked acc = acc*10 + digit.
-	b.Label("number")
+	// No word after the number: it counts seconds (the table ends with their k and c),
+	// and must be the whole argument (a later term sees the same text and no word).
+	b.Label("bare")
+	b.MOV(x9, x11)
+	b.CMP(x10, x22)
+	b.Bcond(a.NE, "invalid")
+
+	// From matched (a unit) or bare. Head: the digits down to whole nanoseconds,
+	// checked acc = acc*10 + digit.
+	b.Label("unit")
+	b.LDRB(w13, x12, 0)
+	b.LDRB(w14, x12, 1)
 	b.MOV(x5, x10)
 	b.MOV(x15, xzr)
 	b.MOV(x16, xzr)
@@ -227,12 +235,4 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("on_signal")
 	b.ADDi(x0, x0, exitSignalBase)
 	b.B("exit_x0")
-
-	b.Label("words")
-	b.Data("words", words)
-	b.Label("usage")
-	b.Data("usage", []byte(Usage))
-	b.Label("msg_invalid")
-	b.Data("msg_invalid", []byte(invalidPrefix))
-	b.Data("msg_default", []byte(invalidSuffix))
 }

@@ -5,10 +5,14 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/nap-k8s/nap/internal/asm"
+	"github.com/nap-k8s/nap/internal/asm/amd64"
 	napelf "github.com/nap-k8s/nap/internal/elf"
 )
 
@@ -16,7 +20,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestBinaryELF reads each binary back with debug/elf: a static ELF64 executable for
 // the right machine, one R+X PT_LOAD over the whole file at a 64 KiB-aligned address, a
-// non-executable stack, no interpreter, no sections, the entry inside the code.
+// non-executable stack, no interpreter, no sections, the data from the end of the
+// headers' used fields, and the entry in the code that follows the data.
 func TestBinaryELF(t *testing.T) {
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	for _, arch := range Arches {
@@ -41,11 +46,19 @@ func TestBinaryELF(t *testing.T) {
 			if load != wantLoad {
 				t.Errorf("PT_LOAD %+v, want %+v", load, wantLoad)
 			}
-			if want := (elf.ProgHeader{Type: elf.PT_GNU_STACK, Flags: elf.PF_R | elf.PF_W, Align: 16}); stack != want {
-				t.Errorf("PT_GNU_STACK %+v, want %+v", stack, want)
+			// Of PT_GNU_STACK loaders read the type and the flags; the rest is the data.
+			if stack.Type != elf.PT_GNU_STACK || stack.Flags != elf.PF_R|elf.PF_W {
+				t.Errorf("PT_GNU_STACK %+v, want type %v flags %v", stack, elf.PT_GNU_STACK, elf.PF_R|elf.PF_W)
 			}
-			if f.Entry != napelf.Base+napelf.HeaderSize {
-				t.Errorf("entry %#x, want the first code byte %#x", f.Entry, napelf.Base+napelf.HeaderSize)
+			obj, err := Object(arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b[napelf.Load:], obj.Code) || obj.Base != napelf.Base+napelf.Load || obj.Labels["words"] != obj.Base {
+				t.Errorf("the program does not start at %#x with the word table", napelf.Load)
+			}
+			if f.Entry != obj.Labels["entry"] || f.Entry < obj.Labels["code"] {
+				t.Errorf("entry %#x, want the label entry %#x, in the code from %#x", f.Entry, obj.Labels["entry"], obj.Labels["code"])
 			}
 			again, _ := Binary(arch)
 			if !bytes.Equal(b, again) {
@@ -107,12 +120,15 @@ func TestWordTable(t *testing.T) {
 	// Every unit's c*10^k is its length, and every carry step t = c*9+carry stays where
 	// (t*carryMul)>>carryShift == t/10.
 	seen := map[string]bool{}
-	for i := 0; words[i] != 0; {
+	for i, last := 0, false; !last; {
 		n := int(words[i])
 		word := string(words[i+1 : i+1+n])
 		k, c := int(words[i+1+n]), int64(words[i+2+n])
 		i += n + 3
 		seen[word] = true
+		if last = n == 0; last && i != len(words) {
+			t.Errorf("%d bytes after the end of the table", len(words)-i)
+		}
 		if c == 0 {
 			continue
 		}
@@ -121,7 +137,7 @@ func TestWordTable(t *testing.T) {
 			ns *= 10
 		}
 		name := word
-		if word == "\x00" {
+		if word == "" { // the end: a bare number counts seconds
 			name = "s"
 		}
 		if ns != unitNs[name] {
@@ -133,9 +149,72 @@ func TestWordTable(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{"ns", "us", "ms", "s", "m", "h", "\x00", "inf\x00", "infinity\x00", "-h\x00", "--help\x00"} {
+	for _, w := range []string{"ns", "us", "ms", "s", "m", "h", "", "inf\x00", "infinity\x00", "-h\x00", "--help\x00"} {
 		if !seen[w] {
 			t.Errorf("word %q missing", w)
 		}
+	}
+}
+
+// TestBlockLayout holds amd64Layout to its claim: no move of one block to another place,
+// and no swap of two, makes the program shorter. After a change to a block, it names a
+// better order if there is one.
+func TestBlockLayout(t *testing.T) {
+	words, err := wordTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func(order []asm.Label) int {
+		var b amd64.Builder
+		data(&b, words, 1)
+		layout(&b, amd64Blocks(), order)
+		obj, err := b.Assemble(napelf.Base + napelf.Load)
+		if err != nil {
+			return math.MaxInt // a branch that has no long form is out of reach
+		}
+		return len(obj.Code)
+	}
+	best := size(amd64Layout)
+	if best == math.MaxInt {
+		t.Fatal("amd64Layout does not assemble")
+	}
+	n := len(amd64Layout)
+	tried := 0
+	for i := range n {
+		for j := range n {
+			if i == j {
+				continue
+			}
+			moved := slices.Delete(slices.Clone(amd64Layout), i, i+1)
+			moved = slices.Insert(moved, j, amd64Layout[i])
+			swapped := slices.Clone(amd64Layout)
+			swapped[i], swapped[j] = swapped[j], swapped[i]
+			for _, order := range [][]asm.Label{moved, swapped} {
+				tried++
+				if s := size(order); s < best {
+					t.Fatalf("%d bytes with the order %q, %d with amd64Layout", s, order, best)
+				}
+			}
+		}
+	}
+	t.Logf("%d orders near amd64Layout tried: none shorter than %d bytes", tried, best)
+}
+
+// TestLayoutErrors: a layout that names a block twice or leaves one out does not
+// assemble, and says which block.
+func TestLayoutErrors(t *testing.T) {
+	for name, order := range map[string][]asm.Label{
+		"placed twice": append(slices.Clone(amd64Layout), amd64Layout[0]),
+		"left out":     amd64Layout[1:],
+		"unknown":      append(slices.Clone(amd64Layout), "nowhere"),
+	} {
+		var b amd64.Builder
+		layout(&b, amd64Blocks(), order)
+		_, err := b.Assemble(napelf.Base + napelf.Load)
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		t.Logf("%s: %v", name, err)
 	}
 }

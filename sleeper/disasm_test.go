@@ -14,8 +14,8 @@ import (
 	"github.com/nap-k8s/nap/internal/asm"
 )
 
-// dataLabels start the data after the code, in both programs.
-const firstData = "words"
+// The code runs from the label code to the end, after the data, in both programs.
+const codeStart = "code"
 
 // decoded is one instruction as golang.org/x/arch reads it back.
 type decoded struct {
@@ -101,7 +101,7 @@ func sameText(a, b string) bool {
 // system calls are exactly the expected native 64-bit ones.
 func TestDisassembly(t *testing.T) {
 	wantCalls := map[string][]int64{
-		"amd64": {amd64SysWrite, amd64SysRtSigaction, amd64SysPause, amd64SysNanosleep, amd64SysWritev, amd64SysExitGroup},
+		"amd64": {amd64SysWrite, amd64SysRtSigaction, amd64SysPause, amd64SysNanosleep, amd64SysWritev, amd64SysExit},
 		"arm64": {arm64SysWrite, arm64SysWritev, arm64SysExitGroup, arm64SysNanosleep, arm64SysRtSigaction},
 	}
 	for _, arch := range Arches {
@@ -110,12 +110,16 @@ func TestDisassembly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			end := obj.Labels[firstData]
+			start := obj.Labels[codeStart]
 			var calls []int64
-			var last int64 = -1 // the last immediate moved into the system call number register
+			var last int64 = -1 // arm64: the last immediate moved into x8
+			var regs amd64Consts
 			n := 0
-			for i, line := range obj.Lines {
-				if line.Label != "" || line.Addr >= end {
+			for _, line := range obj.Lines {
+				if line.Label != "" {
+					regs = amd64Consts{} // a label can be reached from anywhere
+				}
+				if line.Label != "" || line.Addr < start {
 					continue
 				}
 				n++
@@ -133,18 +137,21 @@ func TestDisassembly(t *testing.T) {
 					t.Errorf("%#x: %s: no int gate allowed", line.Addr, d.text)
 				}
 				switch {
-				case arch == "amd64" && (strings.HasPrefix(line.Text, "mov eax, ") || strings.HasPrefix(line.Text, "push ") && i+1 < len(obj.Lines) && obj.Lines[i+1].Text == "pop rax"):
-					last, _ = strconv.ParseInt(strings.Fields(line.Text)[len(strings.Fields(line.Text))-1], 0, 64)
+				case arch == "amd64":
+					in, _ := x86asm.Decode(line.Bytes, 64)
+					if nr, ok := regs.step(in); ok {
+						if nr < 0 {
+							t.Errorf("%#x: system call with no number set before it", line.Addr)
+						}
+						calls = append(calls, nr)
+					}
 				case arch == "arm64" && strings.HasPrefix(line.Text, "mov x8, #"):
 					last, _ = strconv.ParseInt(strings.TrimPrefix(line.Text, "mov x8, #"), 0, 64)
 				case d.op == "SYSCALL" || d.op == "SVC":
 					if last < 0 {
 						t.Errorf("%#x: system call with no number set before it", line.Addr)
 					}
-					calls = append(calls, last)
-					if arch == "amd64" {
-						last = -1 // rax returns the result; arm64 keeps x8
-					}
+					calls = append(calls, last) // x8 is kept
 				}
 			}
 			slices.Sort(calls)
@@ -154,7 +161,96 @@ func TestDisassembly(t *testing.T) {
 			if !slices.Equal(calls, want) {
 				t.Errorf("system calls %v, want %v", calls, want)
 			}
-			t.Logf("%s: %d instructions, %d code bytes, system calls %v", arch, n, end-obj.Base, calls)
+			t.Logf("%s: %d instructions, %d code bytes, system calls %v", arch, n, obj.Base+uint64(len(obj.Code))-start, calls)
 		})
 	}
+}
+
+// amd64Consts follows constants in registers through straight-line x86-64 code: push
+// imm then pop reg, mov reg, imm (for al: the program keeps the rest of rax 0 there)
+// and mov reg, reg. Any other write forgets the registers it may change.
+type amd64Consts struct {
+	known      map[string]int64 // by 64-bit register name
+	pending    int64            // pushed immediate, for the next pop
+	hasPending bool
+}
+
+// step takes one instruction; for a syscall it returns the number in rax (-1 if unknown).
+func (c *amd64Consts) step(in x86asm.Inst) (nr int64, syscall bool) {
+	if c.known == nil {
+		c.known = map[string]int64{}
+	}
+	pending, hasPending := c.pending, c.hasPending
+	c.hasPending = false
+	reg := func(a x86asm.Arg) (string, bool) {
+		r, ok := a.(x86asm.Reg)
+		return family(r), ok
+	}
+	switch in.Op {
+	case x86asm.SYSCALL:
+		nr, ok := c.known["rax"]
+		if !ok {
+			nr = -1
+		}
+		for _, r := range []string{"rax", "rcx", "r11"} {
+			delete(c.known, r)
+		}
+		return nr, true
+	case x86asm.PUSH:
+		if v, ok := in.Args[0].(x86asm.Imm); ok {
+			c.pending, c.hasPending = int64(v), true
+		}
+		return 0, false
+	case x86asm.POP:
+		if r, _ := reg(in.Args[0]); hasPending {
+			c.known[r] = pending
+		} else {
+			delete(c.known, r)
+		}
+		return 0, false
+	case x86asm.MOV:
+		if dst, ok := reg(in.Args[0]); ok {
+			switch src := in.Args[1].(type) {
+			case x86asm.Imm:
+				c.known[dst] = int64(src)
+				return 0, false
+			case x86asm.Reg:
+				if v, ok := c.known[family(src)]; ok {
+					c.known[dst] = v
+					return 0, false
+				}
+			}
+		}
+	}
+	// Anything else: forget its register operands and the string instructions' and
+	// division's implicit ones.
+	for _, a := range in.Args {
+		if r, ok := reg(a); ok {
+			delete(c.known, r)
+		}
+	}
+	for _, r := range []string{"rax", "rcx", "rdx", "rsi", "rdi"} {
+		delete(c.known, r)
+	}
+	return 0, false
+}
+
+// family names the 64-bit register that r is part of (al, ah, eax: rax; r9d: r9).
+func family(r x86asm.Reg) string {
+	n := strings.ToLower(r.String())
+	if strings.HasPrefix(n, "r") && len(n) > 1 && n[1] >= '0' && n[1] <= '9' {
+		return strings.TrimRight(n, "bwdl")
+	}
+	switch n {
+	case "al", "ah", "ax", "eax", "rax":
+		return "rax"
+	case "cl", "ch", "cx", "ecx", "rcx":
+		return "rcx"
+	case "dl", "dh", "dx", "edx", "rdx":
+		return "rdx"
+	case "bl", "bh", "bx", "ebx", "rbx":
+		return "rbx"
+	}
+	n = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(n, "l"), "e"), "r")
+	return "r" + n // si, di, sp, bp
 }

@@ -22,7 +22,7 @@
 // any other flag) is reported on stderr as
 //
 //	nap: invalid duration "ARG"
-//	nap: sleeping the default 10s instead
+//	nap: sleeping the default 10s
 //
 // and nap then sleeps the default anyway (a typo in a preStop hook must still delay the
 // container's end) and exits 2. Success is silent and exits 0. SIGTERM or SIGINT end any

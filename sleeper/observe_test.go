@@ -22,6 +22,7 @@ const (
 	hostWritev    = 20
 	hostPause     = 34
 	hostNanosleep = 35
+	hostExit      = 60
 	hostExitGroup = 231
 
 	ptraceOExitKill = 0x100000
@@ -69,7 +70,7 @@ func observe(cmd *exec.Cmd) (obs observation, err error) {
 		}
 		switch {
 		case ws.Exited():
-			return obs, fmt.Errorf("exited with %d before sleeping or exiting through exit_group", ws.ExitStatus())
+			return obs, fmt.Errorf("exited with %d before sleeping or calling exit", ws.ExitStatus())
 		case ws.Signaled():
 			return obs, fmt.Errorf("killed by %v", ws.Signal())
 		case ws.Stopped() && ws.StopSignal() == syscall.SIGTRAP|0x80:
@@ -97,7 +98,7 @@ func observe(cmd *exec.Cmd) (obs observation, err error) {
 					}
 					obs.Sleep = sec*nsPerSecond + nsec
 					return obs, nil
-				case hostExitGroup:
+				case hostExit, hostExitGroup:
 					obs.Exit = int(regs.Rdi)
 					return obs, nil
 				}

@@ -4,20 +4,23 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/nap-k8s/nap/internal/asm"
 )
 
 // The word table the binaries read, built from the specification (spec.go) so that they
 // cannot disagree with it. After a number, the program matches the text against each
 // entry in turn:
 //
-//	[n] [n bytes of the word] [k] [c]      ...      [0]
+//	[n] [n bytes of the word] [k] [c]      ...      [0] [9] [1]
 //
 // A unit's word is its name (ns us ms s m h, two-letter names first so that ms wins over
 // m); its length is c*10^k ns with c not a multiple of 10 (m: 6*10^10, h: 36*10^11), so
 // that the programs scale by powers of ten and carry the digits below a nanosecond of
-// m and h exactly (c*9+c-1 < 1029, see carryMul). Words ending in NUL must be the whole argument: the bare number ("\0",
-// seconds) and the keywords inf, infinity (c = 0, k = 0) and -h, --help (c = 0, k = 1),
-// which must also have no number before them.
+// m and h exactly (c*9+c-1 < 1029, see carryMul). The keywords inf, infinity (k = 0) and
+// -h, --help (k = 1) end in NUL: they must be the whole argument. The table ends with an
+// empty word whose k and c are those of seconds: a number with no word after it is a
+// bare number of seconds, which must also be the whole argument.
 func wordTable() ([]byte, error) {
 	units := make([]string, 0, len(unitNs))
 	for n := range unitNs {
@@ -54,9 +57,6 @@ func wordTable() ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := unit("\x00", unitNs["s"]); err != nil {
-		return nil, err
-	}
 	for _, kw := range []struct {
 		word string
 		help int64
@@ -65,7 +65,34 @@ func wordTable() ([]byte, error) {
 			return nil, err
 		}
 	}
-	return append(b, 0), nil
+	// The end: an empty word (length 0), whose k and c are those of seconds, for a bare
+	// number.
+	if err := unit("", unitNs["s"]); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// data lays out what both programs read, first in the file: the word table and the
+// texts. Their first 48 bytes are also the unused fields of PT_GNU_STACK (internal/elf),
+// which the table's small numbers and the ASCII texts keep valid. The code follows, at
+// the label code, a multiple of pad bytes from the start.
+func data(b interface {
+	Label(asm.Label)
+	Data(string, []byte)
+}, words []byte, pad int) {
+	b.Label("words")
+	b.Data("words", words)
+	b.Label("usage")
+	b.Data("usage", []byte(Usage))
+	b.Label("msg_invalid")
+	b.Data("msg_invalid", []byte(invalidPrefix))
+	b.Label("msg_default")
+	b.Data("msg_default", []byte(invalidSuffix))
+	if n := len(words) + len(Usage) + len(invalidPrefix) + len(invalidSuffix); n%pad != 0 {
+		b.Data("align", make([]byte, pad-n%pad))
+	}
+	b.Label("code")
 }
 
 // t/10 == (t*carryMul)>>carryShift for every t below carryLimit: the programs' carry

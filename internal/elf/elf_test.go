@@ -3,42 +3,56 @@ package elf
 import (
 	"bytes"
 	"debug/elf"
+	"strings"
 	"testing"
 )
 
 func TestExecutable(t *testing.T) {
-	code := []byte{0x90, 0x90, 0xC3}
-	b, err := Executable(elf.EM_X86_64, code, Base+HeaderSize+1)
+	prog := []byte("ASCII data, then code:\x90\x90\xc3")
+	entry := uint64(Base + Load + len(prog) - 3)
+	b, err := Executable(elf.EM_X86_64, prog, entry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) != HeaderSize+len(code) || !bytes.Equal(b[HeaderSize:], code) {
-		t.Fatalf("%d bytes, want the headers and then the code", len(b))
+	// Short programs are padded to the end of PT_GNU_STACK.
+	if len(b) != Load+48 || !bytes.HasPrefix(b[Load:], prog) {
+		t.Fatalf("%d bytes, want the headers, then the program from %d", len(b), Load)
 	}
 	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Entry != Base+HeaderSize+1 || f.Machine != elf.EM_X86_64 || f.Type != elf.ET_EXEC {
+	if f.Entry != entry || f.Machine != elf.EM_X86_64 || f.Type != elf.ET_EXEC || len(f.Progs) != 2 {
 		t.Errorf("header %+v", f.FileHeader)
 	}
-	data, err := f.Progs[0].Open().Read(make([]byte, 4))
-	if err != nil || data != 4 {
-		t.Errorf("the PT_LOAD segment does not read back the file: %v", err)
+	if s := f.Progs[1]; s.Type != elf.PT_GNU_STACK || s.Flags != elf.PF_R|elf.PF_W {
+		t.Errorf("PT_GNU_STACK %+v", s.ProgHeader)
+	}
+	load := f.Progs[0]
+	got := make([]byte, load.Filesz)
+	if _, err := load.Open().Read(got); err != nil || !bytes.Equal(got, b) || load.Vaddr != Base {
+		t.Errorf("the PT_LOAD segment does not map the whole file at %#x: %v", Base, err)
 	}
 }
 
 func TestExecutableErrors(t *testing.T) {
+	code := bytes.Repeat([]byte{1}, 64)
+	signed := append([]byte(nil), code...)
+	signed[31] = 0x80 // the top byte of PT_GNU_STACK's p_filesz
 	for name, tc := range map[string]struct {
 		m     elf.Machine
+		prog  []byte
 		entry uint64
+		want  string
 	}{
-		"unsupported machine": {elf.EM_386, Base + HeaderSize},
-		"entry before code":   {elf.EM_AARCH64, Base},
-		"entry after code":    {elf.EM_AARCH64, Base + HeaderSize + 3},
+		"unsupported machine": {elf.EM_386, code, Base + Load, "not supported"},
+		"entry before code":   {elf.EM_AARCH64, code, Base, "outside"},
+		"entry after code":    {elf.EM_AARCH64, code, Base + Load + 64, "outside"},
+		"negative field":      {elf.EM_X86_64, signed, Base + Load, "p_filesz"},
 	} {
-		if _, err := Executable(tc.m, []byte{1, 2, 3}, tc.entry); err == nil {
-			t.Errorf("%s: no error", name)
+		_, err := Executable(tc.m, tc.prog, tc.entry)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", name, err, tc.want)
 		}
 	}
 }

@@ -42,6 +42,8 @@ func (b *Builder) LOOP(l asm.Label)                    { b.Emit(LOOP(l)) }
 func (b *Builder) CALL(l asm.Label)                    { b.Emit(CALL(l)) }
 func (b *Builder) RET()                                { b.Emit(RET()) }
 func (b *Builder) SYSCALL()                            { b.Emit(SYSCALL()) }
+func (b *Builder) CDQ()                                { b.Emit(CDQ()) }
+func (b *Builder) LODSW()                              { b.Emit(LODSW()) }
 func (b *Builder) LODSB()                              { b.Emit(LODSB()) }
 func (b *Builder) REPE_CMPSB()                         { b.Emit(REPE_CMPSB()) }
 func (b *Builder) REPNE_SCASB()                        { b.Emit(REPNE_SCASB()) }

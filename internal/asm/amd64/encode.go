@@ -99,6 +99,9 @@ func (e modrm) encode(txt string) (asm.Inst, error) {
 	default:
 		return asm.Inst{Text: txt}, fmt.Errorf("operand %v is not a register or memory", e.rm)
 	}
+	if rm, ok := e.rm.(Reg); rex != 0 && (ok && rm.high() || e.regR != nil && e.regR.high()) {
+		return asm.Inst{Text: txt}, errors.New("ah, ch, dh and bh cannot be used with a REX prefix")
+	}
 	var b []byte
 	if rex != 0 {
 		b = append(b, rex)
@@ -236,9 +239,21 @@ func MOV(dst, src Operand) (asm.Inst, error) {
 		return asm.Inst{Text: txt}, errors.New("destination must be a register or memory")
 	}
 	switch s := src.(type) {
+	case Addr:
+		d, ok := dst.(Reg)
+		if !ok || w != 32 {
+			return asm.Inst{Text: txt}, errors.New("a label address needs a 32-bit register")
+		}
+		var op []byte
+		if d.num&8 != 0 {
+			op = append(op, 0x41)
+		}
+		return absolute(txt, asm.Label(s), append(op, 0xB8+d.num&7))
 	case Imm:
 		d, isReg := dst.(Reg)
 		switch {
+		case isReg && w == 8 && d.num < 4 && (fitsInt8(int64(s)) || (s >= 0 && s <= 255)): // B0+r ib
+			return asm.Fixed(txt, 0xB0+d.num, byte(s)), nil
 		case isReg && w == 32 && (fitsInt32(int64(s)) || (s >= 0 && s <= 1<<32-1)):
 			b := []byte{0xB8 + d.num&7}
 			if d.num&8 != 0 {
@@ -275,6 +290,22 @@ func MOV(dst, src Operand) (asm.Inst, error) {
 		return modrm{w: w == 64, opc: []byte{op}, reg: d.num, regR: &d, rm: s, byte8: w == 8}.encode(txt)
 	}
 	return asm.Inst{Text: txt}, errors.New("bad source operand")
+}
+
+// absolute encodes op followed by the 32-bit address of l.
+func absolute(txt string, l asm.Label, op []byte) (asm.Inst, error) {
+	if l == "" {
+		return asm.Inst{Text: txt}, errors.New("empty label")
+	}
+	return asm.Inst{Text: txt, Ref: l, Forms: []asm.Form{{
+		Size: len(op) + 4,
+		Encode: func(_, target uint64) ([]byte, error) {
+			if target >= 1<<31 {
+				return nil, fmt.Errorf("address %#x does not fit a sign-extended imm32", target)
+			}
+			return append(append([]byte(nil), op...), imm32(int64(target))...), nil
+		},
+	}}}, nil
 }
 
 // MOVZX dst, src zero-extends a byte into a 32- or 64-bit register.
@@ -388,6 +419,23 @@ func XCHG(a, b Reg) (asm.Inst, error) {
 	if a.bits != b.bits || a.bits < 32 {
 		return asm.Inst{Text: txt}, errors.New("needs two 32- or 64-bit registers of one width")
 	}
+	if a.num == 0 && b.num != 0 { // 90+r: one byte (plus REX), written as x86asm prints it
+		a, b = b, a
+	}
+	if b.num == 0 && a.num != 0 {
+		var rex byte
+		if a.bits == 64 {
+			rex |= 0x48
+		}
+		if a.num&8 != 0 {
+			rex |= 0x41
+		}
+		txt = text("xchg", a, b)
+		if rex != 0 {
+			return asm.Fixed(txt, rex, 0x90+a.num&7), nil
+		}
+		return asm.Fixed(txt, 0x90+a.num&7), nil
+	}
 	return modrm{w: a.bits == 64, opc: []byte{0x87}, reg: b.num, rm: a}.encode(txt)
 }
 
@@ -409,6 +457,8 @@ func PUSH(o Operand) (asm.Inst, error) {
 			return asm.Fixed(txt, 0x41, 0x50+o.num&7), nil
 		}
 		return asm.Fixed(txt, 0x50+o.num), nil
+	case Addr:
+		return absolute(txt, asm.Label(o), []byte{0x68})
 	case Imm:
 		if fitsInt8(int64(o)) {
 			return asm.Fixed(txt, 0x6A, byte(o)), nil
@@ -491,6 +541,12 @@ func RET() (asm.Inst, error) { return asm.Fixed("ret", 0xC3), nil }
 // SYSCALL enters the kernel: number in rax, arguments in rdi rsi rdx r10 r8 r9; it
 // clobbers rcx and r11 and returns in rax.
 func SYSCALL() (asm.Inst, error) { return asm.Fixed("syscall", 0x0F, 0x05), nil }
+
+// CDQ sign-extends eax into edx (edx = 0 when eax is not negative).
+func CDQ() (asm.Inst, error) { return asm.Fixed("cdq", 0x99), nil }
+
+// LODSW loads the word at [rsi] into ax and advances rsi by 2.
+func LODSW() (asm.Inst, error) { return asm.Fixed("lodsw word ptr [rsi]", 0x66, 0xAD), nil }
 
 // LODSB loads the byte at [rsi] into al and advances rsi.
 func LODSB() (asm.Inst, error) { return asm.Fixed("lodsb byte ptr [rsi]", 0xAC), nil }

@@ -22,6 +22,16 @@ func must(in asm.Inst, err error) asm.Inst {
 	return in
 }
 
+// at resolves a label-address instruction with the label at 0x400123.
+func at(in asm.Inst, err error) asm.Inst {
+	in = must(in, err)
+	b, err := in.Forms[0].Encode(0x400000, 0x400123)
+	if err != nil {
+		panic(err)
+	}
+	return asm.Inst{Text: strings.Replace(in.Text, string(in.Ref), "0x400123", 1), Bytes: b}
+}
+
 // cases covers every encoder and operand form; testdata/amd64cases.txt holds their
 // encodings as "hex|text" lines, and each line must decode (x86asm) to its text.
 var cases = []asm.Inst{
@@ -43,6 +53,8 @@ var cases = []asm.Inst{
 	must(MUL(R9)), must(DIV(RCX)), must(NEG(RAX)), must(NOT(RCX)), must(INC(R13)), must(INC(ECX)), must(DEC(R8)), must(DEC(RSI)),
 	must(SHL(RAX, Imm(3))), must(SHR(ECX, Imm(11))), must(BTS(EDI, Imm(0))), must(CMOV(E, RDX, R13)), must(XCHG(RSI, RDI)),
 	must(PUSH(RAX)), must(PUSH(R14)), must(PUSH(Imm(8))), must(PUSH(Imm(0x4002))), must(POP(R10)), must(POP(RBP)),
+	must(MOV(AL, Imm(13))), at(MOV(ECX, Addr("l"))), at(PUSH(Addr("l"))), must(XCHG(RAX, R12)), must(XCHG(EDX, EAX)),
+	must(SUB(BL, BH)), must(DEC(BL)), must(ADD(AH, Imm(1))), must(CDQ()), must(LODSW()),
 	must(RET()), must(SYSCALL()), must(LODSB()), must(SCASW()), must(REPE_CMPSB()), must(REPNE_SCASB()),
 }
 
@@ -115,6 +127,9 @@ func TestEncodeErrors(t *testing.T) {
 		{"shift too far", second(SHR(ECX, Imm(32)))},
 		{"movzx from a qword", second(MOVZX(EAX, Qword(RSI, 0)))},
 		{"empty label", second(JMP(""))},
+		{"bh with a REX prefix", second(MOV(BH, SIL))},
+		{"ah with r8b's encoding", second(ADD(Byte(R8, 0), AH))},
+		{"label address into a 64-bit register", second(MOV(RCX, Addr("l")))},
 	}
 	for _, tc := range bad {
 		if tc.err == nil {

@@ -15,7 +15,7 @@ type Operand interface {
 
 // Reg is a general-purpose register of a given width.
 type Reg struct {
-	num  uint8 // 0-15
+	num  uint8 // 0-15; 20-23 are ah, ch, dh, bh (4-7 without a REX prefix)
 	bits uint8 // 8, 32 or 64
 }
 
@@ -34,11 +34,20 @@ var (
 	R8D, R9D, R10D, R11D, R12D, R13D, R14D, R15D = Reg{8, 32}, Reg{9, 32}, Reg{10, 32}, Reg{11, 32}, Reg{12, 32}, Reg{13, 32}, Reg{14, 32}, Reg{15, 32}
 
 	AL, CL, DL, BL, SPL, BPL, SIL, DIL = Reg{0, 8}, Reg{1, 8}, Reg{2, 8}, Reg{3, 8}, Reg{4, 8}, Reg{5, 8}, Reg{6, 8}, Reg{7, 8}
+	AH, CH, DH, BH                     = Reg{highByte | 4, 8}, Reg{highByte | 5, 8}, Reg{highByte | 6, 8}, Reg{highByte | 7, 8}
 )
+
+// highByte marks ah..bh: their number is that of spl..dil, encoded without REX.
+const highByte = 16
 
 func (r Reg) operand() {}
 
+func (r Reg) high() bool { return r.num&highByte != 0 }
+
 func (r Reg) String() string {
+	if r.bits == 8 && r.high() {
+		return [4]string{"ah", "ch", "dh", "bh"}[r.num&3]
+	}
 	names, ok := regNames[r.bits]
 	if !ok || r.num > 15 {
 		return fmt.Sprintf("reg(%d,%d)", r.num, r.bits)
@@ -112,6 +121,14 @@ func (i Imm) String() string {
 	}
 	return fmt.Sprintf("%#x", int64(i))
 }
+
+// Addr is the address of a label as a 32-bit immediate (MOV r32, PUSH): the program is
+// mapped below 2 GiB, so an absolute address is 2 bytes shorter than a RIP-relative LEA.
+type Addr asm.Label
+
+func (a Addr) operand() {}
+
+func (a Addr) String() string { return string(a) }
 
 // Cond is a condition code, as in Jcc and CMOVcc.
 type Cond uint8
