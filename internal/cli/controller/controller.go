@@ -98,7 +98,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if f.webhook && f.webhookCertDir == "" && f.namespace == "" {
 		return fmt.Errorf("the webhook's own TLS needs --namespace (or --webhook-cert-dir, or --webhook=false)")
 	}
-	log := zap.New(zap.WriteTo(streams.ErrOut), zap.JSONEncoder())
+	log := quietReleasedLease(zap.New(zap.WriteTo(streams.ErrOut), zap.JSONEncoder()))
 	ctrl.SetLogger(log)
 	var cfg *rest.Config
 	if f.kubeconfig != "" {
