@@ -9,12 +9,14 @@ import "github.com/go-logr/logr"
 //
 // client-go calls OnStoppedLeading whenever the elector ends, also when we released
 // the Lease ourselves, and the manager reports that as a loss if its stop procedure
-// is still reading errors. An error line on every rollout of the controller would page
+// is still reading errors. An error line on some rollouts of the controller would page
 // people for nothing, so that one line is logged at info. A real loss while running
 // is not this message: Start returns it and napctl exits non-zero.
 const (
 	afterStopMsg = "error received after stop sequence was engaged"
 	lostLeaseErr = "leader election lost"
+
+	releasedReason = "the Lease was released on stop"
 )
 
 // shutdownLogSink passes everything to its sink, except the line above, at info.
@@ -31,7 +33,7 @@ func (s shutdownLogSink) Init(info logr.RuntimeInfo) {
 
 func (s shutdownLogSink) Error(err error, msg string, kv ...any) {
 	if msg == afterStopMsg && err != nil && err.Error() == lostLeaseErr {
-		s.LogSink.Info(0, msg, append([]any{"reason", "the Lease was released on stop", "error", err.Error()}, kv...)...)
+		s.LogSink.Info(0, msg, append([]any{"reason", releasedReason, "error", lostLeaseErr}, kv...)...)
 		return
 	}
 	s.LogSink.Error(err, msg, kv...)
