@@ -2,7 +2,6 @@ package drain
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -194,9 +193,17 @@ func listen(addr, def string) (net.Listener, error) {
 }
 
 // Serve serves on l until drained. It returns nil after a clean drain.
+//
+// With srv.TLSConfig set it serves TLS, as http.Server.ServeTLS does (HTTP/2 offered by
+// ALPN), with the certificates from TLSConfig.Certificates, GetCertificate or
+// GetConfigForClient. A TLSConfig with none of them is an error: a server configured
+// for TLS never falls back to plain HTTP.
 func (d *Drainer) Serve(ctx context.Context, l net.Listener) error {
-	if d.srv.TLSConfig != nil && len(d.srv.TLSConfig.Certificates) > 0 {
-		l = tls.NewListener(l, d.srv.TLSConfig)
+	if c := d.srv.TLSConfig; c != nil {
+		if len(c.Certificates) == 0 && c.GetCertificate == nil && c.GetConfigForClient == nil {
+			return errors.New("drain: srv.TLSConfig has no certificate source (Certificates, GetCertificate or GetConfigForClient)")
+		}
+		return d.run(ctx, httpServer{srv: d.srv, serve: func() error { return d.srv.ServeTLS(l, "", "") }})
 	}
 	return d.run(ctx, httpServer{srv: d.srv, serve: func() error { return d.srv.Serve(l) }})
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -139,4 +140,83 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 	return certFile, keyFile, pool
+}
+
+// TestServeTLSConfig: Serve with a TLSConfig serves TLS and offers HTTP/2, whichever
+// source the certificate comes from; a TLSConfig with no certificate is refused rather
+// than served as plain HTTP.
+func TestServeTLSConfig(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  *tls.Config
+	}{
+		{name: "Certificates", cfg: &tls.Config{Certificates: []tls.Certificate{cert}}},
+		{name: "GetCertificate", cfg: &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }}},
+		{name: "GetConfigForClient", cfg: &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}, nil
+		}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, h2 := range []bool{true, false} {
+				mux := http.NewServeMux()
+				srv := &http.Server{Handler: mux, TLSConfig: c.cfg.Clone(), ErrorLog: log.New(io.Discard, "", 0)}
+				d := New(srv, Options{Delay: 50 * time.Millisecond, Timeout: 2 * time.Second, Logger: quiet()})
+				mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Proto) })
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- d.Serve(ctx, l) }()
+				tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: h2}
+				if !h2 {
+					tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // HTTP/1.1 only
+				}
+				client := &http.Client{Transport: tr, Timeout: 2 * time.Second}
+				resp, err := client.Get("https://" + l.Addr().String() + "/")
+				if err != nil {
+					t.Fatalf("h2 %v: %v", h2, err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := "HTTP/1.1"
+				if h2 {
+					want = "HTTP/2.0"
+				}
+				if resp.TLS == nil || string(body) != want {
+					t.Errorf("h2 %v: TLS %v, served %q; want TLS and %s", h2, resp.TLS != nil, body, want)
+				}
+				// Plain HTTP on the same port gets no page.
+				if resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + l.Addr().String() + "/"); err == nil {
+					if resp.StatusCode == 200 {
+						t.Errorf("plain HTTP served with a TLSConfig set")
+					}
+					resp.Body.Close()
+				}
+				tr.CloseIdleConnections()
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatalf("Serve: %v", err)
+				}
+			}
+		})
+	}
+	t.Run("no certificate", func(t *testing.T) {
+		srv := &http.Server{Handler: http.NewServeMux(), TLSConfig: &tls.Config{MinVersion: tls.VersionTLS13}}
+		d := New(srv, Options{Delay: time.Millisecond, Timeout: time.Second, Logger: quiet()})
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if err := d.Serve(context.Background(), l); err == nil || !strings.Contains(err.Error(), "no certificate source") {
+			t.Errorf("Serve: %v, want an error naming the missing certificate", err)
+		}
+	})
 }

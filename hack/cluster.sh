@@ -6,6 +6,7 @@
 #   hack/cluster.sh up     start it (idempotent: a running cluster is left as it is)
 #   hack/cluster.sh down   stop it and remove everything it made (idempotent)
 #   hack/cluster.sh env    print KUBECONFIG=... for the running cluster
+#   hack/cluster.sh contained   exit 0 when every cluster range routes to a local device
 #
 # Every setting here is one that was needed; docs/testing.md says why for each.
 set -euo pipefail
@@ -17,6 +18,10 @@ NODE_IP=${NAP_NODE_IP:-10.77.0.1}        # a /32 on lo: the kubelet refuses loop
 POD_CIDR=10.78.0.0/16
 NODE_POD_CIDR=10.78.0.0/24
 SVC_CIDR=10.79.0.0/24
+# Every range of the cluster is routed to the bridge before any component starts, so that
+# an address nothing answers for yet (a ClusterIP kube-proxy has not programmed, a pod IP
+# outside this node's /24) dies here instead of following the default route off the machine.
+CONTAINED_CIDRS="$POD_CIDR $SVC_CIDR"
 SVC_IP=10.79.0.1
 NODE=nap-node
 BRIDGE=nap0
@@ -91,6 +96,31 @@ kubeconfig() { # name cert
   "$B/kubectl" config use-context nap --kubeconfig="$D/$1.kubeconfig" >/dev/null
 }
 
+# contain makes the bridge (CNI's bridge plugin adopts an existing one) and routes every
+# cluster range to it. Not a blackhole route: a host connect to a ClusterIP is routed
+# before kube-proxy's DNAT, so the first look-up must find a device. An address that is
+# not DNATed goes out on a bridge with no one behind it and times out locally.
+contain() {
+  ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+  ip link set "$BRIDGE" up
+  local cidr
+  for cidr in $CONTAINED_CIDRS; do
+    ip route replace "$cidr" dev "$BRIDGE"
+  done
+  contained || { log "a cluster range still routes off the machine"; exit 1; }
+}
+
+# contained says whether the last usable address of every cluster range routes to a
+# device of this cluster (the bridge or lo). `ip route get` sends nothing.
+contained() {
+  local cidr last dev
+  for cidr in $CONTAINED_CIDRS; do
+    last=$(python3 -c 'import ipaddress,sys; n=ipaddress.ip_network(sys.argv[1]); print(n.network_address+n.num_addresses-2)' "$cidr")
+    dev=$(ip route get "$last" 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -1)
+    case "$dev" in "$BRIDGE"|lo) ;; *) log "$last ($cidr) routes to '${dev:-nothing}'"; return 1 ;; esac
+  done
+}
+
 up() {
   [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
   bins
@@ -101,6 +131,7 @@ up() {
     fi
     ip addr add "$NODE_IP/32" dev lo
   fi
+  contain
   certs
   for k in admin controller-manager scheduler kube-proxy kubelet; do
     [ -f "$D/$k.kubeconfig" ] || kubeconfig "$k" "$k"
@@ -255,7 +286,6 @@ down() {
     iptables -t "$table" -S 2>/dev/null | grep -E '^-N (CNI-|KUBE-)' | awk '{print $2}' |
       while read -r ch; do iptables -t "$table" -X "$ch" 2>/dev/null || true; done
   done
-  ip link del "$BRIDGE" 2>/dev/null || true
   for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
   ip addr del "$NODE_IP/32" dev lo 2>/dev/null || true
   # What the kubelet and containerd mounted under the cluster folder, and their cgroups.
@@ -266,10 +296,16 @@ down() {
     [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   rm -rf "$D" /var/lib/cni/networks/nap 2>/dev/null || true
+  # Last, once nothing can send to the cluster's ranges any more: the bridge and with it
+  # the routes that kept them on the machine.
+  ip link del "$BRIDGE" 2>/dev/null || true
   left=()
   pgrep -f "$D" >/dev/null && left+=("processes: $(pgrep -f "$D" | tr '\n' ' ')")
   ip -4 addr show dev lo | grep -q " $NODE_IP/32" && left+=("$NODE_IP on lo")
   ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
+  for cidr in $CONTAINED_CIDRS; do
+    ip route show "$cidr" | grep -q . && left+=("route $cidr")
+  done
   iptables-save 2>/dev/null | grep -qE '(KUBE|CNI)-' && left+=("iptables chains")
   grep -q " $D" /proc/mounts && left+=("mounts under $D")
   [ -e "$D" ] && left+=("$D")
@@ -284,5 +320,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   env) echo "KUBECONFIG=$KCFG" ;;
-  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+  contained) contained ;;
+  *) echo "usage: $0 up|down|env|contained" >&2; exit 2 ;;
 esac

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,10 +37,14 @@ const (
 	HTTP5xx Kind = "5xx"     // a server error status
 	Status  Kind = "status"  // another status that is not 2xx or 3xx
 	Other   Kind = "other"   // any other error
+	// Unsent: due while Options.MaxInFlight requests were still waiting for answers, so
+	// not sent at all. The prober never grows without bound; a server that holds every
+	// request shows up as timeouts followed by unsent requests.
+	Unsent Kind = "unsent"
 )
 
 // Kinds lists the kinds in report order.
-var Kinds = []Kind{OK, Refused, Reset, Timeout, EOF, HTTP5xx, Status, Other}
+var Kinds = []Kind{OK, Refused, Reset, Timeout, EOF, HTTP5xx, Status, Other, Unsent}
 
 // Options configure Run.
 type Options struct {
@@ -47,6 +53,45 @@ type Options struct {
 	Duration time.Duration // 0: until ctx ends
 	Timeout  time.Duration // per request; default 2s
 	Modes    []Mode        // default New and Reuse, taking turns
+	// MaxInFlight bounds the requests waiting for an answer; a request due while the
+	// bound is reached is not sent and counts as Unsent. Default: what Rate × Timeout
+	// needs with room to spare (at least 64), at most 100,000.
+	MaxInFlight int
+	// Retry lets Go's client resend a request, once and silently, when a reused
+	// keep-alive connection turns out to be closed before any response byte. Off by
+	// default: such a failure (EOF, reset) is counted, as most other clients would see it.
+	Retry bool
+}
+
+// DefaultMaxInFlight is the in-flight bound Run uses when Options.MaxInFlight is 0.
+func DefaultMaxInFlight(rate float64, timeout time.Duration) int {
+	n := rate*timeout.Seconds()*2 + 64
+	if n > 100_000 {
+		return 100_000
+	}
+	return int(n)
+}
+
+// Validate checks the options, naming the one that is off.
+func (o Options) Validate() error {
+	switch {
+	case math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate <= 0:
+		return fmt.Errorf("rate %v: must be a positive number", o.Rate)
+	case o.Rate > 1e6:
+		return fmt.Errorf("rate %v: at most 1,000,000 requests per second", o.Rate)
+	case o.Duration < 0:
+		return fmt.Errorf("duration %v: must not be negative", o.Duration)
+	case o.Timeout < 0:
+		return fmt.Errorf("timeout %v: must not be negative", o.Timeout)
+	case o.MaxInFlight < 0:
+		return fmt.Errorf("max-in-flight %d: must not be negative", o.MaxInFlight)
+	}
+	for _, m := range o.Modes {
+		if m != New && m != Reuse {
+			return fmt.Errorf("connection mode %q: want new or reuse", m)
+		}
+	}
+	return nil
 }
 
 // Result is one request's outcome.
@@ -63,15 +108,19 @@ type Result struct {
 // Run sends requests until ctx ends or opts.Duration has passed, calls onResult for each
 // result (from one goroutine at a time), and returns after every request has ended.
 func Run(ctx context.Context, opts Options, onResult func(Result)) error {
-	if opts.Rate <= 0 {
-		return fmt.Errorf("rate %v: must be positive", opts.Rate)
+	if err := opts.Validate(); err != nil {
+		return err
 	}
-	if opts.Timeout <= 0 {
+	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Second
 	}
 	if len(opts.Modes) == 0 {
 		opts.Modes = []Mode{New, Reuse}
 	}
+	if opts.MaxInFlight == 0 {
+		opts.MaxInFlight = DefaultMaxInFlight(opts.Rate, opts.Timeout)
+	}
+	slots := make(chan struct{}, opts.MaxInFlight)
 	req, err := http.NewRequest(http.MethodGet, opts.URL, nil)
 	if err != nil {
 		return err
@@ -118,10 +167,19 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 			return nil
 		}
 		mode := opts.Modes[i%len(opts.Modes)]
+		select {
+		case slots <- struct{}{}:
+		default:
+			mu.Lock()
+			onResult(Result{Mode: mode, Due: due, Lag: time.Since(due), Kind: Unsent, Err: "in-flight limit reached"})
+			mu.Unlock()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := do(clients[mode], req, opts.Timeout)
+			defer func() { <-slots }()
+			r := do(clients[mode], req, opts.Timeout, opts.Retry)
 			r.Mode, r.Due = mode, due
 			r.Lag = r.sent.Sub(due)
 			mu.Lock()
@@ -137,11 +195,19 @@ type sentResult struct {
 }
 
 // do sends one request and classifies what happens.
-func do(c *http.Client, base *http.Request, timeout time.Duration) sentResult {
+func do(c *http.Client, base *http.Request, timeout time.Duration, retry bool) sentResult {
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := c.Do(base.Clone(ctx))
+	req := base.Clone(ctx)
+	if !retry {
+		// Go's transport resends a request that failed on a reused connection only when
+		// the request is replayable: a GET whose Body is nil or NoBody, or has GetBody.
+		// An empty Body without GetBody is not replayable, and still goes out as a GET
+		// with no body (the transport probes it and finds it empty): no silent retry.
+		req.Body = io.NopCloser(strings.NewReader(""))
+	}
+	resp, err := c.Do(req)
 	r := sentResult{sent: sent}
 	if err == nil {
 		_, err = io.Copy(io.Discard, resp.Body)

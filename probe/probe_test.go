@@ -1,10 +1,15 @@
 package probe
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"maps"
+	"math"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,6 +93,10 @@ func probeWindow(t *testing.T, url string, start time.Time, timeout time.Duratio
 			t.Errorf("outage kinds %v, want %v among them", o.Kinds, k)
 		}
 	}
+	// Every failure here hits whatever connection a request uses: both modes see it.
+	if !slices.Equal(o.Modes, []Mode{New, Reuse}) {
+		t.Errorf("outage over %v, want both connection modes", o.Modes)
+	}
 	if o.Failed != total.Failed {
 		t.Errorf("outage has %d failures, the total %d", o.Failed, total.Failed)
 	}
@@ -166,9 +175,163 @@ func TestWindowRefused(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	for _, o := range []Options{{URL: "http://x", Rate: 0}, {URL: "ftp://x", Rate: 1}, {URL: "::", Rate: 1}} {
-		if err := Run(context.Background(), o, func(Result) {}); err == nil {
-			t.Errorf("%+v accepted", o)
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{opts: Options{URL: "http://x", Rate: 0}, want: "rate 0"},
+		{opts: Options{URL: "http://x", Rate: -5}, want: "rate -5"},
+		{opts: Options{URL: "http://x", Rate: math.NaN()}, want: "rate NaN"},
+		{opts: Options{URL: "http://x", Rate: math.Inf(1)}, want: "rate +Inf"},
+		{opts: Options{URL: "http://x", Rate: 2e6}, want: "at most"},
+		{opts: Options{URL: "http://x", Rate: 1, Duration: -time.Second}, want: "duration -1s"},
+		{opts: Options{URL: "http://x", Rate: 1, Timeout: -time.Second}, want: "timeout -1s"},
+		{opts: Options{URL: "http://x", Rate: 1, MaxInFlight: -1}, want: "max-in-flight -1"},
+		{opts: Options{URL: "http://x", Rate: 1, Modes: []Mode{"udp"}}, want: `mode "udp"`},
+		{opts: Options{URL: "ftp://x", Rate: 1}, want: "want http"},
+		{opts: Options{URL: "::", Rate: 1}, want: "missing protocol scheme"},
+	} {
+		sent := 0
+		err := Run(context.Background(), c.opts, func(Result) { sent++ })
+		if err == nil || !strings.Contains(err.Error(), c.want) || sent != 0 {
+			t.Errorf("%+v: error %v, %d results; want an error with %q and nothing sent", c.opts, err, sent, c.want)
+		}
+	}
+}
+
+// Status codes are counted one by one, in the totals, per mode and per bucket, and the
+// text report names them.
+func TestStatusCodes(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		switch n.Add(1) % 4 {
+		case 0:
+			w.WriteHeader(http.StatusNotFound)
+		case 1:
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}))
+	start := time.Now()
+	rep := NewReport(start, 250*time.Millisecond)
+	opts := Options{URL: url, Rate: 200, Duration: time.Second}
+	if err := Run(context.Background(), opts, rep.Add); err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summarize(opts, time.Since(start), nil)
+	if s.Total.Requests != 200 {
+		t.Fatalf("%d requests, want 200", s.Total.Requests)
+	}
+	if got := map[int]int{404: 50, 502: 50, 200: 100}; !maps.Equal(s.Total.ByStatus, got) {
+		t.Errorf("by status %v, want %v", s.Total.ByStatus, got)
+	}
+	if s.Total.ByKind[Status] != 50 || s.Total.ByKind[HTTP5xx] != 50 {
+		t.Errorf("by kind %v", s.Total.ByKind)
+	}
+	perMode, perBucket := 0, 0
+	for _, c := range s.Modes {
+		perMode += c.ByStatus[404]
+	}
+	for _, b := range s.Buckets {
+		perBucket += b.ByStatus[404]
+	}
+	if perMode != 50 || perBucket != 50 {
+		t.Errorf("404s: %d over the modes, %d over the buckets; want 50 each", perMode, perBucket)
+	}
+	var text strings.Builder
+	if err := Text(&text, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"status 50: 404 ×50", "5xx 50: 502 ×50", "status codes  200 ×100, 404 ×50, 502 ×50", "no silent resend"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	var js strings.Builder
+	if err := JSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"by_status": {`) || !strings.Contains(js.String(), `"404": 50`) || !strings.Contains(js.String(), `"keepalive_retry": false`) {
+		t.Errorf("JSON lacks the status counts or the retry setting:\n%s", js.String())
+	}
+}
+
+// A server that holds every request: at most MaxInFlight are outstanding, the rest are
+// counted as unsent, and nothing is spawned for them.
+func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var got atomic.Int64
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	rep := NewReport(time.Now(), time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{URL: url, Rate: 200, Duration: 500 * time.Millisecond, Timeout: 5 * time.Second, MaxInFlight: 10}, rep.Add)
+	}()
+	time.Sleep(700 * time.Millisecond)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tot := rep.Total()
+	if tot.Requests != 100 || tot.ByKind[OK] != 10 || tot.ByKind[Unsent] != 90 || tot.Failed != 90 || got.Load() != 10 {
+		t.Errorf("%d requests %v, %d reached the server; want 100: 10 ok (the in-flight bound), 90 unsent, 10 at the server", tot.Requests, tot.ByKind, got.Load())
+	}
+}
+
+// keepAliveCloser answers the first request of each connection with keep-alive, reads
+// the second and closes the connection without a response: what a server shutting down
+// does to a request that raced its close. New connections always get the first answer.
+func keepAliveCloser(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+				http.ReadRequest(br) // then close, answering nothing
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// Go's client resends a request that failed on a reused connection. Without Retry the
+// probe counts what other clients would see; with it, as Go clients do, it hides it.
+func TestKeepAliveRetry(t *testing.T) {
+	t.Parallel()
+	url := keepAliveCloser(t)
+	for _, c := range []struct {
+		retry bool
+		fails bool
+	}{{retry: false, fails: true}, {retry: true, fails: false}} {
+		rep := NewReport(time.Now(), time.Second)
+		// One request at a time, so the second one always goes over the pooled connection.
+		if err := Run(context.Background(), Options{URL: url, Rate: 20, Duration: 500 * time.Millisecond, Modes: []Mode{Reuse}, Retry: c.retry}, rep.Add); err != nil {
+			t.Fatal(err)
+		}
+		tot := rep.Total()
+		if tot.Requests != 10 || (tot.Failed > 0) != c.fails || c.fails && tot.ByKind[EOF] == 0 {
+			t.Errorf("retry %v: %d requests, %d failed %v; want failures (EOF) %v", c.retry, tot.Requests, tot.Failed, tot.ByKind, c.fails)
 		}
 	}
 }

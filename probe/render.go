@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -14,6 +15,8 @@ import (
 type Summary struct {
 	URL             string           `json:"url"`
 	Rate            float64          `json:"rate"`
+	Retry           bool             `json:"keepalive_retry"` // Options.Retry: Go's silent resend on a closed keep-alive connection
+	MaxInFlight     int              `json:"max_in_flight"`
 	BucketSeconds   float64          `json:"bucket_seconds"`
 	DurationSeconds float64          `json:"duration_seconds"`
 	Total           Counts           `json:"total"`
@@ -33,8 +36,8 @@ type CommandResult struct {
 	Seconds  float64 `json:"seconds"`
 }
 
-// Summarize collects the report for output.
-func (r *Report) Summarize(url string, rate float64, elapsed time.Duration, cmd *CommandResult) Summary {
+// Summarize collects the report of a Run with opts for output.
+func (r *Report) Summarize(opts Options, elapsed time.Duration, cmd *CommandResult) Summary {
 	outages := r.Outages()
 	if outages == nil {
 		outages = []Outage{}
@@ -44,7 +47,7 @@ func (r *Report) Summarize(url string, rate float64, elapsed time.Duration, cmd 
 		buckets = []Bucket{}
 	}
 	return Summary{
-		URL: url, Rate: rate, BucketSeconds: r.Bucket.Seconds(), DurationSeconds: elapsed.Seconds(),
+		URL: opts.URL, Rate: opts.Rate, Retry: opts.Retry, MaxInFlight: cmp.Or(opts.MaxInFlight, DefaultMaxInFlight(opts.Rate, cmp.Or(opts.Timeout, 2*time.Second))), BucketSeconds: r.Bucket.Seconds(), DurationSeconds: elapsed.Seconds(),
 		Total: r.Total(), Modes: r.Totals, Outages: outages, LongestOutage: r.LongestOutage().Seconds(),
 		Latency: r.Latency(), SendLag: r.Lag(), Buckets: buckets, Command: cmd,
 	}
@@ -57,17 +60,42 @@ func JSON(w io.Writer, s Summary) error {
 	return e.Encode(s)
 }
 
+// kindsLine names the failures of c by kind, and the statuses behind the status kinds:
+// " (refused 3, 5xx 12: 502 ×9, 503 ×3)".
 func kindsLine(c Counts) string {
 	var parts []string
 	for _, k := range Kinds {
-		if n := c.ByKind[k]; n > 0 && k != OK {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		n := c.ByKind[k]
+		if n == 0 || k == OK {
+			continue
 		}
+		p := fmt.Sprintf("%s %d", k, n)
+		if codes := statusesOf(c, k); codes != "" {
+			p += ": " + codes
+		}
+		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// statusesOf lists the status codes of c that fall in kind k ("" for all of them),
+// "502 ×9, 503 ×3".
+func statusesOf(c Counts, k Kind) string {
+	codes := make([]int, 0, len(c.ByStatus))
+	for code := range c.ByStatus {
+		if k == "" || classify(code, nil) == k {
+			codes = append(codes, code)
+		}
+	}
+	slices.Sort(codes)
+	s := make([]string, len(codes))
+	for i, code := range codes {
+		s[i] = fmt.Sprintf("%d ×%d", code, c.ByStatus[code])
+	}
+	return strings.Join(s, ", ")
 }
 
 // Text writes the human summary.
@@ -82,6 +110,14 @@ func Text(w io.Writer, s Summary) error {
 	for _, m := range modes {
 		c := s.Modes[m]
 		fmt.Fprintf(&b, "  %-5s %d requests, %d failed%s\n", m, c.Requests, c.Failed, kindsLine(*c))
+	}
+	if codes := statusesOf(s.Total, ""); codes != "" {
+		fmt.Fprintf(&b, "status codes  %s\n", codes)
+	}
+	if s.Retry {
+		b.WriteString("keep-alive    a request on a closed keep-alive connection was resent once, silently (--retry), as Go clients do\n")
+	} else {
+		b.WriteString("keep-alive    no silent resend: a request on a closed keep-alive connection counts as failed\n")
 	}
 	fmt.Fprintf(&b, "latency (ok)  p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms\n", s.Latency.P50, s.Latency.P90, s.Latency.P99, s.Latency.Max)
 	fmt.Fprintf(&b, "send lag      p50 %.3fms  p99 %.3fms  max %.3fms\n", s.SendLag.P50, s.SendLag.P99, s.SendLag.Max)

@@ -16,21 +16,44 @@ type Report struct {
 	fails        []Result // every failure, for outages
 }
 
-// Counts are results by kind.
+// Counts are results by kind and by HTTP status.
 type Counts struct {
 	Requests int          `json:"requests"`
 	Failed   int          `json:"failed"`
 	ByKind   map[Kind]int `json:"by_kind"`
+	// ByStatus counts the responses by HTTP status code, successful or not; requests
+	// that got no response are not in it.
+	ByStatus map[int]int `json:"by_status"`
 }
 
-func (c *Counts) add(k Kind) {
+func (c *Counts) add(r Result) {
 	if c.ByKind == nil {
 		c.ByKind = map[Kind]int{}
+		c.ByStatus = map[int]int{}
 	}
 	c.Requests++
-	c.ByKind[k]++
-	if k != OK {
+	c.ByKind[r.Kind]++
+	if r.Code != 0 {
+		c.ByStatus[r.Code]++
+	}
+	if r.Kind != OK {
 		c.Failed++
+	}
+}
+
+// merge adds o to c.
+func (c *Counts) merge(o Counts) {
+	if c.ByKind == nil {
+		c.ByKind = map[Kind]int{}
+		c.ByStatus = map[int]int{}
+	}
+	c.Requests += o.Requests
+	c.Failed += o.Failed
+	for k, n := range o.ByKind {
+		c.ByKind[k] += n
+	}
+	for code, n := range o.ByStatus {
+		c.ByStatus[code] += n
 	}
 }
 
@@ -70,11 +93,11 @@ func (r *Report) Add(res Result) {
 		n := len(r.Buckets)
 		r.Buckets = append(r.Buckets, Bucket{Offset: time.Duration(n) * r.Bucket, OffsetSeconds: (time.Duration(n) * r.Bucket).Seconds()})
 	}
-	r.Buckets[i].add(res.Kind)
+	r.Buckets[i].add(res)
 	if r.Totals[res.Mode] == nil {
 		r.Totals[res.Mode] = &Counts{}
 	}
-	r.Totals[res.Mode].add(res.Kind)
+	r.Totals[res.Mode].add(res)
 	r.lag.Record(res.Lag)
 	if res.Kind == OK {
 		r.latency.Record(res.Latency)
@@ -85,14 +108,9 @@ func (r *Report) Add(res Result) {
 
 // Total is every mode together.
 func (r *Report) Total() Counts {
-	var t Counts
-	t.ByKind = map[Kind]int{}
+	t := Counts{ByKind: map[Kind]int{}, ByStatus: map[int]int{}}
 	for _, c := range r.Totals {
-		t.Requests += c.Requests
-		t.Failed += c.Failed
-		for k, n := range c.ByKind {
-			t.ByKind[k] += n
-		}
+		t.merge(*c)
 	}
 	return t
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -125,10 +126,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, v variant, rollouts int, ra
 	pctx, stop := context.WithCancel(ctx)
 	start := time.Now()
 	rep := probe.NewReport(start, 500*time.Millisecond)
+	opts := probe.Options{URL: url, Rate: rate, Timeout: 2 * time.Second}
 	done := make(chan error, 1)
-	go func() {
-		done <- probe.Run(pctx, probe.Options{URL: url, Rate: rate, Timeout: 2 * time.Second}, rep.Add)
-	}()
+	go func() { done <- probe.Run(pctx, opts, rep.Add) }()
 	time.Sleep(2 * time.Second)
 	for i := range rollouts {
 		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"nap.dev/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano)+strconv.Itoa(i))
@@ -142,7 +142,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, v variant, rollouts int, ra
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	return downtime{ns: ns, variant: v, rollouts: rollouts, summary: rep.Summarize(url, rate, time.Since(start), nil)}
+	return downtime{ns: ns, variant: v, rollouts: rollouts, summary: rep.Summarize(opts, time.Since(start), nil)}
 }
 
 func injectManifest(t *testing.T, src []byte, opts kube.InjectOptions) []byte {
@@ -178,18 +178,23 @@ func waitRolledOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Fatalf("rollout in %s not done after 3 minutes", ns)
 }
 
-// waitServing waits until the Service answers (kube-proxy has its rules).
+// waitServing waits until url answers (kube-proxy has its rules, the pod listens): one
+// request at a time with a short timeout, for at most 30 s, before any load is sent.
 func waitServing(t *testing.T, url string) {
 	t.Helper()
-	for i := 0; i < 100; i++ {
-		rep := probe.NewReport(time.Now(), time.Second)
-		probe.Run(context.Background(), probe.Options{URL: url, Rate: 20, Duration: 250 * time.Millisecond, Timeout: time.Second}, rep.Add)
-		if tot := rep.Total(); tot.Requests > 0 && tot.Failed == 0 {
-			return
+	c := &http.Client{Timeout: time.Second}
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var resp *http.Response
+		if resp, err = c.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s never answered", url)
+	t.Fatalf("%s never answered: %v", url, err)
 }
 
 func (d downtime) row() string {

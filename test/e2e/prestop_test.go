@@ -207,10 +207,12 @@ func TestNapBinaryPreStop(t *testing.T) {
 	ns := namespace(t, cs)
 	pod := deploy(t, cs, ns, inject(t, kube.InjectOptions{Mode: kube.ModeBinary, Delay: "4s"}))
 	// The pod keeps serving while the hook holds it: probe it directly for 3 of the 4s.
+	url := "http://" + pod.Status.PodIP + ":8080/"
+	waitServing(t, url)
 	rep := probe.NewReport(time.Now(), time.Second)
 	served := make(chan error, 1)
 	go func() {
-		served <- probe.Run(context.Background(), probe.Options{URL: "http://" + pod.Status.PodIP + ":8080/", Rate: 20, Duration: 3 * time.Second, Timeout: time.Second}, rep.Add)
+		served <- probe.Run(context.Background(), probe.Options{URL: url, Rate: 20, Duration: 3 * time.Second, Timeout: time.Second}, rep.Add)
 	}()
 	took, reasons := terminate(t, cs, pod)
 	if err := <-served; err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,19 +48,40 @@ func TestProbeCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "requests failed (--max-failures 0)") {
 		t.Errorf("failures over --max-failures: exit %d, %s", code, stderr)
 	}
-	for _, args := range [][]string{{"probe"}, {"probe", "ftp://x"}, {"probe", srv.URL, "--conn", "udp"}, {"probe", srv.URL, "--plot", "x.png"}} {
-		if code, stdout, _ := runNapctl(args...); code != 1 || stdout != "" {
-			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"probe"}, want: "accepts 1 arg"},
+		{args: []string{"probe", "ftp://x"}, want: "want http"},
+		{args: []string{"probe", srv.URL, "--conn", "udp"}, want: `--conn "udp"`},
+		{args: []string{"probe", srv.URL, "--plot", "x.png"}, want: "--plot"},
+		{args: []string{"probe", srv.URL, "--rate", "NaN"}, want: "--rate NaN: must be a positive number"},
+		{args: []string{"probe", srv.URL, "--rate", "+Inf"}, want: "--rate +Inf"},
+		{args: []string{"probe", srv.URL, "--rate", "0"}, want: "--rate 0"},
+		{args: []string{"probe", srv.URL, "--rate", "-3"}, want: "--rate -3"},
+		{args: []string{"probe", srv.URL, "--duration", "0s"}, want: "--duration 0s: must be positive"},
+		{args: []string{"probe", srv.URL, "--duration", "-1s"}, want: "--duration -1s"},
+		{args: []string{"probe", srv.URL, "--timeout", "0s"}, want: "--timeout 0s"},
+		{args: []string{"probe", srv.URL, "--bucket", "-1s"}, want: "--bucket -1s"},
+		{args: []string{"probe", srv.URL, "--settle", "-1s"}, want: "--settle -1s"},
+		{args: []string{"probe", srv.URL, "--max-in-flight", "-1"}, want: "--max-in-flight -1"},
+	} {
+		if code, stdout, stderr := runNapctl(c.args...); code != 1 || stdout != "" || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, stdout, stderr, c.want)
 		}
 	}
 }
 
 // Ctrl-C stops the probe and prints the report so far.
 func TestProbeInterrupt(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	first := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { once.Do(func() { close(first) }) }))
 	defer srv.Close()
 	go func() {
-		time.Sleep(700 * time.Millisecond) // the command has registered for SIGINT by then
+		// The first request reaches the server after the command registered for SIGINT.
+		<-first
 		syscall.Kill(os.Getpid(), syscall.SIGINT)
 	}()
 	start := time.Now()

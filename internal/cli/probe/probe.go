@@ -34,6 +34,8 @@ type flags struct {
 	output      string
 	plot        string
 	maxFailures int
+	maxInFlight int
+	retry       bool
 }
 
 // NewCommand returns the probe command.
@@ -62,6 +64,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
 	fl.StringVar(&f.plot, "plot", "", "also write a timeline plot: FILE.svg or FILE.html")
 	fl.IntVar(&f.maxFailures, "max-failures", 0, "exit 1 when more requests than this failed")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "requests waiting for an answer at most; one due beyond it is not sent and counts as unsent (default: 2 × rate × timeout + 64)")
+	fl.BoolVar(&f.retry, "retry", false, "let a request on a keep-alive connection found closed be resent once, silently, as Go clients do (default: counted as failed, as most clients see it)")
 	return cmd
 }
 
@@ -84,15 +88,26 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	if ext := filepath.Ext(f.plot); f.plot != "" && ext != ".svg" && ext != ".html" {
 		return fmt.Errorf("--plot %q: want a .svg or .html file", f.plot)
 	}
-	if f.rate <= 0 || f.bucket <= 0 || f.timeout <= 0 {
-		return fmt.Errorf("--rate, --bucket and --timeout must be positive")
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--duration", f.duration}, {"--bucket", f.bucket}, {"--timeout", f.timeout}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s %v: must be positive", d.name, d.v)
+		}
+	}
+	if f.settle < 0 {
+		return fmt.Errorf("--settle %v: must not be negative", f.settle)
+	}
+	opts := probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry}
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("--%w", err)
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: report so far
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes}
 	var cmdResult *probe.CommandResult
 	var cmdErr error
 	var wg sync.WaitGroup
@@ -160,7 +175,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	if err != nil {
 		return err
 	}
-	s := rep.Summarize(url, f.rate, elapsed, cmdResult)
+	s := rep.Summarize(opts, elapsed, cmdResult)
 	var out bytes.Buffer
 	if f.output == "json" {
 		err = probe.JSON(&out, s)
