@@ -37,6 +37,13 @@ import (
 const (
 	SecretCAKey   = "ca.crt"
 	SecretCAKeyPK = "ca.key"
+	// SecretNextCAKeyPK holds the key of a new CA while it waits to be trusted: the
+	// first phase of a CA rotation. Its certificate is already in ca.crt.
+	SecretNextCAKeyPK = "ca-next.key"
+	// PublishedAnnotation on the Secret records when the webhook configuration was
+	// first seen carrying the new CA; the serving certificate switches to it TrustDelay
+	// later, the second phase.
+	PublishedAnnotation = "nap.dev/ca-next-published"
 )
 
 // certNotAfter lets an alert fire long before the webhook's certificate expires, should
@@ -70,6 +77,12 @@ type Certs struct {
 	// Interval between checks (default 1 minute). A check is two GETs; it writes only
 	// when something is missing, expiring or different.
 	Interval time.Duration
+	// TrustDelay is how long a new CA must have been in the webhook configuration's
+	// caBundle before the serving certificate switches to one it signed (default 2
+	// minutes): the API server reads webhook configurations through an informer, and
+	// until it has the new bundle a certificate of the new CA would fail its handshake
+	// (failurePolicy Ignore: pods admitted without the hook).
+	TrustDelay time.Duration
 	// Now is the clock (default time.Now); tests move it.
 	Now func() time.Time
 	Log logr.Logger
@@ -138,11 +151,17 @@ func (c *Certs) Start(ctx context.Context) error {
 
 // Ensure makes the Secret and the webhook configuration right and loads the
 // certificate. It writes nothing when both are right.
+//
+// A CA is rotated in two phases. First the new CA joins the bundle (Secret and
+// caBundle) while the serving certificate stays that of the old CA. Once the caBundle
+// has been seen carrying it (PublishedAnnotation) for TrustDelay, a serving certificate
+// of the new CA replaces the old one. The API server never meets a certificate it does
+// not trust yet.
 func (c *Certs) Ensure(ctx context.Context) error {
-	var bundle []byte
+	var s *corev1.Secret
 	for attempt := 0; ; attempt++ {
 		var err error
-		bundle, err = c.ensureSecret(ctx)
+		s, err = c.ensureSecret(ctx)
 		if err == nil {
 			break
 		}
@@ -156,14 +175,37 @@ func (c *Certs) Ensure(ctx context.Context) error {
 		return nil
 	}
 	for attempt := 0; ; attempt++ {
-		err := c.ensureCABundle(ctx, bundle)
-		if err == nil || attempt >= 3 || !apierrors.IsConflict(err) {
+		err := c.ensureCABundle(ctx, s.Data[SecretCAKey])
+		if err == nil {
+			break
+		}
+		if attempt >= 3 || !apierrors.IsConflict(err) {
 			return err
 		}
 	}
+	// The caBundle now carries the pending CA: start its TrustDelay (once). A conflict
+	// means another replica wrote; the next check sees what it wrote.
+	if len(s.Data[SecretNextCAKeyPK]) > 0 && s.Annotations[PublishedAnnotation] == "" {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[PublishedAnnotation] = c.now().UTC().Format(time.RFC3339Nano)
+		if err := c.Client.Update(ctx, s); err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("secret %s/%s: %w", c.Namespace, c.SecretName, err)
+		}
+		c.Log.Info("new webhook CA published; the serving certificate switches to it after the trust delay", "trustDelay", c.trustDelay().String())
+	}
+	return nil
 }
 
-func (c *Certs) ensureSecret(ctx context.Context) ([]byte, error) {
+func (c *Certs) trustDelay() time.Duration {
+	if c.TrustDelay == 0 {
+		return 2 * time.Minute
+	}
+	return c.TrustDelay
+}
+
+func (c *Certs) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.SecretName}
 	var s corev1.Secret
 	err := c.Client.Get(ctx, key, &s)
@@ -171,17 +213,25 @@ func (c *Certs) ensureSecret(ctx context.Context) ([]byte, error) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("secret %s: %w", key, err)
 	}
-	data, changed, err := c.renew(s.Data)
+	var published time.Time
+	if a := s.Annotations[PublishedAnnotation]; a != "" {
+		published, _ = time.Parse(time.RFC3339Nano, a) // unreadable: as if not yet published
+	}
+	data, changed, err := c.renew(s.Data, published)
 	if err != nil {
 		return nil, err
 	}
 	if changed {
+		oldNext := s.Data[SecretNextCAKeyPK]
 		s.Data = data
 		s.Type = corev1.SecretTypeTLS
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
 		s.Labels["app.kubernetes.io/managed-by"] = ManagedBy
+		if len(data[SecretNextCAKeyPK]) == 0 || !bytes.Equal(data[SecretNextCAKeyPK], oldNext) {
+			delete(s.Annotations, PublishedAnnotation) // promoted, or a different pending CA
+		}
 		if exists {
 			err = c.Client.Update(ctx, &s)
 		} else {
@@ -201,7 +251,7 @@ func (c *Certs) ensureSecret(ctx context.Context) ([]byte, error) {
 		certNotAfter.Set(float64(leaf.NotAfter.Unix()))
 	}
 	c.cert.Store(&cert)
-	return data[SecretCAKey], nil
+	return &s, nil
 }
 
 func (c *Certs) ensureCABundle(ctx context.Context, bundle []byte) error {
@@ -238,10 +288,19 @@ func (c *Certs) hosts() []string {
 }
 
 // renew returns the Secret data as it should be now, and whether that differs from
-// data. The rules: expired CAs leave the bundle; a CA with less than a third of its
-// life left is replaced (the old one stays in the bundle); a serving certificate is
-// replaced when its CA was, when a third of its life is left, or when its names differ.
-func (c *Certs) renew(data map[string][]byte) (map[string][]byte, bool, error) {
+// data; published is when the caBundle was first seen with the pending CA (zero: not
+// yet). The rules:
+//   - expired CAs leave the bundle;
+//   - no usable CA (none, or its key lost): a new CA signs a new serving certificate at
+//     once, as nothing the API server trusts is being served anyway;
+//   - a CA with less than a third of its life left gets a successor, pending: it joins
+//     the bundle and its key waits in ca-next.key (phase one);
+//   - a pending CA becomes the signing CA once published for TrustDelay, or at once
+//     when there is no webhook configuration to wait for (phase two); the old CA stays
+//     in the bundle until it expires;
+//   - a serving certificate is replaced when its CA is no longer the signing one, when a
+//     third of its life is left, or when its names differ.
+func (c *Certs) renew(data map[string][]byte, published time.Time) (map[string][]byte, bool, error) {
 	now := c.now()
 	caLife, certLife := c.validity()
 	var cas []*x509.Certificate
@@ -255,41 +314,97 @@ func (c *Certs) renew(data map[string][]byte) (map[string][]byte, bool, error) {
 			cas = append(cas, ca)
 		}
 	}
-	caKey, _ := parseKey(data[SecretCAKeyPK])
 	fresh := func(cert *x509.Certificate, life time.Duration) bool {
 		return cert.NotAfter.Sub(now) > life/3 && !now.Before(cert.NotBefore)
 	}
-	out := map[string][]byte{SecretCAKeyPK: data[SecretCAKeyPK]}
+	// signing: the CA whose key is ca.key; next: the one whose key is ca-next.key.
+	keyed := func(k []byte) (*x509.Certificate, *ecdsa.PrivateKey) {
+		key, err := parseKey(k)
+		if err != nil {
+			return nil, nil
+		}
+		for _, ca := range cas {
+			if publicKeyMatches(ca, key) {
+				return ca, key
+			}
+		}
+		return nil, nil
+	}
+	signing, signingKey := keyed(data[SecretCAKeyPK])
+	next, nextKey := keyed(data[SecretNextCAKeyPK])
 	changed := false
-	if len(cas) == 0 || caKey == nil || !fresh(cas[0], caLife) || !publicKeyMatches(cas[0], caKey) {
+	switch {
+	case signing == nil:
 		ca, key, err := newCA(now, caLife)
 		if err != nil {
 			return nil, false, err
 		}
-		cas = append([]*x509.Certificate{ca}, cas...)
-		caKey = key
-		out[SecretCAKeyPK] = marshalKey(key)
+		cas = append(cas, ca)
+		signing, signingKey, next, nextKey = ca, key, nil, nil
+		changed = true
+	case next == nil && !fresh(signing, caLife):
+		ca, key, err := newCA(now, caLife)
+		if err != nil {
+			return nil, false, err
+		}
+		cas = append(cas, ca)
+		next, nextKey = ca, key
 		changed = true
 	}
+	if next != nil && (c.WebhookConfiguration == "" || !published.IsZero() && now.Sub(published) >= c.trustDelay()) {
+		signing, signingKey, next, nextKey = next, nextKey, nil, nil
+		changed = true
+	}
+
+	// The bundle: the signing CA, then the pending one, then the others newest first.
+	slices.SortStableFunc(cas, func(a, b *x509.Certificate) int {
+		rank := func(x *x509.Certificate) int {
+			switch {
+			case x.Equal(signing):
+				return 0
+			case next != nil && x.Equal(next):
+				return 1
+			}
+			return 2
+		}
+		if d := rank(a) - rank(b); d != 0 {
+			return d
+		}
+		return b.NotAfter.Compare(a.NotAfter)
+	})
+	cas = slices.CompactFunc(cas, func(a, b *x509.Certificate) bool { return a.Equal(b) })
 	var bundle []byte
 	for _, ca := range cas {
 		bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})...)
 	}
+	out := map[string][]byte{SecretCAKey: bundle, SecretCAKeyPK: data[SecretCAKeyPK]}
 	if !bytes.Equal(bundle, data[SecretCAKey]) {
 		changed = true
 	}
-	out[SecretCAKey] = bundle
+	if k, _ := parseKey(data[SecretCAKeyPK]); k == nil || !k.Equal(signingKey) {
+		out[SecretCAKeyPK] = marshalKey(signingKey)
+		changed = true
+	}
+	if nextKey != nil {
+		out[SecretNextCAKeyPK] = data[SecretNextCAKeyPK]
+		if k, _ := parseKey(data[SecretNextCAKeyPK]); k == nil || !k.Equal(nextKey) {
+			out[SecretNextCAKeyPK] = marshalKey(nextKey)
+		}
+	}
+	if !bytes.Equal(out[SecretNextCAKeyPK], data[SecretNextCAKeyPK]) {
+		changed = true
+	}
 
 	certOK := false
 	if pair, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]); err == nil {
 		if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil {
-			certOK = fresh(leaf, min(certLife, caLife)) && leaf.CheckSignatureFrom(cas[0]) == nil && sameHosts(certHosts(leaf), c.hosts())
+			certOK = fresh(leaf, min(certLife, caLife)) && leaf.CheckSignatureFrom(signing) == nil && sameHosts(certHosts(leaf), c.hosts())
 		}
 	}
 	if certOK {
 		out[corev1.TLSCertKey], out[corev1.TLSPrivateKeyKey] = data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]
 	} else {
-		crt, key, err := newServing(now, certLife, cas[0], caKey, c.hosts())
+		crt, key, err := newServing(now, certLife, signing, signingKey, c.hosts())
 		if err != nil {
 			return nil, false, err
 		}

@@ -6,7 +6,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +63,7 @@ func TestCertsRenew(t *testing.T) {
 	const host = "nap.nap-system.svc"
 	day := 24 * time.Hour
 
-	data, changed, err := c.renew(nil)
+	data, changed, err := c.renew(nil, time.Time{})
 	if err != nil || !changed {
 		t.Fatalf("bootstrap: changed %v, %v", changed, err)
 	}
@@ -74,7 +76,7 @@ func TestCertsRenew(t *testing.T) {
 	step := func(name string, d time.Duration, wantChanged bool) (map[string][]byte, *x509.Certificate, []*x509.Certificate) {
 		t.Helper()
 		now = now.Add(d)
-		next, changed, err := c.renew(data)
+		next, changed, err := c.renew(data, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,6 +124,50 @@ func TestCertsRenew(t *testing.T) {
 	if len(cas) != 2 {
 		t.Fatalf("after losing the CA key: %d CAs, want a new one and the old", len(cas))
 	}
+}
+
+// A CA rotation with a webhook configuration to wait for: the new CA is pending until
+// the caBundle has carried it for the trust delay; only then does a serving certificate
+// of the new CA replace the old one.
+func TestCertsRenewTwoPhases(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &Certs{Namespace: "nap-system", Service: "nap", WebhookConfiguration: "nap", Now: func() time.Time { return now }}
+	const host = "nap.nap-system.svc"
+	data, _, err := c.renew(nil, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca0 := pemCerts(t, data[SecretCAKey])[0]
+	now = now.Add(7 * 365 * 24 * time.Hour) // the CA's last third; the serving certificate expired
+
+	renew := func(name string, published time.Time, wantChanged bool) {
+		t.Helper()
+		next, changed, err := c.renew(data, published)
+		if err != nil || changed != wantChanged {
+			t.Fatalf("%s: changed %v, %v; want changed %v", name, changed, err, wantChanged)
+		}
+		data = next
+	}
+	renew("phase one", time.Time{}, true)
+	cas := pemCerts(t, data[SecretCAKey])
+	if len(cas) != 2 || !cas[0].Equal(ca0) || len(data[SecretNextCAKeyPK]) == 0 {
+		t.Fatalf("phase one: %d CAs, the old one first %v, pending key %v", len(cas), cas[0].Equal(ca0), len(data[SecretNextCAKeyPK]) > 0)
+	}
+	if leaf := verify(t, data, host, now); leaf.CheckSignatureFrom(ca0) != nil {
+		t.Fatal("phase one: the serving certificate is not the old CA's")
+	}
+	ca1 := cas[1]
+	now = now.Add(10 * time.Minute)
+	renew("not published yet", time.Time{}, false)
+	renew("published a minute ago", now.Add(-time.Minute), false)
+	renew("published two minutes ago", now.Add(-2*time.Minute), true)
+	cas = pemCerts(t, data[SecretCAKey])
+	leaf := verify(t, data, host, now)
+	if len(cas) != 2 || !cas[0].Equal(ca1) || !cas[1].Equal(ca0) || leaf.CheckSignatureFrom(ca1) != nil || len(data[SecretNextCAKeyPK]) != 0 {
+		t.Fatalf("phase two: %d CAs, new first %v, leaf from the new CA %v, pending key left %v",
+			len(cas), cas[0].Equal(ca1), leaf.CheckSignatureFrom(ca1) == nil, len(data[SecretNextCAKeyPK]) > 0)
+	}
+	renew("settled", now.Add(-2*time.Minute), false)
 }
 
 // TestCertsWebhook: the real API server calls the webhook with the certificate Certs
@@ -226,10 +272,15 @@ func TestCertsWebhook(t *testing.T) {
 	if err := short.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	go short.Start(ctx)
+	sctx, stopShort := context.WithCancel(ctx)
+	go short.Start(sctx)
+	var active atomic.Pointer[Certs] // whose certificate the webhook server serves
+	active.Store(short)
 	v := kube.Version{Major: 1, Minor: 34}
 	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = short.GetCertificate }}})
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.GetCertificate = func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return active.Load().GetCertificate(h) }
+		}}})
 	srv.Register(WebhookPath, (&Injector{Options: kube.InjectOptions{Kube: &v, Delay: "5s"}}).Handler())
 	go srv.Start(ctx)
 	for deadline := time.Now().Add(10 * time.Second); srv.StartedChecker()(nil) != nil; time.Sleep(50 * time.Millisecond) {
@@ -266,5 +317,80 @@ func TestCertsWebhook(t *testing.T) {
 	}
 	if !injected("after-rotation") {
 		t.Fatal("the API server did not call the webhook after the rotation")
+	}
+
+	// A CA that lives 20 s is rotated after about 13 s, in two phases (2 s trust delay),
+	// while a pod is admitted every 100 ms: not one misses the webhook.
+	stopShort()
+	rot := newCerts(0)
+	rot.CAValidity, rot.TrustDelay, rot.Interval = 20*time.Second, 2*time.Second, 200*time.Millisecond
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&secret), &secret); err == nil {
+		if err := c.Delete(ctx, &secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rot.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go rot.Start(ctx)
+	active.Store(rot)
+	caOf := func() string {
+		cur, _ := rot.GetCertificate(nil)
+		leaf, _ := x509.ParseCertificate(cur.Certificate[0])
+		return leaf.Issuer.CommonName
+	}
+	for deadline, i := time.Now().Add(10*time.Second), 0; !injected(fmt.Sprintf("ca-before-%d", i)); i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the API server never called the webhook with the new CA's certificate")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	firstCA := caOf()
+	// Watch the order of the two phases: when the caBundle first carried another CA,
+	// and when the serving certificate switched to it.
+	var published, switched atomic.Int64
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for ; wctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
+			var m admissionregistrationv1.MutatingWebhookConfiguration
+			if err := c.Get(wctx, types.NamespacedName{Name: "nap"}, &m); err == nil && published.Load() == 0 {
+				for _, ca := range pemCerts(t, m.Webhooks[0].ClientConfig.CABundle) {
+					if ca.Subject.CommonName != firstCA {
+						published.Store(time.Now().UnixNano())
+					}
+				}
+			}
+			if caOf() != firstCA && switched.Load() == 0 {
+				switched.Store(time.Now().UnixNano())
+			}
+		}
+	}()
+	admitted, missed := 0, 0
+	for deadline := time.Now().Add(25 * time.Second); caOf() == firstCA || admitted < 20; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the CA was not rotated in 25 s (%d admitted, %d missed)", admitted, missed)
+		}
+		admitted++
+		if !injected(fmt.Sprintf("ca-rotation-%d", admitted)) {
+			missed++
+		}
+	}
+	// A few more after the switch.
+	for range 10 {
+		admitted++
+		if !injected(fmt.Sprintf("ca-rotation-%d", admitted)) {
+			missed++
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopWatch()
+	lead := time.Duration(switched.Load() - published.Load())
+	t.Logf("CA rotation %s → %s: in the caBundle %v before serving; %d pods admitted, %d without the webhook", firstCA, caOf(), lead, admitted, missed)
+	if published.Load() == 0 || switched.Load() == 0 || lead < rot.TrustDelay-100*time.Millisecond {
+		t.Errorf("the serving certificate switched %v after the new CA reached the caBundle, want at least the %v trust delay", lead, rot.TrustDelay)
+	}
+	if missed > 0 {
+		t.Errorf("%d of %d pods admitted during the CA rotation missed the webhook", missed, admitted)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -58,12 +59,25 @@ func NewPublisher(c client.Client, rec record.EventRecorder, name, version strin
 	return &Publisher{Client: c, Recorder: rec, Want: cm, Selector: labels.Everything(), Exclude: map[string]bool{}}, nil
 }
 
-// CacheOptions restrict the manager's cache to what the Publisher reads: ConfigMaps by
-// its name only, so memory does not grow with the cluster's other ConfigMaps.
+// CacheOptions restrict the manager's cache to what nap reads: ConfigMaps of the
+// Publisher's name only, so memory does not grow with the cluster's other ConfigMaps,
+// and of each Node only its name, labels and kubelet version (for the webhook).
 func CacheOptions(name string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+		&corev1.Node{}:      {Transform: slimNode},
 	}}
+}
+
+// slimNode keeps what kube.NodeOf reads of a Node.
+func slimNode(o any) (any, error) {
+	n, ok := o.(*corev1.Node)
+	if !ok {
+		return o, nil
+	}
+	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, ResourceVersion: n.ResourceVersion, UID: n.UID}}
+	slim.Status.NodeInfo.KubeletVersion = n.Status.NodeInfo.KubeletVersion
+	return slim, nil
 }
 
 // SetupWithManager watches namespaces, and the ConfigMaps of the Publisher's name

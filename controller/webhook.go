@@ -3,12 +3,21 @@ package controller
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -36,38 +45,86 @@ func init() { metrics.Registry.MustRegister(admissions, admissionSeconds) }
 type Injector struct {
 	// Options are napctl inject's; Delay is the default, DelayAnnotation overrides it.
 	Options kube.InjectOptions
+	// Nodes, when set, lists the cluster's nodes (from an informer cache: never an API
+	// call per admission), so that the native sleep goes only where every kubelet that
+	// may run the pod has it. Unset or failing: the skew policy's oldest kubelet.
+	Nodes func(context.Context) ([]kube.Node, error)
+	// Recorder, when set, gets a Warning event on the namespace for a pod the webhook
+	// could not read.
+	Recorder record.EventRecorder
+}
+
+// NodesFrom lists nodes through r (the manager's cache) for Injector.Nodes.
+func NodesFrom(r client.Reader) func(context.Context) ([]kube.Node, error) {
+	return func(ctx context.Context) ([]kube.Node, error) {
+		var list corev1.NodeList
+		if err := r.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		nodes := make([]kube.Node, 0, len(list.Items))
+		for i := range list.Items {
+			n, err := kube.NodeOf(&list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			nodes = append(nodes, n)
+		}
+		return nodes, nil
+	}
+}
+
+// admissionPod is what the webhook reads of the object before injecting.
+type admissionPod struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
 }
 
 var _ admission.Handler = (*Injector)(nil)
 
 // Handle answers one admission request. Errors never block a pod (the webhook's
 // failurePolicy is Ignore too): the pod is admitted unchanged, with a warning.
-func (i *Injector) Handle(_ context.Context, req admission.Request) admission.Response {
+func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	defer func() { admissionSeconds.Observe(time.Since(start).Seconds()) }()
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || len(req.Object.Raw) == 0 {
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("not a Pod create")
 	}
+	var pod admissionPod
+	err := json.Unmarshal(req.Object.Raw, &pod)
+	if err == nil && bytes.Equal(bytes.TrimSpace(req.Object.Raw), []byte("null")) {
+		err = errors.New("the object is null")
+	}
+	if err != nil {
+		return i.undecodable(ctx, req, err)
+	}
 	// The request's object may come without its type; kube.Read needs it.
 	doc := req.Object.Raw
-	if !bytes.Contains(doc, []byte(`"kind":`)) {
-		doc = append([]byte(`{"apiVersion":"v1","kind":"Pod",`), bytes.TrimPrefix(bytes.TrimSpace(doc), []byte("{"))...)
+	if pod.Kind == "" { // an object: it decoded into a struct and is not null
+		rest := bytes.TrimSpace(bytes.TrimSpace(doc)[1:]) // after its '{'
+		typed := `{"apiVersion":"v1","kind":"Pod",`
+		if rest[0] == '}' {
+			typed = typed[:len(typed)-1]
+		}
+		doc = slices.Concat([]byte(typed), rest)
 	}
-	var meta struct {
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-	}
-	if objs, err := kube.Read("pod", doc); err == nil && len(objs) == 1 {
-		objs[0].Decode(&meta, "metadata")
-	}
-	if meta.Labels[InjectLabel] == "disabled" { // the objectSelector keeps these away too
+	if pod.Metadata.Labels[InjectLabel] == "disabled" { // the objectSelector keeps these away too
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("opted out")
 	}
 	opts := i.Options
-	if d := strings.TrimSpace(meta.Annotations[DelayAnnotation]); d != "" {
+	if d := strings.TrimSpace(pod.Metadata.Annotations[DelayAnnotation]); d != "" {
 		opts.Delay = d
+	}
+	if i.Nodes != nil && opts.Kube != nil {
+		if nodes, err := i.Nodes(ctx); err == nil {
+			opts.Nodes = nodes
+		} else {
+			logf.FromContext(ctx).Info("nodes unknown; assuming the oldest kubelet the skew policy allows", "error", err.Error())
+		}
 	}
 	plan, err := kube.NewPlan(opts)
 	if err != nil {
@@ -85,6 +142,19 @@ func (i *Injector) Handle(_ context.Context, req admission.Request) admission.Re
 	}
 	admissions.WithLabelValues("injected").Inc()
 	return admission.PatchResponseFromRaw(doc, out)
+}
+
+// undecodable admits a pod the webhook could not read, unchanged, and says so: in the
+// response's warnings, the error metric, the log and an event on the namespace.
+func (i *Injector) undecodable(ctx context.Context, req admission.Request, err error) admission.Response {
+	admissions.WithLabelValues("error").Inc()
+	msg := fmt.Sprintf("nap: pod %s/%s admitted without a preStop delay: its object could not be read: %v", req.Namespace, req.Name, err)
+	logf.FromContext(ctx).Error(err, "admitted a pod the webhook could not read, unchanged", "namespace", req.Namespace, "name", req.Name, "uid", req.UID)
+	if i.Recorder != nil && req.Namespace != "" {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}
+		i.Recorder.Event(ns, corev1.EventTypeWarning, "NapUndecodablePod", msg)
+	}
+	return admission.Allowed("").WithWarnings(msg)
 }
 
 // Handler returns the webhook as an http.Handler, for a webhook server's path.

@@ -3,12 +3,17 @@ package controller
 import (
 	"context"
 	"fmt"
-	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,5 +139,76 @@ func TestInjectorHandle(t *testing.T) {
 	r = i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Kind: metav1.GroupVersionKind{Kind: "Pod"}}})
 	if !r.Allowed || len(r.Patches) != 0 {
 		t.Errorf("delete: %+v", r)
+	}
+	// No top-level kind, but "kind": inside (ownerReferences): still typed and injected.
+	r = i.Handle(context.Background(), req(`{"metadata":{"name":"p","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"r","uid":"u"}]},"spec":{"containers":[{"name":"a","image":"a"}]}}`))
+	if !r.Allowed || len(r.Patches) == 0 || !strings.Contains(fmt.Sprint(r.Patches), "sleep") {
+		t.Errorf("untyped pod with an ownerReference: allowed %v, patches %v, warnings %v", r.Allowed, r.Patches, r.Warnings)
+	}
+	r = i.Handle(context.Background(), req(`{}`))
+	if !r.Allowed || len(r.Warnings) != 0 {
+		t.Errorf("empty object: allowed %v, warnings %v", r.Allowed, r.Warnings)
+	}
+}
+
+// A pod the webhook cannot read is admitted unchanged, and that is reported: a warning
+// in the response, the error metric, the log and an event on the namespace.
+func TestInjectorUndecodable(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 34}
+	rec := record.NewFakeRecorder(10)
+	i := &Injector{Options: kube.InjectOptions{Kube: &v}, Recorder: rec}
+	for _, raw := range []string{`[1,2]`, `null`, `{"metadata":{"labels":"x"}}`, `{"metadata"`} {
+		before := testutil.ToFloat64(admissions.WithLabelValues("error"))
+		var logged strings.Builder
+		ctx := logf.IntoContext(context.Background(), funcr.New(func(prefix, args string) { logged.WriteString(args) }, funcr.Options{}))
+		r := i.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop", Name: "p",
+			Object: runtime.RawExtension{Raw: []byte(raw)}}})
+		if !r.Allowed || len(r.Patches) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "could not be read") {
+			t.Errorf("%s: allowed %v, patches %v, warnings %v", raw, r.Allowed, r.Patches, r.Warnings)
+		}
+		if after := testutil.ToFloat64(admissions.WithLabelValues("error")); after != before+1 {
+			t.Errorf("%s: nap_admissions_total{result=error} %v → %v, want one more", raw, before, after)
+		}
+		if !strings.Contains(logged.String(), "could not read") {
+			t.Errorf("%s: logged %q", raw, logged.String())
+		}
+		select {
+		case e := <-rec.Events:
+			if !strings.HasPrefix(e, "Warning NapUndecodablePod nap: pod shop/p") {
+				t.Errorf("%s: event %q", raw, e)
+			}
+		default:
+			t.Errorf("%s: no event", raw)
+		}
+	}
+}
+
+// The handler takes the nodes' kubelets into account: one node without the sleep
+// action makes it mount nap instead; a nodeSelector that avoids it brings the sleep back.
+func TestInjectorKubeletSkew(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 34}
+	nodes := []kube.Node{{Name: "new", Labels: map[string]string{"pool": "new"}, Kubelet: kube.Version{Major: 1, Minor: 34}},
+		{Name: "old", Labels: map[string]string{"pool": "old"}, Kubelet: kube.Version{Major: 1, Minor: 29}}}
+	for _, c := range []struct {
+		name  string
+		nodes func(context.Context) ([]kube.Node, error)
+		spec  string
+		want  string
+	}{
+		{name: "no lister: skew rule", spec: `{"containers":[{"name":"a","image":"a"}]}`, want: "sleep"},
+		{name: "an old kubelet", nodes: func(context.Context) ([]kube.Node, error) { return nodes, nil }, spec: `{"containers":[{"name":"a","image":"a"}]}`, want: "/nap/nap"},
+		{name: "kept off the old node", nodes: func(context.Context) ([]kube.Node, error) { return nodes, nil }, spec: `{"nodeSelector":{"pool":"new"},"containers":[{"name":"a","image":"a"}]}`, want: "sleep"},
+		{name: "lister fails: skew rule", nodes: func(context.Context) ([]kube.Node, error) { return nil, fmt.Errorf("cache not synced") }, spec: `{"containers":[{"name":"a","image":"a"}]}`, want: "sleep"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			i := &Injector{Options: kube.InjectOptions{Kube: &v}, Nodes: c.nodes}
+			r := i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+				Object: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p"},"spec":` + c.spec + `}`)}}})
+			if got := fmt.Sprint(r.Patches); !r.Allowed || !strings.Contains(got, c.want) {
+				t.Errorf("patches %s, want %q in them", got, c.want)
+			}
+		})
 	}
 }

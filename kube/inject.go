@@ -30,9 +30,12 @@ const DefaultGraceExtra = 30 * time.Second
 
 // InjectOptions configure Inject.
 type InjectOptions struct {
-	Delay      string         // nap's duration syntax ("10s", "1.5", "500ms"); default 10s
-	Mode       Mode           // default ModeAuto
-	Kube       *Version       // the target cluster's version; nil: unknown (auto picks binary)
+	Delay string   // nap's duration syntax ("10s", "1.5", "500ms"); default 10s
+	Mode  Mode     // default ModeAuto
+	Kube  *Version // the target cluster's version; nil: unknown (auto picks binary)
+	// Nodes are the cluster's nodes and their kubelets; nil: unknown, and any kubelet
+	// the skew policy allows may run a pod (see OldestKubelet).
+	Nodes      []Node
 	Containers []string       // the containers to delay; default every regular container
 	Arch       string         // the architecture when the template does not say; default amd64
 	GraceExtra *time.Duration // grace period beyond the delay; nil: DefaultGraceExtra
@@ -58,11 +61,18 @@ type Plan struct {
 	Arch       string
 	Containers []string
 	ConfigMap  string
+
+	// What the mode of each pod template is chosen from: native where every kubelet
+	// that may run it has the sleep action (auto), or checked there (native).
+	kube  *Version
+	nodes []Node
+	auto  bool
 }
 
 // NewPlan checks opts and resolves the mode.
 func NewPlan(opts InjectOptions) (Plan, error) {
-	p := Plan{Delay: opts.Delay, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap}
+	p := Plan{Delay: opts.Delay, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
+		kube: opts.Kube, nodes: opts.Nodes}
 	if opts.GraceExtra != nil {
 		p.GraceExtra = *opts.GraceExtra
 	}
@@ -71,17 +81,17 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 	}
 	r, err := sleeper.Parse([]string{p.Delay})
 	if err != nil || r.Infinite || strings.HasPrefix(p.Delay, "-") {
-		return p, fmt.Errorf("--delay %q: want a duration nap reads, such as 10s, 1.5 or 500ms", p.Delay)
+		return Plan{}, fmt.Errorf("--delay %q: want a duration nap reads, such as 10s, 1.5 or 500ms", p.Delay)
 	}
 	p.Duration = r.Duration
 	if p.GraceExtra < 0 {
-		return p, fmt.Errorf("--grace-extra %v: must not be negative", p.GraceExtra)
+		return Plan{}, fmt.Errorf("--grace-extra %v: must not be negative", p.GraceExtra)
 	}
 	if p.Arch == "" {
 		p.Arch = "amd64"
 	}
 	if !slices.Contains(sleeper.Arches, p.Arch) {
-		return p, fmt.Errorf("--arch %q: want one of %s", p.Arch, strings.Join(sleeper.Arches, ", "))
+		return Plan{}, fmt.Errorf("--arch %q: want one of %s", p.Arch, strings.Join(sleeper.Arches, ", "))
 	}
 	if p.ConfigMap == "" {
 		p.ConfigMap = ConfigMapName
@@ -103,18 +113,40 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 	switch opts.Mode {
 	case ModeNative:
 		if err := nativeOK(); err != nil {
-			return p, fmt.Errorf("--mode native: %w", err)
+			return Plan{}, fmt.Errorf("--mode native: %w", err)
 		}
 		p.Mode = ModeNative
 	case ModeBinary:
 		p.Mode = ModeBinary
 	case ModeAuto, "":
 		p.Mode = ModeBinary
-		if opts.Kube != nil && nativeOK() == nil {
-			p.Mode = ModeNative
-		}
+		p.auto = opts.Kube != nil && nativeOK() == nil // then per template, by its kubelets
 	default:
-		return p, fmt.Errorf("--mode %q: want auto, native or binary", opts.Mode)
+		return Plan{}, fmt.Errorf("--mode %q: want auto, native or binary", opts.Mode)
+	}
+	return p, nil
+}
+
+// forTemplate resolves the plan for one pod template: in auto mode, native only when
+// every kubelet that may run it has the sleep action; in native mode, an error when a
+// known node's kubelet has not.
+func (p Plan) forTemplate(spec *yaml.Node) (Plan, error) {
+	if p.kube == nil || !p.auto && (p.Mode != ModeNative || p.nodes == nil) {
+		return p, nil
+	}
+	selector := map[string]string{}
+	if sel := lookup(spec, "nodeSelector"); sel != nil && sel.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(sel.Content); i += 2 {
+			selector[sel.Content[i].Value] = sel.Content[i+1].Value
+		}
+	}
+	oldest, node := OldestKubelet(*p.kube, p.nodes, selector)
+	ok := !oldest.Less(NativeSleepSince)
+	switch {
+	case p.auto && ok:
+		p.Mode = ModeNative
+	case p.Mode == ModeNative && !ok:
+		return Plan{}, fmt.Errorf("--mode native: node %s runs kubelet %v, which has no sleep action (%v+)", node, oldest, NativeSleepSince)
 	}
 	return p, nil
 }
@@ -190,6 +222,10 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 		return []Note{p.note(o, 0, "skipped: no pod template")}, nil
 	}
 	spec := ps.YNode()
+	p, err := p.forTemplate(spec)
+	if err != nil {
+		return nil, err
+	}
 	containers := lookup(spec, "containers")
 	if containers == nil || containers.Kind != yaml.SequenceNode || len(containers.Content) == 0 {
 		return []Note{p.note(o, 0, "skipped: no containers")}, nil

@@ -23,7 +23,9 @@ var injectCases = []struct {
 	opts        InjectOptions
 }{
 	{"deployment-binary", "deployment.yaml", InjectOptions{}},
-	{"deployment-native", "deployment.yaml", InjectOptions{Mode: ModeAuto, Kube: &Version{1, 31}, Delay: "15s"}},
+	{"deployment-native", "deployment.yaml", InjectOptions{Mode: ModeAuto, Kube: &Version{1, 33}, Delay: "15s"}},
+	// 1.31's kubelets may be 1.28, without the sleep action: the binary.
+	{"deployment-auto-skew", "deployment.yaml", InjectOptions{Mode: ModeAuto, Kube: &Version{1, 31}, Delay: "15s"}},
 	{"deployment-auto-old-cluster", "deployment.yaml", InjectOptions{Kube: &Version{1, 29}}},
 	{"deployment-auto-subsecond", "deployment.yaml", InjectOptions{Kube: &Version{1, 34}, Delay: "2500ms"}},
 	{"flow", "flow.yaml", InjectOptions{}},
@@ -251,3 +253,57 @@ func FuzzInject(f *testing.F) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The native sleep is chosen only where every kubelet that may run the pod has it:
+// nodes of mixed kubelet versions, narrowed by the template's nodeSelector.
+func TestKubeletSkew(t *testing.T) {
+	nodes := []Node{
+		{Name: "new-a", Labels: map[string]string{"pool": "new", "zone": "a"}, Kubelet: Version{1, 34}},
+		{Name: "new-b", Labels: map[string]string{"pool": "new", "zone": "b"}, Kubelet: Version{1, 32}},
+		{Name: "old", Labels: map[string]string{"pool": "old"}, Kubelet: Version{1, 29}},
+	}
+	v134, v131 := Version{1, 34}, Version{1, 31}
+	pod := func(selector string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" + selector + "  containers:\n  - {name: a, image: a}\n"
+	}
+	for _, c := range []struct {
+		name     string
+		opts     InjectOptions
+		selector string
+		want     string // "sleep", "exec" or an error's text
+	}{
+		{name: "nodes unknown, 1.34: kubelets 1.31+", opts: InjectOptions{Kube: &v134}, want: "sleep"},
+		{name: "nodes unknown, 1.31: kubelets may be 1.28", opts: InjectOptions{Kube: &v131}, want: "exec"},
+		{name: "an old node among them", opts: InjectOptions{Kube: &v134, Nodes: nodes}, want: "exec"},
+		{name: "a selector that keeps to new nodes", opts: InjectOptions{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: new}\n", want: "sleep"},
+		{name: "a selector that picks the old node", opts: InjectOptions{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: old}\n", want: "exec"},
+		{name: "a selector no node has: the skew rule", opts: InjectOptions{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: gpu}\n", want: "sleep"},
+		{name: "all nodes new", opts: InjectOptions{Kube: &v134, Nodes: nodes[:2]}, want: "sleep"},
+		{name: "native asked, an old node", opts: InjectOptions{Mode: ModeNative, Kube: &v134, Nodes: nodes}, want: "node old runs kubelet 1.29"},
+		{name: "native asked, new nodes only", opts: InjectOptions{Mode: ModeNative, Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: new}\n", want: "sleep"},
+		{name: "binary asked", opts: InjectOptions{Mode: ModeBinary, Kube: &v134, Nodes: nodes[:2]}, want: "exec"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := NewPlan(c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := Inject("pod.yaml", []byte(pod(c.selector)), p)
+			got := ""
+			switch {
+			case err != nil:
+				got = err.Error()
+			case strings.Contains(string(out), "sleep:"):
+				got = "sleep"
+			case strings.Contains(string(out), "exec:"):
+				got = "exec"
+			}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("got %q, want %q\n%s", got, c.want, out)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "pod.yaml:1: ") {
+				t.Errorf("error %q does not name the file and line", err)
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@ package kube
 import (
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Version is a Kubernetes minor version.
@@ -29,3 +31,55 @@ var (
 	NativeSleepSince     = Version{1, 30} // lifecycle.preStop.sleep
 	NativeSleepZeroSince = Version{1, 33} // sleep.seconds: 0
 )
+
+// MaxKubeletSkew is how many minor versions a kubelet may be older than the API
+// server (Kubernetes' version skew policy since 1.28).
+const MaxKubeletSkew = 3
+
+// Node is what the choice of the native sleep action needs to know of a node.
+type Node struct {
+	Name    string
+	Labels  map[string]string
+	Kubelet Version // status.nodeInfo.kubeletVersion
+}
+
+// OldestKubelet is the oldest kubelet that may run a pod whose nodeSelector is selector,
+// and the node that has it ("" when it is not a known node). A kubelet can only run the
+// hooks it knows, so the API server's version alone does not make the native sleep
+// safe. With nodes known (non-nil), the oldest of those the selector matches; when it
+// matches none, or nodes are unknown, the oldest the skew policy allows.
+func OldestKubelet(apiserver Version, nodes []Node, selector map[string]string) (Version, string) {
+	var oldest Version
+	name := ""
+	for _, n := range nodes {
+		if !matches(n.Labels, selector) {
+			continue
+		}
+		if name == "" || n.Kubelet.Less(oldest) {
+			oldest, name = n.Kubelet, n.Name
+		}
+	}
+	if name != "" {
+		return oldest, name
+	}
+	return Version{Major: apiserver.Major, Minor: max(apiserver.Minor-MaxKubeletSkew, 0)}, ""
+}
+
+func matches(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeOf is what OldestKubelet needs of n. A kubelet version that does not parse is an
+// error: guessing it could put a sleep action on a kubelet that lacks it.
+func NodeOf(n *corev1.Node) (Node, error) {
+	v, err := ParseVersion(n.Status.NodeInfo.KubeletVersion)
+	if err != nil {
+		return Node{}, fmt.Errorf("node %s: kubelet %w", n.Name, err)
+	}
+	return Node{Name: n.Name, Labels: n.Labels, Kubelet: v}, nil
+}

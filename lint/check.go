@@ -99,7 +99,10 @@ func ParseVersion(s string) (Version, error) { return kube.ParseVersion(s) }
 // Options configure a run.
 type Options struct {
 	KubeVersion *Version // the target cluster's version; nil: unknown
-	Config      Config
+	// Nodes are the cluster's nodes with their kubelets; nil: unknown, and a kubelet
+	// may be as old as the skew policy allows (kube.OldestKubelet).
+	Nodes  []kube.Node
+	Config Config
 }
 
 // Context is what checks see besides their workload.

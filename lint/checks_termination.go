@@ -116,6 +116,8 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 		return nil
 	}
 	v := *c.KubeVersion
+	// The same rule as napctl inject and the webhook: every kubelet that may run the pod.
+	kubelet, node := kube.OldestKubelet(v, c.Nodes, w.PodSpec.NodeSelector)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
 		d := preStopDelay(ct)
 		switch {
@@ -130,6 +132,16 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 			return &Finding{
 				Message: fmt.Sprintf("container %q sleeps 0 seconds natively, which Kubernetes %d.%d rejects (1.33+)", ct.Name, v.Major, v.Minor),
 				Hint:    "remove the preStop hook or sleep at least 1 second",
+			}
+		case kubelet.Less(kube.NativeSleepSince) && node != "":
+			return &Finding{
+				Message: fmt.Sprintf("container %q uses the native preStop sleep action, which node %s's kubelet %v does not have (1.30+)", ct.Name, node, kubelet),
+				Hint:    "use the nap binary (napctl inject --mode binary), or a nodeSelector that keeps the pod on newer nodes",
+			}
+		case kubelet.Less(kube.NativeSleepSince):
+			return &Finding{
+				Message: fmt.Sprintf("container %q uses the native preStop sleep action; with Kubernetes %v, kubelets may be as old as %v (the version skew policy), which do not have it (1.30+)", ct.Name, v, kubelet),
+				Hint:    "use the nap binary (napctl inject --mode binary), or lint with the cluster's nodes known",
 			}
 		}
 		return nil

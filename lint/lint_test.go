@@ -26,6 +26,9 @@ func read(t testing.TB, path string) []*kube.Object {
 
 var v131 = Version{Major: 1, Minor: 31}
 
+// fixtureNodes: the fixtures' cluster, 1.31 with 1.31 kubelets (TestKubeletSkew varies them).
+var fixtureNodes = []kube.Node{{Name: "node-1", Kubelet: v131}}
+
 // TestChecks: testdata/checks/<id>.yaml holds objects named bad-* that must get a
 // finding of check <id> (and no other) and good-* objects that must get none; the text
 // output is kept in <id>.golden.
@@ -34,7 +37,7 @@ func TestChecks(t *testing.T) {
 		t.Run(c.ID, func(t *testing.T) {
 			path := filepath.Join("testdata", "checks", c.ID+".yaml")
 			objs := read(t, path)
-			fs := Lint(objs, Options{KubeVersion: &v131})
+			fs := Lint(objs, Options{KubeVersion: &v131, Nodes: fixtureNodes})
 			flagged := map[string]bool{}
 			for _, f := range fs {
 				name := f.Object[strings.LastIndex(f.Object, "/")+1:]
@@ -359,5 +362,65 @@ spec: {selector: {app: other}}
 	}
 	if got := strings.Join(svcs, ","); got != "s1" {
 		t.Errorf("Services %s, want s1", got)
+	}
+}
+
+// The native sleep is checked against every kubelet that may run the pod, the rule
+// napctl inject and the webhook follow: known nodes narrowed by the nodeSelector, else
+// the oldest kubelet the skew policy allows.
+func TestKubeletSkew(t *testing.T) {
+	objs, err := kube.Read("d.yaml", []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: anywhere}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: app, image: a, lifecycle: {preStop: {sleep: {seconds: 5}}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: new-pool}
+spec:
+  template:
+    spec:
+      nodeSelector: {pool: new}
+      containers:
+      - {name: app, image: a, lifecycle: {preStop: {sleep: {seconds: 5}}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v134 := Version{Major: 1, Minor: 34}
+	mixed := []kube.Node{{Name: "n-new", Labels: map[string]string{"pool": "new"}, Kubelet: v134},
+		{Name: "n-old", Labels: map[string]string{"pool": "old"}, Kubelet: Version{Major: 1, Minor: 29}}}
+	for _, c := range []struct {
+		name string
+		opts Options
+		want map[string]string // flagged object → what its message says
+	}{
+		{name: "1.34, nodes unknown: kubelets 1.31+", opts: Options{KubeVersion: &v134}, want: map[string]string{}},
+		{name: "1.31, nodes unknown: kubelets may be 1.28", opts: Options{KubeVersion: &v131},
+			want: map[string]string{"anywhere": "may be as old as 1.28", "new-pool": "may be as old as 1.28"}},
+		{name: "mixed nodes", opts: Options{KubeVersion: &v134, Nodes: mixed},
+			want: map[string]string{"anywhere": "node n-old's kubelet 1.29"}},
+		{name: "new nodes only", opts: Options{KubeVersion: &v134, Nodes: mixed[:1]}, want: map[string]string{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := map[string]string{}
+			for _, f := range Lint(objs, c.opts) {
+				if f.ID == NativeSleepUnsupported {
+					got[f.Object[strings.LastIndex(f.Object, "/")+1:]] = f.Message
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Errorf("flagged %v, want %v", got, c.want)
+			}
+			for name, msg := range c.want {
+				if !strings.Contains(got[name], msg) {
+					t.Errorf("%s: %q, want %q", name, got[name], msg)
+				}
+			}
+		})
 	}
 }

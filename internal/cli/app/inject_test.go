@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
@@ -81,7 +84,7 @@ func TestInjectCommand(t *testing.T) {
 	os.WriteFile(a, []byte(deployment), 0o644)
 	os.WriteFile(b, []byte(`{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}`), 0o644)
 
-	code, stdout, stderr := runNapctlIn(deployment, "inject", "--kube-version", "1.31")
+	code, stdout, stderr := runNapctlIn(deployment, "inject", "--kube-version", "1.33")
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -130,12 +133,42 @@ func TestInjectCommand(t *testing.T) {
 	}
 }
 
-// --cluster asks a real API server for its version: v1.34 allows the native sleep.
+// --cluster asks a real API server for its version and its nodes' kubelets: v1.34 with
+// no node allows the native sleep (kubelets 1.31+); a 1.29 kubelet among the nodes does
+// not, unless the template's nodeSelector keeps the pod off it.
 func TestInjectCluster(t *testing.T) {
-	kubeconfig := kubeenv.Kubeconfig(t, kubeenv.APIServer(t))
+	cfg := kubeenv.APIServer(t)
+	kubeconfig := kubeenv.Kubeconfig(t, cfg)
 	code, stdout, stderr := runNapctlIn(deployment, "inject", "--cluster", kubeconfig)
 	if code != 0 || !strings.Contains(stdout, "sleep:") || strings.Contains(stdout, "/nap/nap") {
 		t.Errorf("exit %d (%s): want the native sleep\n%s", code, stderr, stdout)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []struct{ name, pool, kubelet string }{{"n1", "new", "v1.34.4"}, {"n2", "old", "v1.29.15"}} {
+		node, err := cs.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"pool": n.pool}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Status.NodeInfo.KubeletVersion = n.kubelet
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr = runNapctlIn(deployment, "inject", "--cluster", kubeconfig)
+	if code != 0 || strings.Contains(stdout, "sleep:") || !strings.Contains(stdout, "/nap/nap") {
+		t.Errorf("a 1.29 kubelet: exit %d (%s): want the nap binary\n%s", code, stderr, stdout)
+	}
+	onNew := strings.Replace(deployment, "    spec:\n", "    spec:\n      nodeSelector: {pool: new}\n", 1)
+	code, stdout, stderr = runNapctlIn(onNew, "inject", "--cluster", kubeconfig)
+	if code != 0 || !strings.Contains(stdout, "sleep:") || !strings.Contains(onNew, "nodeSelector") {
+		t.Errorf("nodeSelector pool=new: exit %d (%s): want the native sleep\n%s", code, stderr, stdout)
+	}
+	code, _, stderr = runNapctlIn(deployment, "inject", "--cluster", kubeconfig, "--mode", "native")
+	if code != 1 || !strings.Contains(stderr, "node n2 runs kubelet 1.29") {
+		t.Errorf("--mode native with a 1.29 kubelet: exit %d, %s", code, stderr)
 	}
 }
 
@@ -147,7 +180,7 @@ func TestKubectlPlugin(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	cmd := exec.Command(kubectl, "nap", "inject", "--kube-version", "1.31")
+	cmd := exec.Command(kubectl, "nap", "inject", "--kube-version", "1.33")
 	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
 	cmd.Stdin = strings.NewReader(deployment)
 	var out, errOut bytes.Buffer
@@ -155,7 +188,7 @@ func TestKubectlPlugin(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl nap inject: %v\n%s", err, errOut.String())
 	}
-	_, want, _ := runNapctlIn(deployment, "inject", "--kube-version", "1.31")
+	_, want, _ := runNapctlIn(deployment, "inject", "--kube-version", "1.33")
 	if out.String() != want {
 		t.Errorf("kubectl nap inject differs from napctl inject:\n%s", out.String())
 	}

@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
@@ -185,7 +187,15 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, f *flags, log logr.Logger) e
 		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
 	}
 	srv := webhook.NewServer(opts)
-	srv.Register(controller.WebhookPath, (&controller.Injector{Options: kube.InjectOptions{Kube: &v, Delay: f.delay, ConfigMap: f.configMap}}).Handler())
+	// The nodes' informer starts with the manager, not at the first admission.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{}); err != nil {
+		return err
+	}
+	srv.Register(controller.WebhookPath, (&controller.Injector{
+		Options:  kube.InjectOptions{Kube: &v, Delay: f.delay, ConfigMap: f.configMap},
+		Nodes:    controller.NodesFrom(mgr.GetCache()),
+		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
+	}).Handler())
 	if err := mgr.Add(srv); err != nil {
 		return err
 	}

@@ -4,12 +4,14 @@ package inject
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/discovery"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nap-k8s/nap/internal/cli"
@@ -76,11 +78,11 @@ func run(streams cli.IOStreams, f *flags) error {
 		}
 		opts.Kube = &v
 	case f.cluster != "":
-		v, err := clusterVersion(f.cluster)
+		v, nodes, err := clusterVersions(f.cluster)
 		if err != nil {
 			return fmt.Errorf("--cluster %s: %w", f.cluster, err)
 		}
-		opts.Kube = &v
+		opts.Kube, opts.Nodes = &v, nodes
 	}
 	plan, err := kube.NewPlan(opts)
 	if err != nil {
@@ -121,20 +123,38 @@ func run(streams cli.IOStreams, f *flags) error {
 	return nil
 }
 
-// clusterVersion asks the API server of kubeconfig's current context for its version.
-func clusterVersion(kubeconfig string) (kube.Version, error) {
+// clusterVersions asks the cluster of kubeconfig's current context for the API server's
+// version and every node's kubelet: the native sleep is chosen only where the kubelets
+// that may run a pod have it.
+func clusterVersions(kubeconfig string) (kube.Version, []kube.Node, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return kube.Version{}, err
+		return kube.Version{}, nil, err
 	}
 	cfg.Timeout = 10 * time.Second
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return kube.Version{}, err
+		return kube.Version{}, nil, err
 	}
-	info, err := dc.ServerVersion()
+	info, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		return kube.Version{}, err
+		return kube.Version{}, nil, err
 	}
-	return kube.ParseVersion(info.GitVersion)
+	v, err := kube.ParseVersion(info.GitVersion)
+	if err != nil {
+		return kube.Version{}, nil, err
+	}
+	list, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return kube.Version{}, nil, fmt.Errorf("the nodes' kubelet versions: %w", err)
+	}
+	nodes := make([]kube.Node, 0, len(list.Items))
+	for i := range list.Items {
+		n, err := kube.NodeOf(&list.Items[i])
+		if err != nil {
+			return kube.Version{}, nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	return v, nodes, nil
 }
