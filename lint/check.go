@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
 	"github.com/nap-k8s/nap/kube"
 )
 
@@ -28,6 +30,18 @@ func (s Severity) String() string {
 	}
 	return "unknown"
 }
+
+// UnmarshalText reads "warning" or "error", in configuration files.
+func (s *Severity) UnmarshalText(b []byte) error {
+	v, err := ParseSeverity(string(b))
+	if err == nil {
+		*s = v
+	}
+	return err
+}
+
+// MarshalText writes "warning" or "error".
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // ParseSeverity reads "warning" or "error".
 func ParseSeverity(s string) (Severity, error) {
@@ -56,6 +70,7 @@ const (
 	LivenessEqualsReadiness = "liveness-equals-readiness"
 	NapVolumeNotExecutable  = "nap-volume-not-executable"
 	NapArchMismatch         = "nap-arch-mismatch"
+	NapVolumeMissing        = "nap-volume-missing"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.
@@ -134,7 +149,7 @@ func Lint(objs []*kube.Object, opts Options) []Finding {
 			}
 			for _, f := range chk.Run(c, w) {
 				f.ID = chk.ID
-				f.Severity = max(f.Severity, opts.Config.severity(chk)) // a check may raise its own
+				f.Severity = opts.Config.severity(chk, f.Severity)
 				f.Object = w.Obj.Ref()
 				f.File = w.Obj.File
 				if f.Line == 0 {
@@ -150,11 +165,20 @@ func Lint(objs []*kube.Object, opts Options) []Finding {
 	return out
 }
 
+// ignoredChecks are the checks the object's annotation, or its pod template's, names.
 func ignoredChecks(o *kube.Object) map[string]bool {
 	out := map[string]bool{}
-	for _, id := range strings.Split(o.Node.GetAnnotations(IgnoreAnnotation)[IgnoreAnnotation], ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			out[id] = true
+	lists := []string{o.Node.GetAnnotations(IgnoreAnnotation)[IgnoreAnnotation]}
+	if o.Kind != "Pod" {
+		if a, err := o.Node.Pipe(yaml.Lookup("spec", "template", "metadata", "annotations", IgnoreAnnotation)); err == nil && a != nil {
+			lists = append(lists, yaml.GetValue(a))
+		}
+	}
+	for _, list := range lists {
+		for _, id := range strings.Split(list, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				out[id] = true
+			}
 		}
 	}
 	return out

@@ -2,6 +2,9 @@ package lint
 
 import (
 	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -27,14 +30,22 @@ func singleReplica(_ *Context, w *Workload) []Finding {
 	if len(w.HPAs) > 0 {
 		what = "its HorizontalPodAutoscaler's minReplicas is 1"
 	}
-	return []Finding{{
-		Message: fmt.Sprintf("%s behind Service %s: every rollout, eviction or node drain leaves it with no ready pod", what, w.Services[0].Name),
-		Hint:    "run at least 2 replicas",
-	}}
+	// Only where this workload is a Service's one pod: one of several Deployments
+	// behind a Service (versions, canaries) never empties it.
+	for i, s := range w.Services {
+		if w.ServiceBackends[i] <= 1 {
+			return []Finding{{
+				Message: fmt.Sprintf("%s behind Service %s, its only backend: every rollout, eviction or node drain leaves it with no ready pod", what, s.Name),
+				Hint:    "run at least 2 replicas",
+			}}
+		}
+	}
+	return nil
 }
 
 func recreateStrategy(_ *Context, w *Workload) []Finding {
-	if w.Strategy == nil || w.Strategy.Type != "Recreate" {
+	// Only a Deployment that clients reach through a Service has an outage to speak of.
+	if w.Strategy == nil || w.Strategy.Type != "Recreate" || !w.BehindService() {
 		return nil
 	}
 	return []Finding{{
@@ -98,8 +109,13 @@ func pdbBlocksDrain(_ *Context, w *Workload) []Finding {
 func livenessEqualsReadiness(_ *Context, w *Workload) []Finding {
 	var out []Finding
 	for _, c := range w.PodSpec.Containers {
-		if c.LivenessProbe == nil || c.ReadinessProbe == nil || !equalProbe(c.LivenessProbe.ProbeHandler, c.ReadinessProbe.ProbeHandler) ||
-			c.LivenessProbe.FailureThreshold != c.ReadinessProbe.FailureThreshold || c.LivenessProbe.PeriodSeconds != c.ReadinessProbe.PeriodSeconds {
+		if c.LivenessProbe == nil || c.ReadinessProbe == nil {
+			continue
+		}
+		// The same endpoint, as often and as patient: the pod is restarted exactly when it
+		// would only have left the endpoints. Defaults filled in first.
+		l, r := withProbeDefaults(*c.LivenessProbe), withProbeDefaults(*c.ReadinessProbe)
+		if !reflect.DeepEqual(l.ProbeHandler, r.ProbeHandler) || l.PeriodSeconds != r.PeriodSeconds || l.FailureThreshold != r.FailureThreshold {
 			continue
 		}
 		out = append(out, Finding{
@@ -110,4 +126,34 @@ func livenessEqualsReadiness(_ *Context, w *Workload) []Finding {
 		})
 	}
 	return out
+}
+
+// withProbeDefaults fills in what the API server defaults, so that a probe spelling
+// out periodSeconds: 10 equals one that leaves it out.
+func withProbeDefaults(p corev1.Probe) corev1.Probe {
+	p = *p.DeepCopy()
+	def := func(v *int32, d int32) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&p.TimeoutSeconds, 1)
+	def(&p.PeriodSeconds, 10)
+	def(&p.SuccessThreshold, 1)
+	def(&p.FailureThreshold, 3)
+	if h := p.HTTPGet; h != nil {
+		if h.Scheme == "" {
+			h.Scheme = corev1.URISchemeHTTP
+		}
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if len(h.HTTPHeaders) == 0 {
+			h.HTTPHeaders = nil
+		}
+	}
+	if g := p.GRPC; g != nil && g.Service == nil {
+		g.Service = new(string)
+	}
+	return p
 }

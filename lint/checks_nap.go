@@ -2,7 +2,7 @@ package lint
 
 import (
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +16,34 @@ func init() {
 	register(
 		Check{ID: NapVolumeNotExecutable, Title: "The nap volume is not executable", Severity: Error, Run: napVolumeNotExecutable},
 		Check{ID: NapArchMismatch, Title: "The nap binary's architecture contradicts the nodeSelector", Severity: Error, Run: napArchMismatch},
+		Check{ID: NapVolumeMissing, Title: "A container mounts nap without a nap volume", Severity: Error, Run: napVolumeMissing},
 	)
 }
 
-func equalProbe(a, b corev1.ProbeHandler) bool { return reflect.DeepEqual(a, b) }
+// napVolumeMissing: a mount of the volume "nap" with no such volume in the pod, which
+// the API server rejects (seen when a template shares its containers through a YAML
+// alias and only one of them got the volume).
+func napVolumeMissing(_ *Context, w *Workload) []Finding {
+	for _, v := range w.PodSpec.Volumes {
+		if v.Name == kube.ConfigMapName {
+			return nil
+		}
+	}
+	var out []Finding
+	for _, c := range append(slices.Clone(w.PodSpec.InitContainers), w.PodSpec.Containers...) {
+		for _, m := range c.VolumeMounts {
+			if m.Name == kube.ConfigMapName {
+				out = append(out, Finding{
+					Container: c.Name,
+					Line:      w.ContainerLine(c.Name),
+					Message:   fmt.Sprintf("container %q mounts volume %q, which the pod does not have: the API server rejects the pod", c.Name, m.Name),
+					Hint:      "add the nap volume (napctl inject adds both), or remove the mount",
+				})
+			}
+		}
+	}
+	return out
+}
 
 // napVolumes are the pod's volumes from the nap ConfigMap.
 func napVolumes(spec corev1.PodSpec) []corev1.Volume {

@@ -8,19 +8,19 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Config is the optional configuration file of `napctl lint --config`:
+// Config is the optional configuration file of `napctl lint --config`, or the same
+// built in code:
 //
 //	disable: [no-pdb]                # checks not to run
-//	severity: {single-replica: error} # severities to change
+//	severity: {single-replica: error} # severities to change, up or down
 //	shellless: ["registry.example/slim-"] # more image name prefixes with no shell
 //	drainMargin: 10s                 # grace period beyond the preStop delay (default 5s)
 type Config struct {
 	Disable     []string            `json:"disable,omitempty"`
-	Severity    map[string]string   `json:"severity,omitempty"`
+	Severity    map[string]Severity `json:"severity,omitempty"`
 	Shellless   []string            `json:"shellless,omitempty"`
 	DrainMargin time.Duration       `json:"-"`
 	RawMargin   string              `json:"drainMargin,omitempty"`
-	severities  map[string]Severity `json:"-"`
 }
 
 // LoadConfig reads and checks a configuration file.
@@ -31,34 +31,42 @@ func LoadConfig(path string) (Config, error) {
 		return c, err
 	}
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return c, fmt.Errorf("%s: %w", path, err)
+		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
+	if c.RawMargin != "" {
+		if c.DrainMargin, err = time.ParseDuration(c.RawMargin); err != nil || c.DrainMargin < 0 {
+			return Config{}, fmt.Errorf("%s: drainMargin %q: want a duration such as 5s", path, c.RawMargin)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks that every check c names exists and every severity is one.
+func (c Config) Validate() error {
 	known := map[string]bool{}
-	for _, chk := range registry {
+	for _, chk := range Checks() {
 		known[chk.ID] = true
 	}
 	for _, id := range c.Disable {
 		if !known[id] {
-			return c, fmt.Errorf("%s: disable: unknown check %q", path, id)
+			return fmt.Errorf("disable: unknown check %q", id)
 		}
 	}
-	c.severities = map[string]Severity{}
-	for id, s := range c.Severity {
+	for id, sev := range c.Severity {
 		if !known[id] {
-			return c, fmt.Errorf("%s: severity: unknown check %q", path, id)
+			return fmt.Errorf("severity: unknown check %q", id)
 		}
-		sev, err := ParseSeverity(s)
-		if err != nil {
-			return c, fmt.Errorf("%s: severity: %s: %w", path, id, err)
-		}
-		c.severities[id] = sev
-	}
-	if c.RawMargin != "" {
-		if c.DrainMargin, err = time.ParseDuration(c.RawMargin); err != nil || c.DrainMargin < 0 {
-			return c, fmt.Errorf("%s: drainMargin %q: want a duration such as 5s", path, c.RawMargin)
+		if sev != Warning && sev != Error {
+			return fmt.Errorf("severity: %s: %v is not a severity", id, int(sev))
 		}
 	}
-	return c, nil
+	if c.DrainMargin < 0 {
+		return fmt.Errorf("drainMargin %v: must not be negative", c.DrainMargin)
+	}
+	return nil
 }
 
 func (c Config) disabled(id string) bool {
@@ -70,9 +78,12 @@ func (c Config) disabled(id string) bool {
 	return false
 }
 
-func (c Config) severity(chk Check) Severity {
-	if s, ok := c.severities[chk.ID]; ok {
+// severity is the severity of a finding of chk that asked for sev (0: the check's):
+// a configured severity wins either way, up or down; otherwise a finding may raise its
+// check's own.
+func (c Config) severity(chk Check, sev Severity) Severity {
+	if s, ok := c.Severity[chk.ID]; ok {
 		return s
 	}
-	return chk.Severity
+	return max(sev, chk.Severity)
 }

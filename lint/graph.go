@@ -2,6 +2,7 @@ package lint
 
 import (
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/kube"
@@ -27,7 +29,10 @@ type Workload struct {
 	Strategy *appsv1.DeploymentStrategy // Deployments only
 
 	Services []*kube.Object
-	PDBs     []PDB
+	// ServiceBackends[i] is how many pods Services[i] has at the least, counting every
+	// workload it selects (versions, canaries): one of several is not a single replica.
+	ServiceBackends []int32
+	PDBs            []PDB
 	HPAs     []autoscalingv2.HorizontalPodAutoscaler
 }
 
@@ -64,13 +69,16 @@ func (w *Workload) ContainerLine(name string) int {
 
 // link builds the workloads of objs and attaches the Services, PDBs and HPAs that
 // select or scale them, in the same namespace. Each object is decoded once and the
-// matching runs per namespace, so that large inputs stay linear in practice.
+// matching runs per namespace, so that large inputs stay linear in practice. Services
+// that only serve metrics are not attached: no client's request goes through them.
 func link(objs []*kube.Object) []*Workload {
 	type hpaKey struct{ ns, kind, name string }
 	var ws []*Workload
+	var svcs []*kube.Object
 	services := selectorIndex[*kube.Object]{}
 	pdbs := selectorIndex[PDB]{}
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
+	var mons monitors
 	for _, o := range objs {
 		switch {
 		case kube.IsWorkload(o.Kind):
@@ -78,10 +86,9 @@ func link(objs []*kube.Object) []*Workload {
 				ws = append(ws, w)
 			}
 		case o.Kind == "Service":
-			var svc corev1.Service
-			if o.Decode(&svc) == nil && len(svc.Spec.Selector) > 0 {
-				services.add(o.Namespace, labels.SelectorFromSet(svc.Spec.Selector), o)
-			}
+			svcs = append(svcs, o)
+		case o.Kind == "ServiceMonitor" || o.Kind == "PodMonitor":
+			mons.add(o)
 		case o.Kind == "PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
 			if o.Decode(&p) != nil {
@@ -99,12 +106,131 @@ func link(objs []*kube.Object) []*Workload {
 			}
 		}
 	}
+	for _, o := range svcs {
+		var svc corev1.Service
+		if o.Decode(&svc) == nil && len(svc.Spec.Selector) > 0 && !mons.metricsOnly(o.Namespace, &svc) {
+			services.add(o.Namespace, labels.SelectorFromSet(svc.Spec.Selector), o)
+		}
+	}
+	// A Service's backends as a whole: the pods of every workload it selects.
+	backends := map[*kube.Object]int32{}
 	for _, w := range ws {
 		w.Services = services.matches(w.Obj.Namespace, w.Labels)
 		w.PDBs = pdbs.matches(w.Obj.Namespace, w.Labels)
 		w.HPAs = append(w.HPAs, hpas[hpaKey{w.Obj.Namespace, w.Obj.Kind, w.Obj.Name}]...)
+		n := w.MinReplicas()
+		if w.PerNode {
+			n = 2 // a DaemonSet: a pod on every node, never one for the whole Service
+		}
+		for _, s := range w.Services {
+			backends[s] += n
+		}
+	}
+	for _, w := range ws {
+		w.ServiceBackends = make([]int32, len(w.Services))
+		for i, s := range w.Services {
+			w.ServiceBackends[i] = backends[s]
+		}
 	}
 	return ws
+}
+
+// monitors are the Prometheus Operator's ServiceMonitors and PodMonitors: what they
+// scrape is a metrics port.
+type monitors struct {
+	service []monitor // ServiceMonitors: Service port names (or target ports) they scrape
+	pod     []monitor // PodMonitors: pod port names they scrape
+}
+
+type monitor struct {
+	ns         string
+	namespaces []string // namespaceSelector.matchNames; nil: its own
+	any        bool     // namespaceSelector.any
+	sel        labels.Selector
+	ports      map[string]bool
+}
+
+func (m *monitors) add(o *kube.Object) {
+	var spec struct {
+		Selector          metav1.LabelSelector `json:"selector"`
+		NamespaceSelector struct {
+			Any        bool     `json:"any"`
+			MatchNames []string `json:"matchNames"`
+		} `json:"namespaceSelector"`
+		Endpoints           []struct{ Port, TargetPort intstrOrString } `json:"endpoints"`
+		PodMetricsEndpoints []struct{ Port, TargetPort intstrOrString } `json:"podMetricsEndpoints"`
+	}
+	if o.Decode(&spec, "spec") != nil {
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&spec.Selector)
+	if err != nil {
+		return
+	}
+	mon := monitor{ns: o.Namespace, namespaces: spec.NamespaceSelector.MatchNames, any: spec.NamespaceSelector.Any, sel: sel, ports: map[string]bool{}}
+	for _, e := range append(spec.Endpoints, spec.PodMetricsEndpoints...) {
+		for _, p := range []intstrOrString{e.Port, e.TargetPort} {
+			if p != "" {
+				mon.ports[string(p)] = true
+			}
+		}
+	}
+	if o.Kind == "ServiceMonitor" {
+		m.service = append(m.service, mon)
+	} else {
+		m.pod = append(m.pod, mon)
+	}
+}
+
+func (m monitor) covers(ns string) bool {
+	return m.any || ns == m.ns && m.namespaces == nil || slices.Contains(m.namespaces, ns)
+}
+
+// metricsOnly tells whether every port of svc serves metrics: named so (metrics,
+// prometheus, http-metrics, ...), scraped by a ServiceMonitor that selects svc, or
+// targeting a pod port that a PodMonitor of the Service's pods scrapes.
+func (m monitors) metricsOnly(ns string, svc *corev1.Service) bool {
+	if len(svc.Spec.Ports) == 0 {
+		return false
+	}
+	for _, p := range svc.Spec.Ports {
+		if !m.metricsPort(ns, svc, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m monitors) metricsPort(ns string, svc *corev1.Service, p corev1.ServicePort) bool {
+	name := strings.ToLower(p.Name)
+	if name == "metrics" || name == "prometheus" || strings.HasSuffix(name, "-metrics") || strings.HasPrefix(name, "metrics-") {
+		return true
+	}
+	target := p.TargetPort.String()
+	for _, mon := range m.service {
+		if mon.covers(ns) && mon.sel.Matches(labels.Set(svc.Labels)) && (p.Name != "" && mon.ports[p.Name] || mon.ports[target]) {
+			return true
+		}
+	}
+	for _, mon := range m.pod {
+		// The Service's selector stands for its pods' labels.
+		if mon.covers(ns) && mon.sel.Matches(labels.Set(svc.Spec.Selector)) && p.TargetPort.Type == intstr.String && mon.ports[target] {
+			return true
+		}
+	}
+	return false
+}
+
+// intstrOrString reads a port given as a name or a number, as its text.
+type intstrOrString string
+
+func (p *intstrOrString) UnmarshalJSON(b []byte) error {
+	var v intstr.IntOrString
+	if err := v.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	*p = intstrOrString(v.String())
+	return nil
 }
 
 func workload(o *kube.Object) *Workload {

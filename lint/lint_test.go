@@ -147,6 +147,59 @@ spec: {selector: {app: one}}
 	if ids[SingleReplica] || ids[NoReadinessProbe] || !ids[NoPreStopDelay] {
 		t.Errorf("findings %v: want the ignored checks gone and the others kept", ids)
 	}
+	// The same annotation on the pod template.
+	onTemplate := strings.Replace(strings.Replace(string(data), "  annotations: {lint.nap.dev/ignore: \"single-replica, no-readiness-probe\"}\n", "", 1),
+		"    metadata: {labels: {app: one}}", "    metadata: {labels: {app: one}, annotations: {lint.nap.dev/ignore: \"single-replica, no-readiness-probe\"}}", 1)
+	if objs, err = kube.Read("b.yaml", []byte(onTemplate)); err != nil {
+		t.Fatal(err)
+	}
+	ids = map[string]bool{}
+	for _, f := range Lint(objs, Options{}) {
+		ids[f.ID] = true
+	}
+	if ids[SingleReplica] || ids[NoReadinessProbe] || !ids[NoPreStopDelay] {
+		t.Errorf("annotation on the template: findings %v: want the ignored checks gone and the others kept", ids)
+	}
+}
+
+// Configured severities win both ways, and a Config built in code is one loaded from a file.
+func TestConfigSeverityBothWays(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("severity: {single-replica: error, prestop-needs-shell: warning}\n"), 0o644)
+	loaded, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := Config{Severity: map[string]Severity{SingleReplica: Error, PreStopNeedsShell: Warning}}
+	if err := built.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{{name: "loaded", cfg: loaded}, {name: "built", cfg: built}} {
+		sev := map[string]Severity{}
+		for _, file := range []string{"testdata/checks/single-replica.yaml", "testdata/checks/prestop-needs-shell.yaml"} {
+			for _, f := range Lint(read(t, file), Options{Config: c.cfg}) {
+				sev[f.Object+" "+f.ID] = f.Severity
+			}
+		}
+		// Raised: single-replica is a warning by default. Lowered: a distroless image's
+		// shell preStop is an error by default.
+		if got := sev["Deployment/bad-one "+SingleReplica]; got != Error {
+			t.Errorf("%s: single-replica %v, want error", c.name, got)
+		}
+		if got := sev["Deployment/bad-shell-distroless "+PreStopNeedsShell]; got != Warning {
+			t.Errorf("%s: prestop-needs-shell on distroless %v, want warning", c.name, got)
+		}
+	}
+	if err := (Config{Severity: map[string]Severity{"nope": Error}}).Validate(); err == nil {
+		t.Error("an unknown check in a built Config: no error")
+	}
+	if err := (Config{Severity: map[string]Severity{NoPDB: 7}}).Validate(); err == nil {
+		t.Error("severity 7 in a built Config: no error")
+	}
 }
 
 func TestConfig(t *testing.T) {
