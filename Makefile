@@ -80,7 +80,8 @@ fuzz:
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper
 	$(GO) test ./drain -run '^$$' -bench . -count 5 | tee /dev/stderr | bash hack/bench-ratio.sh
-	$(GO) test ./lint -run '^$$' -bench . -benchmem -count 3
+	$(GO) test ./lint -run '^$$' -bench 'Lint10k' -benchmem -count 3
+	$(GO) test ./lint -run '^$$' -bench 'InjectVsLint' -benchmem -count 3 | tee /dev/stderr | bash hack/bench-ratio.sh Lint Inject
 	bash hack/bench-probe.sh
 	$(MAKE) bench-controller
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -69,26 +70,37 @@ func (e *editor) addAt(off, del int, text string, indent int) {
 	e.edits = append(e.edits, textEdit{off: off, del: del, text: text, indent: indent, seq: len(e.edits)})
 }
 
-// apply returns the source with every edit made.
+// apply returns the source with every edit made, in one pass over it: each edit is
+// copied in once, so that the cost grows with the source and the edits, not with their
+// product (a manifest of thousands of pod templates).
 func (e *editor) apply() []byte {
 	edits := slices.Clone(e.edits)
-	// Last offset first, so that earlier offsets stay valid. At one offset the texts
-	// must come out deepest first, then in the order they were created: apply them in
-	// the reverse of that.
-	slices.SortFunc(edits, func(a, b textEdit) int {
+	// By offset; at one offset the texts come out deepest first, then in the order
+	// they were created.
+	slices.SortStableFunc(edits, func(a, b textEdit) int {
 		if a.off != b.off {
-			return b.off - a.off
+			return a.off - b.off
 		}
 		if a.indent != b.indent {
-			return a.indent - b.indent
+			return b.indent - a.indent
 		}
-		return b.seq - a.seq
+		return a.seq - b.seq
 	})
-	out := slices.Clone(e.src)
+	size := len(e.src)
 	for _, ed := range edits {
-		out = slices.Concat(out[:ed.off], []byte(ed.text), out[ed.off+ed.del:])
+		size += len(ed.text) - ed.del
 	}
-	return out
+	out := make([]byte, 0, size)
+	at := 0 // how much of src is copied or deleted
+	for _, ed := range edits {
+		if ed.off > at {
+			out = append(out, e.src[at:ed.off]...)
+			at = ed.off
+		}
+		out = append(out, ed.text...)
+		at = max(at, ed.off+ed.del)
+	}
+	return append(out, e.src[at:]...)
 }
 
 func isFlow(n *yaml.Node) bool { return n.Style&yaml.FlowStyle != 0 }
@@ -390,15 +402,40 @@ func scalarText(n *yaml.Node) string {
 	if n.Tag != "!!str" {
 		return n.Value
 	}
-	var probe any
-	if plainSafe(n.Value) && yaml.Unmarshal([]byte(n.Value), &probe) == nil {
-		if s, ok := probe.(string); ok && s == n.Value {
-			return n.Value
-		}
+	if plainString(n.Value) {
+		return n.Value
 	}
 	b, _ := json.Marshal(n.Value)
 	return string(b)
 }
+
+// plainString tells whether s reads back as itself when written plain. Edits write the
+// same few names and paths into every template: the answers are remembered (a bounded
+// number of them, since a webhook sees delays from pods' annotations).
+func plainString(s string) bool {
+	plainMu.Lock()
+	ok, known := plainMemo[s]
+	plainMu.Unlock()
+	if known {
+		return ok
+	}
+	var probe any
+	ok = plainSafe(s) && yaml.Unmarshal([]byte(s), &probe) == nil
+	if v, isStr := probe.(string); !isStr || v != s {
+		ok = false
+	}
+	plainMu.Lock()
+	if len(plainMemo) < 1024 {
+		plainMemo[s] = ok
+	}
+	plainMu.Unlock()
+	return ok
+}
+
+var (
+	plainMu   sync.Mutex
+	plainMemo = map[string]bool{}
+)
 
 func plainSafe(s string) bool {
 	if s == "" {

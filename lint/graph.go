@@ -33,7 +33,7 @@ type Workload struct {
 	// workload it selects (versions, canaries): one of several is not a single replica.
 	ServiceBackends []int32
 	PDBs            []PDB
-	HPAs     []autoscalingv2.HorizontalPodAutoscaler
+	HPAs            []autoscalingv2.HorizontalPodAutoscaler
 }
 
 // PDB is a PodDisruptionBudget with its source.

@@ -477,3 +477,86 @@ spec:
 		})
 	}
 }
+
+// benchTemplates is the size of the inject-versus-lint benchmark's manifest.
+const benchTemplates = 3840
+
+// benchManifest is benchTemplates Deployments, each with its Service, as a chart renders
+// them: no preStop hook yet, so inject has work on every template.
+func benchManifest() []byte {
+	var buf strings.Builder
+	for i := range benchTemplates {
+		fmt.Fprintf(&buf, `---
+# Source: shop/templates/deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web-%[1]d
+  labels:
+    app.kubernetes.io/name: web-%[1]d
+    app.kubernetes.io/instance: shop
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: web-%[1]d
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: web-%[1]d
+    spec:
+      containers:
+        - name: web
+          image: "registry.example/web:1.%[1]d"
+          ports:
+            - name: http
+              containerPort: 8080
+          readinessProbe:
+            httpGet: {path: /readyz, port: http}
+          resources:
+            requests: {cpu: 10m, memory: 16Mi}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web-%[1]d
+spec:
+  selector:
+    app.kubernetes.io/name: web-%[1]d
+  ports:
+    - name: http
+      port: 80
+      targetPort: http
+`, i)
+	}
+	return []byte(buf.String())
+}
+
+// BenchmarkInjectVsLint: napctl inject and napctl lint over the same 3,840 pod
+// templates (make bench prints the ratio; inject should stay within 3× lint).
+func BenchmarkInjectVsLint(b *testing.B) {
+	data := benchManifest()
+	b.Run("Lint", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			objs, err := kube.Read("bench.yaml", data)
+			if err != nil || len(objs) != 2*benchTemplates {
+				b.Fatalf("%d objects: %v", len(objs), err)
+			}
+			Lint(objs, Options{})
+		}
+	})
+	b.Run("Inject", func(b *testing.B) {
+		p, err := kube.NewPlan(kube.InjectOptions{Mode: kube.ModeBinary})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			out, _, err := kube.Inject("bench.yaml", data, p)
+			if err != nil || len(out) <= len(data) {
+				b.Fatalf("%d → %d bytes: %v", len(data), len(out), err)
+			}
+		}
+	})
+}
