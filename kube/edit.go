@@ -154,6 +154,98 @@ func (e *editor) setKey(m *yaml.Node, key string, value *yaml.Node, compact bool
 	return nil
 }
 
+// isNull tells whether n is a null value: `key:` with nothing after it, `~` or `null`.
+// Kubernetes reads such a key as absent; Helm renders them often.
+func isNull(n *yaml.Node) bool { return n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// put sets key: value in mapping m: in place of a null value, or added at the end.
+func (e *editor) put(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && isNull(m.Content[i+1]) {
+			if err := e.replaceNull(m, m.Content[i], m.Content[i+1], value, compact); err != nil {
+				return err
+			}
+			m.Content[i+1] = value
+			return nil
+		}
+	}
+	return e.setKey(m, key, value, compact)
+}
+
+// replaceNull writes value where the null v of key k stands in mapping m.
+func (e *editor) replaceNull(m, k, v, value *yaml.Node, compact bool) error {
+	if isFlow(m) {
+		// A flow or JSON mapping: the null is a token (null, ~) to replace.
+		off, err := e.offset(v.Line, v.Column)
+		if err != nil {
+			return err
+		}
+		end := scalarEnd(e.src, off)
+		if tok := string(e.src[off:end]); !nullToken(tok) {
+			return fmt.Errorf("line %d: cannot edit the empty value of %q in place", k.Line, k.Value)
+		}
+		text := flowText(value)
+		if e.jsonish(m) {
+			text = jsonText(value)
+		}
+		e.add(off, end-off, text)
+		return nil
+	}
+	// A block mapping: `key:`, maybe a null token, maybe a comment, then the line break.
+	keyOff, err := e.offset(k.Line, k.Column)
+	if err != nil {
+		return err
+	}
+	i := scalarEnd(e.src, keyOff) // a quoted key; a plain one ends at ": "
+	if q := e.src[keyOff]; q != '"' && q != '\'' {
+		for i = keyOff; i < len(e.src) && !(e.src[i] == ':' && (i+1 == len(e.src) || strings.ContainsRune(" \t\r\n", rune(e.src[i+1])))); i++ {
+		}
+	}
+	for i < len(e.src) && (e.src[i] == ' ' || e.src[i] == '\t') {
+		i++
+	}
+	if i >= len(e.src) || e.src[i] != ':' {
+		return fmt.Errorf("line %d: cannot edit the empty value of %q in place", k.Line, k.Value)
+	}
+	colon := i + 1
+	j := colon
+	for j < len(e.src) && (e.src[j] == ' ' || e.src[j] == '\t') {
+		j++
+	}
+	tokStart, tokEnd := j, j
+	if j < len(e.src) && e.src[j] != '#' && e.src[j] != '\r' && e.src[j] != '\n' {
+		tokEnd = scalarEnd(e.src, j)
+		if !nullToken(string(e.src[tokStart:tokEnd])) {
+			return fmt.Errorf("line %d: cannot edit the empty value of %q in place", k.Line, k.Value)
+		}
+	}
+	lines := renderPair(k.Value, value, compact)
+	head := strings.TrimPrefix(lines[0], scalarText(str(k.Value))+":")
+	if len(lines) == 1 { // a scalar or flow value: on the key's line
+		if tokEnd > tokStart {
+			e.add(tokStart, tokEnd-tokStart, strings.TrimPrefix(head, " "))
+		} else {
+			e.add(colon, 0, head)
+		}
+		return nil
+	}
+	if tokEnd > tokStart {
+		e.add(colon, tokEnd-colon, "") // `key: ~` → `key:`
+	}
+	at := len(e.src)
+	if k.Line < len(e.lines) {
+		at = e.lines[k.Line]
+	} else if len(e.src) > 0 && e.src[len(e.src)-1] != '\n' && !e.finalBreak {
+		e.finalBreak = true
+		e.addAt(len(e.src), 0, e.nl, math.MaxInt32)
+	}
+	indent := k.Column - 1
+	e.addAt(at, 0, e.block(indent, lines[1:]), indent+2)
+	return nil
+}
+
+func nullToken(s string) bool { return s == "~" || s == "null" || s == "Null" || s == "NULL" }
+
 // appendItem adds item at the end of sequence s.
 func (e *editor) appendItem(s, item *yaml.Node, compact bool) error {
 	if isFlow(s) || len(s.Content) == 0 {
@@ -215,7 +307,7 @@ func (e *editor) blockEnd(n *yaml.Node, indent int) (int, error) {
 	if at, ok := e.ends[n]; ok {
 		return at, nil
 	}
-	lastContent, err := e.lastLine(n) // 1-based
+	lastContent, last, err := e.lastLine(n) // 1-based
 	if err != nil {
 		return 0, err
 	}
@@ -232,31 +324,78 @@ func (e *editor) blockEnd(n *yaml.Node, indent int) (int, error) {
 		}
 		lastContent = l
 	}
+	header, headerAt := e.blockScalarHeader(last)
+	if strings.Contains(header, "+") {
+		// A block scalar that keeps its trailing line breaks owns the blank lines after
+		// its text: insert after them, not between.
+		for lastContent < len(e.lines) && strings.TrimSpace(e.line(lastContent+1)) == "" && e.lines[lastContent] < len(e.src) {
+			lastContent++
+		}
+	}
 	at := len(e.src)
 	if lastContent < len(e.lines) {
 		at = e.lines[lastContent] // the start of the next line
 	} else if len(e.src) > 0 && e.src[len(e.src)-1] != '\n' && !e.finalBreak {
 		e.finalBreak = true // the last line has no line break: give it one, before all else
 		e.addAt(len(e.src), 0, e.nl, math.MaxInt32)
+		if header != "" && !strings.Contains(header, "-") {
+			// The block scalar runs to the end of a file without a final line break, so
+			// its value has none; with the break added it would gain one. Strip
+			// chomping (`|-`) reads the same value from the new text.
+			i := headerAt + 1 + strings.IndexAny(header[1:]+"+", "+")
+			if strings.Contains(header, "+") {
+				e.add(i, 1, "-")
+			} else {
+				e.add(headerAt+len(header), 0, "-")
+			}
+		}
 	}
 	e.ends[n] = at
 	return at, nil
 }
 
+// blockScalarHeader is the header of n when it is a literal or folded block scalar
+// ("|", ">+", "|2-"), and its offset; "" otherwise.
+func (e *editor) blockScalarHeader(n *yaml.Node) (string, int) {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		return "", 0
+	}
+	off, err := e.offset(n.Line, n.Column)
+	if err != nil {
+		return "", 0
+	}
+	for off < len(e.src) && (e.src[off] == '&' || e.src[off] == '!') { // an anchor or tag first
+		for off < len(e.src) && !strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
+			off++
+		}
+		for off < len(e.src) && (e.src[off] == ' ' || e.src[off] == '\t') {
+			off++
+		}
+	}
+	if off >= len(e.src) || e.src[off] != '|' && e.src[off] != '>' {
+		return "", 0
+	}
+	end := off + 1
+	for end < len(e.src) && strings.ContainsRune("+-0123456789", rune(e.src[end])) {
+		end++
+	}
+	return string(e.src[off:end]), off
+}
+
 // lastLine is the line where node n's text ends, as far as positions tell: the line of
-// its last scalar, or of the closing bracket of a flow collection.
-func (e *editor) lastLine(n *yaml.Node) (int, error) {
+// its last scalar, or of the closing bracket of a flow collection; and that last node.
+func (e *editor) lastLine(n *yaml.Node) (int, *yaml.Node, error) {
 	for {
 		if n.Line < 1 {
-			return 0, fmt.Errorf("a node without a position")
+			return 0, nil, fmt.Errorf("a node without a position")
 		}
 		if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && isFlow(n) {
 			_, closing, err := e.flowBounds(n)
 			if err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			l, _ := slices.BinarySearch(e.lines, closing+1)
-			return l, nil
+			return l, n, nil
 		}
 		// The last child that was in the text: edits append children without positions.
 		var next *yaml.Node
@@ -266,7 +405,7 @@ func (e *editor) lastLine(n *yaml.Node) (int, error) {
 			}
 		}
 		if next == nil {
-			return n.Line, nil
+			return n.Line, n, nil
 		}
 		n = next
 	}
@@ -295,6 +434,15 @@ func (e *editor) flowBounds(n *yaml.Node) (int, int, error) {
 	off, err := e.offset(n.Line, n.Column)
 	if err != nil {
 		return 0, 0, err
+	}
+	// A node's position is that of its anchor (&a) or tag (!t) when it has one.
+	for off < len(e.src) && (e.src[off] == '&' || e.src[off] == '!') {
+		for off < len(e.src) && !strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
+			off++
+		}
+		for off < len(e.src) && strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
+			off++
+		}
 	}
 	if off >= len(e.src) || e.src[off] != '{' && e.src[off] != '[' {
 		return 0, 0, fmt.Errorf("a flow collection that does not start with a bracket")

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"path"
 	"reflect"
@@ -165,7 +167,12 @@ func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
 		n, err := p.injectObject(e, o)
 		notes = append(notes, n...)
 		if err != nil {
-			return nil, nil, &ReadError{File: file, Line: o.Line, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
+			line := o.Line
+			var le *lineError
+			if errors.As(err, &le) {
+				line, err = le.line, le.err
+			}
+			return nil, nil, &ReadError{File: file, Line: line, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
 		}
 	}
 	if len(e.edits) == 0 {
@@ -177,6 +184,14 @@ func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
 	}
 	return out, notes, nil
 }
+
+// lineError is an error at a line of its own, not the object's.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return e.err.Error() }
 
 // verify checks that the edited text reads as the edited trees: the splicing changed
 // what it meant to, and nothing else.
@@ -224,6 +239,22 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 	spec := ps.YNode()
 	p, err := p.forTemplate(spec)
 	if err != nil {
+		return nil, err
+	}
+	// What an edit would change must belong to this template alone.
+	guard := func(n *yaml.Node, what string) error {
+		if n == nil || isNull(n) {
+			return nil
+		}
+		if n.Kind == yaml.AliasNode {
+			return &lineError{line: n.Line, err: fmt.Errorf("%s is the alias *%s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Value)}
+		}
+		if alias, ok := o.shared[n]; ok {
+			return &lineError{line: alias, err: fmt.Errorf("the alias here shares %s (line %d) of %s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Line, o.Ref())}
+		}
+		return nil
+	}
+	if err := guard(lookup(spec, "containers"), "containers"); err != nil {
 		return nil, err
 	}
 	containers := lookup(spec, "containers")
@@ -291,11 +322,14 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 	needVolume := false
 	for _, t := range targets {
 		lc := lookup(t.node, "lifecycle")
+		if isNull(lc) {
+			lc = nil
+		}
 		if lc != nil && lc.Kind != yaml.MappingNode {
 			notes = append(notes, p.note(o, lc.Line, "container %q: lifecycle is not a mapping; left alone", t.name))
 			continue
 		}
-		if pre := lookup(lc, "preStop"); pre != nil {
+		if pre := lookup(lc, "preStop"); pre != nil && !isNull(pre) {
 			own, binary, d := p.ownPreStop(pre)
 			if own {
 				delayed = true
@@ -308,6 +342,9 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 		}
 		if p.Mode == ModeBinary {
 			mounts := lookup(t.node, "volumeMounts")
+			if isNull(mounts) {
+				mounts = nil
+			}
 			if mounts != nil && mounts.Kind != yaml.SequenceNode {
 				notes = append(notes, p.note(o, mounts.Line, "container %q: volumeMounts is not a list; left alone", t.name))
 				continue
@@ -319,9 +356,12 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 				}
 			} else {
 				mount := mapping("name", str(ConfigMapName), "mountPath", str(MountPath), "readOnly", boolean(true))
+				if err := cmp.Or(guard(t.node, fmt.Sprintf("container %q", t.name)), guard(mounts, fmt.Sprintf("container %q's volumeMounts", t.name))); err != nil {
+					return notes, err
+				}
 				var err error
 				if mounts == nil {
-					err = e.setKey(t.node, "volumeMounts", sequence(false, mount), compact)
+					err = e.put(t.node, "volumeMounts", sequence(false, mount), compact)
 				} else {
 					err = e.appendItem(mounts, mount, compact)
 				}
@@ -332,11 +372,14 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 			needVolume = true
 		}
 		pre := p.preStop()
+		if err := cmp.Or(guard(t.node, fmt.Sprintf("container %q", t.name)), guard(lc, fmt.Sprintf("container %q's lifecycle", t.name))); err != nil {
+			return notes, err
+		}
 		var err error
 		if lc == nil {
-			err = e.setKey(t.node, "lifecycle", mapping("preStop", pre), compact)
+			err = e.put(t.node, "lifecycle", mapping("preStop", pre), compact)
 		} else {
-			err = e.setKey(lc, "preStop", pre, compact)
+			err = e.put(lc, "preStop", pre, compact)
 		}
 		if err != nil {
 			return notes, err
@@ -351,9 +394,12 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 			"defaultMode", octal(0o555),
 			"items", sequence(false, mapping("key", str(KeyForArch(arch)), "path", str(BinaryName))),
 		))
+		if err := cmp.Or(guard(spec, "the pod spec"), guard(lookup(spec, "volumes"), "volumes")); err != nil {
+			return notes, err
+		}
 		var err error
-		if vols := lookup(spec, "volumes"); vols == nil {
-			err = e.setKey(spec, "volumes", sequence(false, vol), compact)
+		if vols := lookup(spec, "volumes"); vols == nil || isNull(vols) {
+			err = e.put(spec, "volumes", sequence(false, vol), compact)
 		} else if vols.Kind != yaml.SequenceNode {
 			return notes, fmt.Errorf("volumes is not a list")
 		} else {
@@ -366,17 +412,23 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 
 	if delayed {
 		need := int64((delay + p.GraceExtra + time.Second - 1) / time.Second)
-		if g := lookup(spec, "terminationGracePeriodSeconds"); g != nil {
+		if g := lookup(spec, "terminationGracePeriodSeconds"); g != nil && !isNull(g) {
 			cur, err := strconv.ParseInt(g.Value, 10, 64)
 			if g.Kind != yaml.ScalarNode || err != nil {
 				notes = append(notes, p.note(o, g.Line, "terminationGracePeriodSeconds %q is not a number; left alone", g.Value))
 			} else if cur < need {
+				if err := guard(g, "terminationGracePeriodSeconds"); err != nil {
+					return notes, err
+				}
 				if err := e.setInt(g, need); err != nil {
 					return notes, err
 				}
 			}
 		} else if need > 30 { // Kubernetes' default
-			if err := e.setKey(spec, "terminationGracePeriodSeconds", num(need), compact); err != nil {
+			if err := guard(spec, "the pod spec"); err != nil {
+				return notes, err
+			}
+			if err := e.put(spec, "terminationGracePeriodSeconds", num(need), compact); err != nil {
 				return notes, err
 			}
 		}

@@ -42,6 +42,11 @@ var injectCases = []struct {
 	{"grace", "grace.yaml", InjectOptions{Delay: "30s"}},
 	{"crlf", "crlf.yaml", InjectOptions{}},
 	{"no-newline", "no-newline.yaml", InjectOptions{}},
+	{"helm-nulls", "helm-nulls.yaml", InjectOptions{}},
+	{"helm-nulls-native", "helm-nulls.yaml", InjectOptions{Mode: ModeNative, Delay: "40s"}},
+	{"block-scalar-eof", "block-scalar-eof.yaml", InjectOptions{}},
+	{"keep-chomp", "keep-chomp.yaml", InjectOptions{Mode: ModeNative}},
+	{"json-stream", "stream.json", InjectOptions{}},
 }
 
 func runInject(t testing.TB, file string, src []byte, opts InjectOptions) ([]byte, string) {
@@ -172,6 +177,11 @@ func stripNap(v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		delete(v, "terminationGracePeriodSeconds")
+		for _, key := range []string{"volumes", "volumeMounts", "lifecycle"} {
+			if x, ok := v[key]; ok && x == nil { // null is absent to Kubernetes
+				delete(v, key)
+			}
+		}
 		for _, key := range []string{"volumes", "volumeMounts"} {
 			if items, ok := v[key].([]any); ok {
 				var keep []any
@@ -188,6 +198,9 @@ func stripNap(v any) {
 			}
 		}
 		if lc, ok := v["lifecycle"].(map[string]any); ok {
+			if x, ok := lc["preStop"]; ok && x == nil {
+				delete(lc, "preStop")
+			}
 			if pre, ok := lc["preStop"].(map[string]any); ok {
 				if _, sleep := pre["sleep"]; sleep || strings.Contains(fmtAny(pre), "/nap/nap") {
 					delete(lc, "preStop")
@@ -303,6 +316,75 @@ func TestKubeletSkew(t *testing.T) {
 			}
 			if err != nil && !strings.HasPrefix(err.Error(), "pod.yaml:1: ") {
 				t.Errorf("error %q does not name the file and line", err)
+			}
+		})
+	}
+}
+
+// Null tokens (~, null) are replaced; a block scalar that keeps its line breaks at the
+// end of a file without a final one gets strip chomping, the same value.
+func TestInjectEditsInPlace(t *testing.T) {
+	p, err := NewPlan(InjectOptions{Mode: ModeNative, Delay: "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, in, want string }{
+		{name: "tilde with a comment",
+			in:   "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    lifecycle: ~ # none yet\n",
+			want: "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    lifecycle: # none yet\n      preStop:\n        sleep:\n          seconds: 5\n  terminationGracePeriodSeconds: 35\n"},
+		{name: "null grace",
+			in:   "kind: Pod\nmetadata: {name: p}\nspec:\n  terminationGracePeriodSeconds: null\n  containers:\n  - name: a\n    lifecycle: {}\n",
+			want: "kind: Pod\nmetadata: {name: p}\nspec:\n  terminationGracePeriodSeconds: 35\n  containers:\n  - name: a\n    lifecycle: {preStop: {sleep: {seconds: 5}}}\n"},
+		{name: "JSON null",
+			in:   `{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "lifecycle": null}]}}`,
+			want: `{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "lifecycle": {"preStop": {"sleep": {"seconds": 5}}}}], "terminationGracePeriodSeconds": 35}}`},
+		{name: "keep chomping at the end without a line break",
+			in:   "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    args:\n    - |+\n      hi",
+			want: "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    args:\n    - |-\n      hi\n    lifecycle:\n      preStop:\n        sleep:\n          seconds: 5\n  terminationGracePeriodSeconds: 35\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _, err := Inject("p.yaml", []byte(c.in), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != c.want {
+				t.Errorf("got\n%s\nwant\n%s", out, c.want)
+			}
+		})
+	}
+}
+
+// What nap cannot edit without changing another part of the manifest, or what
+// Kubernetes would not read as written, is an error naming the right line.
+func TestInjectRefuses(t *testing.T) {
+	p, err := NewPlan(InjectOptions{Mode: ModeBinary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, in, want string }{
+		{name: "containers shared by an alias in one List",
+			in:   "kind: List\nitems:\n- kind: Deployment\n  metadata: {name: a}\n  spec:\n    template:\n      spec:\n        containers: &c\n        - {name: app, image: x}\n- kind: Deployment\n  metadata: {name: b}\n  spec:\n    template:\n      spec:\n        containers: *c\n",
+			want: "in.yaml:15: Deployment/a: the alias here shares containers (line 8)"},
+		{name: "an alias to another document",
+			in:   "kind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers: &c\n      - {name: app, image: x}\n---\nkind: Deployment\nmetadata: {name: b}\nspec:\n  template:\n    spec:\n      containers: *c\n",
+			want: "in.yaml:14: alias *c refers to an anchor of another document"},
+		{name: "a duplicate key",
+			in:   "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    image: a\n    image: b\n",
+			want: `in.yaml:7: mapping key "image" already defined at line 6`},
+		{name: "binary garbage",
+			in:   "kind: Pod\nmetadata: {name: p}\n\xff\xfe\n",
+			want: "in.yaml:3: invalid YAML or JSON: byte 30 (0xff) is not UTF-8"},
+		{name: "a control character",
+			in:   "kind: Pod\nmetadata:\n  name: \x01\n",
+			want: "in.yaml:3: invalid YAML or JSON: byte 28 is control character U+0001"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _, err := Inject("in.yaml", []byte(c.in), p)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) || out != nil {
+				t.Errorf("error %v, want %q…, and no output", err, c.want)
+			}
+			if _, err := Read("in.yaml", []byte(c.in)); c.name != "containers shared by an alias in one List" && (err == nil || !strings.HasPrefix(err.Error(), c.want)) {
+				t.Errorf("Read: %v, want %q…", err, c.want)
 			}
 		})
 	}

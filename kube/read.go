@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -25,6 +27,10 @@ type Object struct {
 	Kind       string
 	Namespace  string
 	Name       string
+	// shared are the nodes of its document that an alias stands for too, with all they
+	// hold, each with the line of (one) alias: editing one edits every place that
+	// refers to it. nil: none.
+	shared map[*yaml.Node]int
 }
 
 // Ref is "Kind/namespace/name", or "Kind/name" without a namespace.
@@ -53,10 +59,15 @@ func (e *ReadError) Unwrap() error { return e.Err }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// Read reads the objects of one manifest: YAML (one or more documents) or JSON, with
-// kind: List expanded into its items. One decoder reads the whole stream, so lines
-// count from the top of the file.
+// Read reads the objects of one manifest: YAML (one or more documents), JSON, or a
+// stream of concatenated JSON objects (as kubectl accepts), with kind: List expanded
+// into its items. One decoder reads the whole stream, so lines count from the top of
+// the file. What Kubernetes would not read the same way is an error naming its line: a
+// duplicate key, an alias to an anchor of another document.
 func Read(file string, data []byte) ([]*Object, error) {
+	if segs := jsonStream(data); len(segs) > 1 {
+		return readSegments(file, data, segs)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var objs []*Object
 	for {
@@ -73,14 +84,175 @@ func Read(file string, data []byte) ([]*Object, error) {
 				msg = msg[strings.Index(msg, m[0])+len(m[0]):]
 			}
 			msg = strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), ": ")
+			if line == 0 {
+				if l, what := locate(data); l > 0 {
+					line, msg = l, what+" ("+msg+")"
+				}
+			}
 			return nil, &ReadError{File: file, Line: line, Err: fmt.Errorf("invalid YAML or JSON: %s", msg)}
 		}
 		if len(doc.Content) == 0 {
 			continue // an empty document
 		}
+		shared, derr := checkDocument(doc.Content[0])
+		if derr != nil {
+			return nil, &ReadError{File: file, Line: derr.line, Err: derr}
+		}
+		first := len(objs)
 		if err := add(&objs, file, yaml.NewRNode(doc.Content[0])); err != nil {
 			return nil, err
 		}
+		for _, o := range objs[first:] {
+			o.shared = shared
+		}
+	}
+}
+
+// docError is what checkDocument finds, at its line.
+type docError struct {
+	line int
+	msg  string
+}
+
+func (e *docError) Error() string { return e.msg }
+
+// checkDocument walks one document in text order: a mapping key given twice (which
+// Kubernetes' decoder rejects or resolves differently), and an alias whose anchor is
+// not in this document (each document is read on its own by kubectl), are errors. It
+// returns the nodes that aliases stand for, with everything they hold (nil: none).
+func checkDocument(root *yaml.Node) (map[*yaml.Node]int, *docError) {
+	anchors := map[*yaml.Node]bool{}
+	var targets []*yaml.Node // the aliases
+	var walk func(n *yaml.Node) *docError
+	walk = func(n *yaml.Node) *docError {
+		if n.Anchor != "" {
+			anchors[n] = true
+		}
+		switch n.Kind {
+		case yaml.AliasNode:
+			if !anchors[n.Alias] {
+				return &docError{line: n.Line, msg: fmt.Sprintf("alias *%s refers to an anchor of another document", n.Value)}
+			}
+			targets = append(targets, n)
+			return nil
+		case yaml.MappingNode:
+			seen := make(map[string]int, len(n.Content)/2)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if k.Kind == yaml.ScalarNode && k.Value != "<<" {
+					if at, dup := seen[k.Value]; dup {
+						return &docError{line: k.Line, msg: fmt.Sprintf("mapping key %q already defined at line %d", k.Value, at)}
+					}
+					seen[k.Value] = k.Line
+				}
+			}
+		}
+		for _, c := range n.Content {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	shared := map[*yaml.Node]int{}
+	var mark func(n *yaml.Node, alias int)
+	mark = func(n *yaml.Node, alias int) {
+		if _, done := shared[n]; done {
+			return
+		}
+		shared[n] = alias
+		for _, c := range n.Content {
+			mark(c, alias)
+		}
+	}
+	for _, a := range targets {
+		mark(a.Alias, a.Line)
+	}
+	return shared, nil
+}
+
+// locate finds where a YAML error without a position lies: the first byte that is not
+// UTF-8, or the first control character YAML does not allow.
+func locate(data []byte) (int, string) {
+	for off := 0; off < len(data); {
+		r, n := utf8.DecodeRune(data[off:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			return 1 + bytes.Count(data[:off], []byte("\n")), fmt.Sprintf("byte %d (0x%02x) is not UTF-8", off, data[off])
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f:
+			return 1 + bytes.Count(data[:off], []byte("\n")), fmt.Sprintf("byte %d is control character %U", off, r)
+		}
+		off += n
+	}
+	return 0, ""
+}
+
+// jsonStream splits data into the offsets of concatenated JSON values, when it is such
+// a stream; nil otherwise (YAML, or JSON that is not strict).
+func jsonStream(data []byte) [][2]int {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var segs [][2]int
+	for {
+		start := int(dec.InputOffset())
+		var v json.RawMessage
+		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
+			return segs
+		} else if err != nil {
+			return nil
+		}
+		end := int(dec.InputOffset())
+		start += len(data[start:end]) - len(bytes.TrimLeft(data[start:end], " \t\r\n"))
+		segs = append(segs, [2]int{start, end})
+	}
+}
+
+// readSegments reads each JSON value of a stream on its own, with positions as in data.
+func readSegments(file string, data []byte, segs [][2]int) ([]*Object, error) {
+	var objs []*Object
+	for _, seg := range segs {
+		line := 1 + bytes.Count(data[:seg[0]], []byte("\n"))
+		col := 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:seg[0]], '\n')+1:seg[0]])
+		part, err := Read(file, data[seg[0]:seg[1]])
+		if err != nil {
+			var re *ReadError
+			if errors.As(err, &re) && re.Line > 0 {
+				re.Line += line - 1
+			}
+			return nil, err
+		}
+		shifted := map[*yaml.Node]bool{}
+		for _, o := range part {
+			shift(o.Node.YNode(), line, col, shifted)
+			o.Line += line - 1
+		}
+		objs = append(objs, part...)
+	}
+	return objs, nil
+}
+
+// shift moves the positions of n and what it holds from a segment's own to the file's:
+// the segment starts at line, col.
+func shift(n *yaml.Node, line, col int, done map[*yaml.Node]bool) {
+	if done[n] {
+		return
+	}
+	done[n] = true
+	if n.Line == 1 {
+		n.Column += col - 1
+	}
+	n.Line += line - 1
+	for _, c := range n.Content {
+		shift(c, line, col, done)
 	}
 }
 
