@@ -1,0 +1,172 @@
+package dryrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	. "github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/lint"
+)
+
+// corpusDirs are the folders of public manifests read from the k8s.io/kubernetes module
+// (the version of hack/kube-version, in the Go module cache since `make kube-bins`):
+// the cluster add-ons and the manifests of Kubernetes' own e2e tests, as their authors
+// wrote them — kubectl-ready YAML, Lists, JSON, comments, flow style.
+var corpusDirs = []string{"cluster/addons", "test/e2e/testing-manifests", "test/e2e_node/testing-manifests"}
+
+// corpus returns the files of corpusDirs that read as manifests with a workload.
+func corpus(t *testing.T) map[string][]byte {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", "k8s.io/kubernetes@"+kubeenv.KubeVersion())
+	cmd.Dir = t.TempDir() // outside nap's module
+	out, err := cmd.Output()
+	var mod struct{ Dir string }
+	if err != nil || json.Unmarshal(out, &mod) != nil || mod.Dir == "" {
+		testenv.Missing(t, "the k8s.io/kubernetes module in the Go module cache", "kube-bins")
+	}
+	files := map[string][]byte{}
+	for _, d := range corpusDirs {
+		root := filepath.Join(mod.Dir, d)
+		filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			switch filepath.Ext(path) {
+			case ".yaml", ".yml", ".json":
+			default:
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			objs, err := Read(path, data)
+			if err != nil {
+				return nil // a template with placeholders, not a manifest
+			}
+			for _, o := range objs {
+				var v any
+				if o.Decode(&v) != nil {
+					return nil // {{ placeholders }} that YAML reads as maps, not a manifest
+				}
+			}
+			for _, o := range objs {
+				if IsWorkload(o.Kind) {
+					rel, _ := filepath.Rel(mod.Dir, path)
+					files["k8s.io/kubernetes@"+kubeenv.KubeVersion()+"/"+rel] = data
+					break
+				}
+			}
+			return nil
+		})
+	}
+	return files
+}
+
+var graceValue = regexp.MustCompile(`(terminationGracePeriodSeconds"?\s*:\s*)\d+`)
+
+func isSubsequence(small, big []byte) bool {
+	j := 0
+	for i := 0; i < len(big) && j < len(small); i++ {
+		if big[i] == small[j] {
+			j++
+		}
+	}
+	return j == len(small)
+}
+
+// TestCorpus runs napctl inject and lint over real public manifests: every input byte
+// is kept, a second run changes nothing, lint reads the output, and every workload the
+// API server accepted before injection it accepts after (server-side dry-run).
+func TestCorpus(t *testing.T) {
+	files := corpus(t)
+	if len(files) < 30 {
+		t.Fatalf("%d manifests with workloads in the corpus, want at least 30", len(files))
+	}
+	cfg := kubeenv.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dryRun := func(o *Object) error {
+		u := &unstructured.Unstructured{}
+		if err := o.Decode(&u.Object); err != nil {
+			return err
+		}
+		ns := u.GetNamespace()
+		if ns == "" {
+			ns = "default"
+			u.SetNamespace(ns)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
+			c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+		return c.Create(ctx, u, client.DryRunAll)
+	}
+	v := Version{Major: 1, Minor: 34}
+	templates, checked := 0, 0
+	for name, src := range files {
+		for _, mode := range []Mode{ModeBinary, ModeAuto} {
+			p, err := NewPlan(InjectOptions{Mode: mode, Kube: &v, Delay: "5s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := Inject(name, src, p)
+			if err != nil {
+				t.Errorf("%s (%s): %v", name, mode, err)
+				continue
+			}
+			if !isSubsequence(graceValue.ReplaceAll(src, []byte("${1}#")), graceValue.ReplaceAll(out, []byte("${1}#"))) {
+				t.Errorf("%s (%s): an input byte was changed or removed", name, mode)
+			}
+			again, _, err := Inject(name, out, p)
+			if err != nil || !bytes.Equal(again, out) {
+				t.Errorf("%s (%s): not idempotent: %v", name, mode, err)
+			}
+			outObjs, err := Read(name, out)
+			if err != nil {
+				t.Fatalf("%s (%s): %v", name, mode, err)
+			}
+			lint.Lint(outObjs, lint.Options{KubeVersion: &v})
+			inObjs, _ := Read(name, src)
+			for i, o := range outObjs {
+				if !IsWorkload(o.Kind) {
+					continue
+				}
+				if mode == ModeBinary {
+					templates++
+				}
+				if dryRun(inObjs[i]) != nil {
+					continue // not valid as published (placeholders, old APIs): not ours to judge
+				}
+				checked++
+				if err := dryRun(o); err != nil {
+					t.Errorf("%s:%d (%s): %s: dry-run create after inject: %v", name, o.Line, mode, o.Ref(), err)
+				}
+				if !strings.Contains(string(out), "preStop") {
+					t.Errorf("%s (%s): no preStop added", name, mode)
+				}
+			}
+		}
+	}
+	t.Logf("%d manifests, %d pod templates; %d injected workloads checked by dry-run", len(files), templates, checked)
+	if checked < 20 {
+		t.Errorf("only %d injected workloads could be checked by dry-run", checked)
+	}
+}
