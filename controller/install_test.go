@@ -1,10 +1,7 @@
 package controller
 
 import (
-	"bytes"
 	"context"
-	"flag"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -18,11 +15,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files (testdata/install, ../deploy/nap.yaml)")
 
 // The install manifests are golden files; deploy/nap.yaml is the default one.
 func TestInstallGolden(t *testing.T) {
@@ -40,19 +36,7 @@ func TestInstallGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *update {
-				os.MkdirAll(filepath.Dir(tc.file), 0o755)
-				if err := os.WriteFile(tc.file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(tc.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from InstallYAML (go test ./controller -run InstallGolden -update)", tc.file)
-			}
+			golden.Check(t, tc.file, got)
 			// nap's own checks find nothing to say about nap's own installation.
 			objs, err := kube.Read(tc.file, got)
 			if err != nil {

@@ -215,6 +215,7 @@ tlsPrivateKeyFile: "$D/pki/kubelet-serving.key"
 cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
+seccompDefault: true
 podCIDR: $NODE_POD_CIDR
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,9 +11,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/nap-k8s/nap/internal/testutil/golden"
+)
 
 // injectCases are the golden cases: testdata/inject/<input> injected with opts gives
 // testdata/inject/golden/<name>.golden (and .notes, what goes to stderr).
@@ -75,24 +74,9 @@ func TestInjectGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, notes := runInject(t, in, src, tc.opts)
-			golden := filepath.Join("testdata", "inject", "golden", tc.name+".golden")
-			if *update {
-				os.MkdirAll(filepath.Dir(golden), 0o755)
-				os.WriteFile(golden, out, 0o644)
-				os.WriteFile(strings.TrimSuffix(golden, ".golden")+".notes", []byte(notes), 0o644)
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(out, want) {
-				t.Errorf("output differs from %s (go test ./kube -update to accept):\n%s", golden, out)
-			}
-			wantNotes, _ := os.ReadFile(strings.TrimSuffix(golden, ".golden") + ".notes")
-			if notes != string(wantNotes) {
-				t.Errorf("notes:\n%s\nwant:\n%s", notes, wantNotes)
-			}
+			base := filepath.Join("testdata", "inject", "golden", tc.name)
+			golden.Check(t, base+".golden", out)
+			golden.Check(t, base+".notes", []byte(notes))
 		})
 	}
 }

@@ -3,17 +3,15 @@ package lint
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/kube"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func read(t testing.TB, path string) []*kube.Object {
 	t.Helper()
@@ -66,24 +64,8 @@ func TestChecks(t *testing.T) {
 			}
 			var out bytes.Buffer
 			Text(&out, fs)
-			golden(t, filepath.Join("testdata", "checks", c.ID+".golden"), out.String())
+			golden.Check(t, filepath.Join("testdata", "checks", c.ID+".golden"), out.Bytes())
 		})
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (rerun with -update after review):\n%s", path, got)
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -14,9 +12,8 @@ import (
 	"github.com/nap-k8s/nap/internal/asm"
 	"github.com/nap-k8s/nap/internal/asm/amd64"
 	napelf "github.com/nap-k8s/nap/internal/elf"
+	"github.com/nap-k8s/nap/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestBinaryELF reads each binary back with debug/elf: a static ELF64 executable for
 // the right machine, one R+X PT_LOAD over the whole file at a 64 KiB-aligned address, a
@@ -95,19 +92,7 @@ func TestListingGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("testdata", "nap-"+arch+".lst")
-		if *update {
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != string(want) {
-			t.Errorf("%s differs from the program; rerun with -update after review", path)
-		}
+		golden.Check(t, filepath.Join("testdata", "nap-"+arch+".lst"), []byte(got))
 	}
 }
 

@@ -214,9 +214,17 @@ func TestNapBinaryPreStop(t *testing.T) {
 	go func() {
 		served <- probe.Run(context.Background(), probe.Options{URL: url, Rate: 20, Duration: 3 * time.Second, Timeout: time.Second}, rep.Add)
 	}()
+	// While the hook runs, find the nap process on this node and read its seccomp mode:
+	// the kubelet's seccompDefault gives every container RuntimeDefault, and nap's system
+	// calls must all be in that profile (a denied one would end the delay early).
+	seccomp := make(chan string, 1)
+	go func() { seccomp <- hookSeccomp("/nap/nap\x004s\x00", 3*time.Second) }()
 	took, reasons := terminate(t, cs, pod)
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+	if mode := <-seccomp; mode != "2" {
+		t.Errorf("the nap hook ran with seccomp mode %q, want 2 (filter: RuntimeDefault)", mode)
 	}
 	if tot := rep.Total(); tot.Requests != 60 || tot.Failed != 0 {
 		t.Errorf("while terminating: %d requests to the pod, %d failed %v; want 60, none failed", tot.Requests, tot.Failed, tot.ByKind)
@@ -261,4 +269,28 @@ func TestShellPreStopFails(t *testing.T) {
 	if took >= 5*time.Second {
 		t.Errorf("terminated in %v: as if the shell had slept", took)
 	}
+}
+
+// hookSeccomp waits up to wait for a process whose command line is cmdline and returns
+// the Seccomp field of its /proc status ("0" none, "2" filter), or "" if none showed up.
+func hookSeccomp(cmdline string, wait time.Duration) string {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+			if err != nil || string(b) != cmdline {
+				continue
+			}
+			status, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(line, "Seccomp:"); ok {
+					return strings.TrimSpace(v)
+				}
+			}
+		}
+	}
+	return ""
 }

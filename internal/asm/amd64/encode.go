@@ -407,7 +407,10 @@ func BTS(o Operand, n Imm) (asm.Inst, error) {
 // CMOV dst, src moves when c holds.
 func CMOV(c Cond, dst Reg, src Operand) (asm.Inst, error) {
 	txt := text("cmov"+c.String(), dst, src)
-	if dst.bits < 32 || width(src) != dst.bits || !isRM(src) || c > G {
+	if c > G {
+		return asm.Inst{Text: txt}, errors.New("bad condition")
+	}
+	if dst.bits < 32 || width(src) != dst.bits || !isRM(src) {
 		return asm.Inst{Text: txt}, errors.New("needs 32- or 64-bit operands of one width")
 	}
 	return modrm{w: dst.bits == 64, opc: []byte{0x0F, 0x40 + byte(c)}, reg: dst.num, rm: src}.encode(txt)

@@ -2,7 +2,6 @@ package amd64
 
 import (
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -11,9 +10,8 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/nap-k8s/nap/internal/asm"
+	"github.com/nap-k8s/nap/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/amd64cases.txt")
 
 func must(in asm.Inst, err error) asm.Inst {
 	if err != nil {
@@ -65,17 +63,10 @@ func TestEncodeCases(t *testing.T) {
 	}
 	got := strings.Join(lines, "\n") + "\n"
 	const path = "testdata/amd64cases.txt"
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	golden.Check(t, path, []byte(got)) // -update: check that the decoder agrees first
 	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("encodings differ from %s (rerun with -update after checking the decoder agrees)", path)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(want)), "\n") {
 		h, text, _ := strings.Cut(line, "|")
@@ -112,28 +103,30 @@ func sameIntel(ours, theirs string) bool {
 }
 
 func TestEncodeErrors(t *testing.T) {
-	bad := []struct {
+	for _, c := range []struct {
 		name string
 		err  error
+		want string // what the error must say
 	}{
-		{"mov of different widths", second(MOV(RAX, EDI))},
-		{"memory to memory", second(MOV(Qword(RAX, 0), Qword(RBX, 0)))},
-		{"immediate too large for a byte", second(CMP(AL, Imm(300)))},
-		{"64-bit immediate into memory", second(MOV(Qword(RAX, 0), Imm(1<<40)))},
-		{"8-bit address register", second(MOV(AL, Byte(AL, 0)))},
-		{"rsp as an index", second(LEA(RAX, Mem{Bits: 64, Base: RAX, Index: RSP, Scale: 1}))},
-		{"bad scale", second(LEA(RAX, Mem{Bits: 64, Base: RAX, Index: RCX, Scale: 3}))},
-		{"32-bit push", second(PUSH(EAX))},
-		{"shift too far", second(SHR(ECX, Imm(32)))},
-		{"movzx from a qword", second(MOVZX(EAX, Qword(RSI, 0)))},
-		{"empty label", second(JMP(""))},
-		{"bh with a REX prefix", second(MOV(BH, SIL))},
-		{"ah with r8b's encoding", second(ADD(Byte(R8, 0), AH))},
-		{"label address into a 64-bit register", second(MOV(RCX, Addr("l")))},
-	}
-	for _, tc := range bad {
-		if tc.err == nil {
-			t.Errorf("%s: no error", tc.name)
+		{name: "mov of different widths", err: second(MOV(RAX, EDI)), want: "operand widths differ"},
+		{name: "memory to memory", err: second(MOV(Qword(RAX, 0), Qword(RBX, 0))), want: "memory source needs a register destination"},
+		{name: "immediate too large for a byte", err: second(CMP(AL, Imm(300))), want: "immediate 300 does not fit"},
+		{name: "64-bit immediate into memory", err: second(MOV(Qword(RAX, 0), Imm(1<<40))), want: "immediate 1099511627776 does not fit"},
+		{name: "8-bit address register", err: second(MOV(AL, Byte(AL, 0))), want: "addresses need 64-bit registers"},
+		{name: "rsp as an index", err: second(LEA(RAX, Mem{Bits: 64, Base: RAX, Index: RSP, Scale: 1})), want: "bad index or scale"},
+		{name: "bad scale", err: second(LEA(RAX, Mem{Bits: 64, Base: RAX, Index: RCX, Scale: 3})), want: "bad index or scale"},
+		{name: "32-bit push", err: second(PUSH(EAX)), want: "needs a 64-bit register or a 32-bit immediate"},
+		{name: "shift too far", err: second(SHR(ECX, Imm(32))), want: "a count below its width"},
+		{name: "movzx from a qword", err: second(MOVZX(EAX, Qword(RSI, 0))), want: "a byte source"},
+		{name: "empty label", err: second(JMP("")), want: "empty label"},
+		{name: "bh with a REX prefix", err: second(MOV(BH, SIL)), want: "cannot be used with a REX prefix"},
+		{name: "ah with r8b's encoding", err: second(ADD(Byte(R8, 0), AH)), want: "cannot be used with a REX prefix"},
+		{name: "label address into a 64-bit register", err: second(MOV(RCX, Addr("l"))), want: "a label address needs a 32-bit register"},
+		{name: "bad condition", err: second(J(Cond(16), "l")), want: "bad condition"},
+		{name: "cmov bad condition", err: second(CMOV(Cond(16), EAX, ECX)), want: "bad condition"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, c.err, c.want)
 		}
 	}
 }

@@ -214,10 +214,18 @@ func UDIV(rd, rn, rm Reg) (asm.Inst, error) {
 	return word(txt, sf(rd)|0x1AC00800|uint32(rm.num)<<16|uint32(rn.num)<<5|uint32(rd.num)), nil
 }
 
+// cond checks a condition code: four bits.
+func cond(c Cond) error {
+	if c > NV {
+		return fmt.Errorf("condition code %d out of range", uint8(c))
+	}
+	return nil
+}
+
 // CSEL rd = rn if c holds, else rm.
 func CSEL(rd, rn, rm Reg, c Cond) (asm.Inst, error) {
 	txt := fmt.Sprintf("csel %v, %v, %v, %v", rd, rn, rm, c)
-	if err := errors.Join(gp(rd, rn, rm), sameWidth(rd, rn, rm)); err != nil {
+	if err := errors.Join(gp(rd, rn, rm), sameWidth(rd, rn, rm), cond(c)); err != nil {
 		return fail(txt, "%v", err)
 	}
 	return word(txt, sf(rd)|0x1A800000|uint32(rm.num)<<16|uint32(c)<<12|uint32(rn.num)<<5|uint32(rd.num)), nil
@@ -226,7 +234,7 @@ func CSEL(rd, rn, rm Reg, c Cond) (asm.Inst, error) {
 // CSINC rd = rn if c holds, else rm+1.
 func CSINC(rd, rn, rm Reg, c Cond) (asm.Inst, error) {
 	txt := fmt.Sprintf("csinc %v, %v, %v, %v", rd, rn, rm, c)
-	if err := errors.Join(gp(rd, rn, rm), sameWidth(rd, rn, rm)); err != nil {
+	if err := errors.Join(gp(rd, rn, rm), sameWidth(rd, rn, rm), cond(c)); err != nil {
 		return fail(txt, "%v", err)
 	}
 	return word(txt, sf(rd)|0x1A800400|uint32(rm.num)<<16|uint32(c)<<12|uint32(rn.num)<<5|uint32(rd.num)), nil
@@ -235,7 +243,7 @@ func CSINC(rd, rn, rm Reg, c Cond) (asm.Inst, error) {
 // CCMPi: if c holds, compare rn with imm5; else set the flags to nzcv.
 func CCMPi(rn Reg, imm uint8, nzcv uint8, c Cond) (asm.Inst, error) {
 	txt := fmt.Sprintf("ccmp %v, #%#x, #%#x, %v", rn, imm, nzcv, c)
-	if err := gp(rn); err != nil {
+	if err := errors.Join(gp(rn), cond(c)); err != nil {
 		return fail(txt, "%v", err)
 	}
 	if imm > 31 || nzcv > 15 {
@@ -393,6 +401,9 @@ func BL(l asm.Label) (asm.Inst, error) {
 
 // Bcond jumps to l when c holds.
 func Bcond(c Cond, l asm.Label) (asm.Inst, error) {
+	if err := cond(c); err != nil {
+		return fail("b.? "+string(l), "%v", err)
+	}
 	return rel("b."+c.String()+" "+string(l), l, func(d int64) (uint32, error) {
 		f, err := field(d, 19)
 		return 0x54000000 | f<<5 | uint32(c), err

@@ -2,7 +2,6 @@ package arm64
 
 import (
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -12,9 +11,8 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 
 	"github.com/nap-k8s/nap/internal/asm"
+	"github.com/nap-k8s/nap/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/arm64cases.txt")
 
 func must(in asm.Inst, err error) asm.Inst {
 	if err != nil {
@@ -50,17 +48,10 @@ func TestEncodeCases(t *testing.T) {
 	}
 	got := strings.Join(lines, "\n") + "\n"
 	const path = "testdata/arm64cases.txt"
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	golden.Check(t, path, []byte(got)) // -update: check that the decoder agrees first
 	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("encodings differ from %s (rerun with -update after checking the decoder agrees)", path)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(want)), "\n") {
 		h, text, _ := strings.Cut(line, "|")
@@ -80,22 +71,30 @@ func TestEncodeCases(t *testing.T) {
 }
 
 func TestEncodeErrors(t *testing.T) {
-	for name, err := range map[string]error{
-		"movz shift":        second(MOVZ(X0, 1, 8)),
-		"movz sp":           second(MOVZ(SP, 1, 0)),
-		"mixed widths":      second(ADD(X0, W1, X2)),
-		"imm too large":     second(ADDi(X0, X0, 0x1001)),
-		"cmp with xzr base": second(CMPi(XZR, 1)),
-		"ldrb into x":       second(LDRB(X1, X2, 0)),
-		"ldrb offset":       second(LDRB(W1, X2, 4096)),
-		"post-index same":   second(LDRBpost(W1, X1, 1)),
-		"ldr misaligned":    second(LDR(X1, SP, 4)),
-		"stp offset":        second(STP(X1, X2, SP, 12, false)),
-		"umulh w":           second(UMULH(W1, W2, W3)),
-		"tbz bit":           second(TBZ(W1, 40, "x")),
+	for _, c := range []struct {
+		name string
+		err  error
+		want string // what the error must say
+	}{
+		{name: "movz shift", err: second(MOVZ(X0, 1, 8)), want: "shift 8 is not 0, 16, 32 or 48"},
+		{name: "movz sp", err: second(MOVZ(SP, 1, 0)), want: "sp is not allowed here"},
+		{name: "mixed widths", err: second(ADD(X0, W1, X2)), want: "registers of different widths"},
+		{name: "imm too large", err: second(ADDi(X0, X0, 0x1001)), want: "immediate 0x1001 does not fit 12 bits"},
+		{name: "cmp with xzr base", err: second(CMPi(XZR, 1)), want: "register 31 is sp here"},
+		{name: "ldrb into x", err: second(LDRB(X1, X2, 0)), want: "needs a W register and an offset of 0..4095"},
+		{name: "ldrb offset", err: second(LDRB(W1, X2, 4096)), want: "needs a W register and an offset of 0..4095"},
+		{name: "post-index same", err: second(LDRBpost(W1, X1, 1)), want: "needs a W register other than the base"},
+		{name: "ldr misaligned", err: second(LDR(X1, SP, 4)), want: "a multiple of 8 up to 32760"},
+		{name: "stp offset", err: second(STP(X1, X2, SP, 12, false)), want: "a multiple of 8 in -512..504"},
+		{name: "umulh w", err: second(UMULH(W1, W2, W3)), want: "registers of different widths"},
+		{name: "tbz bit", err: second(TBZ(W1, 40, "x")), want: "bit 40 out of range"},
+		{name: "csel condition", err: second(CSEL(X0, X1, X2, Cond(16))), want: "condition code 16 out of range"},
+		{name: "csinc condition", err: second(CSINC(W0, W1, W2, Cond(200))), want: "condition code 200 out of range"},
+		{name: "ccmp condition", err: second(CCMPi(X0, 1, 0, Cond(17))), want: "condition code 17 out of range"},
+		{name: "b.cond condition", err: second(Bcond(Cond(16), "x")), want: "condition code 16 out of range"},
 	} {
-		if err == nil {
-			t.Errorf("%s: no error", name)
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, c.err, c.want)
 		}
 	}
 }

@@ -65,6 +65,7 @@ const (
 	GT
 	LE
 	AL
+	NV // encodes as AL: always
 )
 
 var condNames = [...]string{"eq", "ne", "cs", "cc", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le", "al", "nv"}
