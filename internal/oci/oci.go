@@ -88,7 +88,10 @@ func WriteLayout(w io.Writer, images ...Image) error {
 		md.Platform = &platform{Architecture: img.Arch, OS: "linux"}
 		md.Annotations = map[string]string{
 			"io.containerd.image.name":          img.Name,
-			"org.opencontainers.image.ref.name": refName(img.Name),
+			// The whole name, so that one of several images in the layout can be named
+			// (skopeo copy oci-archive:images.tar:docker.io/nap/napctl:e2e ...); the
+			// spec's ref grammar allows it.
+			"org.opencontainers.image.ref.name": img.Name,
 		}
 		manifests = append(manifests, md)
 	}
@@ -122,14 +125,6 @@ func WriteLayout(w io.Writer, images ...Image) error {
 		}
 	}
 	return tw.Close()
-}
-
-// refName is the tag of a reference ("e2e" of docker.io/nap/app:e2e).
-func refName(ref string) string {
-	if i := bytes.LastIndexByte([]byte(ref), ':'); i >= 0 && !bytes.ContainsRune([]byte(ref[i:]), '/') {
-		return ref[i+1:]
-	}
-	return "latest"
 }
 
 // layerOf returns the gzipped layer tarball and the digest of its uncompressed bytes,

@@ -55,7 +55,7 @@ func TestWriteLayout(t *testing.T) {
 		t.Fatalf("index: %v %s", err, files["index.json"])
 	}
 	md := index.Manifests[0]
-	if md.Annotations["io.containerd.image.name"] != img.Name || md.Annotations["org.opencontainers.image.ref.name"] != "e2e" {
+	if md.Annotations["io.containerd.image.name"] != img.Name || md.Annotations["org.opencontainers.image.ref.name"] != img.Name {
 		t.Errorf("annotations %v", md.Annotations)
 	}
 	var man struct {

@@ -2,6 +2,8 @@
 package install
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/nap-k8s/nap/controller"
@@ -25,8 +27,18 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = streams.Out.Write(b)
-			return err
+			if _, err = streams.Out.Write(b); err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("image") {
+				// Said on stderr, so that `napctl install | kubectl apply -f -` still works.
+				fmt.Fprintf(streams.ErrOut, "napctl install: note: %s is not published yet. Build the image with\n"+
+					"  go run ./hack/images -o images.tar\n"+
+					"push it with\n"+
+					"  skopeo copy oci-archive:images.tar:docker.io/nap/napctl:e2e docker://REGISTRY/napctl:TAG\n"+
+					"and install with --image REGISTRY/napctl:TAG.\n", controller.DefaultImage)
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()
