@@ -87,7 +87,7 @@ func WriteLayout(w io.Writer, images ...Image) error {
 		md := bl.add("application/vnd.oci.image.manifest.v1+json", man)
 		md.Platform = &platform{Architecture: img.Arch, OS: "linux"}
 		md.Annotations = map[string]string{
-			"io.containerd.image.name":          img.Name,
+			"io.containerd.image.name": img.Name,
 			// The whole name, so that one of several images in the layout can be named
 			// (skopeo copy oci-archive:images.tar:docker.io/nap/napctl:e2e ...); the
 			// spec's ref grammar allows it.
