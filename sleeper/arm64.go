@@ -196,6 +196,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("exit_x0")
 	b.MOVZ(x8, arm64SysExitGroup, 0)
 	b.SVC(0)
+	b.BRK(0) // exit_group denied (a seccomp profile): nothing may run on
 
 	b.Label("invalid") // writev(2, [prefix, arg, suffix], 3)
 	b.SUBi(x1, x22, 1)

@@ -21,7 +21,7 @@ var Budget = map[string]int{"amd64": 640, "arm64": 896}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 636, "arm64": 848}
+var Sizes = map[string]int{"amd64": 640, "arm64": 852}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

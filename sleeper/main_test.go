@@ -25,6 +25,9 @@ type impl struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(denyEnv) != "" {
+		launchDenied() // the seccomp launcher of TestExitDenied
+	}
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "nap-test-")
 		if err != nil {

@@ -42,6 +42,7 @@ func (b *Builder) LOOP(l asm.Label)                    { b.Emit(LOOP(l)) }
 func (b *Builder) CALL(l asm.Label)                    { b.Emit(CALL(l)) }
 func (b *Builder) RET()                                { b.Emit(RET()) }
 func (b *Builder) SYSCALL()                            { b.Emit(SYSCALL()) }
+func (b *Builder) UD2()                                { b.Emit(UD2()) }
 func (b *Builder) CDQ()                                { b.Emit(CDQ()) }
 func (b *Builder) LODSW()                              { b.Emit(LODSW()) }
 func (b *Builder) LODSB()                              { b.Emit(LODSB()) }

@@ -545,6 +545,9 @@ func RET() (asm.Inst, error) { return asm.Fixed("ret", 0xC3), nil }
 // clobbers rcx and r11 and returns in rax.
 func SYSCALL() (asm.Inst, error) { return asm.Fixed("syscall", 0x0F, 0x05), nil }
 
+// UD2 raises an invalid-opcode exception: SIGILL, a trap nothing runs past.
+func UD2() (asm.Inst, error) { return asm.Fixed("ud2", 0x0F, 0x0B), nil }
+
 // CDQ sign-extends eax into edx (edx = 0 when eax is not negative).
 func CDQ() (asm.Inst, error) { return asm.Fixed("cdq", 0x99), nil }
 

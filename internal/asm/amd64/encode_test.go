@@ -53,7 +53,7 @@ var cases = []asm.Inst{
 	must(PUSH(RAX)), must(PUSH(R14)), must(PUSH(Imm(8))), must(PUSH(Imm(0x4002))), must(POP(R10)), must(POP(RBP)),
 	must(MOV(AL, Imm(13))), at(MOV(ECX, Addr("l"))), at(PUSH(Addr("l"))), must(XCHG(RAX, R12)), must(XCHG(EDX, EAX)),
 	must(SUB(BL, BH)), must(DEC(BL)), must(ADD(AH, Imm(1))), must(CDQ()), must(LODSW()),
-	must(RET()), must(SYSCALL()), must(LODSB()), must(SCASW()), must(REPE_CMPSB()), must(REPNE_SCASB()),
+	must(RET()), must(SYSCALL()), must(UD2()), must(LODSB()), must(SCASW()), must(REPE_CMPSB()), must(REPNE_SCASB()),
 }
 
 func TestEncodeCases(t *testing.T) {

@@ -51,3 +51,4 @@ func (b *Builder) TBNZ(rt Reg, bit uint, l asm.Label)        { b.Emit(TBNZ(rt, b
 func (b *Builder) ADR(xd Reg, l asm.Label)                   { b.Emit(ADR(xd, l)) }
 func (b *Builder) RET()                                      { b.Emit(RET()) }
 func (b *Builder) SVC(imm uint16)                            { b.Emit(SVC(imm)) }
+func (b *Builder) BRK(imm uint16)                            { b.Emit(BRK(imm)) }

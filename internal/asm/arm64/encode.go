@@ -466,6 +466,11 @@ func ADR(xd Reg, l asm.Label) (asm.Inst, error) {
 // RET returns to x30.
 func RET() (asm.Inst, error) { return word("ret", 0xD65F03C0), nil }
 
+// BRK raises a breakpoint exception: SIGTRAP, a trap nothing runs past.
+func BRK(imm uint16) (asm.Inst, error) {
+	return word(fmt.Sprintf("brk #%#x", imm), 0xD4200000|uint32(imm)<<5), nil
+}
+
 // SVC calls the kernel: number in x8, arguments in x0..x5, result in x0.
 func SVC(imm uint16) (asm.Inst, error) {
 	return word(fmt.Sprintf("svc #%#x", imm), 0xD4000001|uint32(imm)<<5), nil
