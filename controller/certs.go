@@ -21,14 +21,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Keys of the webhook's TLS Secret. ca.crt may hold more than one CA: during a CA
@@ -45,13 +43,6 @@ const (
 	// later, the second phase.
 	PublishedAnnotation = "nap.dev/ca-next-published"
 )
-
-// certNotAfter lets an alert fire long before the webhook's certificate expires, should
-// rotation ever stop (it renews with a third of the life left).
-var certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nap_webhook_certificate_expiry_timestamp_seconds",
-	Help: "When the webhook's serving certificate expires (Unix seconds)."})
-
-func init() { metrics.Registry.MustRegister(certNotAfter) }
 
 // Certs bootstraps and rotates the webhook's TLS: a CA and a serving certificate for
 // the webhook's Service, kept in one Secret of the controller's namespace, and the CA

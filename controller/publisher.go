@@ -5,7 +5,6 @@ import (
 	"maps"
 	"reflect"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -29,15 +27,6 @@ import (
 
 // ManagedBy is the managed-by label value of the copies the Publisher owns.
 const ManagedBy = "nap-controller"
-
-var (
-	published = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_published_total", Help: "nap ConfigMaps created in namespaces."})
-	repaired  = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_repaired_total", Help: "nap ConfigMaps whose edited content was put back."})
-	removed   = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_removed_total", Help: "nap ConfigMaps deleted from namespaces that stopped matching."})
-	conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_conflicts_total", Help: "Reconciles that found a nap ConfigMap that the controller does not own."})
-)
-
-func init() { metrics.Registry.MustRegister(published, repaired, removed, conflicts) }
 
 // Publisher reconciles namespaces: each selected one holds the nap ConfigMap.
 type Publisher struct {

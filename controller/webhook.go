@@ -11,14 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/nap-k8s/nap/kube"
@@ -31,14 +29,6 @@ const (
 	// DelayAnnotation on a pod sets the delay, in nap's syntax; default the Injector's.
 	DelayAnnotation = "nap.dev/delay"
 )
-
-var (
-	admissions       = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, error."}, []string{"result"})
-	admissionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nap_admission_duration_seconds", Help: "Time to answer a Pod admission.",
-		Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}})
-)
-
-func init() { metrics.Registry.MustRegister(admissions, admissionSeconds) }
 
 // Injector is the mutating admission webhook for Pod CREATE: the same injection as
 // `napctl inject`, on the pod's own JSON, answered as a JSON patch.

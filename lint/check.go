@@ -81,14 +81,13 @@ type Check struct {
 	Run      func(c *Context, w *Workload) []Finding
 }
 
-var registry []Check
-
-// register adds checks; each family registers its own in an init function.
-func register(cs ...Check) { registry = append(registry, cs...) }
-
-// Checks returns every registered check, by ID.
+// Checks returns every check, by ID: each family's, listed here (no registration as a
+// side effect of importing a file).
 func Checks() []Check {
-	out := slices.Clone(registry)
+	var out []Check
+	for _, family := range []func() []Check{terminationChecks, availabilityChecks, napChecks} {
+		out = append(out, family()...)
+	}
 	slices.SortFunc(out, func(a, b Check) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
@@ -140,10 +139,11 @@ const IgnoreAnnotation = "lint.nap.dev/ignore"
 // Lint runs every enabled check on every workload of objs.
 func Lint(objs []*kube.Object, opts Options) []Finding {
 	c := &Context{Options: opts}
+	checks := Checks()
 	var out []Finding
 	for _, w := range link(objs) {
 		ignored := ignoredChecks(w.Obj)
-		for _, chk := range registry {
+		for _, chk := range checks {
 			if opts.Config.disabled(chk.ID) || ignored["*"] || ignored[chk.ID] {
 				continue
 			}

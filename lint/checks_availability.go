@@ -11,15 +11,15 @@ import (
 
 // Availability during rollouts and drains: replicas, strategy, PodDisruptionBudgets,
 // and probes that restart what should only be taken out of service.
-func init() {
-	register(
+func availabilityChecks() []Check {
+	return []Check{
 		Check{ID: SingleReplica, Title: "One replica behind a Service", Severity: Warning, Run: singleReplica},
 		Check{ID: RecreateStrategy, Title: "Deployment strategy Recreate", Severity: Warning, Run: recreateStrategy},
 		Check{ID: RolloutAllAtOnce, Title: "A rolling update that lets every pod go at once", Severity: Error, Run: rolloutAllAtOnce},
 		Check{ID: NoPDB, Title: "A multi-replica workload without a PodDisruptionBudget", Severity: Warning, Run: noPDB},
 		Check{ID: PDBBlocksDrain, Title: "A PodDisruptionBudget that allows no disruption", Severity: Warning, Run: pdbBlocksDrain},
 		Check{ID: LivenessEqualsReadiness, Title: "livenessProbe identical to readinessProbe", Severity: Warning, Run: livenessEqualsReadiness},
-	)
+	}
 }
 
 func singleReplica(_ *Context, w *Workload) []Finding {

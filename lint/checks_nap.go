@@ -12,12 +12,12 @@ import (
 )
 
 // The nap volume itself.
-func init() {
-	register(
+func napChecks() []Check {
+	return []Check{
 		Check{ID: NapVolumeNotExecutable, Title: "The nap volume is not executable", Severity: Error, Run: napVolumeNotExecutable},
 		Check{ID: NapArchMismatch, Title: "The nap binary's architecture contradicts the nodeSelector", Severity: Error, Run: napArchMismatch},
 		Check{ID: NapVolumeMissing, Title: "A container mounts nap without a nap volume", Severity: Error, Run: napVolumeMissing},
-	)
+	}
 }
 
 // napVolumeMissing: a mount of the volume "nap" with no such volume in the pod, which

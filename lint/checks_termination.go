@@ -2,22 +2,23 @@ package lint
 
 import (
 	"fmt"
-	"github.com/nap-k8s/nap/kube"
 	"path"
+
+	"github.com/nap-k8s/nap/kube"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
 // The termination path: readiness, the preStop delay, the grace period, native sleep.
-func init() {
-	register(
+func terminationChecks() []Check {
+	return []Check{
 		Check{ID: NoReadinessProbe, Title: "A serving container behind a Service has no readinessProbe", Severity: Error, Run: noReadinessProbe},
 		Check{ID: NoPreStopDelay, Title: "A workload behind a Service has no preStop delay", Severity: Warning, Run: noPreStopDelay},
 		Check{ID: PreStopNeedsShell, Title: "A preStop hook needs a shell or a sleep binary", Severity: Warning, Run: preStopNeedsShell},
 		Check{ID: GracePeriodTooShort, Title: "The grace period does not cover the preStop delay and a drain", Severity: Error, Run: gracePeriodTooShort},
 		Check{ID: NativeSleepExceedsGrace, Title: "A native sleep is longer than the grace period", Severity: Error, Run: nativeSleepExceedsGrace},
 		Check{ID: NativeSleepUnsupported, Title: "A native sleep needs a newer Kubernetes", Severity: Error, Run: nativeSleepUnsupported},
-	)
+	}
 }
 
 func perContainer(w *Workload, cs []corev1.Container, f func(corev1.Container) *Finding) []Finding {

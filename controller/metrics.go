@@ -1,0 +1,30 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// The controller's metrics, served by the manager's /metrics. They are registered here
+// and only here.
+var (
+	// The Publisher.
+	published = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_published_total", Help: "nap ConfigMaps created in namespaces."})
+	repaired  = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_repaired_total", Help: "nap ConfigMaps whose edited content was put back."})
+	removed   = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_removed_total", Help: "nap ConfigMaps deleted from namespaces that stopped matching."})
+	conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_conflicts_total", Help: "Reconciles that found a nap ConfigMap that the controller does not own."})
+
+	// The webhook.
+	admissions       = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, error."}, []string{"result"})
+	admissionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nap_admission_duration_seconds", Help: "Time to answer a Pod admission.",
+		Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}})
+
+	// certNotAfter lets an alert fire long before the webhook's certificate expires,
+	// should rotation ever stop (it renews with a third of the life left).
+	certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nap_webhook_certificate_expiry_timestamp_seconds",
+		Help: "When the webhook's serving certificate expires (Unix seconds)."})
+)
+
+func init() {
+	metrics.Registry.MustRegister(published, repaired, removed, conflicts, admissions, admissionSeconds, certNotAfter)
+}
