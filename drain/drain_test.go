@@ -194,13 +194,7 @@ func TestHTTP2GoAway(t *testing.T) {
 	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols)}
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	d := New(srv, Options{Delay: 2 * time.Second, Timeout: 5 * time.Second, Logger: quiet()})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, l) }()
+	l, cancel, done := serveLoopback(t, d)
 
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
@@ -242,4 +236,18 @@ func TestHTTP2GoAway(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
+}
+
+// serveLoopback runs d.Serve on a new loopback listener; cancel starts the drain, and
+// done gives Serve's result.
+func serveLoopback(t *testing.T, d *Drainer) (net.Listener, context.CancelFunc, <-chan error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, l) }()
+	return l, cancel, done
 }

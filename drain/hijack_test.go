@@ -41,13 +41,7 @@ func TestOnShutdownTellsHijackedConnections(t *testing.T) {
 		<-bye
 		io.WriteString(conn, "going away\n")
 	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, l) }()
+	l, cancel, done := serveLoopback(t, d)
 
 	conn, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -167,13 +161,7 @@ func TestServeTLSConfig(t *testing.T) {
 				srv := &http.Server{Handler: mux, TLSConfig: c.cfg.Clone(), ErrorLog: log.New(io.Discard, "", 0)}
 				d := New(srv, Options{Delay: 50 * time.Millisecond, Timeout: 2 * time.Second, Logger: quiet()})
 				mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Proto) })
-				l, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- d.Serve(ctx, l) }()
+				l, cancel, done := serveLoopback(t, d)
 				tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: h2}
 				if !h2 {
 					tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // HTTP/1.1 only

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/internal/testutil/kept"
 	. "github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 )
@@ -78,18 +78,6 @@ func corpus(t *testing.T) map[string][]byte {
 	return files
 }
 
-var graceValue = regexp.MustCompile(`(terminationGracePeriodSeconds"?\s*:\s*)\d+`)
-
-func isSubsequence(small, big []byte) bool {
-	j := 0
-	for i := 0; i < len(big) && j < len(small); i++ {
-		if big[i] == small[j] {
-			j++
-		}
-	}
-	return j == len(small)
-}
-
 // TestCorpus runs napctl inject and lint over real public manifests: every input byte
 // is kept, a second run changes nothing, lint reads the output, and every workload the
 // API server accepted before injection it accepts after (server-side dry-run).
@@ -132,7 +120,7 @@ func TestCorpus(t *testing.T) {
 				t.Errorf("%s (%s): %v", name, mode, err)
 				continue
 			}
-			if !isSubsequence(graceValue.ReplaceAll(src, []byte("${1}#")), graceValue.ReplaceAll(out, []byte("${1}#"))) {
+			if !kept.Bytes(src, out) {
 				t.Errorf("%s (%s): an input byte was changed or removed", name, mode)
 			}
 			again, _, err := Inject(name, out, p)
