@@ -51,10 +51,6 @@ type InstallOptions struct {
 // DefaultNamespace is where napctl install puts the controller.
 const DefaultNamespace = "nap-system"
 
-// ImageNapPath is where the controller image carries the nap sleeper, for the
-// controller's own preStop delay.
-const ImageNapPath = "/nap"
-
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
 var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
 
@@ -202,7 +198,7 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 					// until a stopping replica is out of its endpoints (nap's own lint
 					// asks for this). The image carries nap for it.
 					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-						Command: []string{ImageNapPath, "5s"}}}},
+						Command: []string{kube.ControllerImageNapPath, "5s"}}}},
 					ReadinessProbe: probe("/readyz"),
 					LivenessProbe:  probe("/healthz"),
 					Resources: corev1.ResourceRequirements{

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // Mode is how Inject delays a container's termination.
@@ -81,7 +82,7 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 	if p.Delay == "" {
 		p.Delay = "10s"
 	}
-	r, err := sleeper.Parse([]string{p.Delay})
+	r, err := spec.Parse([]string{p.Delay})
 	if err != nil || r.Infinite || strings.HasPrefix(p.Delay, "-") {
 		return Plan{}, fmt.Errorf("--delay %q: want a duration nap reads, such as 10s, 1.5 or 500ms", p.Delay)
 	}
@@ -461,9 +462,9 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 		for _, a := range cmd.Content[1:] {
 			args = append(args, a.Value)
 		}
-		r, err := sleeper.Parse(args)
+		r, err := spec.Parse(args)
 		if err != nil || r.Infinite {
-			r.Duration = sleeper.Default
+			r.Duration = spec.Default
 		}
 		return true, true, r.Duration
 	}

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // delay is what a container's preStop hook does before the container gets SIGTERM.
@@ -63,9 +63,9 @@ func execDuration(cmd []string) (time.Duration, bool) {
 // suffixes s, m, h are a subset; "d" is not).
 func sleepArgs(args []string) (time.Duration, bool) {
 	if len(args) == 0 {
-		return sleeper.Default, true
+		return spec.Default, true
 	}
-	r, err := sleeper.Parse(args)
+	r, err := spec.Parse(args)
 	if err != nil || r.Infinite {
 		return 0, false
 	}

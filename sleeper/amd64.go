@@ -5,6 +5,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/asm"
 	x "github.com/nap-k8s/nap/internal/asm/amd64"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // Linux x86-64 system call numbers (native 64-bit ABI, never int 0x80).
@@ -23,7 +24,7 @@ const (
 	sigTERM        = 15
 	saRestorer     = 0x04000000
 	nsPerSecond    = 1_000_000_000
-	defaultNs      = int64(Default)
+	defaultNs      = int64(spec.Default)
 	sigsetSize     = 8
 	exitInvalid    = 2
 	exitSignalBase = 128
@@ -253,11 +254,11 @@ func amd64Blocks() []block {
 			b.NOT(ecx)
 			b.DEC(ecx)
 			// writev(2, [prefix, arg, suffix], 3)
-			b.PUSH(x.Imm(len(invalidSuffix)))
+			b.PUSH(x.Imm(len(spec.InvalidSuffix)))
 			b.PUSH(x.Addr("msg_default"))
 			b.PUSH(rcx)
 			b.PUSH(r14)
-			b.PUSH(x.Imm(len(invalidPrefix)))
+			b.PUSH(x.Imm(len(spec.InvalidPrefix)))
 			b.PUSH(x.Addr("msg_invalid"))
 			b.PUSH(x.Imm(exitInvalid))
 			b.POP(rbp)
@@ -309,7 +310,7 @@ func amd64Blocks() []block {
 			b.PUSH(x.Imm(stdout))
 			b.POP(rdi)
 			b.MOV(esi, x.Addr("usage"))
-			b.PUSH(x.Imm(len(Usage)))
+			b.PUSH(x.Imm(len(spec.Usage)))
 			b.POP(rdx)
 			b.MOV(eax, edi) // write
 			b.SYSCALL()

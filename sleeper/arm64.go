@@ -1,6 +1,9 @@
 package sleeper
 
-import a "github.com/nap-k8s/nap/internal/asm/arm64"
+import (
+	a "github.com/nap-k8s/nap/internal/asm/arm64"
+	"github.com/nap-k8s/nap/sleeper/spec"
+)
 
 // Linux arm64 system call numbers (the generic table; there is no pause).
 const (
@@ -205,9 +208,9 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CBNZ(w2, "strlen")
 	b.SUB(x2, x1, x22)
 	b.ADR(x3, "msg_invalid")
-	b.MOVZ(x4, uint16(len(invalidPrefix)), 0)
-	b.ADDi(x5, x3, uint32(len(invalidPrefix)))
-	b.MOVZ(x6, uint16(len(invalidSuffix)), 0)
+	b.MOVZ(x4, uint16(len(spec.InvalidPrefix)), 0)
+	b.ADDi(x5, x3, uint32(len(spec.InvalidPrefix)))
+	b.MOVZ(x6, uint16(len(spec.InvalidSuffix)), 0)
 	b.STP(x3, x4, sp, -48, true)
 	b.STP(x22, x2, sp, 16, false)
 	b.STP(x5, x6, sp, 32, false)
@@ -227,7 +230,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("help")
 	b.MOVZ(x0, stdout, 0)
 	b.ADR(x1, "usage")
-	b.MOVZ(x2, uint16(len(Usage)), 0)
+	b.MOVZ(x2, uint16(len(spec.Usage)), 0)
 	b.MOVZ(x8, arm64SysWrite, 0)
 	b.SVC(0)
 	b.B("exit")

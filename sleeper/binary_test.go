@@ -13,6 +13,7 @@ import (
 	"github.com/nap-k8s/nap/internal/asm/amd64"
 	napelf "github.com/nap-k8s/nap/internal/elf"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // TestBinaryELF reads each binary back with debug/elf: a static ELF64 executable for
@@ -125,8 +126,8 @@ func TestWordTable(t *testing.T) {
 		if word == "" { // the end: a bare number counts seconds
 			name = "s"
 		}
-		if ns != unitNs[name] {
-			t.Errorf("%q: c*10^k = %d, want %d", word, ns, unitNs[name])
+		if ns != spec.Units()[name] {
+			t.Errorf("%q: c*10^k = %d, want %d", word, ns, spec.Units()[name])
 		}
 		for tt := int64(0); tt <= c*9+c-1; tt++ {
 			if (tt*carryMul)>>carryShift != tt/10 {

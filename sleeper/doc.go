@@ -1,31 +1,6 @@
-// Package sleeper is nap: the program that sleeps in a container's preStop hook.
-//
-// It holds two things that must agree byte for byte in behaviour:
-//
-//   - the specification, as plain Go: [Parse] reads the arguments and [Main] runs the
-//     whole program (it is cmd/nap, and the oracle every test compares against);
-//   - the tiny static binaries for amd64 and arm64, whose machine code is written in Go
-//     with nap's own assemblers ([Binary] emits them).
-//
-// The contract, identical on every architecture:
-//
-//	nap [DURATION]...
-//
-// With no argument nap sleeps 10s. A DURATION is a bare non-negative decimal number of
-// seconds (10, 2.5, .5, 3.), one or more number+unit terms with the units ns us ms s m h
-// (500ms, 1m30s, 1.5h), or inf / infinity (sleep until a signal). Several arguments are
-// added up. Each term is computed exactly and rounded down to a whole nanosecond (digits
-// below 1 ns are truncated); the finite arguments must add up to at most 2^63-1 ns.
-//
-// Arguments are read left to right. -h or --help prints the usage on stdout and exits 0
-// at once. The first invalid argument (empty, signed, 10sec, 1e3, an overflowing total,
-// any other flag) is reported on stderr as
-//
-//	nap: invalid duration "ARG"
-//	nap: sleeping the default 10s
-//
-// and nap then sleeps the default anyway (a typo in a preStop hook must still delay the
-// container's end) and exits 2. Success is silent and exits 0. SIGTERM or SIGINT end any
-// sleep at once with exit status 128+signal, also when nap is PID 1 of a PID namespace.
-// Stopping and continuing the process never shortens the sleep.
+// Package sleeper is nap's tiny static binaries for amd64 and arm64, whose machine code
+// is written in Go with nap's own assemblers ([Binary] emits them, [Listing] shows
+// them). What they do is package spec's contract, byte for byte in behaviour: the
+// tests here run every binary (arm64 under qemu-user) against the reference built from
+// spec.
 package sleeper

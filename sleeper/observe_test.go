@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // Host (x86-64) system call numbers seen by the tracer: the arm64 binary's calls arrive
@@ -113,13 +115,13 @@ func observe(cmd *exec.Cmd) (obs observation, err error) {
 
 // expect is what the specification says a binary for arch must ask for.
 func expect(arch string, args []string) observation {
-	req, err := Parse(args)
-	var bad *InvalidError
+	req, err := spec.Parse(args)
+	var bad *spec.InvalidError
 	switch {
-	case errors.Is(err, ErrHelp):
+	case errors.Is(err, spec.ErrHelp):
 		return observation{Help: true, Exit: 0}
 	case errors.As(err, &bad):
-		return observation{Invalid: true, Sleep: int64(Default), Exit: -1}
+		return observation{Invalid: true, Sleep: int64(spec.Default), Exit: -1}
 	case req.Infinite && arch == "amd64":
 		return observation{Sleep: -1, Exit: -1} // pause
 	case req.Infinite:
@@ -140,6 +142,10 @@ func fuzzArgs(s string) []string {
 
 // FuzzDifferential: for any argument vector, each binary asks the kernel for exactly what
 // the specification (Parse) says, observed with ptrace, never waited for.
+// maxFuzzInput bounds fuzz inputs, as FuzzParse's does: past a few kilobytes the
+// fuzzer's time goes to copying, not to new paths.
+const maxFuzzInput = 4096
+
 func FuzzDifferential(f *testing.F) {
 	for _, tc := range conformance {
 		f.Add(strings.Join(tc.args, "\n"))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nap-k8s/nap/internal/asm"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // The word table the binaries read, built from the specification (spec.go) so that they
@@ -22,6 +23,7 @@ import (
 // empty word whose k and c are those of seconds: a number with no word after it is a
 // bare number of seconds, which must also be the whole argument.
 func wordTable() ([]byte, error) {
+	unitNs := spec.Units()
 	units := make([]string, 0, len(unitNs))
 	for n := range unitNs {
 		units = append(units, n)
@@ -84,12 +86,12 @@ func data(b interface {
 	b.Label("words")
 	b.Data("words", words)
 	b.Label("usage")
-	b.Data("usage", []byte(Usage))
+	b.Data("usage", []byte(spec.Usage))
 	b.Label("msg_invalid")
-	b.Data("msg_invalid", []byte(invalidPrefix))
+	b.Data("msg_invalid", []byte(spec.InvalidPrefix))
 	b.Label("msg_default")
-	b.Data("msg_default", []byte(invalidSuffix))
-	if n := len(words) + len(Usage) + len(invalidPrefix) + len(invalidSuffix); n%pad != 0 {
+	b.Data("msg_default", []byte(spec.InvalidSuffix))
+	if n := len(words) + len(spec.Usage) + len(spec.InvalidPrefix) + len(spec.InvalidSuffix); n%pad != 0 {
 		b.Data("align", make([]byte, pad-n%pad))
 	}
 	b.Label("code")

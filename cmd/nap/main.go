@@ -5,9 +5,9 @@ package main
 import (
 	"os"
 
-	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 func main() {
-	os.Exit(sleeper.Main(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(spec.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

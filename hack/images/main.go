@@ -18,9 +18,9 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/nap-k8s/nap/controller"
-	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/internal/oci"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
 )
 
@@ -55,13 +55,13 @@ func run(out string) error {
 	images := []oci.Image{
 		{Name: "docker.io/nap/pause:e2e", Arch: arch, Files: []oci.File{{Path: "/pause", Mode: 0o755, Data: pause}}, Entrypoint: []string{"/pause", "inf"}, User: "65534:65534"},
 		{Name: "docker.io/nap/app:e2e", Arch: arch, Files: []oci.File{{Path: "/app", Mode: 0o755, Data: app}}, Entrypoint: []string{"/app"}, User: "65534:65534"},
-		{Name: "docker.io/nap/napctl:e2e", Arch: arch, Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}, {Path: controller.ImageNapPath, Mode: 0o755, Data: pause}}, Entrypoint: []string{"/napctl"}, User: "65532:65532"},
+		{Name: "docker.io/nap/napctl:e2e", Arch: arch, Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}, {Path: kube.ControllerImageNapPath, Mode: 0o755, Data: pause}}, Entrypoint: []string{"/napctl"}, User: "65532:65532"},
 	}
 	var tarball bytes.Buffer
 	if err := oci.WriteLayout(&tarball, images...); err != nil {
 		return err
 	}
-	return cli.WriteFileAtomic(out, tarball.Bytes(), 0o644)
+	return fsutil.WriteFileAtomic(out, tarball.Bytes(), 0o644)
 }
 
 // build compiles pkg, static, for arch, and returns the binary.

@@ -75,6 +75,21 @@ func corpus(t *testing.T) map[string][]byte {
 			return nil
 		})
 	}
+	// More public manifests (Helm and kustomize output of third-party charts) may be put
+	// beside the repository by the people steering it, in shared/corpus; each file's
+	// source is its name's README line there.
+	shared := filepath.Join(kubeenv.RepoRoot(), "..", "shared", "corpus")
+	filepath.WalkDir(shared, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		if ext := filepath.Ext(path); ext == ".yaml" || ext == ".yml" || ext == ".json" {
+			if data, err := os.ReadFile(path); err == nil {
+				files["shared/corpus/"+strings.TrimPrefix(path, shared+"/")] = data
+			}
+		}
+		return nil
+	})
 	return files
 }
 

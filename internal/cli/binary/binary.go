@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/sleeper"
 )
 
@@ -43,7 +44,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		_, err := streams.Out.Write(b)
 		return err
 	}
-	if err := cli.WriteFileAtomic(f.output, b, 0o755); err != nil {
+	if err := fsutil.WriteFileAtomic(f.output, b, 0o755); err != nil {
 		return fmt.Errorf("-o %s: %w", f.output, err)
 	}
 	return nil

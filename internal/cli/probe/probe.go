@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/probe"
 )
 
@@ -196,7 +197,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 			err = probe.SVG(&p, s)
 		}
 		if err == nil {
-			err = cli.WriteFileAtomic(f.plot, p.Bytes(), 0o644)
+			err = fsutil.WriteFileAtomic(f.plot, p.Bytes(), 0o644)
 		}
 		if err != nil {
 			return fmt.Errorf("--plot %s: %w", f.plot, err)

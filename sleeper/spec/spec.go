@@ -1,7 +1,8 @@
-package sleeper
+package spec
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"math/big"
 	"strings"
@@ -11,11 +12,12 @@ import (
 // Default is what nap sleeps with no argument, and after an invalid one.
 const Default = 10 * time.Second
 
-// The texts nap prints. The tiny binaries embed these same bytes.
+// The texts nap prints. The tiny binaries embed these same bytes: the invalid-input
+// message is InvalidPrefix, the argument, InvalidSuffix.
 const (
 	Usage         = "usage: nap [DURATION]...\n"
-	invalidPrefix = `nap: invalid duration "`
-	invalidSuffix = "\"\nnap: sleeping the default 10s\n"
+	InvalidPrefix = `nap: invalid duration "`
+	InvalidSuffix = "\"\nnap: sleeping the default 10s\n"
 )
 
 // ErrHelp is returned by Parse for -h or --help.
@@ -58,6 +60,10 @@ func Parse(args []string) (Request, error) {
 }
 
 // unitNs maps each unit to its length in nanoseconds.
+// Units are the units a term may carry, in nanoseconds; the binaries' word table is
+// built from them.
+func Units() map[string]int64 { return maps.Clone(unitNs) }
+
 var unitNs = map[string]int64{
 	"ns": 1,
 	"us": int64(time.Microsecond),

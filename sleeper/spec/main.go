@@ -1,4 +1,4 @@
-package sleeper
+package spec
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, Usage)
 		return 0
 	case errors.As(err, &bad):
-		io.WriteString(stderr, invalidPrefix+bad.Arg+invalidSuffix)
+		io.WriteString(stderr, InvalidPrefix+bad.Arg+InvalidSuffix)
 		req, status = Request{Duration: Default}, 2
 	}
 

@@ -1,4 +1,4 @@
-package sleeper
+package spec
 
 import (
 	"errors"

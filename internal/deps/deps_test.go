@@ -1,0 +1,112 @@
+package deps
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/nap-k8s/nap"
+
+// pkg is what `go list -deps -json` says of a package.
+type pkg struct {
+	ImportPath string
+	Standard   bool
+	Imports    []string
+}
+
+// list returns every package of the module, and every package each links.
+func list(t *testing.T) (own []string, deps map[string][]pkg) {
+	t.Helper()
+	out, err := exec.Command("go", "list", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	own = strings.Fields(string(out))
+	deps = map[string][]pkg{}
+	for _, p := range own {
+		out, err := exec.Command("go", "list", "-deps", "-json", p).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", p, err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(out)))
+		for dec.More() {
+			var d pkg
+			if err := dec.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			deps[p] = append(deps[p], d)
+		}
+	}
+	return own, deps
+}
+
+func TestRules(t *testing.T) {
+	own, deps := list(t)
+	// links lists what p links of banned: a package and those below it, or with a
+	// trailing "$" that package alone.
+	links := func(p, banned string) []string {
+		exact := strings.HasSuffix(banned, "$")
+		banned = strings.TrimSuffix(banned, "$")
+		var hits []string
+		for _, d := range deps[p] {
+			if d.ImportPath != p && (d.ImportPath == banned || !exact && strings.HasPrefix(d.ImportPath, banned+"/")) {
+				hits = append(hits, d.ImportPath)
+			}
+		}
+		return hits
+	}
+	for _, c := range []struct {
+		rule   string
+		pkgs   []string // the packages the rule is about
+		banned []string // what they may not link
+	}{
+		{rule: "cmd/nap, the reference, links no assembler, ELF writer or program",
+			pkgs:   []string{module + "/cmd/nap"},
+			banned: []string{module + "/internal/asm", module + "/internal/elf", module + "/sleeper$"}},
+		{rule: "reading manifests needs no API client",
+			pkgs:   []string{module + "/kube", module + "/lint"},
+			banned: []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}},
+		{rule: "hack/ builds on the libraries, not on the controller or the CLI",
+			pkgs:   filter(own, module+"/hack/"),
+			banned: []string{module + "/controller", module + "/internal/cli"}},
+		{rule: "libraries never import the CLI",
+			pkgs: filter(own, module+"/", func(p string) bool {
+				return !strings.HasPrefix(p, module+"/cmd/") && !strings.HasPrefix(p, module+"/internal/cli") && !strings.HasPrefix(p, module+"/test/")
+			}),
+			banned: []string{module + "/internal/cli"}},
+	} {
+		if len(c.pkgs) == 0 {
+			t.Errorf("%s: no package to check", c.rule)
+		}
+		for _, p := range c.pkgs {
+			for _, b := range c.banned {
+				if hits := links(p, b); len(hits) > 0 {
+					t.Errorf("%s: %s links %v", c.rule, p, hits)
+				}
+			}
+		}
+	}
+	// The specification imports the standard library only.
+	for _, d := range deps[module+"/sleeper/spec"] {
+		if !d.Standard && d.ImportPath != module+"/sleeper/spec" {
+			t.Errorf("sleeper/spec links %s: the specification is plain Go, standard library only", d.ImportPath)
+		}
+	}
+	if len(deps[module+"/sleeper/spec"]) == 0 {
+		t.Error("no sleeper/spec package")
+	}
+}
+
+// filter returns the packages with prefix that pass every test.
+func filter(pkgs []string, prefix string, tests ...func(string) bool) []string {
+	var out []string
+	for _, p := range pkgs {
+		if strings.HasPrefix(p, prefix) && !slices.ContainsFunc(tests, func(f func(string) bool) bool { return !f(p) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
