@@ -67,7 +67,7 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		o.Namespace = DefaultNamespace
 	}
 	if o.Delay == "" {
-		o.Delay = "10s"
+		o.Delay = kube.DefaultDelay
 	}
 	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("namespace %q: %s", o.Namespace, errs[0])
@@ -87,9 +87,9 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		}
 	}
 	ns := o.Namespace
-	labels := map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/component": "controller"}
+	appLabels := map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/component": "controller"}
 	meta := func(name string, namespaced bool) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: name, Labels: labels}
+		m := metav1.ObjectMeta{Name: name, Labels: appLabels}
 		if namespaced {
 			m.Namespace = ns
 		}
@@ -136,7 +136,7 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: Name}, Subjects: subjects}
 
 	svc := &corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: meta(Name, true), Spec: corev1.ServiceSpec{
-		Selector: labels,
+		Selector: appLabels,
 		Ports: []corev1.ServicePort{
 			{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook")},
 			{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics")},
@@ -173,18 +173,18 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 	}
 	deploy := &appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: meta(Name, true), Spec: appsv1.DeploymentSpec{
 		Replicas: &replicas,
-		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Selector: &metav1.LabelSelector{MatchLabels: appLabels},
 		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}},
 		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Labels: appLabels},
 			Spec: corev1.PodSpec{
 				ServiceAccountName: Name,
 				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
 					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 					PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
-						PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}}}},
+						PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: appLabels}}}}}},
 				Containers: []corev1.Container{{
 					Name:  "controller",
 					Image: o.Image,
@@ -214,10 +214,10 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		},
 	}}
 	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
-		MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}}}
+		MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
 
 	mwc := WebhookConfiguration(Name, ns, Name, nil)
-	mwc.Labels = labels
+	mwc.Labels = appLabels
 	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
 	if o.CertManager {
 		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + Name}

@@ -27,13 +27,22 @@ const (
 	ModeBinary Mode = "binary" // exec of nap, mounted from the nap ConfigMap
 )
 
-// DefaultGraceExtra is the time beyond the preStop delay that Inject leaves the
-// application to drain: Kubernetes' own default grace period.
-const DefaultGraceExtra = 30 * time.Second
+// The defaults, in one place.
+const (
+	// DefaultDelay is the preStop delay when none is given: nap's own default (the
+	// sleeper's spec.Default), written as nap reads it.
+	DefaultDelay = "10s"
+	// DefaultGracePeriod is Kubernetes' terminationGracePeriodSeconds when a pod says
+	// none.
+	DefaultGracePeriod = 30 * time.Second
+	// DefaultGraceExtra is the time beyond the preStop delay that Inject leaves the
+	// application to drain: Kubernetes' own default grace period.
+	DefaultGraceExtra = DefaultGracePeriod
+)
 
 // InjectOptions configure Inject.
 type InjectOptions struct {
-	Delay string   // nap's duration syntax ("10s", "1.5", "500ms"); default 10s
+	Delay string   // nap's duration syntax ("10s", "1.5", "500ms"); default DefaultDelay
 	Mode  Mode     // default ModeAuto
 	Kube  *Version // the target cluster's version; nil: unknown (auto picks binary)
 	// Nodes are the cluster's nodes and their kubelets; nil: unknown, and any kubelet
@@ -80,7 +89,7 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 		p.GraceExtra = *opts.GraceExtra
 	}
 	if p.Delay == "" {
-		p.Delay = "10s"
+		p.Delay = DefaultDelay
 	}
 	r, err := spec.Parse([]string{p.Delay})
 	if err != nil || r.Infinite || strings.HasPrefix(p.Delay, "-") {
@@ -425,7 +434,7 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 					return notes, err
 				}
 			}
-		} else if need > 30 { // Kubernetes' default
+		} else if need > int64(DefaultGracePeriod/time.Second) {
 			if err := guard(spec, "the pod spec"); err != nil {
 				return notes, err
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/internal/testutil/kept"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // injectCases are the golden cases: testdata/inject/<input> injected with opts gives
@@ -359,5 +360,13 @@ func TestInjectRefuses(t *testing.T) {
 				t.Errorf("Read: %v, want %q…", err, c.want)
 			}
 		})
+	}
+}
+
+// The default delay written as text is the sleeper's own default.
+func TestDefaultDelay(t *testing.T) {
+	r, err := spec.Parse([]string{DefaultDelay})
+	if err != nil || r.Duration != spec.Default {
+		t.Errorf("DefaultDelay %q reads as %v (%v), want spec.Default %v", DefaultDelay, r.Duration, err, spec.Default)
 	}
 }

@@ -45,15 +45,15 @@ type PDB struct {
 // MinReplicas is the fewest pods the workload runs: its HPA's minReplicas (default 1)
 // when one scales it, else its replicas.
 func (w *Workload) MinReplicas() int32 {
-	min := w.Replicas
+	least := w.Replicas
 	for _, h := range w.HPAs {
 		m := int32(1)
 		if h.Spec.MinReplicas != nil {
 			m = *h.Spec.MinReplicas
 		}
-		min = m
+		least = m
 	}
-	return min
+	return least
 }
 
 // BehindService tells whether a Service selects the workload's pods.

@@ -92,8 +92,7 @@ func shellless(image string, extra []string) bool {
 			return true
 		}
 	}
-	name, tag, _ := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
-	_ = name
+	_, tag, _ := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
 	switch {
 	case strings.Contains(image, "/distroless/") || strings.HasPrefix(image, "distroless/"):
 		return !strings.Contains(tag, "debug")
@@ -109,7 +108,7 @@ func gracePeriod(spec corev1.PodSpec) time.Duration {
 	if spec.TerminationGracePeriodSeconds != nil {
 		return time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
 	}
-	return 30 * time.Second
+	return kube.DefaultGracePeriod
 }
 
 // servingContainers are those with ports, or all when none declares a port.

@@ -17,7 +17,7 @@ type IOStreams struct {
 // StdStreams returns the process's standard streams.
 func StdStreams() IOStreams { return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
 
-// ExitError asks for a specific exit status; its message, if any, has been printed.
+// ExitError asks for a specific exit status; app.Run prints its message, if any.
 type ExitError struct {
 	Code int
 	Err  error

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -79,7 +78,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.webhookService, "webhook-service", controller.Name, "the webhook's Service in --namespace (the certificate's names)")
 	fl.StringVar(&f.webhookConfig, "webhook-configuration", controller.Name, "the MutatingWebhookConfiguration whose caBundle to keep; empty: none")
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "the webhook's port")
-	fl.StringVar(&f.delay, "delay", "10s", "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
+	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
 	return cmd
 }
 
@@ -157,15 +156,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // Certs runnable that makes and rotates them.
 func addWebhook(mgr ctrl.Manager, cfg *rest.Config, f *flags, log logr.Logger) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	info, err := dc.ServerVersion()
-	if err != nil {
-		return fmt.Errorf("the API server's version: %w", err)
-	}
-	v, err := kube.ParseVersion(info.GitVersion)
+	v, err := cli.ServerVersion(cfg)
 	if err != nil {
 		return err
 	}

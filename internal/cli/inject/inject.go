@@ -4,15 +4,11 @@ package inject
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
@@ -52,7 +48,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory or - for stdin (repeatable; default stdin)")
-	fl.StringVar(&f.delay, "delay", "10s", "the preStop delay, in nap's syntax (10s, 1.5, 500ms)")
+	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the preStop delay, in nap's syntax (10s, 1.5, 500ms)")
 	fl.StringVar(&f.mode, "mode", "auto", "auto, native or binary")
 	fl.StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for --mode auto")
 	fl.StringVar(&f.cluster, "cluster", "", "a kubeconfig: ask that cluster for its version, for --mode auto")
@@ -78,7 +74,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		}
 		opts.Kube = &v
 	case f.cluster != "":
-		v, nodes, err := clusterVersions(f.cluster)
+		v, nodes, err := cli.ClusterVersions(f.cluster)
 		if err != nil {
 			return fmt.Errorf("--cluster %s: %w", f.cluster, err)
 		}
@@ -121,40 +117,4 @@ func run(streams cli.IOStreams, f *flags) error {
 		fmt.Fprintln(streams.ErrOut, "napctl inject:", n)
 	}
 	return nil
-}
-
-// clusterVersions asks the cluster of kubeconfig's current context for the API server's
-// version and every node's kubelet: the native sleep is chosen only where the kubelets
-// that may run a pod have it.
-func clusterVersions(kubeconfig string) (kube.Version, []kube.Node, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return kube.Version{}, nil, err
-	}
-	cfg.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return kube.Version{}, nil, err
-	}
-	info, err := cs.Discovery().ServerVersion()
-	if err != nil {
-		return kube.Version{}, nil, err
-	}
-	v, err := kube.ParseVersion(info.GitVersion)
-	if err != nil {
-		return kube.Version{}, nil, err
-	}
-	list, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		return kube.Version{}, nil, fmt.Errorf("the nodes' kubelet versions: %w", err)
-	}
-	nodes := make([]kube.Node, 0, len(list.Items))
-	for i := range list.Items {
-		n, err := kube.NodeOf(&list.Items[i])
-		if err != nil {
-			return kube.Version{}, nil, err
-		}
-		nodes = append(nodes, n)
-	}
-	return v, nodes, nil
 }

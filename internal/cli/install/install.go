@@ -8,6 +8,7 @@ import (
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/kube"
 )
 
 // NewCommand returns the install command.
@@ -45,7 +46,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVarP(&o.Namespace, "namespace", "n", controller.DefaultNamespace, "the controller's namespace")
 	fl.StringVar(&o.Image, "image", controller.DefaultImage, "the controller's image (napctl)")
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
-	fl.StringVar(&o.Delay, "delay", "10s", "the webhook's default preStop delay")
+	fl.StringVar(&o.Delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
 	return cmd

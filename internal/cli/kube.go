@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nap-k8s/nap/kube"
+)
+
+// ServerVersion asks the API server of cfg for its version: the one place napctl does.
+func ServerVersion(cfg *rest.Config) (kube.Version, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return kube.Version{}, err
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return kube.Version{}, fmt.Errorf("the API server's version: %w", err)
+	}
+	return kube.ParseVersion(info.GitVersion)
+}
+
+// ClusterVersions asks the cluster of kubeconfig's current context for the API server's
+// version and every node's kubelet: the native sleep is chosen only where the kubelets
+// that may run a pod have it.
+func ClusterVersions(kubeconfig string) (kube.Version, []kube.Node, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return kube.Version{}, nil, err
+	}
+	cfg.Timeout = 10 * time.Second
+	v, err := ServerVersion(cfg)
+	if err != nil {
+		return kube.Version{}, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return kube.Version{}, nil, err
+	}
+	list, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return kube.Version{}, nil, fmt.Errorf("the nodes' kubelet versions: %w", err)
+	}
+	nodes := make([]kube.Node, 0, len(list.Items))
+	for i := range list.Items {
+		n, err := kube.NodeOf(&list.Items[i])
+		if err != nil {
+			return kube.Version{}, nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	return v, nodes, nil
+}
