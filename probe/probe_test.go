@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"maps"
 	"math"
@@ -333,5 +334,17 @@ func TestKeepAliveRetry(t *testing.T) {
 		if tot.Requests != 10 || (tot.Failed > 0) != c.fails || c.fails && tot.ByKind[EOF] == 0 {
 			t.Errorf("retry %v: %d requests, %d failed %v; want failures (EOF) %v", c.retry, tot.Requests, tot.Failed, tot.ByKind, c.fails)
 		}
+	}
+}
+
+// An outage's JSON is in seconds, as docs/probe.md's schema says.
+func TestOutageJSON(t *testing.T) {
+	b, err := json.Marshal(Outage{Start: 1500 * time.Millisecond, End: 2250 * time.Millisecond, Failed: 3, Kinds: []Kind{Refused}, Modes: []Mode{New}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"failed":3,"kinds":["refused"],"modes":["new"],"start_seconds":1.5,"end_seconds":2.25,"duration_seconds":0.75}`
+	if string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
 	}
 }

@@ -125,7 +125,7 @@ func Text(w io.Writer, s Summary) error {
 		b.WriteString("no outage\n")
 	}
 	for _, o := range s.Outages {
-		fmt.Fprintf(&b, "outage %6.2fs – %6.2fs (%.2fs): %d failed, %s, over %s\n", o.StartS, o.EndS, o.Duration, o.Failed, joinKinds(o.Kinds), joinModes(o.Modes))
+		fmt.Fprintf(&b, "outage %6.2fs – %6.2fs (%.2fs): %d failed, %s, over %s\n", o.Start.Seconds(), o.End.Seconds(), (o.End - o.Start).Seconds(), o.Failed, joinKinds(o.Kinds), joinModes(o.Modes))
 	}
 	if s.Command != nil {
 		fmt.Fprintf(&b, "command %q exited %d after %.1fs\n", s.Command.Command, s.Command.ExitCode, s.Command.Seconds)
@@ -165,9 +165,9 @@ func SVG(w io.Writer, s Summary) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" font-family="sans-serif" font-size="11">`+"\n", W, H)
 	fmt.Fprintf(&b, `<text x="%g" y="16" font-size="13">%s — %d requests, %d failed, longest outage %.2fs</text>`+"\n", left, html.EscapeString(s.URL), s.Total.Requests, s.Total.Failed, s.LongestOutage)
 	for _, o := range s.Outages {
-		x0 := left + o.StartS/s.BucketSeconds*bw
-		x1 := left + o.EndS/s.BucketSeconds*bw + bw/4
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="%.1f" height="%g" fill="#f4c7c3"><title>outage %.2fs: %s</title></rect>`+"\n", x0, top, max(x1-x0, 2), H-bottom-top, o.Duration, joinKinds(o.Kinds))
+		x0 := left + o.Start.Seconds()/s.BucketSeconds*bw
+		x1 := left + o.End.Seconds()/s.BucketSeconds*bw + bw/4
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="%.1f" height="%g" fill="#f4c7c3"><title>outage %.2fs: %s</title></rect>`+"\n", x0, top, max(x1-x0, 2), H-bottom-top, (o.End - o.Start).Seconds(), joinKinds(o.Kinds))
 	}
 	for i, bk := range s.Buckets {
 		x := left + float64(i)*bw

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 )
@@ -67,14 +68,22 @@ type Bucket struct {
 // Outage is an interval in which requests failed: from the first to the last failed
 // request (by when they were due), merged while failures are less than two buckets apart.
 type Outage struct {
-	Start    time.Duration `json:"-"`
-	End      time.Duration `json:"-"`
-	Failed   int           `json:"failed"`
-	Kinds    []Kind        `json:"kinds"`
-	Modes    []Mode        `json:"modes"`
-	StartS   float64       `json:"start_seconds"`
-	EndS     float64       `json:"end_seconds"`
-	Duration float64       `json:"duration_seconds"`
+	Start, End time.Duration // from the report's start
+	Failed     int
+	Kinds      []Kind
+	Modes      []Mode
+}
+
+// MarshalJSON writes the times in seconds, as the JSON report's schema has them.
+func (o Outage) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Failed   int     `json:"failed"`
+		Kinds    []Kind  `json:"kinds"`
+		Modes    []Mode  `json:"modes"`
+		Start    float64 `json:"start_seconds"`
+		End      float64 `json:"end_seconds"`
+		Duration float64 `json:"duration_seconds"`
+	}{o.Failed, o.Kinds, o.Modes, o.Start.Seconds(), o.End.Seconds(), (o.End - o.Start).Seconds()})
 }
 
 // NewReport starts a report of requests due from start, in buckets of bucket.
@@ -140,7 +149,6 @@ func (r *Report) Outages() []Outage {
 		o := &out[i]
 		slices.Sort(o.Kinds)
 		slices.Sort(o.Modes)
-		o.StartS, o.EndS, o.Duration = o.Start.Seconds(), o.End.Seconds(), (o.End - o.Start).Seconds()
 	}
 	return out
 }
