@@ -1,27 +1,19 @@
-// Package controller is "napctl controller": nap's in-cluster controller. It keeps the
-// nap ConfigMap in every selected namespace (package controller's Publisher).
+// Package controller is "napctl controller": flags in, controller.NewManager, Start.
+// The wiring itself is package controller's.
 package controller
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/cli"
@@ -115,82 +107,23 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 		// second), the API server's priority and fairness paces us.
 		cfg.QPS = -1
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache:                   controller.CacheOptions(f.configMap),
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.leaderElect,
-		LeaderElectionID:        controller.LeaseName,
-		LeaderElectionNamespace: f.leaderNamespace,
-		// The process ends when the manager does, so the Lease can be handed over at once.
-		LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		return err
-	}
-	p, err := controller.NewPublisher(mgr.GetClient(), mgr.GetEventRecorderFor("nap-controller"), f.configMap, version.Version)
-	if err != nil {
-		return err
-	}
-	p.Selector = sel
-	for _, ns := range f.exclude {
-		p.Exclude[strings.TrimSpace(ns)] = true
-	}
-	if err := p.SetupWithManager(mgr); err != nil {
-		return err
+	o := controller.ManagerOptions{
+		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Version: version.Version,
+		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
+		Webhook: f.webhook, Delay: f.delay, Namespace: f.namespace, SecretName: f.webhookSecret,
+		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
+		Log: log,
 	}
 	if f.webhook {
-		if err := addWebhook(mgr, cfg, f, log); err != nil {
+		if o.Kube, err = cli.ServerVersion(cfg); err != nil {
 			return err
 		}
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	mgr, err := controller.NewManager(cfg, o)
+	if err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
-}
-
-// addWebhook adds the webhook server and, unless certificates come from a folder, the
-// Certs runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, f *flags, log logr.Logger) error {
-	v, err := cli.ServerVersion(cfg)
-	if err != nil {
-		return err
-	}
-	opts := webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir}
-	if f.webhookCertDir == "" {
-		// Not the manager's cached client: that would list and watch every Secret.
-		c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-		if err != nil {
-			return err
-		}
-		certs := &controller.Certs{Client: c, Namespace: f.namespace, SecretName: f.webhookSecret,
-			Service: f.webhookService, WebhookConfiguration: f.webhookConfig, Log: log.WithName("certs")}
-		if err := mgr.Add(certs); err != nil {
-			return err
-		}
-		if err := mgr.AddReadyzCheck("webhook-certificate", certs.Ready); err != nil {
-			return err
-		}
-		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
-	}
-	srv := webhook.NewServer(opts)
-	// The nodes' informer starts with the manager, not at the first admission.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{}); err != nil {
-		return err
-	}
-	srv.Register(controller.WebhookPath, (&controller.Injector{
-		Options:  kube.InjectOptions{Kube: &v, Delay: f.delay, ConfigMap: f.configMap},
-		Nodes:    controller.NodesFrom(mgr.GetCache()),
-		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
-	}).Handler())
-	if err := mgr.Add(srv); err != nil {
-		return err
-	}
-	return mgr.AddReadyzCheck("webhook", srv.StartedChecker())
 }
 
 // podNamespace is $POD_NAMESPACE, else the service account's namespace, else "".

@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/nap-k8s/nap/kube"
+)
+
+// ManagerOptions are the controller's settings (napctl controller's flags).
+type ManagerOptions struct {
+	ConfigMap         string          // the nap ConfigMap's name
+	NamespaceSelector labels.Selector // the namespaces to publish into; nil: all
+	Exclude           []string        // namespaces never to publish into
+	Version           string          // the binaries' version, on the ConfigMap
+
+	LeaderElect     bool
+	LeaderNamespace string
+	MetricsAddr     string
+	ProbeAddr       string
+
+	// Webhook: serve the injecting webhook, for an API server of version Kube.
+	Webhook bool
+	Kube    kube.Version
+	Delay   string // the default preStop delay
+	// Namespace, SecretName, Service and Configuration locate the webhook's TLS (see
+	// Certs); CertDir serves a certificate from a folder instead (cert-manager).
+	Namespace, SecretName, Service, Configuration, CertDir string
+	Port                                                   int
+
+	Log logr.Logger
+}
+
+// NewManager wires nap's controller: a manager whose cache holds only what nap reads,
+// the Publisher, and with Webhook the webhook server, its certificates (Certs, run by
+// every replica) and the nodes' informer the Injector reads. Start it to run.
+func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                   CacheOptions(o.ConfigMap),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        LeaseName,
+		LeaderElectionNamespace: o.LeaderNamespace,
+		// The process ends when the manager does, so the Lease can be handed over at once.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := NewPublisher(mgr.GetClient(), mgr.GetEventRecorderFor("nap-controller"), o.ConfigMap, o.Version)
+	if err != nil {
+		return nil, err
+	}
+	if o.NamespaceSelector != nil {
+		p.Selector = o.NamespaceSelector
+	}
+	for _, ns := range o.Exclude {
+		p.Exclude[strings.TrimSpace(ns)] = true
+	}
+	if err := p.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if o.Webhook {
+		if err := addWebhook(mgr, cfg, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// addWebhook adds the webhook server and, unless certificates come from a folder, the
+// Certs runnable that makes and rotates them.
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
+	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
+	if o.CertDir == "" {
+		// Not the manager's cached client: that would list and watch every Secret.
+		c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return err
+		}
+		certs := &Certs{Client: c, Namespace: o.Namespace, SecretName: o.SecretName,
+			Service: o.Service, WebhookConfiguration: o.Configuration, Log: o.Log.WithName("certs")}
+		if err := mgr.Add(certs); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("webhook-certificate", certs.Ready); err != nil {
+			return err
+		}
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+	}
+	srv := webhook.NewServer(opts)
+	// The nodes' informer starts with the manager, not at the first admission.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{}); err != nil {
+		return err
+	}
+	v := o.Kube
+	srv.Register(WebhookPath, (&Injector{
+		Options:  kube.InjectOptions{Kube: &v, Delay: o.Delay, ConfigMap: o.ConfigMap},
+		Nodes:    NodesFrom(mgr.GetCache()),
+		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
+	}).Handler())
+	if err := mgr.Add(srv); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("webhook", srv.StartedChecker())
+}
