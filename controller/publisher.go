@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/configmap"
 )
 
 // ManagedBy is the managed-by label value of the copies the Publisher owns.
@@ -32,7 +32,7 @@ const ManagedBy = "nap-controller"
 type Publisher struct {
 	Client   client.Client
 	Recorder record.EventRecorder
-	// Want is the ConfigMap to publish (without a namespace); see kube.NewConfigMap.
+	// Want is the ConfigMap to publish (without a namespace); see configmap.New.
 	Want *corev1.ConfigMap
 	// Selector picks the namespaces (default: all); Exclude names namespaces to skip.
 	Selector labels.Selector
@@ -41,7 +41,7 @@ type Publisher struct {
 
 // NewPublisher returns a Publisher of the nap ConfigMap of this build.
 func NewPublisher(c client.Client, rec record.EventRecorder, name, version string) (*Publisher, error) {
-	cm, err := kube.NewConfigMap(kube.ConfigMapOptions{Name: name, Version: version, ManagedBy: ManagedBy})
+	cm, err := configmap.New(configmap.Options{Name: name, Version: version, ManagedBy: ManagedBy})
 	if err != nil {
 		return nil, err
 	}
@@ -108,11 +108,11 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
-	owned := exists && have.Labels[kube.ManagedByLabel] == ManagedBy
+	owned := exists && have.Labels[configmap.ManagedByLabel] == ManagedBy
 	if exists && !owned {
 		conflicts.Inc()
 		p.Recorder.Eventf(&have, corev1.EventTypeWarning, "NotOwned",
-			"ConfigMap %s/%s is not managed by %s (label %s): left as it is", have.Namespace, have.Name, ManagedBy, kube.ManagedByLabel)
+			"ConfigMap %s/%s is not managed by %s (label %s): left as it is", have.Namespace, have.Name, ManagedBy, configmap.ManagedByLabel)
 		return reconcile.Result{}, nil
 	}
 	if !p.selected(&ns) {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 )
@@ -104,7 +105,7 @@ func TestPublisher(t *testing.T) {
 		cm.BinaryData["nap-amd64"] = append([]byte{}, cm.BinaryData["nap-amd64"]...)
 		cm.BinaryData["nap-amd64"][100] ^= 0xff // a tampered binary
 		cm.Data = map[string]string{"extra": "x"}
-		cm.Annotations[kube.SHA256AnnotationPrefix+"nap-amd64"] = "0000"
+		cm.Annotations[configmap.SHA256AnnotationPrefix+"nap-amd64"] = "0000"
 		if err := c.Update(ctx, cm); err != nil {
 			t.Fatal(err)
 		}

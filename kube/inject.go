@@ -13,8 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	nap "github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // Mode is how Inject delays a container's termination.
@@ -29,8 +28,8 @@ const (
 
 // The defaults, in one place.
 const (
-	// DefaultDelay is the preStop delay when none is given: nap's own default (the
-	// sleeper's spec.Default), written as nap reads it.
+	// DefaultDelay is the preStop delay when none is given: nap's own default
+	// (sleeper/spec.Default), written as nap reads it.
 	DefaultDelay = "10s"
 	// DefaultGracePeriod is Kubernetes' terminationGracePeriodSeconds when a pod says
 	// none.
@@ -91,7 +90,7 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 	if p.Delay == "" {
 		p.Delay = DefaultDelay
 	}
-	r, err := spec.Parse([]string{p.Delay})
+	r, err := nap.Parse([]string{p.Delay})
 	if err != nil || r.Infinite || strings.HasPrefix(p.Delay, "-") {
 		return Plan{}, fmt.Errorf("--delay %q: want a duration nap reads, such as 10s, 1.5 or 500ms", p.Delay)
 	}
@@ -102,8 +101,8 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 	if p.Arch == "" {
 		p.Arch = "amd64"
 	}
-	if !slices.Contains(sleeper.Arches, p.Arch) {
-		return Plan{}, fmt.Errorf("--arch %q: want one of %s", p.Arch, strings.Join(sleeper.Arches, ", "))
+	if !slices.Contains(nap.Arches, p.Arch) {
+		return Plan{}, fmt.Errorf("--arch %q: want one of %s", p.Arch, strings.Join(nap.Arches, ", "))
 	}
 	if p.ConfigMap == "" {
 		p.ConfigMap = ConfigMapName
@@ -278,7 +277,7 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 	if archNote != "" {
 		notes = append(notes, p.note(o, 0, "%s", archNote))
 	}
-	if p.Mode == ModeBinary && !slices.Contains(sleeper.Arches, arch) {
+	if p.Mode == ModeBinary && !slices.Contains(nap.Arches, arch) {
 		return append(notes, p.note(o, 0, "skipped: no nap binary for architecture %s", arch)), nil
 	}
 
@@ -471,9 +470,9 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 		for _, a := range cmd.Content[1:] {
 			args = append(args, a.Value)
 		}
-		r, err := spec.Parse(args)
+		r, err := nap.Parse(args)
 		if err != nil || r.Infinite {
-			r.Duration = spec.Default
+			r.Duration = nap.Default
 		}
 		return true, true, r.Duration
 	}

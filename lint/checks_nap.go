@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // The nap volume itself.
@@ -96,7 +96,7 @@ func napArchMismatch(_ *Context, w *Workload) []Finding {
 				continue
 			}
 			known := false
-			for _, a := range sleeper.Arches {
+			for _, a := range spec.Arches {
 				known = known || a == arch
 			}
 			if known {

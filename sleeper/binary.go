@@ -8,13 +8,10 @@ import (
 	"github.com/nap-k8s/nap/internal/asm"
 	"github.com/nap-k8s/nap/internal/asm/amd64"
 	"github.com/nap-k8s/nap/internal/asm/arm64"
+	"github.com/nap-k8s/nap/sleeper/spec"
 
 	napelf "github.com/nap-k8s/nap/internal/elf"
 )
-
-// Arches lists the architectures nap has a binary for, as Kubernetes names them
-// (the kubernetes.io/arch node label).
-var Arches = []string{"amd64", "arm64"}
 
 // Budget is the most bytes each binary should take (the project's size target).
 var Budget = map[string]int{"amd64": 640, "arm64": 896}
@@ -74,5 +71,5 @@ func assemble(arch string) (*asm.Object, elf.Machine, error) {
 		obj, err := b.Assemble(napelf.Base + napelf.Load)
 		return obj, elf.EM_AARCH64, err
 	}
-	return nil, 0, fmt.Errorf("no nap binary for architecture %q (have %s)", arch, strings.Join(Arches, ", "))
+	return nil, 0, fmt.Errorf("no nap binary for architecture %q (have %s)", arch, strings.Join(spec.Arches, ", "))
 }

@@ -22,7 +22,7 @@ import (
 // headers' used fields, and the entry in the code that follows the data.
 func TestBinaryELF(t *testing.T) {
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
-	for _, arch := range Arches {
+	for _, arch := range spec.Arches {
 		t.Run(arch, func(t *testing.T) {
 			b, err := Binary(arch)
 			if err != nil {
@@ -69,7 +69,7 @@ func TestBinaryELF(t *testing.T) {
 // TestBinarySize holds each binary to its exact size (a change shows up here and in the
 // README) and reports it against the budget.
 func TestBinarySize(t *testing.T) {
-	for _, arch := range Arches {
+	for _, arch := range spec.Arches {
 		b, err := Binary(arch)
 		if err != nil {
 			t.Fatal(err)
@@ -88,7 +88,7 @@ func TestBinarySize(t *testing.T) {
 // TestListingGolden keeps the assembled programs in testdata, so that a review sees every
 // byte that changes. Refresh with: go test ./sleeper -run TestListingGolden -update
 func TestListingGolden(t *testing.T) {
-	for _, arch := range Arches {
+	for _, arch := range spec.Arches {
 		got, err := Listing(arch)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/nap-k8s/nap/internal/asm"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // The code runs from the label code to the end, after the data, in both programs.
@@ -104,7 +105,7 @@ func TestDisassembly(t *testing.T) {
 		"amd64": {amd64SysWrite, amd64SysRtSigaction, amd64SysPause, amd64SysNanosleep, amd64SysWritev, amd64SysExitGroup},
 		"arm64": {arm64SysWrite, arm64SysWritev, arm64SysExitGroup, arm64SysNanosleep, arm64SysRtSigaction},
 	}
-	for _, arch := range Arches {
+	for _, arch := range spec.Arches {
 		t.Run(arch, func(t *testing.T) {
 			obj, err := Object(arch)
 			if err != nil {

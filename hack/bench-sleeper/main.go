@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 var qemu = map[string]string{"amd64": "qemu-x86_64-static", "arm64": "qemu-aarch64-static"}
@@ -53,7 +54,7 @@ func run(runs, sleeps int) error {
 		return err
 	}
 	targets := []target{{name: "reference (Go, -s -w)", argv: []string{ref}, size: int(fi.Size())}}
-	for _, arch := range sleeper.Arches {
+	for _, arch := range spec.Arches {
 		b, err := sleeper.Binary(arch)
 		if err != nil {
 			return err
@@ -97,7 +98,7 @@ func run(runs, sleeps int) error {
 			rss = max(rss, r)
 		}
 		budget := "—"
-		for _, arch := range sleeper.Arches {
+		for _, arch := range spec.Arches {
 			if filepath.Base(t.argv[len(t.argv)-1]) == "nap-"+arch {
 				budget = fmt.Sprint(sleeper.Budget[arch])
 			}

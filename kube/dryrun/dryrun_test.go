@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	. "github.com/nap-k8s/nap/kube"
 )
@@ -63,7 +64,7 @@ func TestAPIServer(t *testing.T) {
 	})
 
 	t.Run("configmap", func(t *testing.T) {
-		cm, err := NewConfigMap(ConfigMapOptions{Namespace: "shop", Version: "v1.2.3+dirty"})
+		cm, err := configmap.New(configmap.Options{Namespace: "shop", Version: "v1.2.3+dirty"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// Arches are the architectures nap is made for, as Kubernetes names them
+// (kubernetes.io/arch): one tiny binary each, the reference everywhere.
+var Arches = []string{"amd64", "arm64"}
+
 // Default is what nap sleeps with no argument, and after an invalid one.
 const Default = 10 * time.Second
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/probe"
@@ -71,7 +72,7 @@ func namespace(t *testing.T, cs *kubernetes.Clientset) string {
 		grace := int64(0)
 		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	})
-	cm, err := kube.NewConfigMap(kube.ConfigMapOptions{Namespace: ns, Version: "e2e"})
+	cm, err := configmap.New(configmap.Options{Namespace: ns, Version: "e2e"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 func runNapctl(args ...string) (code int, stdout, stderr string) {
@@ -18,7 +19,7 @@ func runNapctl(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestBinaryCommand(t *testing.T) {
-	for _, arch := range sleeper.Arches {
+	for _, arch := range spec.Arches {
 		want, err := sleeper.Binary(arch)
 		if err != nil {
 			t.Fatal(err)

@@ -17,9 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 const deployment = `# keep me
@@ -49,12 +51,12 @@ func TestConfigMapCommand(t *testing.T) {
 	if strings.Contains(stdout, "creationTimestamp") {
 		t.Errorf("empty fields printed:\n%s", stdout)
 	}
-	for _, arch := range sleeper.Arches {
+	for _, arch := range spec.Arches {
 		want, _ := sleeper.Binary(arch)
 		key := kube.KeyForArch(arch)
 		sum := sha256.Sum256(want)
-		if !bytes.Equal(cm.BinaryData[key], want) || cm.Annotations[kube.SHA256AnnotationPrefix+key] != hex.EncodeToString(sum[:]) {
-			t.Errorf("%s: %d bytes, sha256 annotation %q", key, len(cm.BinaryData[key]), cm.Annotations[kube.SHA256AnnotationPrefix+key])
+		if !bytes.Equal(cm.BinaryData[key], want) || cm.Annotations[configmap.SHA256AnnotationPrefix+key] != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: %d bytes, sha256 annotation %q", key, len(cm.BinaryData[key]), cm.Annotations[configmap.SHA256AnnotationPrefix+key])
 		}
 	}
 	// Client-side `kubectl apply` stores the object as JSON in the last-applied

@@ -11,6 +11,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 type flags struct {
@@ -30,7 +31,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
 	}
-	cmd.Flags().StringVar(&f.arch, "arch", "amd64", "architecture: "+strings.Join(sleeper.Arches, ", "))
+	cmd.Flags().StringVar(&f.arch, "arch", "amd64", "architecture: "+strings.Join(spec.Arches, ", "))
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "write to FILE instead of stdout")
 	return cmd
 }

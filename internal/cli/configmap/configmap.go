@@ -8,10 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 type flags struct {
@@ -34,7 +35,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.name, "name", kube.ConfigMapName, "the ConfigMap's name")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "the ConfigMap's namespace (default: none, kubectl's current)")
-	cmd.Flags().StringSliceVar(&f.arches, "arch", sleeper.Arches, "architectures to include: "+strings.Join(sleeper.Arches, ", "))
+	cmd.Flags().StringSliceVar(&f.arches, "arch", spec.Arches, "architectures to include: "+strings.Join(spec.Arches, ", "))
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
 }
@@ -43,11 +44,11 @@ func run(streams cli.IOStreams, f *flags) error {
 	if f.output != "yaml" && f.output != "json" {
 		return fmt.Errorf("-o %q: want yaml or json", f.output)
 	}
-	cm, err := kube.NewConfigMap(kube.ConfigMapOptions{Name: f.name, Namespace: f.namespace, Arches: f.arches, Version: version.Version})
+	cm, err := configmap.New(configmap.Options{Name: f.name, Namespace: f.namespace, Arches: f.arches, Version: version.Version})
 	if err != nil {
 		return fmt.Errorf("--arch: %w", err)
 	}
-	b, err := kube.Manifest(cm, f.output)
+	b, err := configmap.Manifest(cm, f.output)
 	if err != nil {
 		return err
 	}

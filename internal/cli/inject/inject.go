@@ -12,7 +12,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 type flags struct {
@@ -53,7 +53,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for --mode auto")
 	fl.StringVar(&f.cluster, "cluster", "", "a kubeconfig: ask that cluster for its version, for --mode auto")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
-	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(sleeper.Arches, ", "))
+	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(spec.Arches, ", "))
 	fl.DurationVar(&f.graceExtra, "grace-extra", kube.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
 	return cmd

@@ -1,16 +1,19 @@
-package kube
+package configmap
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
 	sigsyaml "sigs.k8s.io/yaml"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // Labels and annotations of the nap ConfigMap.
@@ -22,23 +25,23 @@ const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 )
 
-// ConfigMapOptions choose what NewConfigMap holds.
-type ConfigMapOptions struct {
-	Name      string   // default ConfigMapName
+// Options choose what New holds.
+type Options struct {
+	Name      string   // default kube.ConfigMapName
 	Namespace string   // empty: the one of the kubectl context that applies it
-	Arches    []string // default sleeper.Arches
+	Arches    []string // default spec.Arches
 	Version   string   // nap's version, recorded in a label
 	ManagedBy string   // the managed-by label; default "napctl"
 }
 
-// NewConfigMap returns the ConfigMap that holds one nap binary per architecture, under
-// KeyForArch(arch).
-func NewConfigMap(o ConfigMapOptions) (*corev1.ConfigMap, error) {
+// New returns the ConfigMap that holds one nap binary per architecture, under
+// kube.KeyForArch(arch).
+func New(o Options) (*corev1.ConfigMap, error) {
 	if o.Name == "" {
-		o.Name = ConfigMapName
+		o.Name = kube.ConfigMapName
 	}
 	if len(o.Arches) == 0 {
-		o.Arches = sleeper.Arches
+		o.Arches = spec.Arches
 	}
 	if o.ManagedBy == "" {
 		o.ManagedBy = "napctl"
@@ -66,7 +69,7 @@ func NewConfigMap(o ConfigMapOptions) (*corev1.ConfigMap, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := KeyForArch(arch)
+		key := kube.KeyForArch(arch)
 		if _, dup := cm.BinaryData[key]; dup {
 			return nil, fmt.Errorf("architecture %s given twice", arch)
 		}
