@@ -16,8 +16,8 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
-	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 // The install manifests are golden files; deploy/nap.yaml is the default one.
@@ -38,7 +38,7 @@ func TestInstallGolden(t *testing.T) {
 			}
 			golden.Check(t, tc.file, got)
 			// nap's own checks find nothing to say about nap's own installation.
-			objs, err := kube.Read(tc.file, got)
+			objs, err := manifest.Read(tc.file, got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestInstallApplies(t *testing.T) {
 		return u["kind"].(string) + "/" + ns + "/" + m["name"].(string)
 	}
 	parse := func(name string, b []byte) map[string]map[string]any {
-		docs, err := kube.Read(name, b)
+		docs, err := manifest.Read(name, b)
 		if err != nil {
 			t.Fatal(err)
 		}

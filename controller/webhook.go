@@ -91,7 +91,7 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return i.undecodable(ctx, req, err)
 	}
-	// The request's object may come without its type; kube.Read needs it.
+	// The request's object may come without its type; manifest.Read needs it.
 	doc := req.Object.Raw
 	if pod.Kind == "" { // an object: it decoded into a struct and is not null
 		rest := bytes.TrimSpace(bytes.TrimSpace(doc)[1:]) // after its '{'

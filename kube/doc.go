@@ -1,9 +1,9 @@
-// Package kube is nap's Kubernetes vocabulary and manifest work, shared by the CLI, lint
-// and the controller's webhook: reading manifests with their file:line, finding pod
-// templates, the byte-preserving preStop injection, the nap ConfigMap's names, versions,
-// and the defaults (DefaultDelay, DefaultGracePeriod). It links no machine code: the
+// Package kube is nap's Kubernetes vocabulary and its edit of manifests, shared by the
+// CLI and the controller's webhook: the byte-preserving preStop injection (on objects
+// that package manifest read), the nap ConfigMap's names, versions and kubelet skew, and
+// the defaults (DefaultDelay, DefaultGracePeriod). It links no machine code: the
 // binaries themselves are package configmap's.
 //
-// Manifests are read with kustomize's kyaml (yaml.v3 nodes), never decoded and
-// re-encoded, so a caller that edits them keeps comments, order and quoting.
+// Inject splices text into the original bytes at the nodes' positions, never decoding
+// and re-encoding, so that comments, order and quoting stay as they were.
 package kube

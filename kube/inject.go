@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/nap-k8s/nap/manifest"
 	nap "github.com/nap-k8s/nap/sleeper/spec"
 )
 
@@ -166,7 +167,7 @@ func (p Plan) forTemplate(spec *yaml.Node) (Plan, error) {
 // returns the manifest with nothing else changed. Objects it cannot or should not
 // change are left as they are, with a note.
 func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
-	objs, err := Read(file, src)
+	objs, err := manifest.Read(file, src)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,7 +182,7 @@ func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
 			if errors.As(err, &le) {
 				line, err = le.line, le.err
 			}
-			return nil, nil, &ReadError{File: file, Line: line, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
+			return nil, nil, &manifest.ReadError{File: file, Line: line, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
 		}
 	}
 	if len(e.edits) == 0 {
@@ -204,8 +205,8 @@ func (e *lineError) Error() string { return e.err.Error() }
 
 // verify checks that the edited text reads as the edited trees: the splicing changed
 // what it meant to, and nothing else.
-func verify(file string, out []byte, want []*Object) error {
-	got, err := Read(file, out)
+func verify(file string, out []byte, want []*manifest.Object) error {
+	got, err := manifest.Read(file, out)
 	if err != nil {
 		return fmt.Errorf("nap made invalid YAML of %s (please report this): %w", file, err)
 	}
@@ -215,30 +216,30 @@ func verify(file string, out []byte, want []*Object) error {
 	for i := range got {
 		var g, w any
 		if err := got[i].Node.YNode().Decode(&g); err != nil {
-			return &ReadError{File: file, Line: want[i].Line, Err: err}
+			return &manifest.ReadError{File: file, Line: want[i].Line, Err: err}
 		}
 		if err := want[i].Node.YNode().Decode(&w); err != nil {
-			return &ReadError{File: file, Line: want[i].Line, Err: err}
+			return &manifest.ReadError{File: file, Line: want[i].Line, Err: err}
 		}
 		if !reflect.DeepEqual(g, w) {
-			return &ReadError{File: file, Line: want[i].Line, Err: fmt.Errorf("%s: cannot edit this layout in place (please report it)", want[i].Ref())}
+			return &manifest.ReadError{File: file, Line: want[i].Line, Err: fmt.Errorf("%s: cannot edit this layout in place (please report it)", want[i].Ref())}
 		}
 	}
 	return nil
 }
 
-func (p Plan) note(o *Object, line int, format string, args ...any) Note {
+func (p Plan) note(o *manifest.Object, line int, format string, args ...any) Note {
 	if line == 0 {
 		line = o.Line
 	}
 	return Note{File: o.File, Line: line, Msg: o.Ref() + ": " + fmt.Sprintf(format, args...)}
 }
 
-func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
+func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 	switch {
 	case o.Kind == "Job" || o.Kind == "CronJob":
 		return []Note{p.note(o, 0, "skipped: a %s runs to completion, it is not replaced while serving", o.Kind)}, nil
-	case !IsWorkload(o.Kind):
+	case !manifest.IsWorkload(o.Kind):
 		return nil, nil
 	}
 	ps := o.PodSpecNode()
@@ -258,7 +259,7 @@ func (p Plan) injectObject(e *editor, o *Object) ([]Note, error) {
 		if n.Kind == yaml.AliasNode {
 			return &lineError{line: n.Line, err: fmt.Errorf("%s is the alias *%s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Value)}
 		}
-		if alias, ok := o.shared[n]; ok {
+		if alias, ok := o.SharedBy(n); ok {
 			return &lineError{line: alias, err: fmt.Errorf("the alias here shares %s (line %d) of %s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Line, o.Ref())}
 		}
 		return nil

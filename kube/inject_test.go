@@ -13,6 +13,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/internal/testutil/kept"
+	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
@@ -113,11 +114,11 @@ func TestInjectOnlyAdds(t *testing.T) {
 			if !kept.Bytes(src, out) {
 				t.Fatalf("an input byte was changed or removed")
 			}
-			a, err := Read(in, src)
+			a, err := manifest.Read(in, src)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := Read(in, out)
+			b, err := manifest.Read(in, out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +229,7 @@ func FuzzInject(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := Read("f.yaml", out); err != nil {
+		if _, err := manifest.Read("f.yaml", out); err != nil {
 			t.Fatalf("invalid output: %v\n%s", err, out)
 		}
 		again, _, err := Inject("f.yaml", out, plans[native])
@@ -356,7 +357,7 @@ func TestInjectRefuses(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), c.want) || out != nil {
 				t.Errorf("error %v, want %q…, and no output", err, c.want)
 			}
-			if _, err := Read("in.yaml", []byte(c.in)); c.name != "containers shared by an alias in one List" && (err == nil || !strings.HasPrefix(err.Error(), c.want)) {
+			if _, err := manifest.Read("in.yaml", []byte(c.in)); c.name != "containers shared by an alias in one List" && (err == nil || !strings.HasPrefix(err.Error(), c.want)) {
 				t.Errorf("Read: %v, want %q…", err, c.want)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 // Severity ranks findings.
@@ -137,7 +138,7 @@ func (c *Context) DrainMargin() time.Duration {
 const IgnoreAnnotation = "lint.nap.dev/ignore"
 
 // Lint runs every enabled check on every workload of objs.
-func Lint(objs []*kube.Object, opts Options) []Finding {
+func Lint(objs []*manifest.Object, opts Options) []Finding {
 	c := &Context{Options: opts}
 	checks := Checks()
 	var out []Finding
@@ -166,7 +167,7 @@ func Lint(objs []*kube.Object, opts Options) []Finding {
 }
 
 // ignoredChecks are the checks the object's annotation, or its pod template's, names.
-func ignoredChecks(o *kube.Object) map[string]bool {
+func ignoredChecks(o *manifest.Object) map[string]bool {
 	out := map[string]bool{}
 	lists := []string{o.Node.GetAnnotations(IgnoreAnnotation)[IgnoreAnnotation]}
 	if o.Kind != "Pod" {

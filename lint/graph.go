@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 // Workload is a serving workload and the objects linked to it.
 type Workload struct {
-	Obj         *kube.Object
+	Obj         *manifest.Object
 	PodSpec     corev1.PodSpec
 	PodSpecNode *yaml.RNode
 	Labels      map[string]string
@@ -28,7 +28,7 @@ type Workload struct {
 	PerNode  bool
 	Strategy *appsv1.DeploymentStrategy // Deployments only
 
-	Services []*kube.Object
+	Services []*manifest.Object
 	// ServiceBackends[i] is how many pods Services[i] has at the least, counting every
 	// workload it selects (versions, canaries): one of several is not a single replica.
 	ServiceBackends []int32
@@ -38,7 +38,7 @@ type Workload struct {
 
 // PDB is a PodDisruptionBudget with its source.
 type PDB struct {
-	Obj  *kube.Object
+	Obj  *manifest.Object
 	Spec policyv1.PodDisruptionBudgetSpec
 }
 
@@ -61,7 +61,7 @@ func (w *Workload) BehindService() bool { return len(w.Services) > 0 }
 
 // ContainerLine is the line of a container, or the object's.
 func (w *Workload) ContainerLine(name string) int {
-	if l := kube.ContainerLines(w.PodSpecNode, "containers")[name]; l > 0 {
+	if l := manifest.ContainerLines(w.PodSpecNode, "containers")[name]; l > 0 {
 		return l
 	}
 	return w.Obj.Line
@@ -71,17 +71,17 @@ func (w *Workload) ContainerLine(name string) int {
 // select or scale them, in the same namespace. Each object is decoded once and the
 // matching runs per namespace, so that large inputs stay linear in practice. Services
 // that only serve metrics are not attached: no client's request goes through them.
-func link(objs []*kube.Object) []*Workload {
+func link(objs []*manifest.Object) []*Workload {
 	type hpaKey struct{ ns, kind, name string }
 	var ws []*Workload
-	var svcs []*kube.Object
-	services := selectorIndex[*kube.Object]{}
+	var svcs []*manifest.Object
+	services := selectorIndex[*manifest.Object]{}
 	pdbs := selectorIndex[PDB]{}
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
 	var mons monitors
 	for _, o := range objs {
 		switch {
-		case kube.IsWorkload(o.Kind):
+		case manifest.IsWorkload(o.Kind):
 			if w := workload(o); w != nil {
 				ws = append(ws, w)
 			}
@@ -113,7 +113,7 @@ func link(objs []*kube.Object) []*Workload {
 		}
 	}
 	// A Service's backends as a whole: the pods of every workload it selects.
-	backends := map[*kube.Object]int32{}
+	backends := map[*manifest.Object]int32{}
 	for _, w := range ws {
 		w.Services = services.matches(w.Obj.Namespace, w.Labels)
 		w.PDBs = pdbs.matches(w.Obj.Namespace, w.Labels)
@@ -150,7 +150,7 @@ type monitor struct {
 	ports      map[string]bool
 }
 
-func (m *monitors) add(o *kube.Object) {
+func (m *monitors) add(o *manifest.Object) {
 	var spec struct {
 		Selector          metav1.LabelSelector `json:"selector"`
 		NamespaceSelector struct {
@@ -233,7 +233,7 @@ func (p *intstrOrString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func workload(o *kube.Object) *Workload {
+func workload(o *manifest.Object) *Workload {
 	w := &Workload{Obj: o, PodSpecNode: o.PodSpecNode(), Labels: o.PodLabels(), Replicas: 1}
 	if w.PodSpecNode == nil {
 		return nil

@@ -11,11 +11,12 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 )
 
-func read(t testing.TB, path string) []*kube.Object {
+func read(t testing.TB, path string) []*manifest.Object {
 	t.Helper()
-	objs, err := kube.ReadPaths([]string{path}, nil)
+	objs, err := manifest.ReadPaths([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestChecks(t *testing.T) {
 			}
 			bad := 0
 			for _, o := range objs {
-				if kube.IsWorkload(o.Kind) && strings.HasPrefix(o.Name, "bad-") {
+				if manifest.IsWorkload(o.Kind) && strings.HasPrefix(o.Name, "bad-") {
 					bad++
 					if !flagged[o.Name] {
 						t.Errorf("%s: no %s finding", o.Ref(), c.ID)
@@ -118,7 +119,7 @@ kind: Service
 metadata: {name: one}
 spec: {selector: {app: one}}
 `)
-	objs, err := kube.Read("a.yaml", data)
+	objs, err := manifest.Read("a.yaml", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ spec: {selector: {app: one}}
 	// The same annotation on the pod template.
 	onTemplate := strings.Replace(strings.Replace(string(data), "  annotations: {lint.nap.dev/ignore: \"single-replica, no-readiness-probe\"}\n", "", 1),
 		"    metadata: {labels: {app: one}}", "    metadata: {labels: {app: one}, annotations: {lint.nap.dev/ignore: \"single-replica, no-readiness-probe\"}}", 1)
-	if objs, err = kube.Read("b.yaml", []byte(onTemplate)); err != nil {
+	if objs, err = manifest.Read("b.yaml", []byte(onTemplate)); err != nil {
 		t.Fatal(err)
 	}
 	ids = map[string]bool{}
@@ -316,7 +317,7 @@ func BenchmarkLint10k(b *testing.B) {
 	data := []byte(buf.String())
 	b.ReportAllocs()
 	for b.Loop() {
-		objs, err := kube.Read("bench.yaml", data)
+		objs, err := manifest.Read("bench.yaml", data)
 		if err != nil || len(objs) != 4*benchApps {
 			b.Fatalf("%d objects: %v", len(objs), err)
 		}
@@ -377,7 +378,7 @@ kind: Service
 metadata: {name: s2, namespace: a}
 spec: {selector: {app: other}}
 `
-	objs, err := kube.Read("in.yaml", []byte(in))
+	objs, err := manifest.Read("in.yaml", []byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ spec: {selector: {app: other}}
 // napctl inject and the webhook follow: known nodes narrowed by the nodeSelector, else
 // the oldest kubelet the skew policy allows.
 func TestKubeletSkew(t *testing.T) {
-	objs, err := kube.Read("d.yaml", []byte(`apiVersion: apps/v1
+	objs, err := manifest.Read("d.yaml", []byte(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: anywhere}
 spec:
@@ -521,7 +522,7 @@ func BenchmarkInjectVsLint(b *testing.B) {
 	b.Run("Lint", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			objs, err := kube.Read("bench.yaml", data)
+			objs, err := manifest.Read("bench.yaml", data)
 			if err != nil || len(objs) != 2*benchTemplates {
 				b.Fatalf("%d objects: %v", len(objs), err)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testutil/kept"
 	. "github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 // corpusDirs are the folders of public manifests read from the k8s.io/kubernetes module
@@ -55,7 +56,7 @@ func corpus(t *testing.T) map[string][]byte {
 			if err != nil {
 				return err
 			}
-			objs, err := Read(path, data)
+			objs, err := manifest.Read(path, data)
 			if err != nil {
 				return nil // a template with placeholders, not a manifest
 			}
@@ -66,7 +67,7 @@ func corpus(t *testing.T) map[string][]byte {
 				}
 			}
 			for _, o := range objs {
-				if IsWorkload(o.Kind) {
+				if manifest.IsWorkload(o.Kind) {
 					rel, _ := filepath.Rel(mod.Dir, path)
 					files["k8s.io/kubernetes@"+kubeenv.KubeVersion()+"/"+rel] = data
 					break
@@ -107,7 +108,7 @@ func TestCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	dryRun := func(o *Object) error {
+	dryRun := func(o *manifest.Object) error {
 		u := &unstructured.Unstructured{}
 		if err := o.Decode(&u.Object); err != nil {
 			return err
@@ -142,14 +143,14 @@ func TestCorpus(t *testing.T) {
 			if err != nil || !bytes.Equal(again, out) {
 				t.Errorf("%s (%s): not idempotent: %v", name, mode, err)
 			}
-			outObjs, err := Read(name, out)
+			outObjs, err := manifest.Read(name, out)
 			if err != nil {
 				t.Fatalf("%s (%s): %v", name, mode, err)
 			}
 			lint.Lint(outObjs, lint.Options{KubeVersion: &v})
-			inObjs, _ := Read(name, src)
+			inObjs, _ := manifest.Read(name, src)
 			for i, o := range outObjs {
-				if !IsWorkload(o.Kind) {
+				if !manifest.IsWorkload(o.Kind) {
 					continue
 				}
 				if mode == ModeBinary {

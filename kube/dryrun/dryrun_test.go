@@ -17,6 +17,7 @@ import (
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	. "github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 // TestAPIServer checks nap's output against a real kube-apiserver (envtest, with the
@@ -44,7 +45,7 @@ func TestAPIServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			objs, err := Read(golden, data)
+			objs, err := manifest.Read(golden, data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +97,7 @@ func TestAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, _ := Read("p.yaml", out)
+		objs, _ := manifest.Read("p.yaml", out)
 		u := &unstructured.Unstructured{}
 		if err := objs[0].Decode(&u.Object); err != nil {
 			t.Fatal(err)

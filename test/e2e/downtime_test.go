@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
 )
 
@@ -132,11 +133,11 @@ func measure(t *testing.T, cs *kubernetes.Clientset, v variant, rollouts int, ra
 	} else {
 		ns = namespace(t, cs)
 	}
-	manifest := []byte(serviceDeployment)
+	src := []byte(serviceDeployment)
 	if v.inject != nil {
-		manifest = injectManifest(t, manifest, *v.inject)
+		src = injectManifest(t, src, *v.inject)
 	}
-	objs, err := kube.Read("deployment.yaml", manifest)
+	objs, err := manifest.Read("deployment.yaml", src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
 )
 
@@ -105,11 +106,11 @@ spec:
           periodSeconds: 1
 `
 
-// deploy creates manifest (one Deployment) in ns and waits for its pod to be Ready.
-func deploy(t *testing.T, cs *kubernetes.Clientset, ns string, manifest []byte) *corev1.Pod {
+// deploy creates src (one Deployment) in ns and waits for its pod to be Ready.
+func deploy(t *testing.T, cs *kubernetes.Clientset, ns string, src []byte) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	objs, err := kube.Read("deployment.yaml", manifest)
+	objs, err := manifest.Read("deployment.yaml", src)
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("%d objects: %v", len(objs), err)
 	}
@@ -257,11 +258,11 @@ func TestNativeSleepPreStop(t *testing.T) {
 func TestShellPreStopFails(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
-	manifest := strings.Replace(appDeployment, "        readinessProbe:", `        lifecycle:
+	withShell := strings.Replace(appDeployment, "        readinessProbe:", `        lifecycle:
           preStop:
             exec: {command: ["/bin/sh", "-c", "sleep 5"]}
         readinessProbe:`, 1)
-	pod := deploy(t, cs, ns, []byte(manifest))
+	pod := deploy(t, cs, ns, []byte(withShell))
 	took, reasons := terminate(t, cs, pod)
 	t.Logf("terminated in %v; events: %q", took, reasons)
 	if !hasReason(reasons, "FailedPreStopHook") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
@@ -88,7 +89,7 @@ func run(streams cli.IOStreams, f *flags) error {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
-	files, err := kube.ReadFiles(paths, streams.In)
+	files, err := manifest.ReadFiles(paths, streams.In)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/version"
-	"github.com/nap-k8s/nap/kube"
 	nlint "github.com/nap-k8s/nap/lint"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 type flags struct {
@@ -71,7 +71,7 @@ func run(streams cli.IOStreams, f *flags) error {
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
-	objs, err := kube.ReadPaths(files, streams.In)
+	objs, err := manifest.ReadPaths(files, streams.In)
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}

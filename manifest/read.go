@@ -1,4 +1,4 @@
-package kube
+package manifest
 
 import (
 	"bytes"
@@ -31,6 +31,14 @@ type Object struct {
 	// hold, each with the line of (one) alias: editing one edits every place that
 	// refers to it. nil: none.
 	shared map[*yaml.Node]int
+}
+
+// SharedBy tells whether n, a node of o's document, is also what an alias stands for
+// (or lies inside such a node), and the line of that alias: an edit of n would change
+// every place that refers to it.
+func (o *Object) SharedBy(n *yaml.Node) (aliasLine int, shared bool) {
+	aliasLine, shared = o.shared[n]
+	return aliasLine, shared
 }
 
 // Ref is "Kind/namespace/name", or "Kind/name" without a namespace.
