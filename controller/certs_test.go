@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 )
@@ -281,7 +282,7 @@ func TestCertsWebhook(t *testing.T) {
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
 			c.GetCertificate = func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return active.Load().GetCertificate(h) }
 		}}})
-	srv.Register(WebhookPath, (&Injector{Options: kube.InjectOptions{Kube: &v, Delay: "5s"}}).Handler())
+	srv.Register(WebhookPath, (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler())
 	go srv.Start(ctx)
 	for deadline := time.Now().Add(10 * time.Second); srv.StartedChecker()(nil) != nil; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -4,7 +4,7 @@
 //     selected namespace, like Kubernetes' root-CA publisher keeps kube-root-ca.crt, and
 //     repairs every deletion or edit of its copies;
 //   - Injector is the mutating admission webhook that gives opted-in pods a preStop
-//     hook, with the same kube.Inject as `napctl inject`;
+//     hook, with the same inject.Inject as `napctl inject`;
 //   - Certs bootstraps and rotates the webhook's CA and certificate in a Secret and
 //     the caBundle of its own MutatingWebhookConfiguration;
 //   - Install is every object `napctl install` prints (and deploy/ holds).

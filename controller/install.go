@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
 )
@@ -75,7 +76,7 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
-	if _, err := kube.NewPlan(kube.InjectOptions{Delay: o.Delay}); err != nil {
+	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay}); err != nil {
 		return nil, err
 	}
 	if _, err := labels.Parse(o.NamespaceSelector); err != nil {

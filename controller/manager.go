@@ -15,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
 )
 
@@ -113,7 +114,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
 	}
 	v := o.Kube
 	srv.Register(WebhookPath, (&Injector{
-		Options:  kube.InjectOptions{Kube: &v, Delay: o.Delay, ConfigMap: o.ConfigMap},
+		Options:  inject.Options{Kube: &v, Delay: o.Delay, ConfigMap: o.ConfigMap},
 		Nodes:    NodesFrom(mgr.GetCache()),
 		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
 	}).Handler())

@@ -19,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
 )
 
@@ -34,7 +35,7 @@ const (
 // `napctl inject`, on the pod's own JSON, answered as a JSON patch.
 type Injector struct {
 	// Options are napctl inject's; Delay is the default, DelayAnnotation overrides it.
-	Options kube.InjectOptions
+	Options inject.Options
 	// Nodes, when set, lists the cluster's nodes (from an informer cache: never an API
 	// call per admission), so that the native sleep goes only where every kubelet that
 	// may run the pod has it. Unset or failing: the skew policy's oldest kubelet.
@@ -116,12 +117,12 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 			logf.FromContext(ctx).Info("nodes unknown; assuming the oldest kubelet the skew policy allows", "error", err.Error())
 		}
 	}
-	plan, err := kube.NewPlan(opts)
+	plan, err := inject.NewPlan(opts)
 	if err != nil {
 		admissions.WithLabelValues("error").Inc()
 		return admission.Allowed("").WithWarnings("nap: " + err.Error())
 	}
-	out, _, err := kube.Inject("pod", doc, plan)
+	out, _, err := inject.Inject("pod", doc, plan)
 	if err != nil {
 		admissions.WithLabelValues("error").Inc()
 		return admission.Allowed("").WithWarnings("nap: " + err.Error())

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 )
@@ -29,7 +30,7 @@ func TestWebhook(t *testing.T) {
 	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil))
 	v := kube.Version{Major: 1, Minor: 34}
 	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
-	srv.Register(WebhookPath, (&Injector{Options: kube.InjectOptions{Kube: &v, Delay: "5s"}}).Handler())
+	srv.Register(WebhookPath, (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go srv.Start(ctx)
@@ -118,7 +119,7 @@ func TestWebhook(t *testing.T) {
 // The handler on its own: an object without its type, an opt-out, a bad delay.
 func TestInjectorHandle(t *testing.T) {
 	v := kube.Version{Major: 1, Minor: 34}
-	i := &Injector{Options: kube.InjectOptions{Kube: &v}}
+	i := &Injector{Options: inject.Options{Kube: &v}}
 	req := func(raw string) admission.Request {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
@@ -156,7 +157,7 @@ func TestInjectorHandle(t *testing.T) {
 func TestInjectorUndecodable(t *testing.T) {
 	v := kube.Version{Major: 1, Minor: 34}
 	rec := record.NewFakeRecorder(10)
-	i := &Injector{Options: kube.InjectOptions{Kube: &v}, Recorder: rec}
+	i := &Injector{Options: inject.Options{Kube: &v}, Recorder: rec}
 	for _, raw := range []string{`[1,2]`, `null`, `{"metadata":{"labels":"x"}}`, `{"metadata"`} {
 		before := testutil.ToFloat64(admissions.WithLabelValues("error"))
 		var logged strings.Builder
@@ -202,7 +203,7 @@ func TestInjectorKubeletSkew(t *testing.T) {
 		{name: "lister fails: skew rule", nodes: func(context.Context) ([]kube.Node, error) { return nil, fmt.Errorf("cache not synced") }, spec: `{"containers":[{"name":"a","image":"a"}]}`, want: "sleep"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			i := &Injector{Options: kube.InjectOptions{Kube: &v}, Nodes: c.nodes}
+			i := &Injector{Options: inject.Options{Kube: &v}, Nodes: c.nodes}
 			r := i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 				Object: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p"},"spec":` + c.spec + `}`)}}})

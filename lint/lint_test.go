@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
@@ -530,13 +531,13 @@ func BenchmarkInjectVsLint(b *testing.B) {
 		}
 	})
 	b.Run("Inject", func(b *testing.B) {
-		p, err := kube.NewPlan(kube.InjectOptions{Mode: kube.ModeBinary})
+		p, err := inject.NewPlan(inject.Options{Mode: inject.ModeBinary})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			out, _, err := kube.Inject("bench.yaml", data, p)
+			out, _, err := inject.Inject("bench.yaml", data, p)
 			if err != nil || len(out) <= len(data) {
 				b.Fatalf("%d → %d bytes: %v", len(data), len(out), err)
 			}

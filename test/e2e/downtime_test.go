@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
 )
@@ -26,7 +26,7 @@ import (
 type variant struct {
 	name   string
 	mode   string // the app's shutdown: plain (Shutdown at SIGTERM) or drain (the drain library)
-	inject *kube.InjectOptions
+	inject *inject.Options
 	env    []corev1.EnvVar
 	expect expectation
 	// webhook: the namespace opts in (nap.dev/inject: enabled) and nap's controller,
@@ -54,10 +54,10 @@ const (
 
 var (
 	noDelay   = variant{name: "no preStop", mode: "plain", expect: fails}
-	napBinary = variant{name: "nap preStop (binary)", mode: "plain", inject: &kube.InjectOptions{Mode: kube.ModeBinary, Delay: "5s"}, expect: newClean}
-	napNative = variant{name: "native sleep preStop", mode: "plain", inject: &kube.InjectOptions{Mode: kube.ModeNative, Delay: "5s"}, expect: newClean}
+	napBinary = variant{name: "nap preStop (binary)", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Delay: "5s"}, expect: newClean}
+	napNative = variant{name: "native sleep preStop", mode: "plain", inject: &inject.Options{Mode: inject.ModeNative, Delay: "5s"}, expect: newClean}
 	drainOnly = variant{name: "drain library alone", mode: "drain", expect: clean}
-	napDrain  = variant{name: "nap preStop + drain", mode: "drain", inject: &kube.InjectOptions{Mode: kube.ModeBinary, Delay: "5s"},
+	napDrain  = variant{name: "nap preStop + drain", mode: "drain", inject: &inject.Options{Mode: inject.ModeBinary, Delay: "5s"},
 		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}, expect: clean}
 	// The controller installed; the webhook injects a 4.5 s delay (not whole seconds:
 	// the nap binary, mounted from the ConfigMap the controller published).
@@ -186,13 +186,13 @@ func measure(t *testing.T, cs *kubernetes.Clientset, v variant, rollouts int, ra
 	return downtime{ns: ns, variant: v, rollouts: rollouts, summary: rep.Summarize(opts, time.Since(start), nil)}
 }
 
-func injectManifest(t *testing.T, src []byte, opts kube.InjectOptions) []byte {
+func injectManifest(t *testing.T, src []byte, opts inject.Options) []byte {
 	t.Helper()
-	p, err := kube.NewPlan(opts)
+	p, err := inject.NewPlan(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := kube.Inject("deployment.yaml", src, p)
+	out, _, err := inject.Inject("deployment.yaml", src, p)
 	if err != nil {
 		t.Fatal(err)
 	}

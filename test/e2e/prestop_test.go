@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nap-k8s/nap/configmap"
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv"
-	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
 )
@@ -187,13 +187,13 @@ func hasReason(reasons []string, r string) bool {
 	return false
 }
 
-func inject(t *testing.T, opts kube.InjectOptions) []byte {
+func injectApp(t *testing.T, opts inject.Options) []byte {
 	t.Helper()
-	p, err := kube.NewPlan(opts)
+	p, err := inject.NewPlan(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := kube.Inject("deployment.yaml", []byte(appDeployment), p)
+	out, _, err := inject.Inject("deployment.yaml", []byte(appDeployment), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ const delay = 4 * time.Second
 func TestNapBinaryPreStop(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
-	pod := deploy(t, cs, ns, inject(t, kube.InjectOptions{Mode: kube.ModeBinary, Delay: "4s"}))
+	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeBinary, Delay: "4s"}))
 	// The pod keeps serving while the hook holds it: probe it directly for 3 of the 4s.
 	url := "http://" + pod.Status.PodIP + ":8080/"
 	waitServing(t, url)
@@ -244,7 +244,7 @@ func TestNapBinaryPreStop(t *testing.T) {
 func TestNativeSleepPreStop(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
-	pod := deploy(t, cs, ns, inject(t, kube.InjectOptions{Mode: kube.ModeNative, Delay: "4s"}))
+	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeNative, Delay: "4s"}))
 	took, reasons := terminate(t, cs, pod)
 	t.Logf("terminated in %v; events: %q", took, reasons)
 	if hasReason(reasons, "FailedPreStopHook") || took < delay {

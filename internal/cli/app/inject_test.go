@@ -209,7 +209,7 @@ func TestKubectlPlugin(t *testing.T) {
 func TestInjectThenLint(t *testing.T) {
 	for _, in := range []string{"arch.yaml", "helm.yaml", "deployment.yaml", "flow.yaml", "list.yaml"} {
 		for _, mode := range []string{"binary", "native"} {
-			src, err := os.ReadFile(filepath.Join("..", "..", "..", "kube", "testdata", "inject", in))
+			src, err := os.ReadFile(filepath.Join("..", "..", "..", "inject", "testdata", "inject", in))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 )
@@ -195,7 +196,7 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	v := kube.Version{Major: 1, Minor: 34}
 	var mu sync.Mutex
 	var handler []time.Duration
-	inj := &controller.Injector{Options: kube.InjectOptions{Kube: &v, Delay: "5s"}}
+	inj := &controller.Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}
 	timed := admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		t0 := time.Now()
 		resp := inj.Handle(ctx, req)

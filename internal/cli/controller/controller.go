@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
@@ -79,7 +80,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return fmt.Errorf("--namespace-selector: %w", err)
 	}
-	if _, err := kube.NewPlan(kube.InjectOptions{Delay: f.delay}); err != nil {
+	if _, err := inject.NewPlan(inject.Options{Delay: f.delay}); err != nil {
 		return err
 	}
 	if f.namespace == "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
@@ -55,14 +56,14 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.cluster, "cluster", "", "a kubeconfig: ask that cluster for its version, for --mode auto")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
 	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(spec.Arches, ", "))
-	fl.DurationVar(&f.graceExtra, "grace-extra", kube.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
+	fl.DurationVar(&f.graceExtra, "grace-extra", inject.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
 	return cmd
 }
 
 func run(streams cli.IOStreams, f *flags) error {
-	opts := kube.InjectOptions{
-		Delay: f.delay, Mode: kube.Mode(f.mode), Containers: f.containers, Arch: f.arch,
+	opts := inject.Options{
+		Delay: f.delay, Mode: inject.Mode(f.mode), Containers: f.containers, Arch: f.arch,
 		GraceExtra: &f.graceExtra, ConfigMap: f.configMap,
 	}
 	switch {
@@ -81,7 +82,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		}
 		opts.Kube, opts.Nodes = &v, nodes
 	}
-	plan, err := kube.NewPlan(opts)
+	plan, err := inject.NewPlan(opts)
 	if err != nil {
 		return err
 	}
@@ -94,9 +95,9 @@ func run(streams cli.IOStreams, f *flags) error {
 		return err
 	}
 	var out bytes.Buffer // nothing half-written: all of it, or nothing
-	var notes []kube.Note
+	var notes []inject.Note
 	for i, file := range files {
-		b, n, err := kube.Inject(file.Name, file.Data, plan)
+		b, n, err := inject.Inject(file.Name, file.Data, plan)
 		if err != nil {
 			return err
 		}

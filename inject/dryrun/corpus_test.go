@@ -16,10 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	. "github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/internal/testutil/kept"
-	. "github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
 )
@@ -123,11 +124,11 @@ func TestCorpus(t *testing.T) {
 		}
 		return c.Create(ctx, u, client.DryRunAll)
 	}
-	v := Version{Major: 1, Minor: 34}
+	v := kube.Version{Major: 1, Minor: 34}
 	templates, checked := 0, 0
 	for name, src := range files {
 		for _, mode := range []Mode{ModeBinary, ModeAuto} {
-			p, err := NewPlan(InjectOptions{Mode: mode, Kube: &v, Delay: "5s"})
+			p, err := NewPlan(Options{Mode: mode, Kube: &v, Delay: "5s"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nap-k8s/nap/configmap"
+	. "github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
-	. "github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 )
 
@@ -89,7 +89,7 @@ func TestAPIServer(t *testing.T) {
 
 	t.Run("native sleep longer than the grace period is refused", func(t *testing.T) {
 		src := []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  containers:\n  - {name: a, image: a}\n")
-		p, err := NewPlan(InjectOptions{Mode: ModeNative, Delay: "20s", GraceExtra: new(time.Duration)})
+		p, err := NewPlan(Options{Mode: ModeNative, Delay: "20s", GraceExtra: new(time.Duration)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package kube
+package inject
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/internal/testutil/kept"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
@@ -21,36 +22,36 @@ import (
 // testdata/inject/golden/<name>.golden (and .notes, what goes to stderr).
 var injectCases = []struct {
 	name, input string
-	opts        InjectOptions
+	opts        Options
 }{
-	{"deployment-binary", "deployment.yaml", InjectOptions{}},
-	{"deployment-native", "deployment.yaml", InjectOptions{Mode: ModeAuto, Kube: &Version{1, 33}, Delay: "15s"}},
+	{"deployment-binary", "deployment.yaml", Options{}},
+	{"deployment-native", "deployment.yaml", Options{Mode: ModeAuto, Kube: &kube.Version{Major: 1, Minor: 33}, Delay: "15s"}},
 	// 1.31's kubelets may be 1.28, without the sleep action: the binary.
-	{"deployment-auto-skew", "deployment.yaml", InjectOptions{Mode: ModeAuto, Kube: &Version{1, 31}, Delay: "15s"}},
-	{"deployment-auto-old-cluster", "deployment.yaml", InjectOptions{Kube: &Version{1, 29}}},
-	{"deployment-auto-subsecond", "deployment.yaml", InjectOptions{Kube: &Version{1, 34}, Delay: "2500ms"}},
-	{"flow", "flow.yaml", InjectOptions{}},
-	{"flow-native", "flow.yaml", InjectOptions{Mode: ModeNative}},
-	{"json", "deployment.json", InjectOptions{}},
-	{"json-native", "deployment.json", InjectOptions{Mode: ModeNative, Delay: "5"}},
-	{"list", "list.yaml", InjectOptions{Delay: "20s", GraceExtra: ptr(15 * time.Second)}},
-	{"helm", "helm.yaml", InjectOptions{}},
-	{"existing-prestop", "existing.yaml", InjectOptions{}},
-	{"sidecar-default", "sidecar.yaml", InjectOptions{}},
-	{"sidecar-named", "sidecar.yaml", InjectOptions{Containers: []string{"proxy", "main", "missing"}}},
-	{"arch", "arch.yaml", InjectOptions{}},
-	{"arch-native", "arch.yaml", InjectOptions{Mode: ModeNative}},
-	{"grace", "grace.yaml", InjectOptions{Delay: "30s"}},
-	{"crlf", "crlf.yaml", InjectOptions{}},
-	{"no-newline", "no-newline.yaml", InjectOptions{}},
-	{"helm-nulls", "helm-nulls.yaml", InjectOptions{}},
-	{"helm-nulls-native", "helm-nulls.yaml", InjectOptions{Mode: ModeNative, Delay: "40s"}},
-	{"block-scalar-eof", "block-scalar-eof.yaml", InjectOptions{}},
-	{"keep-chomp", "keep-chomp.yaml", InjectOptions{Mode: ModeNative}},
-	{"json-stream", "stream.json", InjectOptions{}},
+	{"deployment-auto-skew", "deployment.yaml", Options{Mode: ModeAuto, Kube: &kube.Version{Major: 1, Minor: 31}, Delay: "15s"}},
+	{"deployment-auto-old-cluster", "deployment.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 29}}},
+	{"deployment-auto-subsecond", "deployment.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 34}, Delay: "2500ms"}},
+	{"flow", "flow.yaml", Options{}},
+	{"flow-native", "flow.yaml", Options{Mode: ModeNative}},
+	{"json", "deployment.json", Options{}},
+	{"json-native", "deployment.json", Options{Mode: ModeNative, Delay: "5"}},
+	{"list", "list.yaml", Options{Delay: "20s", GraceExtra: ptr(15 * time.Second)}},
+	{"helm", "helm.yaml", Options{}},
+	{"existing-prestop", "existing.yaml", Options{}},
+	{"sidecar-default", "sidecar.yaml", Options{}},
+	{"sidecar-named", "sidecar.yaml", Options{Containers: []string{"proxy", "main", "missing"}}},
+	{"arch", "arch.yaml", Options{}},
+	{"arch-native", "arch.yaml", Options{Mode: ModeNative}},
+	{"grace", "grace.yaml", Options{Delay: "30s"}},
+	{"crlf", "crlf.yaml", Options{}},
+	{"no-newline", "no-newline.yaml", Options{}},
+	{"helm-nulls", "helm-nulls.yaml", Options{}},
+	{"helm-nulls-native", "helm-nulls.yaml", Options{Mode: ModeNative, Delay: "40s"}},
+	{"block-scalar-eof", "block-scalar-eof.yaml", Options{}},
+	{"keep-chomp", "keep-chomp.yaml", Options{Mode: ModeNative}},
+	{"json-stream", "stream.json", Options{}},
 }
 
-func runInject(t testing.TB, file string, src []byte, opts InjectOptions) ([]byte, string) {
+func runInject(t testing.TB, file string, src []byte, opts Options) ([]byte, string) {
 	t.Helper()
 	p, err := NewPlan(opts)
 	if err != nil {
@@ -211,7 +212,7 @@ func FuzzInject(f *testing.F) {
 	}
 	plans := map[bool]Plan{}
 	for _, native := range []bool{false, true} {
-		o := InjectOptions{Mode: ModeBinary}
+		o := Options{Mode: ModeBinary}
 		if native {
 			o.Mode = ModeNative
 		}
@@ -244,31 +245,31 @@ func ptr[T any](v T) *T { return &v }
 // The native sleep is chosen only where every kubelet that may run the pod has it:
 // nodes of mixed kubelet versions, narrowed by the template's nodeSelector.
 func TestKubeletSkew(t *testing.T) {
-	nodes := []Node{
-		{Name: "new-a", Labels: map[string]string{"pool": "new", "zone": "a"}, Kubelet: Version{1, 34}},
-		{Name: "new-b", Labels: map[string]string{"pool": "new", "zone": "b"}, Kubelet: Version{1, 32}},
-		{Name: "old", Labels: map[string]string{"pool": "old"}, Kubelet: Version{1, 29}},
+	nodes := []kube.Node{
+		{Name: "new-a", Labels: map[string]string{"pool": "new", "zone": "a"}, Kubelet: kube.Version{Major: 1, Minor: 34}},
+		{Name: "new-b", Labels: map[string]string{"pool": "new", "zone": "b"}, Kubelet: kube.Version{Major: 1, Minor: 32}},
+		{Name: "old", Labels: map[string]string{"pool": "old"}, Kubelet: kube.Version{Major: 1, Minor: 29}},
 	}
-	v134, v131 := Version{1, 34}, Version{1, 31}
+	v134, v131 := kube.Version{Major: 1, Minor: 34}, kube.Version{Major: 1, Minor: 31}
 	pod := func(selector string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" + selector + "  containers:\n  - {name: a, image: a}\n"
 	}
 	for _, c := range []struct {
 		name     string
-		opts     InjectOptions
+		opts     Options
 		selector string
 		want     string // "sleep", "exec" or an error's text
 	}{
-		{name: "nodes unknown, 1.34: kubelets 1.31+", opts: InjectOptions{Kube: &v134}, want: "sleep"},
-		{name: "nodes unknown, 1.31: kubelets may be 1.28", opts: InjectOptions{Kube: &v131}, want: "exec"},
-		{name: "an old node among them", opts: InjectOptions{Kube: &v134, Nodes: nodes}, want: "exec"},
-		{name: "a selector that keeps to new nodes", opts: InjectOptions{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: new}\n", want: "sleep"},
-		{name: "a selector that picks the old node", opts: InjectOptions{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: old}\n", want: "exec"},
-		{name: "a selector no node has: the skew rule", opts: InjectOptions{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: gpu}\n", want: "sleep"},
-		{name: "all nodes new", opts: InjectOptions{Kube: &v134, Nodes: nodes[:2]}, want: "sleep"},
-		{name: "native asked, an old node", opts: InjectOptions{Mode: ModeNative, Kube: &v134, Nodes: nodes}, want: "node old runs kubelet 1.29"},
-		{name: "native asked, new nodes only", opts: InjectOptions{Mode: ModeNative, Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: new}\n", want: "sleep"},
-		{name: "binary asked", opts: InjectOptions{Mode: ModeBinary, Kube: &v134, Nodes: nodes[:2]}, want: "exec"},
+		{name: "nodes unknown, 1.34: kubelets 1.31+", opts: Options{Kube: &v134}, want: "sleep"},
+		{name: "nodes unknown, 1.31: kubelets may be 1.28", opts: Options{Kube: &v131}, want: "exec"},
+		{name: "an old node among them", opts: Options{Kube: &v134, Nodes: nodes}, want: "exec"},
+		{name: "a selector that keeps to new nodes", opts: Options{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: new}\n", want: "sleep"},
+		{name: "a selector that picks the old node", opts: Options{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: old}\n", want: "exec"},
+		{name: "a selector no node has: the skew rule", opts: Options{Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: gpu}\n", want: "sleep"},
+		{name: "all nodes new", opts: Options{Kube: &v134, Nodes: nodes[:2]}, want: "sleep"},
+		{name: "native asked, an old node", opts: Options{Mode: ModeNative, Kube: &v134, Nodes: nodes}, want: "node old runs kubelet 1.29"},
+		{name: "native asked, new nodes only", opts: Options{Mode: ModeNative, Kube: &v134, Nodes: nodes}, selector: "  nodeSelector: {pool: new}\n", want: "sleep"},
+		{name: "binary asked", opts: Options{Mode: ModeBinary, Kube: &v134, Nodes: nodes[:2]}, want: "exec"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := NewPlan(c.opts)
@@ -298,7 +299,7 @@ func TestKubeletSkew(t *testing.T) {
 // Null tokens (~, null) are replaced; a block scalar that keeps its line breaks at the
 // end of a file without a final one gets strip chomping, the same value.
 func TestInjectEditsInPlace(t *testing.T) {
-	p, err := NewPlan(InjectOptions{Mode: ModeNative, Delay: "5s"})
+	p, err := NewPlan(Options{Mode: ModeNative, Delay: "5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestInjectEditsInPlace(t *testing.T) {
 // What nap cannot edit without changing another part of the manifest, or what
 // Kubernetes would not read as written, is an error naming the right line.
 func TestInjectRefuses(t *testing.T) {
-	p, err := NewPlan(InjectOptions{Mode: ModeBinary})
+	p, err := NewPlan(Options{Mode: ModeBinary})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,8 +367,8 @@ func TestInjectRefuses(t *testing.T) {
 
 // The default delay written as text is the sleeper's own default.
 func TestDefaultDelay(t *testing.T) {
-	r, err := spec.Parse([]string{DefaultDelay})
+	r, err := spec.Parse([]string{kube.DefaultDelay})
 	if err != nil || r.Duration != spec.Default {
-		t.Errorf("DefaultDelay %q reads as %v (%v), want spec.Default %v", DefaultDelay, r.Duration, err, spec.Default)
+		t.Errorf("DefaultDelay %q reads as %v (%v), want spec.Default %v", kube.DefaultDelay, r.Duration, err, spec.Default)
 	}
 }

@@ -1,4 +1,4 @@
-package kube
+package inject
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	nap "github.com/nap-k8s/nap/sleeper/spec"
 )
@@ -27,31 +28,18 @@ const (
 	ModeBinary Mode = "binary" // exec of nap, mounted from the nap ConfigMap
 )
 
-// The defaults, in one place.
-const (
-	// DefaultDelay is the preStop delay when none is given: nap's own default
-	// (sleeper/spec.Default), written as nap reads it.
-	DefaultDelay = "10s"
-	// DefaultGracePeriod is Kubernetes' terminationGracePeriodSeconds when a pod says
-	// none.
-	DefaultGracePeriod = 30 * time.Second
-	// DefaultGraceExtra is the time beyond the preStop delay that Inject leaves the
-	// application to drain: Kubernetes' own default grace period.
-	DefaultGraceExtra = DefaultGracePeriod
-)
-
-// InjectOptions configure Inject.
-type InjectOptions struct {
-	Delay string   // nap's duration syntax ("10s", "1.5", "500ms"); default DefaultDelay
-	Mode  Mode     // default ModeAuto
-	Kube  *Version // the target cluster's version; nil: unknown (auto picks binary)
+// Options configure Inject.
+type Options struct {
+	Delay string        // nap's duration syntax ("10s", "1.5", "500ms"); default kube.DefaultDelay
+	Mode  Mode          // default ModeAuto
+	Kube  *kube.Version // the target cluster's version; nil: unknown (auto picks binary)
 	// Nodes are the cluster's nodes and their kubelets; nil: unknown, and any kubelet
-	// the skew policy allows may run a pod (see OldestKubelet).
-	Nodes      []Node
+	// the skew policy allows may run a pod (see kube.OldestKubelet).
+	Nodes      []kube.Node
 	Containers []string       // the containers to delay; default every regular container
 	Arch       string         // the architecture when the template does not say; default amd64
 	GraceExtra *time.Duration // grace period beyond the delay; nil: DefaultGraceExtra
-	ConfigMap  string         // the nap ConfigMap's name; default ConfigMapName
+	ConfigMap  string         // the nap ConfigMap's name; default kube.ConfigMapName
 }
 
 // Note is something Inject tells the user about the input without failing: a Job it
@@ -64,7 +52,7 @@ type Note struct {
 
 func (n Note) String() string { return fmt.Sprintf("%s:%d: %s", n.File, n.Line, n.Msg) }
 
-// Plan is what Inject will do, resolved from InjectOptions once for a run.
+// Plan is what Inject will do, resolved from Options once for a run.
 type Plan struct {
 	Mode       Mode // ModeNative or ModeBinary
 	Delay      string
@@ -76,20 +64,24 @@ type Plan struct {
 
 	// What the mode of each pod template is chosen from: native where every kubelet
 	// that may run it has the sleep action (auto), or checked there (native).
-	kube  *Version
-	nodes []Node
+	kube  *kube.Version
+	nodes []kube.Node
 	auto  bool
 }
 
+// DefaultGraceExtra is the time beyond the preStop delay that Inject leaves the
+// application to drain: Kubernetes' own default grace period.
+const DefaultGraceExtra = kube.DefaultGracePeriod
+
 // NewPlan checks opts and resolves the mode.
-func NewPlan(opts InjectOptions) (Plan, error) {
+func NewPlan(opts Options) (Plan, error) {
 	p := Plan{Delay: opts.Delay, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
 		kube: opts.Kube, nodes: opts.Nodes}
 	if opts.GraceExtra != nil {
 		p.GraceExtra = *opts.GraceExtra
 	}
 	if p.Delay == "" {
-		p.Delay = DefaultDelay
+		p.Delay = kube.DefaultDelay
 	}
 	r, err := nap.Parse([]string{p.Delay})
 	if err != nil || r.Infinite || strings.HasPrefix(p.Delay, "-") {
@@ -106,7 +98,7 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 		return Plan{}, fmt.Errorf("--arch %q: want one of %s", p.Arch, strings.Join(nap.Arches, ", "))
 	}
 	if p.ConfigMap == "" {
-		p.ConfigMap = ConfigMapName
+		p.ConfigMap = kube.ConfigMapName
 	}
 	whole := p.Duration%time.Second == 0
 	nativeOK := func() error {
@@ -115,10 +107,10 @@ func NewPlan(opts InjectOptions) (Plan, error) {
 			return fmt.Errorf("the native sleep action takes whole seconds, not %v", p.Duration)
 		case opts.Kube == nil:
 			return nil // the user asked for native and did not say where: trust them
-		case opts.Kube.Less(NativeSleepSince):
-			return fmt.Errorf("the native sleep action needs Kubernetes %v, not %v", NativeSleepSince, *opts.Kube)
-		case p.Duration == 0 && opts.Kube.Less(NativeSleepZeroSince):
-			return fmt.Errorf("a native sleep of 0 seconds needs Kubernetes %v, not %v", NativeSleepZeroSince, *opts.Kube)
+		case opts.Kube.Less(kube.NativeSleepSince):
+			return fmt.Errorf("the native sleep action needs Kubernetes %v, not %v", kube.NativeSleepSince, *opts.Kube)
+		case p.Duration == 0 && opts.Kube.Less(kube.NativeSleepZeroSince):
+			return fmt.Errorf("a native sleep of 0 seconds needs Kubernetes %v, not %v", kube.NativeSleepZeroSince, *opts.Kube)
 		}
 		return nil
 	}
@@ -152,13 +144,13 @@ func (p Plan) forTemplate(spec *yaml.Node) (Plan, error) {
 			selector[sel.Content[i].Value] = sel.Content[i+1].Value
 		}
 	}
-	oldest, node := OldestKubelet(*p.kube, p.nodes, selector)
-	ok := !oldest.Less(NativeSleepSince)
+	oldest, node := kube.OldestKubelet(*p.kube, p.nodes, selector)
+	ok := !oldest.Less(kube.NativeSleepSince)
 	switch {
 	case p.auto && ok:
 		p.Mode = ModeNative
 	case p.Mode == ModeNative && !ok:
-		return Plan{}, fmt.Errorf("--mode native: node %s runs kubelet %v, which has no sleep action (%v+)", node, oldest, NativeSleepSince)
+		return Plan{}, fmt.Errorf("--mode native: node %s runs kubelet %v, which has no sleep action (%v+)", node, oldest, kube.NativeSleepSince)
 	}
 	return p, nil
 }
@@ -322,8 +314,8 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 
 	// A volume or mount called nap that is not ours: leave the whole template alone.
 	if p.Mode == ModeBinary {
-		if v := findByName(lookup(spec, "volumes"), ConfigMapName); v != nil && !p.ownVolume(v) {
-			return append(notes, p.note(o, v.Line, "skipped: it has a volume named %q that is not the nap ConfigMap", ConfigMapName)), nil
+		if v := findByName(lookup(spec, "volumes"), kube.ConfigMapName); v != nil && !p.ownVolume(v) {
+			return append(notes, p.note(o, v.Line, "skipped: it has a volume named %q that is not the nap ConfigMap", kube.ConfigMapName)), nil
 		}
 	}
 
@@ -359,13 +351,13 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 				notes = append(notes, p.note(o, mounts.Line, "container %q: volumeMounts is not a list; left alone", t.name))
 				continue
 			}
-			if m := findMount(mounts, MountPath); m != nil {
-				if n := lookup(m, "name"); n == nil || n.Value != ConfigMapName {
-					notes = append(notes, p.note(o, m.Line, "container %q mounts something else at %s; left alone", t.name, MountPath))
+			if m := findMount(mounts, kube.MountPath); m != nil {
+				if n := lookup(m, "name"); n == nil || n.Value != kube.ConfigMapName {
+					notes = append(notes, p.note(o, m.Line, "container %q mounts something else at %s; left alone", t.name, kube.MountPath))
 					continue
 				}
 			} else {
-				mount := mapping("name", str(ConfigMapName), "mountPath", str(MountPath), "readOnly", boolean(true))
+				mount := mapping("name", str(kube.ConfigMapName), "mountPath", str(kube.MountPath), "readOnly", boolean(true))
 				if err := cmp.Or(guard(t.node, fmt.Sprintf("container %q", t.name)), guard(mounts, fmt.Sprintf("container %q's volumeMounts", t.name))); err != nil {
 					return notes, err
 				}
@@ -398,11 +390,11 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 		delay = max(delay, p.Duration)
 	}
 
-	if needVolume && findByName(lookup(spec, "volumes"), ConfigMapName) == nil {
-		vol := mapping("name", str(ConfigMapName), "configMap", mapping(
+	if needVolume && findByName(lookup(spec, "volumes"), kube.ConfigMapName) == nil {
+		vol := mapping("name", str(kube.ConfigMapName), "configMap", mapping(
 			"name", str(p.ConfigMap),
 			"defaultMode", octal(0o555),
-			"items", sequence(false, mapping("key", str(KeyForArch(arch)), "path", str(BinaryName))),
+			"items", sequence(false, mapping("key", str(kube.KeyForArch(arch)), "path", str(kube.BinaryName))),
 		))
 		if err := cmp.Or(guard(spec, "the pod spec"), guard(lookup(spec, "volumes"), "volumes")); err != nil {
 			return notes, err
@@ -434,7 +426,7 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 					return notes, err
 				}
 			}
-		} else if need > int64(DefaultGracePeriod/time.Second) {
+		} else if need > int64(kube.DefaultGracePeriod/time.Second) {
 			if err := guard(spec, "the pod spec"); err != nil {
 				return notes, err
 			}
@@ -451,7 +443,7 @@ func (p Plan) preStop() *yaml.Node {
 	if p.Mode == ModeNative {
 		return mapping("sleep", mapping("seconds", num(int64(p.Duration/time.Second))))
 	}
-	return mapping("exec", mapping("command", sequence(true, str(MountPath+"/"+BinaryName), str(p.Delay))))
+	return mapping("exec", mapping("command", sequence(true, str(kube.MountPath+"/"+kube.BinaryName), str(p.Delay))))
 }
 
 // ownPreStop tells whether a preStop hook is one that nap adds (in any mode, with any
@@ -466,7 +458,7 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 	}
 	cmd := lookup(lookup(pre, "exec"), "command")
 	if cmd != nil && cmd.Kind == yaml.SequenceNode && len(cmd.Content) >= 1 &&
-		cmd.Content[0].Value == MountPath+"/"+BinaryName {
+		cmd.Content[0].Value == kube.MountPath+"/"+kube.BinaryName {
 		var args []string
 		for _, a := range cmd.Content[1:] {
 			args = append(args, a.Value)
@@ -489,7 +481,7 @@ func (p Plan) ownVolume(v *yaml.Node) bool {
 // archOf reads the architecture a pod template can run on: its kubernetes.io/arch
 // nodeSelector, or the values of its required node affinity; the plan's otherwise.
 func (p Plan) archOf(spec *yaml.Node) (string, string) {
-	if a := lookup(lookup(spec, "nodeSelector"), ArchLabel); a != nil && a.Value != "" {
+	if a := lookup(lookup(spec, "nodeSelector"), kube.ArchLabel); a != nil && a.Value != "" {
 		return a.Value, ""
 	}
 	terms := lookup(lookup(lookup(lookup(spec, "affinity"), "nodeAffinity"),
@@ -502,7 +494,7 @@ func (p Plan) archOf(spec *yaml.Node) (string, string) {
 				continue
 			}
 			for _, x := range exprs.Content {
-				if k := lookup(x, "key"); k == nil || k.Value != ArchLabel {
+				if k := lookup(x, "key"); k == nil || k.Value != kube.ArchLabel {
 					continue
 				}
 				if op := lookup(x, "operator"); op == nil || op.Value != "In" {

@@ -1,4 +1,4 @@
-package kube
+package inject
 
 import (
 	"bytes"
