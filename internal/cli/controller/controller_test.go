@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/app"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
@@ -44,7 +45,7 @@ func installedAPIServer(t *testing.T) (*rest.Config, client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := controller.Install(controller.InstallOptions{})
+	objs, err := install.Objects(install.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
 )
 
 // NewCommand returns the install command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
-	o := controller.InstallOptions{}
+	o := install.Options{}
 	cmd := &cobra.Command{
 		Use:   "install [--namespace nap-system] [--image REF] [--cert-manager]",
 		Short: "Print the manifests that run nap's controller (pipe them to kubectl apply -f -)",
@@ -24,7 +25,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"  napctl install | kubectl apply -f -",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := controller.InstallYAML(o)
+			b, err := install.YAML(o)
 			if err != nil {
 				return err
 			}
@@ -37,14 +38,14 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 					"  go run ./hack/images -o images.tar\n"+
 					"push it with\n"+
 					"  skopeo copy oci-archive:images.tar:docker.io/nap/napctl:e2e docker://REGISTRY/napctl:TAG\n"+
-					"and install with --image REGISTRY/napctl:TAG.\n", controller.DefaultImage)
+					"and install with --image REGISTRY/napctl:TAG.\n", install.DefaultImage)
 			}
 			return nil
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Namespace, "namespace", "n", controller.DefaultNamespace, "the controller's namespace")
-	fl.StringVar(&o.Image, "image", controller.DefaultImage, "the controller's image (napctl)")
+	fl.StringVar(&o.Image, "image", install.DefaultImage, "the controller's image (napctl)")
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
 	fl.StringVar(&o.Delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")

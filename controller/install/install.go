@@ -1,4 +1,4 @@
-package controller
+package install
 
 import (
 	"fmt"
@@ -17,25 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
 )
 
-// The installation's fixed names. Name is the Deployment, ServiceAccount, RBAC objects,
-// Service, PodDisruptionBudget, Lease and MutatingWebhookConfiguration.
-const (
-	Name          = "nap"
-	TLSSecretName = "nap-webhook-tls"
-	LeaseName     = "nap-controller"
-
-	WebhookPort = 9443
-	MetricsPort = 8080
-	HealthPort  = 8081
-)
-
-// InstallOptions shape `napctl install`.
-type InstallOptions struct {
+// Options shape `napctl install`.
+type Options struct {
 	Namespace string // default nap-system
 	Image     string // the napctl image
 	// CertManager: cert-manager issues the webhook's certificate (a self-signed Issuer
@@ -49,13 +38,10 @@ type InstallOptions struct {
 	ExcludeNamespaces []string
 }
 
-// DefaultNamespace is where napctl install puts the controller.
-const DefaultNamespace = "nap-system"
-
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
 var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
 
-// Install returns every object of an installation, in the order to apply them:
+// Objects returns every object of an installation, in the order to apply them:
 // Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget,
 // MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked).
 //
@@ -63,9 +49,9 @@ var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
 // ConfigMaps (it publishes into every namespace; its cache lists only its own name),
 // Events, and its own MutatingWebhookConfiguration by name; in its namespace only, its
 // TLS Secret and its Lease. It cannot read any other Secret.
-func Install(o InstallOptions) ([]runtime.Object, error) {
+func Objects(o Options) ([]runtime.Object, error) {
 	if o.Namespace == "" {
-		o.Namespace = DefaultNamespace
+		o.Namespace = controller.DefaultNamespace
 	}
 	if o.Delay == "" {
 		o.Delay = kube.DefaultDelay
@@ -88,7 +74,7 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		}
 	}
 	ns := o.Namespace
-	appLabels := map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/component": "controller"}
+	appLabels := map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
 	meta := func(name string, namespaced bool) metav1.ObjectMeta {
 		m := metav1.ObjectMeta{Name: name, Labels: appLabels}
 		if namespaced {
@@ -102,12 +88,12 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 
 	namespace := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: meta(ns, false)}
 	namespace.Labels = map[string]string{
-		"app.kubernetes.io/name":             Name,
+		"app.kubernetes.io/name":             controller.Name,
 		"pod-security.kubernetes.io/enforce": "restricted",
 	}
-	sa := &corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(Name, true)}
+	sa := &corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(controller.Name, true)}
 
-	clusterRole := &rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta(Name, false),
+	clusterRole := &rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta(controller.Name, false),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 			// The kubelets' versions: the native sleep only where every kubelet has it.
@@ -117,39 +103,39 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		}}
 	if !o.CertManager { // with cert-manager, its CA injector writes the caBundle instead
 		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
-			Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{Name}, Verbs: []string{"get", "update"}})
+			Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{controller.Name}, Verbs: []string{"get", "update"}})
 	}
-	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: ns}}
-	clusterBinding := &rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: meta(Name, false),
-		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: Name}, Subjects: subjects}
-	role := &rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta(Name, true),
+	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: controller.Name, Namespace: ns}}
+	clusterBinding := &rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: meta(controller.Name, false),
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: controller.Name}, Subjects: subjects}
+	role := &rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta(controller.Name, true),
 		Rules: []rbacv1.PolicyRule{
 			// create cannot be limited to a name (the object does not exist yet).
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{LeaseName}, Verbs: []string{"get", "update"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{controller.LeaseName}, Verbs: []string{"get", "update"}},
 		}}
 	if !o.CertManager {
 		role.Rules = append(role.Rules,
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{TLSSecretName}, Verbs: []string{"get", "update"}})
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{controller.TLSSecretName}, Verbs: []string{"get", "update"}})
 	}
-	roleBinding := &rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(Name, true),
-		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: Name}, Subjects: subjects}
+	roleBinding := &rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(controller.Name, true),
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: controller.Name}, Subjects: subjects}
 
-	svc := &corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: meta(Name, true), Spec: corev1.ServiceSpec{
+	svc := &corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: meta(controller.Name, true), Spec: corev1.ServiceSpec{
 		Selector: appLabels,
 		Ports: []corev1.ServicePort{
 			{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook")},
-			{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics")},
+			{Name: "metrics", Port: controller.MetricsPort, TargetPort: intstr.FromString("metrics")},
 		},
 	}}
 
 	args := []string{"controller",
 		"--namespace=" + ns,
 		"--delay=" + o.Delay,
-		fmt.Sprintf("--webhook-port=%d", WebhookPort),
-		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
-		fmt.Sprintf("--health-probe-bind-address=:%d", HealthPort),
+		fmt.Sprintf("--webhook-port=%d", controller.WebhookPort),
+		fmt.Sprintf("--metrics-bind-address=:%d", controller.MetricsPort),
+		fmt.Sprintf("--health-probe-bind-address=:%d", controller.HealthPort),
 	}
 	if o.NamespaceSelector != "" {
 		args = append(args, "--namespace-selector="+o.NamespaceSelector)
@@ -161,10 +147,10 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 	var mounts []corev1.VolumeMount
 	if o.CertManager {
 		args = append(args, "--webhook-cert-dir=/tls")
-		volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: TLSSecretName}}}}
+		volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: controller.TLSSecretName}}}}
 		mounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
 	} else {
-		args = append(args, "--webhook-tls-secret="+TLSSecretName, "--webhook-configuration="+Name)
+		args = append(args, "--webhook-tls-secret="+controller.TLSSecretName, "--webhook-configuration="+controller.Name)
 	}
 	yes, no := true, false
 	uid := int64(65532)
@@ -172,7 +158,7 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}, PeriodSeconds: 5}
 	}
-	deploy := &appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: meta(Name, true), Spec: appsv1.DeploymentSpec{
+	deploy := &appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: meta(controller.Name, true), Spec: appsv1.DeploymentSpec{
 		Replicas: &replicas,
 		Selector: &metav1.LabelSelector{MatchLabels: appLabels},
 		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
@@ -180,7 +166,7 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 		Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: appLabels},
 			Spec: corev1.PodSpec{
-				ServiceAccountName: Name,
+				ServiceAccountName: controller.Name,
 				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
 					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -191,9 +177,9 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 					Image: o.Image,
 					Args:  args,
 					Ports: []corev1.ContainerPort{
-						{Name: "webhook", ContainerPort: WebhookPort},
-						{Name: "metrics", ContainerPort: MetricsPort},
-						{Name: "health", ContainerPort: HealthPort},
+						{Name: "webhook", ContainerPort: controller.WebhookPort},
+						{Name: "metrics", ContainerPort: controller.MetricsPort},
+						{Name: "health", ContainerPort: controller.HealthPort},
 					},
 					// The API server calls the webhook through the Service: keep serving
 					// until a stopping replica is out of its endpoints (nap's own lint
@@ -214,26 +200,26 @@ func Install(o InstallOptions) ([]runtime.Object, error) {
 			},
 		},
 	}}
-	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
+	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
 		MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
 
-	mwc := WebhookConfiguration(Name, ns, Name, nil)
+	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil)
 	mwc.Labels = appLabels
 	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
 	if o.CertManager {
-		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + Name}
+		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
 		issuer := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
-			"metadata": map[string]any{"name": Name, "namespace": ns},
+			"metadata": map[string]any{"name": controller.Name, "namespace": ns},
 			"spec":     map[string]any{"selfSigned": map[string]any{}},
 		}}
 		cert := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-			"metadata": map[string]any{"name": Name, "namespace": ns},
+			"metadata": map[string]any{"name": controller.Name, "namespace": ns},
 			"spec": map[string]any{
-				"secretName": TLSSecretName,
-				"dnsNames":   []any{Name + "." + ns + ".svc", Name + "." + ns + ".svc.cluster.local"},
-				"issuerRef":  map[string]any{"kind": "Issuer", "name": Name},
+				"secretName": controller.TLSSecretName,
+				"dnsNames":   []any{controller.Name + "." + ns + ".svc", controller.Name + "." + ns + ".svc.cluster.local"},
+				"issuerRef":  map[string]any{"kind": "Issuer", "name": controller.Name},
 			},
 		}}
 		objs = append(objs[:len(objs)-1], issuer, cert, mwc)
@@ -245,8 +231,8 @@ func ptr[T any](v T) *T { return &v }
 
 // InstallYAML is Install as one YAML stream, the form `napctl install` prints and
 // deploy/ holds: no null fields, no empty status.
-func InstallYAML(o InstallOptions) ([]byte, error) {
-	objs, err := Install(o)
+func YAML(o Options) ([]byte, error) {
+	objs, err := Objects(o)
 	if err != nil {
 		return nil, err
 	}

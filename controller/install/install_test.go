@@ -1,4 +1,4 @@
-package controller
+package install
 
 import (
 	"context"
@@ -24,15 +24,15 @@ import (
 func TestInstallGolden(t *testing.T) {
 	for _, tc := range []struct {
 		file string
-		opts InstallOptions
+		opts Options
 	}{
-		{"../deploy/nap.yaml", InstallOptions{}},
-		{"testdata/install/cert-manager.yaml", InstallOptions{CertManager: true}},
-		{"testdata/install/custom.yaml", InstallOptions{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s",
+		{"../../deploy/nap.yaml", Options{}},
+		{"testdata/cert-manager.yaml", Options{CertManager: true}},
+		{"testdata/custom.yaml", Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s",
 			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
-			got, err := InstallYAML(tc.opts)
+			got, err := YAML(tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,15 +51,15 @@ func TestInstallGolden(t *testing.T) {
 
 func TestInstallBadOptions(t *testing.T) {
 	for _, tc := range []struct {
-		opts InstallOptions
+		opts Options
 		want string
 	}{
-		{InstallOptions{Namespace: "Nap_System"}, `namespace "Nap_System"`},
-		{InstallOptions{Delay: "soon"}, `"soon"`},
-		{InstallOptions{NamespaceSelector: "team in ("}, `namespace selector "team in ("`},
-		{InstallOptions{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
+		{Options{Namespace: "Nap_System"}, `namespace "Nap_System"`},
+		{Options{Delay: "soon"}, `"soon"`},
+		{Options{NamespaceSelector: "team in ("}, `namespace selector "team in ("`},
+		{Options{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
 	} {
-		if _, err := Install(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Objects(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one naming %s", tc.opts, err, tc.want)
 		}
 	}
@@ -69,7 +69,7 @@ func TestInstallBadOptions(t *testing.T) {
 // wildcards, names wherever a rule can carry them.
 func TestInstallRBAC(t *testing.T) {
 	for _, cm := range []bool{false, true} {
-		objs, err := Install(InstallOptions{CertManager: cm})
+		objs, err := Objects(Options{CertManager: cm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestInstallApplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Install(InstallOptions{})
+	objs, err := Objects(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestInstallApplies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl kustomize deploy: %v\n%s", err, out)
 	}
-	want, err := InstallYAML(InstallOptions{})
+	want, err := YAML(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
