@@ -694,6 +694,14 @@ func indentLines(n int, lines []string) []string {
 	return out
 }
 
+// present is lookup with a null value read as absent, as Kubernetes reads it.
+func present(m *yaml.Node, key string) *yaml.Node {
+	if v := lookup(m, key); !isNull(v) {
+		return v
+	}
+	return nil
+}
+
 // lookup returns the value of key in mapping m, or nil.
 func lookup(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {

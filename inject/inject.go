@@ -323,15 +323,12 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 	delayed := false
 	needVolume := false
 	for _, t := range targets {
-		lc := lookup(t.node, "lifecycle")
-		if isNull(lc) {
-			lc = nil
-		}
+		lc := present(t.node, "lifecycle")
 		if lc != nil && lc.Kind != yaml.MappingNode {
 			notes = append(notes, p.note(o, lc.Line, "container %q: lifecycle is not a mapping; left alone", t.name))
 			continue
 		}
-		if pre := lookup(lc, "preStop"); pre != nil && !isNull(pre) {
+		if pre := present(lc, "preStop"); pre != nil {
 			own, binary, d := p.ownPreStop(pre)
 			if own {
 				delayed = true
@@ -343,10 +340,7 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 			continue
 		}
 		if p.Mode == ModeBinary {
-			mounts := lookup(t.node, "volumeMounts")
-			if isNull(mounts) {
-				mounts = nil
-			}
+			mounts := present(t.node, "volumeMounts")
 			if mounts != nil && mounts.Kind != yaml.SequenceNode {
 				notes = append(notes, p.note(o, mounts.Line, "container %q: volumeMounts is not a list; left alone", t.name))
 				continue
