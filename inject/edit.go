@@ -354,6 +354,20 @@ func (e *editor) blockEnd(n *yaml.Node, indent int) (int, error) {
 	return at, nil
 }
 
+// skipProperties moves off, a node's position, past its anchor (&a) and tag (!t), if
+// any, to where its value starts.
+func (e *editor) skipProperties(off int) int {
+	for off < len(e.src) && (e.src[off] == '&' || e.src[off] == '!') {
+		for off < len(e.src) && !strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
+			off++
+		}
+		for off < len(e.src) && strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
+			off++
+		}
+	}
+	return off
+}
+
 // blockScalarHeader is the header of n when it is a literal or folded block scalar
 // ("|", ">+", "|2-"), and its offset; "" otherwise.
 func (e *editor) blockScalarHeader(n *yaml.Node) (string, int) {
@@ -364,14 +378,7 @@ func (e *editor) blockScalarHeader(n *yaml.Node) (string, int) {
 	if err != nil {
 		return "", 0
 	}
-	for off < len(e.src) && (e.src[off] == '&' || e.src[off] == '!') { // an anchor or tag first
-		for off < len(e.src) && !strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
-			off++
-		}
-		for off < len(e.src) && (e.src[off] == ' ' || e.src[off] == '\t') {
-			off++
-		}
-	}
+	off = e.skipProperties(off)
 	if off >= len(e.src) || e.src[off] != '|' && e.src[off] != '>' {
 		return "", 0
 	}
@@ -435,15 +442,7 @@ func (e *editor) flowBounds(n *yaml.Node) (int, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	// A node's position is that of its anchor (&a) or tag (!t) when it has one.
-	for off < len(e.src) && (e.src[off] == '&' || e.src[off] == '!') {
-		for off < len(e.src) && !strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
-			off++
-		}
-		for off < len(e.src) && strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
-			off++
-		}
-	}
+	off = e.skipProperties(off)
 	if off >= len(e.src) || e.src[off] != '{' && e.src[off] != '[' {
 		return 0, 0, fmt.Errorf("a flow collection that does not start with a bracket")
 	}

@@ -63,6 +63,20 @@ type Options struct {
 	Retry bool
 }
 
+// withDefaults fills in what o leaves to Run: its timeout, modes and in-flight bound.
+func (o Options) withDefaults() Options {
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = []Mode{New, Reuse}
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight(o.Rate, o.Timeout)
+	}
+	return o
+}
+
 // DefaultMaxInFlight is the in-flight bound Run uses when Options.MaxInFlight is 0.
 func DefaultMaxInFlight(rate float64, timeout time.Duration) int {
 	n := rate*timeout.Seconds()*2 + 64
@@ -111,15 +125,7 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 2 * time.Second
-	}
-	if len(opts.Modes) == 0 {
-		opts.Modes = []Mode{New, Reuse}
-	}
-	if opts.MaxInFlight == 0 {
-		opts.MaxInFlight = DefaultMaxInFlight(opts.Rate, opts.Timeout)
-	}
+	opts = opts.withDefaults()
 	slots := make(chan struct{}, opts.MaxInFlight)
 	req, err := http.NewRequest(http.MethodGet, opts.URL, nil)
 	if err != nil {

@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -46,8 +45,9 @@ func (r *Report) Summarize(opts Options, elapsed time.Duration, cmd *CommandResu
 	if buckets == nil {
 		buckets = []Bucket{}
 	}
+	opts = opts.withDefaults() // as Run used them
 	return Summary{
-		URL: opts.URL, Rate: opts.Rate, Retry: opts.Retry, MaxInFlight: cmp.Or(opts.MaxInFlight, DefaultMaxInFlight(opts.Rate, cmp.Or(opts.Timeout, 2*time.Second))), BucketSeconds: r.Bucket.Seconds(), DurationSeconds: elapsed.Seconds(),
+		URL: opts.URL, Rate: opts.Rate, Retry: opts.Retry, MaxInFlight: opts.MaxInFlight, BucketSeconds: r.Bucket.Seconds(), DurationSeconds: elapsed.Seconds(),
 		Total: r.Total(), Modes: r.Totals, Outages: outages, LongestOutage: r.LongestOutage().Seconds(),
 		Latency: r.Latency(), SendLag: r.Lag(), Buckets: buckets, Command: cmd,
 	}
