@@ -3,6 +3,7 @@
 # there. Idempotent; needs root (or sudo) only when something is missing.
 #
 #   qemu-user-static  runs the arm64 sleeper (qemu-aarch64-static ./nap 1)
+#   elfutils          eu-elflint, which checks the sleepers' ELF headers
 #   util-linux        unshare, for the PID-namespace test
 #   coreutils         chroot, for the empty-root test
 #   etcd-server       the store of envtest and of the local cluster
@@ -16,6 +17,7 @@ set -euo pipefail
 need=()
 have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "${2:-/nonexistent}" ]; }
 have qemu-aarch64-static || need+=(qemu-user-static)
+have eu-elflint || need+=(elfutils)
 have unshare || need+=(util-linux)
 have chroot || need+=(coreutils)
 have etcd || need+=(etcd-server)

@@ -10,17 +10,17 @@ import (
 
 // Linux x86-64 system call numbers (native 64-bit ABI, never int 0x80).
 const (
-	amd64SysWrite       = 1
-	amd64SysRtSigaction = 13
-	amd64SysPause       = 34
-	amd64SysNanosleep   = 35
-	amd64SysWritev      = 20
-	amd64SysExitGroup   = 231
+	amd64SysWrite          = 1
+	amd64SysPoll           = 7
+	amd64SysRtSigaction    = 13
+	amd64SysNanosleep      = 35
+	amd64SysClockNanosleep = 230
+	amd64SysExitGroup      = 231
+	amd64SysPpoll          = 271
 )
 
 // Shared by both programs.
 const (
-	sigINT         = 2
 	sigTERM        = 15
 	saRestorer     = 0x04000000
 	nsPerSecond    = 1_000_000_000
@@ -30,6 +30,9 @@ const (
 	exitSignalBase = 128
 	stdout         = 1
 	stderr         = 2
+	clockMonotonic = 1
+	pollOut        = 4
+	errEAGAIN      = 11
 )
 
 // The registers, named as in the manual.
@@ -37,7 +40,7 @@ var (
 	rax, rcx, rdx, rsp, rbp, rsi, rdi = x.RAX, x.RCX, x.RDX, x.RSP, x.RBP, x.RSI, x.RDI
 	r9, r10, r11, r12, r14            = x.R9, x.R10, x.R11, x.R12, x.R14
 	eax, ecx, edx, ebx, esi, edi, ebp = x.EAX, x.ECX, x.EDX, x.EBX, x.ESI, x.EDI, x.EBP
-	r9d                               = x.R9D
+	r9d, r10d                         = x.R9D, x.R10D
 	al, bl, bh                        = x.AL, x.BL, x.BH
 )
 
@@ -54,9 +57,9 @@ type block struct {
 // assembler's branch relaxation). Every branch takes its 2-byte form. TestBlockLayout
 // fails if moving or swapping blocks would save a byte.
 var amd64Layout = []asm.Label{
-	"forever", "on_signal", "args_done", "sleep", "sleep_timespec", "exit_edi", "entry",
-	"next_arg", "term", "default", "help", "matched", "scale", "bare", "invalid",
-	"digits_done", "pad", "unit", "tail",
+	"help", "entry", "term", "matched", "next_arg", "scale", "bare", "unit", "digits_done", "pad",
+	"invalid", "default", "tail", "args_done", "sleep", "sleep_timespec", "slept", "done", "say",
+	"write_all", "wait", "on_signal", "exit_edi",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -94,7 +97,7 @@ func layout(b *x.Builder, blocks []block, order []asm.Label) {
 // amd64Blocks is nap for x86-64, block by block in reading order. Register use:
 //
 //	rsp  the next argv slot            r12  total nanoseconds
-//	r14  the argument being read       ebp  exit status; 1 after inf until then
+//	r14  the argument read (the last)   ebp  exit status; -1 after inf until then
 //	per term: r10 number start, r11 number end, rdi text, rsi word table, bl k, r9 c
 //	(the unit is c*10^k ns), bh 1 after the dot, rdx the number, rcx digit count then
 //	carry. rax holds a byte (al) while a number is read: add rdx, rax needs the rest 0.
@@ -105,11 +108,12 @@ func amd64Blocks() []block {
 			// ELF_PLAT_INIT; rax is execve's result, 0), so the total (r12), the exit
 			// status (rbp), the argument (r14) and oldact (rdx) start 0.
 			//
-			// SIGINT and SIGTERM run on_signal, which exits 128+signal. A handler (not the
-			// default action) is what makes PID 1 of a PID namespace hear them. x86-64
-			// cannot deliver to a handler without SA_RESTORER; on_signal never returns, so
-			// it is its own restorer. struct sigaction is handler, flags, restorer, mask:
-			// the mask overlaps argc, and only applies while on_signal runs, which exits.
+			// Signals 15 down to 1 run on_signal, which exits 128+signal (SIGKILL's call
+			// fails, harmlessly). A handler (not the default action) is what makes PID 1
+			// of a PID namespace hear them. x86-64 cannot deliver to a handler without
+			// SA_RESTORER; on_signal never returns, so it is its own restorer. struct
+			// sigaction is handler, flags, restorer, mask: the mask overlaps argc, and
+			// only applies while on_signal runs, which exits.
 			b.MOV(ecx, x.Addr("on_signal"))
 			b.PUSH(rcx)
 			b.PUSH(x.Imm(saRestorer))
@@ -121,13 +125,18 @@ func amd64Blocks() []block {
 			b.PUSH(x.Imm(sigTERM))
 			b.POP(rdi)
 			b.Label("sigaction")
-			b.MOV(al, x.Imm(amd64SysRtSigaction)) // rax is 0: at entry, and rt_sigaction's result
+			b.PUSH(x.Imm(amd64SysRtSigaction)) // rax holds the last result: -EINVAL after SIGKILL
+			b.POP(rax)
 			b.SYSCALL()
-			b.SUB(edi, x.Imm(sigTERM-sigINT)) // SIGTERM, then SIGINT
-			b.J(x.NS, "sigaction")
-			// Drop the sigaction, argc and argv[0]; each argument is popped in turn (the
-			// slots left behind are free stack).
-			b.ADD(rsp, x.Imm(5*8))
+			b.DEC(edi)
+			b.J(x.NE, "sigaction")
+			// Drop the sigaction, then argc and argv[0]; each argument is popped in turn
+			// (the slots left behind are free stack). With argc 0 (kernels before 5.18),
+			// argv[0] is the NULL that ends argv: next_arg finds no argument.
+			b.ADD(rsp, x.Imm(3*8))
+			b.POP(rcx)
+			b.JRCXZ("next_arg")
+			b.POP(rcx)
 		}},
 		{"next_arg", "term", func(b *x.Builder) { // from entry, matched and scale
 			b.POP(rsi)
@@ -166,7 +175,7 @@ func amd64Blocks() []block {
 			b.J(x.NE, "invalid")
 			b.CMP(x.Byte(rsi, 0), x.Imm(0))
 			b.J(x.NE, "help")
-			b.INC(ebp) // inf
+			b.OR(ebp, x.Imm(-1)) // inf: negative until an invalid argument sets 2
 		}},
 		// From word: no word after the number. It counts seconds (the table ends with their
 		// k and c, where rsi is) and must be the whole argument: text after it is read as
@@ -253,23 +262,20 @@ func amd64Blocks() []block {
 			b.REPNE_SCASB()
 			b.NOT(ecx)
 			b.DEC(ecx)
-			// writev(2, [prefix, arg, suffix], 3)
-			b.PUSH(x.Imm(len(spec.InvalidSuffix)))
-			b.PUSH(x.Addr("msg_default"))
 			b.PUSH(rcx)
-			b.PUSH(r14)
+			b.MOV(esi, x.Addr("msg_invalid"))
 			b.PUSH(x.Imm(len(spec.InvalidPrefix)))
-			b.PUSH(x.Addr("msg_invalid"))
+			b.POP(rdx)
+			b.CALL("say")
+			b.MOV(rsi, r14)
+			b.POP(rdx)
+			b.CALL("say")
+			b.MOV(esi, x.Addr("msg_default"))
+			b.PUSH(x.Imm(len(spec.InvalidSuffix)))
+			b.POP(rdx)
+			b.CALL("say")
 			b.PUSH(x.Imm(exitInvalid))
 			b.POP(rbp)
-			b.MOV(edi, ebp) // stderr is 2 as well
-			b.PUSH(rsp)
-			b.POP(rsi)
-			b.PUSH(x.Imm(3))
-			b.POP(rdx)
-			b.PUSH(x.Imm(amd64SysWritev))
-			b.POP(rax)
-			b.SYSCALL()
 		}},
 		{"default", "sleep_timespec", func(b *x.Builder) { // from args_done and invalid: {10, 0}
 			b.PUSH(x.Imm(0))
@@ -279,31 +285,59 @@ func amd64Blocks() []block {
 			b.TEST(r14, r14)
 			b.J(x.E, "default") // no argument at all
 			b.TEST(ebp, ebp)
-			b.J(x.NE, "forever") // inf
+			b.J(x.E, "sleep")
+			b.PUSH(x.Imm(-1)) // inf: the longest sleep, 2^63-1 ns, again and again
+			b.POP(r12)
+			b.SHR(r12, x.Imm(1))
 		}},
-		{"forever", "forever", func(b *x.Builder) { // from args_done: until a signal
-			b.PUSH(x.Imm(amd64SysPause))
-			b.POP(rax)
-			b.SYSCALL()
-		}},
-		// One relative nanosleep on the monotonic clock. A stop/continue does not end it
-		// early: the kernel restarts it itself with the original expiry. rsi, the remaining
-		// time, is NULL or free stack: it is only written when a handler interrupts the
-		// sleep, and the only handler exits.
-		{"sleep", "sleep_timespec", func(b *x.Builder) {
-			b.XCHG(rax, r12)
+		// One relative sleep on the monotonic clock, of r12 ns; none for a total of zero.
+		{"sleep", "sleep_timespec", func(b *x.Builder) { // from args_done and slept
+			b.MOV(rax, r12)
+			b.TEST(rax, rax)
+			b.J(x.E, "done")
 			b.XOR(edx, edx)
 			b.MOV(ecx, x.Imm(nsPerSecond))
 			b.DIV(rcx)
 			b.PUSH(rdx)
 			b.PUSH(rax)
 		}},
-		{"sleep_timespec", "exit_edi", func(b *x.Builder) { // also from default: {10, 0}
+		// The timespec is on the stack. nanosleep, and where the kernel refuses it (a
+		// seccomp profile), clock_nanosleep(CLOCK_MONOTONIC, 0, ts, NULL), then
+		// ppoll(_, 0, ts, NULL): a refused call never ends the delay early. A stop and
+		// continue does not end any of them early: the kernel restarts them itself with
+		// the original expiry. The remaining time (rsi or r10) is NULL.
+		{"sleep_timespec", "", func(b *x.Builder) { // also from default: {10, 0}
 			b.PUSH(rsp)
 			b.POP(rdi)
 			b.PUSH(x.Imm(amd64SysNanosleep))
 			b.POP(rax)
+			b.MOV(ebx, x.Imm(amd64SysClockNanosleep|amd64SysPpoll<<16)) // the ways after it
+			b.Label("try")
+			b.PUSH(rsp)
+			b.POP(rdx)
+			b.XOR(esi, esi)
+			b.XOR(r10d, r10d)
 			b.SYSCALL()
+			b.TEST(eax, eax)
+			b.J(x.E, "slept")
+			b.MOV(esi, x.Addr("msg_refused"))
+			b.PUSH(x.Imm(len(spec.Refused)))
+			b.POP(rdx)
+			b.CALL("say")
+			b.MOV(eax, ebx) // the next way, 0 when there is none
+			b.CWDE()
+			b.SHR(ebx, x.Imm(16))
+			b.PUSH(x.Imm(clockMonotonic)) // ppoll ignores it: it polls no file
+			b.POP(rdi)
+			b.TEST(eax, eax)
+			b.J(x.NE, "try")
+			b.JMP("exit_edi") // every way refused: exit 1 (edi), said on stderr
+		}},
+		{"slept", "done", func(b *x.Builder) { // from sleep_timespec
+			b.TEST(ebp, ebp)
+			b.J(x.S, "sleep") // inf
+		}},
+		{"done", "exit_edi", func(b *x.Builder) { // from sleep and slept
 			b.MOV(edi, ebp)
 		}},
 		{"help", "exit_edi", func(b *x.Builder) { // from matched
@@ -312,15 +346,54 @@ func amd64Blocks() []block {
 			b.MOV(esi, x.Addr("usage"))
 			b.PUSH(x.Imm(len(spec.Usage)))
 			b.POP(rdx)
-			b.MOV(eax, edi) // write
-			b.SYSCALL()
-			b.DEC(edi) // exit 0
+			b.CALL("write_all") // keeps edi
+			b.DEC(edi)          // exit 0
 		}},
-		// on_signal is the SIGINT/SIGTERM handler: the signal number comes in edi.
+		// say writes rdx bytes from rsi to stderr; write_all to the descriptor in edi.
+		// A short write goes on with the rest; a full non-blocking pipe is waited for
+		// with poll (as the reference's runtime does); an error gives up the message,
+		// never the sleep.
+		{"say", "write_all", func(b *x.Builder) {
+			b.PUSH(x.Imm(stderr))
+			b.POP(rdi)
+		}},
+		{"write_all", "", func(b *x.Builder) {
+			b.PUSH(x.Imm(amd64SysWrite))
+			b.POP(rax)
+			b.SYSCALL()
+			b.CMP(rax, x.Imm(-errEAGAIN))
+			b.J(x.E, "wait")
+			b.TEST(rax, rax)
+			b.J(x.LE, "written")
+			b.ADD(rsi, rax)
+			b.SUB(rdx, rax)
+			b.J(x.NE, "write_all")
+			b.Label("written")
+			b.RET()
+		}},
+		{"wait", "write_all", func(b *x.Builder) { // poll({fd, POLLOUT}, 1, -1)
+			b.PUSH(rdx)
+			b.PUSH(rsi)
+			b.PUSH(rdi) // struct pollfd: fd, then events
+			b.MOV(x.Byte(rsp, 4), x.Imm(pollOut))
+			b.PUSH(rsp)
+			b.POP(rdi)
+			b.PUSH(x.Imm(1))
+			b.POP(rsi)
+			b.PUSH(x.Imm(-1))
+			b.POP(rdx)
+			b.PUSH(x.Imm(amd64SysPoll))
+			b.POP(rax)
+			b.SYSCALL()
+			b.POP(rdi) // the fd in edi, POLLOUT above it: the kernel reads an int
+			b.POP(rsi)
+			b.POP(rdx)
+		}},
+		// on_signal is the handler of signals 1 to 15: the signal number comes in edi.
 		{"on_signal", "exit_edi", func(b *x.Builder) {
 			b.SUB(edi, x.Imm(-exitSignalBase))
 		}},
-		{"exit_edi", "", func(b *x.Builder) { // also from sleep_timespec and help
+		{"exit_edi", "", func(b *x.Builder) { // also from done and help
 			b.MOV(eax, x.Imm(amd64SysExitGroup))
 			b.SYSCALL()
 			// Only a seccomp profile that denies exit_group returns here: nothing may run

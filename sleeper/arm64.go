@@ -5,62 +5,76 @@ import (
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
-// Linux arm64 system call numbers (the generic table; there is no pause).
+// Linux arm64 system call numbers (the generic table).
 const (
-	arm64SysWrite       = 64
-	arm64SysWritev      = 66
-	arm64SysExitGroup   = 94
-	arm64SysNanosleep   = 101
-	arm64SysRtSigaction = 134
+	arm64SysWrite          = 64
+	arm64SysPpoll          = 73
+	arm64SysExitGroup      = 94
+	arm64SysNanosleep      = 101
+	arm64SysClockNanosleep = 115
+	arm64SysRtSigaction    = 134
 )
+
+// arm64SleepCalls are the ways to sleep, in the order tried (see sleep_timespec).
+var arm64SleepCalls = []byte{arm64SysNanosleep, arm64SysClockNanosleep, arm64SysPpoll, 0}
 
 // The registers.
 var (
 	x0, x1, x2, x3, x4, x5, x6, x7  = a.X0, a.X1, a.X2, a.X3, a.X4, a.X5, a.X6, a.X7
 	x8, x9, x10, x11, x12, x13, x14 = a.X8, a.X9, a.X10, a.X11, a.X12, a.X13, a.X14
 	x15, x16, x17, x19, x20, x21    = a.X15, a.X16, a.X17, a.X19, a.X20, a.X21
-	x22, x23, xzr, sp               = a.X22, a.X23, a.XZR, a.SP
-	w1, w2, w3, w4, w6, w7          = a.W1, a.W2, a.W3, a.W4, a.W6, a.W7
+	x22, x23, x24, xzr, sp          = a.X22, a.X23, a.X24, a.XZR, a.SP
+	w1, w2, w3, w4, w6, w7, w8      = a.W1, a.W2, a.W3, a.W4, a.W6, a.W7, a.W8
 	w13, w14                        = a.W13, a.W14
 )
 
 // programARM64 writes nap for arm64, in the shape of programAMD64. Register use:
 //
 //	x19  the next argv slot            x20  total nanoseconds
-//	x22  the argument being read       x21  non-zero after inf
+//	x22  the last argument read        x21  non-zero after inf
 //	x23  exit status                   x6   10
+//	x24  the next way to sleep         x5   the descriptor write_all writes to
 //	per term: x10 number start, x11 number end, x9 text, x12 word table, x13 k, x14 c
 //	(the unit is c*10^k ns), x15 the number, x16 digit count, x17 1 after the dot,
 //	x7 carry, x8 scratch.
 func programARM64(b *a.Builder, words []byte) {
-	data(b, words, 4)
+	data(b, words, 4, datum{"sleep_calls", arm64SleepCalls})
 
 	b.Label("entry")
 	// Linux starts a process with every general register zero (arm64 start_thread), so
 	// the total (x20), the inf flag (x21), the exit status (x23) and oldact (x2) start 0.
 	//
-	// SIGINT and SIGTERM run on_signal, which exits 128+signal (a handler is what makes
-	// PID 1 hear them). struct sigaction is handler, flags, restorer, mask: only handler
-	// and flags (0) are written; restorer and mask overlap argc and argv[0]. With flags 0
-	// the restorer is unused (arm64 returns through the vDSO), and the mask only applies
-	// while on_signal runs, which exits at once.
+	// Signals 15 down to 1 run on_signal, which exits 128+signal (a handler is what
+	// makes PID 1 hear them; SIGKILL's call fails, harmlessly). struct sigaction is
+	// handler, flags, restorer, mask: only handler and flags (0) are written; restorer
+	// and mask overlap argc and argv[0]. With flags 0 the restorer is unused (arm64
+	// returns through the vDSO), and the mask only applies while on_signal runs, which
+	// exits at once.
 	b.ADR(x1, "on_signal")
 	b.STP(x1, xzr, sp, -16, true)
 	b.ADDi(x1, sp, 0)
 	b.MOVZ(x3, sigsetSize, 0)
 	b.MOVZ(x8, arm64SysRtSigaction, 0)
-	b.MOVZ(x0, sigTERM, 0)
+	b.MOVZ(x9, sigTERM, 0)
+	b.Label("sigaction")
+	b.MOV(x0, x9)
 	b.SVC(0)
-	b.MOVZ(x0, sigINT, 0) // system calls keep every register but x0
-	b.SVC(0)
+	b.SUBSi(x9, x9, 1)
+	b.Bcond(a.NE, "sigaction")
 
-	b.ADDi(x19, sp, 16+16) // &argv[1], above the sigaction, argc and argv[0]
+	// argv from argv[1], above the sigaction, argc and argv[0]; with argc 0 (kernels
+	// before 5.18) from argv[0], the NULL that ends argv: no argument.
 	b.MOVZ(x6, 10, 0)
+	b.ADDi(x19, sp, 16+8)
+	b.LDR(x1, sp, 16)
+	b.CBZ(x1, "next_arg")
+	b.ADDi(x19, x19, 8)
 
 	b.Label("next_arg")
-	b.LDRpost(x22, x19, 8)
-	b.CBZ(x22, "args_done")
-	b.MOV(x9, x22)
+	b.LDRpost(x1, x19, 8)
+	b.CBZ(x1, "args_done")
+	b.MOV(x22, x1)
+	b.MOV(x9, x1)
 
 	// A term: a number [0-9.]* and a word from the table.
 	b.Label("term")
@@ -175,50 +189,64 @@ func programARM64(b *a.Builder, words []byte) {
 	b.B("next_arg")
 
 	b.Label("args_done")
-	b.LDR(x1, sp, 16) // argc == 1: no argument
-	b.CMPi(x1, 1)
-	b.Bcond(a.EQ, "default")
+	b.CBZ(x22, "default") // no argument at all
 	b.CBZ(x21, "sleep")
-	b.MOVN(x20, 0x8000, 48) // inf: the longest sleep, again and again, until a signal
+	b.MOVN(x20, 0x8000, 48) // inf: the longest sleep, 2^63-1 ns, again and again
 
-	// One relative nanosleep on the monotonic clock. A stop/continue does not end it
-	// early: the kernel restarts it itself with the original expiry.
+	// One relative sleep on the monotonic clock, of x20 ns; none for a total of zero.
 	b.Label("sleep")
+	b.CBZ(x20, "exit")
 	b.MOVZ(x1, nsPerSecond&0xFFFF, 0)
 	b.MOVK(x1, nsPerSecond>>16, 16)
 	b.UDIV(x2, x20, x1)
 	b.MSUB(x3, x2, x1, x20)
-	b.STP(x2, x3, sp, -16, false)
-	b.SUBi(x0, sp, 16)
+	b.STP(x2, x3, sp, -16, true)
+	// nanosleep, and where the kernel refuses it (a seccomp profile), clock_nanosleep(
+	// CLOCK_MONOTONIC, 0, ts, NULL), then ppoll(_, 0, ts, NULL): a refused call never
+	// ends the delay early. A stop and continue does not end any of them early: the
+	// kernel restarts them itself with the original expiry.
+	b.ADR(x24, "sleep_calls")
+	b.ADDi(x0, sp, 0) // nanosleep's request
+	b.Label("try")
+	b.LDRBpost(w8, x24, 1)
+	b.CBZ(w8, "cannot")
 	b.MOV(x1, xzr)
-	b.MOVZ(x8, arm64SysNanosleep, 0)
+	b.ADDi(x2, sp, 0)
+	b.MOV(x3, xzr)
 	b.SVC(0)
+	b.CBZ(x0, "slept")
+	b.ADR(x1, "msg_refused")
+	b.MOVZ(x2, uint16(len(spec.Refused)), 0)
+	b.BL("say")
+	b.MOVZ(x0, clockMonotonic, 0) // ppoll ignores it: it polls no file
+	b.B("try")
+	b.Label("slept")
 	b.CBNZ(x21, "sleep")
 	b.Label("exit")
 	b.MOV(x0, x23)
 	b.Label("exit_x0")
 	b.MOVZ(x8, arm64SysExitGroup, 0)
 	b.SVC(0)
-	b.BRK(0) // exit_group denied (a seccomp profile): nothing may run on
+	b.BRK(0)          // exit_group denied (a seccomp profile): nothing may run on
+	b.Label("cannot") // every way refused, said on stderr
+	b.MOVZ(x0, spec.ExitCannotSleep, 0)
+	b.B("exit_x0")
 
-	b.Label("invalid") // writev(2, [prefix, arg, suffix], 3)
+	b.Label("invalid") // prefix, the argument, suffix
 	b.SUBi(x1, x22, 1)
 	b.Label("strlen")
 	b.LDRBpre(w2, x1, 1)
 	b.CBNZ(w2, "strlen")
-	b.SUB(x2, x1, x22)
-	b.ADR(x3, "msg_invalid")
-	b.MOVZ(x4, uint16(len(spec.InvalidPrefix)), 0)
-	b.ADDi(x5, x3, uint32(len(spec.InvalidPrefix)))
-	b.MOVZ(x6, uint16(len(spec.InvalidSuffix)), 0)
-	b.STP(x3, x4, sp, -48, true)
-	b.STP(x22, x2, sp, 16, false)
-	b.STP(x5, x6, sp, 32, false)
-	b.MOVZ(x0, stderr, 0)
-	b.ADDi(x1, sp, 0)
-	b.MOVZ(x2, 3, 0)
-	b.MOVZ(x8, arm64SysWritev, 0)
-	b.SVC(0)
+	b.SUB(x7, x1, x22)
+	b.ADR(x1, "msg_invalid")
+	b.MOVZ(x2, uint16(len(spec.InvalidPrefix)), 0)
+	b.BL("say")
+	b.MOV(x1, x22)
+	b.MOV(x2, x7)
+	b.BL("say")
+	b.ADR(x1, "msg_default")
+	b.MOVZ(x2, uint16(len(spec.InvalidSuffix)), 0)
+	b.BL("say")
 	b.MOVZ(x23, exitInvalid, 0)
 	b.Label("default")
 	b.MOV(x21, xzr)
@@ -228,14 +256,47 @@ func programARM64(b *a.Builder, words []byte) {
 	b.B("sleep")
 
 	b.Label("help")
-	b.MOVZ(x0, stdout, 0)
+	b.MOVZ(x5, stdout, 0)
 	b.ADR(x1, "usage")
 	b.MOVZ(x2, uint16(len(spec.Usage)), 0)
-	b.MOVZ(x8, arm64SysWrite, 0)
-	b.SVC(0)
+	b.BL("write_all")
 	b.B("exit")
 
-	// on_signal is the SIGINT/SIGTERM handler: the signal number comes in x0.
+	// say writes x2 bytes from x1 to stderr; write_all to the descriptor in x5. A short
+	// write goes on with the rest; a full non-blocking pipe is waited for with ppoll (as
+	// the reference's runtime does); an error gives up the message, never the sleep.
+	b.Label("say")
+	b.MOVZ(x5, stderr, 0)
+	b.Label("write_all")
+	b.MOV(x0, x5)
+	b.MOVZ(x8, arm64SysWrite, 0)
+	b.SVC(0)
+	b.ADDi(x4, x0, errEAGAIN)
+	b.CBZ(x4, "wait")
+	b.CMPi(x0, 0)
+	b.Bcond(a.LE, "written")
+	b.ADD(x1, x1, x0)
+	b.SUBS(x2, x2, x0)
+	b.Bcond(a.NE, "write_all")
+	b.Label("written")
+	b.RET()
+	b.Label("wait") // ppoll({fd, POLLOUT}, 1, NULL, NULL)
+	b.MOV(x9, x1)
+	b.MOV(x10, x2)
+	b.MOVZ(x4, pollOut, 32)
+	b.ADD(x4, x4, x5)
+	b.STP(x4, xzr, sp, -16, false)
+	b.SUBi(x0, sp, 16)
+	b.MOVZ(x1, 1, 0)
+	b.MOV(x2, xzr)
+	b.MOV(x3, xzr)
+	b.MOVZ(x8, arm64SysPpoll, 0)
+	b.SVC(0)
+	b.MOV(x1, x9)
+	b.MOV(x2, x10)
+	b.B("write_all")
+
+	// on_signal is the handler of signals 1 to 15: the signal number comes in x0.
 	b.Label("on_signal")
 	b.ADDi(x0, x0, exitSignalBase)
 	b.B("exit_x0")

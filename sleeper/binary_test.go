@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -12,14 +14,16 @@ import (
 	"github.com/nap-k8s/nap/internal/asm"
 	"github.com/nap-k8s/nap/internal/asm/amd64"
 	napelf "github.com/nap-k8s/nap/internal/elf"
+	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // TestBinaryELF reads each binary back with debug/elf: a static ELF64 executable for
 // the right machine, one R+X PT_LOAD over the whole file at a 64 KiB-aligned address, a
-// non-executable stack, no interpreter, no sections, the data from the end of the
-// headers' used fields, and the entry in the code that follows the data.
+// non-executable stack with zero sizes and alignment, no interpreter, no sections, the
+// data from the end of the headers' used fields, and the entry in the code that follows
+// the data.
 func TestBinaryELF(t *testing.T) {
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	for _, arch := range spec.Arches {
@@ -52,8 +56,11 @@ func TestBinaryELF(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(b[napelf.Load:], obj.Code) || obj.Base != napelf.Base+napelf.Load || obj.Labels["words"] != obj.Base {
-				t.Errorf("the program does not start at %#x with the word table", napelf.Load)
+			if !bytes.Equal(b[napelf.Load:], obj.Code) || obj.Base != napelf.Base+napelf.Load || obj.Labels["msg_refused"] != obj.Base {
+				t.Errorf("the program does not start at %#x with the data", napelf.Load)
+			}
+			if stack.Filesz != 0 || stack.Memsz != 0 || stack.Align != 0 {
+				t.Errorf("PT_GNU_STACK sizes %d, %d and alignment %d, want 0 as linkers write them", stack.Filesz, stack.Memsz, stack.Align)
 			}
 			if f.Entry != obj.Labels["entry"] || f.Entry < obj.Labels["code"] {
 				t.Errorf("entry %#x, want the label entry %#x, in the code from %#x", f.Entry, obj.Labels["entry"], obj.Labels["code"])
@@ -202,5 +209,26 @@ func TestLayoutErrors(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %v", name, err)
+	}
+}
+
+// TestELFLint: elfutils' strict checker accepts both binaries as they are (it rejected
+// PT_GNU_STACK's alignment when program data filled it; security scanners read the
+// same headers).
+func TestELFLint(t *testing.T) {
+	lint := testenv.LookPath(t, "eu-elflint", "prereqs")
+	for _, arch := range spec.Arches {
+		b, err := Binary(arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "nap-"+arch)
+		if err := os.WriteFile(path, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(lint, "--strict", "--quiet", path).CombinedOutput()
+		if err != nil || len(out) != 0 {
+			t.Errorf("eu-elflint --strict --quiet nap-%s: %v\n%s", arch, err, out)
+		}
 	}
 }

@@ -34,6 +34,7 @@ var conformance = []struct {
 }{
 	{name: "default", args: nil, sleep: 10 * time.Second},
 	{name: "zero", args: []string{"0"}},
+	{name: "zeros", args: []string{"0", "0ms0ns"}},
 	{name: "seconds fraction", args: []string{"0.25"}, sleep: 250 * time.Millisecond},
 	{name: "leading dot", args: []string{".2"}, sleep: 200 * time.Millisecond},
 	{name: "trailing dot", args: []string{"0."}},
@@ -53,6 +54,10 @@ var conformance = []struct {
 	{name: "inf until SIGTERM", args: []string{"inf"}, signal: syscall.SIGTERM, after: 300 * time.Millisecond, code: 143},
 	{name: "infinity until SIGINT", args: []string{"infinity"}, signal: syscall.SIGINT, after: 300 * time.Millisecond, code: 130},
 	{name: "SIGTERM ends a sleep", args: []string{"30"}, signal: syscall.SIGTERM, after: 300 * time.Millisecond, code: 143},
+	{name: "SIGHUP ends a sleep", args: []string{"30"}, signal: syscall.SIGHUP, after: 300 * time.Millisecond, code: 129},
+	{name: "SIGQUIT ends a sleep", args: []string{"30"}, signal: syscall.SIGQUIT, after: 300 * time.Millisecond, code: 131},
+	{name: "SIGUSR1 ends inf", args: []string{"inf"}, signal: syscall.SIGUSR1, after: 300 * time.Millisecond, code: 138},
+	{name: "SIGALRM ends a sleep", args: []string{"30"}, signal: syscall.SIGALRM, after: 300 * time.Millisecond, code: 142},
 	{name: "SIGTERM ends the default sleep of an invalid argument", args: []string{"x"}, signal: syscall.SIGTERM, after: 300 * time.Millisecond, code: 143, stderr: invalidMsg("x")},
 	{name: "empty", args: []string{""}, code: 2, stderr: invalidMsg(""), sleep: 10 * time.Second},
 	{name: "negative", args: []string{"-5"}, code: 2, stderr: invalidMsg("-5"), sleep: 10 * time.Second},

@@ -21,8 +21,6 @@ import (
 // as qemu-user's host calls, with the same arguments.
 const (
 	hostWrite     = 1
-	hostWritev    = 20
-	hostPause     = 34
 	hostNanosleep = 35
 	hostExit      = 60
 	hostExitGroup = 231
@@ -33,8 +31,8 @@ const (
 // observation is what a binary asks of the kernel, up to the first sleep.
 type observation struct {
 	Help    bool  // wrote to stdout (the usage)
-	Invalid bool  // wrote the invalid-argument message (writev to stderr)
-	Sleep   int64 // the nanoseconds of the first nanosleep; -1 for pause (until a signal)
+	Invalid bool  // wrote to stderr (the invalid-argument message)
+	Sleep   int64 // the nanoseconds of the first nanosleep
 	Exit    int   // exit status, when it exits without sleeping; -1 otherwise
 }
 
@@ -59,6 +57,7 @@ func observe(cmd *exec.Cmd) (obs observation, err error) {
 	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACESYSGOOD|ptraceOExitKill); err != nil {
 		return obs, err
 	}
+
 	obs.Exit = -1
 	entry, sig := true, 0
 	deadline := time.Now().Add(20 * time.Second)
@@ -84,11 +83,7 @@ func observe(cmd *exec.Cmd) (obs observation, err error) {
 				switch regs.Orig_rax {
 				case hostWrite:
 					obs.Help = obs.Help || regs.Rdi == 1
-				case hostWritev:
 					obs.Invalid = obs.Invalid || regs.Rdi == 2
-				case hostPause:
-					obs.Sleep = -1
-					return obs, nil
 				case hostNanosleep:
 					var ts [16]byte
 					if _, err := syscall.PtracePeekData(pid, uintptr(regs.Rdi), ts[:]); err != nil {
@@ -113,8 +108,29 @@ func observe(cmd *exec.Cmd) (obs observation, err error) {
 	return obs, errors.New("no sleep or exit within 20s")
 }
 
+// dropArgv rewrites the stack of a process stopped at exec whose argv is one string:
+// argc 1, argv[0], NULL, envp... becomes argc 0, NULL, envp..., one slot higher.
+func dropArgv(pid int) error {
+	var regs syscall.PtraceRegs
+	if err := syscall.PtraceGetRegs(pid, &regs); err != nil {
+		return err
+	}
+	var argc [8]byte
+	if _, err := syscall.PtracePeekData(pid, uintptr(regs.Rsp), argc[:]); err != nil {
+		return err
+	}
+	if n := binary.LittleEndian.Uint64(argc[:]); n != 1 {
+		return fmt.Errorf("argc %d, want 1 to drop", n)
+	}
+	regs.Rsp += 8
+	if _, err := syscall.PtracePokeData(pid, uintptr(regs.Rsp), make([]byte, 8)); err != nil {
+		return err
+	}
+	return syscall.PtraceSetRegs(pid, &regs)
+}
+
 // expect is what the specification says a binary for arch must ask for.
-func expect(arch string, args []string) observation {
+func expect(args []string) observation {
 	req, err := spec.Parse(args)
 	var bad *spec.InvalidError
 	switch {
@@ -122,10 +138,10 @@ func expect(arch string, args []string) observation {
 		return observation{Help: true, Exit: 0}
 	case errors.As(err, &bad):
 		return observation{Invalid: true, Sleep: int64(spec.Default), Exit: -1}
-	case req.Infinite && arch == "amd64":
-		return observation{Sleep: -1, Exit: -1} // pause
 	case req.Infinite:
-		return observation{Sleep: math.MaxInt64, Exit: -1} // arm64 has no pause: the longest nanosleep, looped
+		return observation{Sleep: math.MaxInt64, Exit: -1} // the longest nanosleep, looped
+	case req.Duration == 0:
+		return observation{Exit: 0} // no sleep call at all
 	}
 	return observation{Sleep: int64(req.Duration), Exit: -1}
 }
@@ -153,7 +169,7 @@ func FuzzDifferential(f *testing.F) {
 	for _, s := range []string{"1h1m1s1ms1us1ns", "0.00000000001666666666666666666667m", "0.00000000001666666666666666666666m",
 		"0.0000000000027777777777777778h", "9223372036854775807ns", "9223372036854775807ns\n0", "2562047h47m16.854775807s",
 		"2562047h47m16.854775808s", "18446744073709551616ns", "1844674407370955161.6s", "000000000000000000000001s", "1.5h\n30m\ninf",
-		"-h\nx", "1\n2\n3\n4", "1s.5", ".s", "5s5", "1ms1m", "1mss", "  ", "\t1"} {
+		"-h\nx", "1\n2\n3\n4", "1s.5", ".s", "5s5", "1ms1m", "1mss", "  ", "\t1", "0\n0ns", "inf\ninf", "inf\n0"} {
 		f.Add(s)
 	}
 	ims := impls(f)[1:]
@@ -167,9 +183,66 @@ func FuzzDifferential(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%s %q: %v", im.name, args, err)
 			}
-			if want := expect(im.arch, args); got != want {
+			if want := expect(args); got != want {
 				t.Errorf("%s %q: asked for %+v, the specification says %+v", im.name, args, got, want)
 			}
 		}
 	})
+}
+
+// TestNoArgv: with argc 0 (kernels before 5.18 allow an empty argv), argv[0] is the NULL
+// that ends argv and the environment follows it. nap must see no argument and sleep the
+// default, not read the environment ("0.3" here) as durations, nor crash (the
+// reference's os.Args is empty). Native amd64 only: the stack is rewritten with ptrace
+// at exec (this kernel inserts an argv[0] itself), and the guest's stack under qemu-user
+// is qemu's to build.
+func TestNoArgv(t *testing.T) {
+	for _, im := range impls(t) {
+		if im.qemu != "" {
+			continue
+		}
+		t.Run(im.name, func(t *testing.T) {
+			cmd := exec.Command(im.path)
+			cmd.Env = []string{"0.3"}
+			if err := startNoArgv(cmd); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				t.Fatalf("with argc 0 it ended after less than 2s: %v", err)
+			case <-time.After(2 * time.Second):
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+			var exit *exec.ExitError
+			if err := <-done; !errors.As(err, &exit) || exit.ExitCode() != 143 {
+				t.Errorf("with argc 0, after SIGTERM: %v, want exit status 143", err)
+			}
+		})
+	}
+}
+
+// startNoArgv starts cmd, whose argv is its path alone, with argc 0 (see dropArgv).
+func startNoArgv(cmd *exec.Cmd) error {
+	runtime.LockOSThread() // ptrace requests must come from the tracing thread
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil { // stopped at exec
+		return err
+	}
+	err := dropArgv(pid)
+	if derr := syscall.PtraceDetach(pid); err == nil {
+		err = derr
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	return err
 }

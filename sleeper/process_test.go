@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
-// waitHandler waits until pid has a handler for SIGTERM (SigCgt in /proc), or for a
+// waitHandler waits until pid has a handler for every signal of spec.Signals (SigCgt in
+// /proc; the binaries install SIGTERM's first and SIGHUP's last), or for a
 // fixed time under qemu-user, which catches every host signal from the start. The Go
 // runtime of the reference also catches every signal before main runs signal.Notify
 // (a SIGTERM in between exits 2), so the reference gets time to reach main; the tiny
@@ -28,55 +30,65 @@ func waitHandler(t *testing.T, im impl, pid int) {
 	if im.arch == "" {
 		defer time.Sleep(200 * time.Millisecond)
 	}
+	var want uint64
+	for _, s := range spec.Signals {
+		want |= 1 << (s - 1)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		status, err := os.ReadFile("/proc/" + itoa(pid) + "/status")
 		if err == nil {
 			for _, line := range strings.Split(string(status), "\n") {
 				var mask uint64
-				if n, _ := fmtSscanf(line, "SigCgt:\t%x", &mask); n == 1 && mask&(1<<(syscall.SIGTERM-1)) != 0 {
+				if n, _ := fmtSscanf(line, "SigCgt:\t%x", &mask); n == 1 && mask&want == want {
 					return
 				}
 			}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Fatal("no SIGTERM handler after 5s")
+	t.Fatal("no handler for every signal after 5s")
 }
 
 // TestPID1: nap infinity as PID 1 of a new PID namespace, where a signal with the
-// default action is dropped, still ends at once on SIGTERM with 143.
+// default action is dropped, still ends at once with 128+signal on the signals a
+// container runtime sends as its stop signal: SIGTERM, and SIGQUIT or SIGHUP where an
+// image says so (nginx stops on SIGQUIT).
 func TestPID1(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, im := range impls(t) {
-		t.Run(im.name, func(t *testing.T) {
-			cmd := im.command("infinity")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			waitHandler(t, im, cmd.Process.Pid)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			sent := time.Now()
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-done:
-				took := time.Since(sent)
-				var exit *exec.ExitError
-				if !errors.As(err, &exit) || exit.ExitCode() != 143 {
-					t.Fatalf("PID 1 ended with %v, want exit status 143", err)
-				}
-				if took > 100*time.Millisecond {
-					t.Errorf("PID 1 took %v to end after SIGTERM, want under 100ms", took)
-				}
-			case <-time.After(3 * time.Second):
-				t.Fatal("PID 1 ignored SIGTERM for 3s")
-			}
-		})
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGHUP} {
+			t.Run(im.name+"/"+sig.String(), func(t *testing.T) { pid1(t, im, sig) })
+		}
+	}
+}
+
+func pid1(t *testing.T, im impl, sig syscall.Signal) {
+	cmd := im.command("infinity")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitHandler(t, im, cmd.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	sent := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		took := time.Since(sent)
+		var exit *exec.ExitError
+		if want := 128 + int(sig); !errors.As(err, &exit) || exit.ExitCode() != want {
+			t.Fatalf("PID 1 ended with %v, want exit status %d", err, want)
+		}
+		if took > 100*time.Millisecond {
+			t.Errorf("PID 1 took %v to end after %v, want under 100ms", took, sig)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("PID 1 ignored %v for 3s", sig)
 	}
 }
 
@@ -177,4 +189,76 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestShortWrite: the invalid-argument message goes to a non-blocking pipe with room for
+// 10 bytes; the rest fits only once the reader drains it. Every implementation writes
+// the whole message (a short write goes on, a full pipe is waited for), then sleeps.
+func TestShortWrite(t *testing.T) {
+	const room = 10
+	for _, im := range impls(t) {
+		t.Run(im.name, func(t *testing.T) {
+			t.Parallel()
+			var p [2]int
+			if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+			r, w := p[0], p[1]
+			defer syscall.Close(r)
+			// One page of pipe, filled but for room bytes: a write of more is short.
+			if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(w), syscall.F_SETPIPE_SZ, 4096); e != 0 {
+				t.Fatal(e)
+			}
+			fill := strings.Repeat("f", 4096-room)
+			if n, err := syscall.Write(w, []byte(fill)); err != nil || n != len(fill) {
+				t.Fatalf("filling the pipe: %d, %v", n, err)
+			}
+			if err := syscall.SetNonblock(w, true); err != nil {
+				t.Fatal(err)
+			}
+			cmd := im.command("x")
+			// Raw descriptors: os/exec would make the pipe blocking again (File.Fd).
+			pid, err := syscall.ForkExec(cmd.Path, cmd.Args, &syscall.ProcAttr{Env: []string{}, Files: []uintptr{0, 1, uintptr(w)}})
+			syscall.Close(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer syscall.Kill(pid, syscall.SIGKILL)
+			time.Sleep(500 * time.Millisecond) // the first write is short, the next waits
+			got, err := readUntil(r, fill+invalidMsg("x"), 5*time.Second)
+			if err != nil {
+				t.Fatalf("stderr: %v (%q so far, after the fill)", err, strings.TrimPrefix(got, fill))
+			}
+			// Still sleeping the default: the message did not end the delay.
+			var ws syscall.WaitStatus
+			if wpid, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); wpid == pid {
+				t.Fatalf("ended after writing: %v", ws)
+			}
+			syscall.Kill(pid, syscall.SIGTERM)
+			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 143 {
+				t.Errorf("after SIGTERM: %v, %v; want exit status 143", ws, err)
+			}
+		})
+	}
+}
+
+// readUntil reads r until it has read want, or until timeout.
+func readUntil(r int, want string, timeout time.Duration) (string, error) {
+	var got []byte
+	buf := make([]byte, 8192)
+	deadline := time.Now().Add(timeout)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		n, err := syscall.Read(r, buf)
+		if err != nil && err != syscall.EINTR {
+			return string(got), err
+		}
+		if n == 0 {
+			break
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != want {
+		return string(got), errors.New("not the whole message")
+	}
+	return string(got), nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nap-k8s/nap/internal/asm"
+	napelf "github.com/nap-k8s/nap/internal/elf"
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
@@ -75,23 +76,39 @@ func wordTable() ([]byte, error) {
 	return b, nil
 }
 
-// data lays out what both programs read, first in the file: the word table and the
-// texts. Their first 48 bytes are also the unused fields of PT_GNU_STACK (internal/elf),
-// which the table's small numbers and the ASCII texts keep valid. The code follows, at
-// the label code, a multiple of pad bytes from the start.
+// datum is one labelled run of data.
+type datum struct {
+	label asm.Label
+	bytes []byte
+}
+
+// data lays out what both programs read, first in the file: the texts, the word table
+// and extra (more data for one program). The first internal/elf.Free bytes double as
+// PT_GNU_STACK's offset and addresses: the Refused text fills them exactly (its ASCII
+// keeps p_offset positive). Its sizes and alignment, the next 24 bytes, stay zero. The
+// code follows, at the label code, a multiple of pad bytes from the start.
 func data(b interface {
 	Label(asm.Label)
 	Data(string, []byte)
-}, words []byte, pad int) {
-	b.Label("words")
-	b.Data("words", words)
-	b.Label("usage")
-	b.Data("usage", []byte(spec.Usage))
-	b.Label("msg_invalid")
-	b.Data("msg_invalid", []byte(spec.InvalidPrefix))
-	b.Label("msg_default")
-	b.Data("msg_default", []byte(spec.InvalidSuffix))
-	if n := len(words) + len(spec.Usage) + len(spec.InvalidPrefix) + len(spec.InvalidSuffix); n%pad != 0 {
+}, words []byte, pad int, extra ...datum) {
+	all := append([]datum{
+		{"msg_refused", []byte(spec.Refused)},
+		{"words", words},
+		{"usage", []byte(spec.Usage)},
+		{"msg_invalid", []byte(spec.InvalidPrefix)},
+		{"msg_default", []byte(spec.InvalidSuffix)},
+	}, extra...)
+	n := 0
+	for _, d := range all {
+		if end := napelf.Free + 24; n < end && n+len(d.bytes) > napelf.Free {
+			b.Data("stack_sizes", make([]byte, end-n)) // PT_GNU_STACK's sizes and alignment
+			n = end
+		}
+		b.Label(d.label)
+		b.Data(string(d.label), d.bytes)
+		n += len(d.bytes)
+	}
+	if n%pad != 0 {
 		b.Data("align", make([]byte, pad-n%pad))
 	}
 	b.Label("code")

@@ -9,5 +9,9 @@ import (
 )
 
 func main() {
-	os.Exit(spec.Main(os.Args[1:], os.Stdout, os.Stderr))
+	args := os.Args
+	if len(args) > 0 { // argc may be 0 (kernels before 5.18): no argument, not a crash
+		args = args[1:]
+	}
+	os.Exit(spec.Main(args, os.Stdout, os.Stderr))
 }

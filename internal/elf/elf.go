@@ -22,13 +22,14 @@ const (
 	segmentAlign   = 0x10000
 )
 
-// The ignored fields of PT_GNU_STACK that debug/elf (and so Go tools) still reads as
-// signed 64-bit numbers and rejects when negative: p_offset, p_filesz and p_memsz. The
-// program's bytes that land on their top bytes must be below 0x80.
-var signedFields = []struct {
-	name string
-	off  int
-}{{"p_offset", 0}, {"p_filesz", 24}, {"p_memsz", 32}}
+// Free is how many of the program's first bytes double as PT_GNU_STACK's p_offset,
+// p_vaddr and p_paddr, which nothing checks. The next 24 bytes, p_filesz, p_memsz and
+// p_align, must be zero, as linkers write them: eu-elflint and other readers of headers
+// (security scanners among them) check sizes and alignment.
+const Free = 24
+
+// stackZero is the end of the fields that must be zero.
+const stackZero = progHeaderSize - stackUsed
 
 // Executable returns the bytes of an executable for machine whose program (assembled for
 // address Base+Load) starts running at entry.
@@ -45,9 +46,13 @@ func Executable(machine elf.Machine, prog []byte, entry uint64) ([]byte, error) 
 	if n := progHeaderSize - stackUsed; len(prog) < n {
 		prog = append(prog[:len(prog):len(prog)], make([]byte, n-len(prog))...) // never into the caller's array
 	}
-	for _, f := range signedFields {
-		if top := prog[f.off+7]; top >= 0x80 {
-			return nil, fmt.Errorf("elf: program byte %d (%#x) would make PT_GNU_STACK's %s negative", f.off+7, top, f.name)
+	// debug/elf (and so Go tools) reads p_offset as a signed number: not negative.
+	if top := prog[7]; top >= 0x80 {
+		return nil, fmt.Errorf("elf: program byte 7 (%#x) would make PT_GNU_STACK's p_offset negative", top)
+	}
+	for i, c := range prog[Free:stackZero] {
+		if c != 0 {
+			return nil, fmt.Errorf("elf: program byte %d (%#x) is in PT_GNU_STACK's p_filesz, p_memsz or p_align, which must be zero", Free+i, c)
 		}
 	}
 	size := uint64(Load + len(prog))

@@ -20,7 +20,18 @@
 //	nap: sleeping the default 10s
 //
 // and nap then sleeps the default anyway (a typo in a preStop hook must still delay the
-// container's end) and exits 2. Success is silent and exits 0. SIGTERM or SIGINT end any
-// sleep at once with exit status 128+signal, also when nap is PID 1 of a PID namespace.
-// Stopping and continuing the process never shortens the sleep.
+// container's end) and exits 2. Success is silent and exits 0; a total of zero returns at
+// once. With no argv at all (argc 0, which kernels before 5.18 allow), nap sleeps the
+// default like with no argument.
+//
+// Every signal from 1 to 15 that a process can catch (SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+// SIGUSR1, SIGUSR2, SIGALRM, ...: the signals whose default action ends a process, so
+// any a container runtime may send as its stop signal) ends any sleep at once with exit
+// status 128+signal, also when nap is PID 1 of a PID namespace, where the default action
+// would be dropped. Stopping and continuing the process never shortens the sleep.
+//
+// A failed sleep call never ends the delay early. The tiny binaries wait with nanosleep;
+// if the kernel refuses it (a seccomp profile), they print Refused on stderr and wait with
+// clock_nanosleep, then ppoll. If all three are refused, nap exits 1 at once (the kubelet
+// reports a failed hook, with the messages) rather than pretend it waited.
 package spec

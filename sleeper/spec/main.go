@@ -12,10 +12,12 @@ import (
 // Main runs the reference nap: it is the specification of the tiny binaries and the
 // oracle of their tests. It returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
-	// Listen before parsing, as the binaries block the signals first: a SIGTERM that
+	// Listen before parsing, as the binaries install their handler first: a SIGTERM that
 	// arrives while nap starts must still end it (a handler also makes PID 1 hear it).
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	for _, s := range Signals {
+		signal.Notify(sig, s)
+	}
 	defer signal.Stop(sig)
 
 	status := 0

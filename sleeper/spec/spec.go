@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -22,7 +23,25 @@ const (
 	Usage         = "usage: nap [DURATION]...\n"
 	InvalidPrefix = `nap: invalid duration "`
 	InvalidSuffix = "\"\nnap: sleeping the default 10s\n"
+	// Refused is printed each time the kernel refuses a way to sleep (see the package
+	// documentation); only the tiny binaries make those calls themselves.
+	Refused = "nap: sleep call refused\n"
 )
+
+// ExitCannotSleep is the exit status when every way to sleep was refused.
+const ExitCannotSleep = 1
+
+// Signals are the signals that end nap with 128+signal: 1 to 15, less SIGKILL, which
+// cannot be caught (and ends nap anyway).
+var Signals = func() []syscall.Signal {
+	var s []syscall.Signal
+	for n := syscall.Signal(1); n <= syscall.SIGTERM; n++ {
+		if n != syscall.SIGKILL {
+			s = append(s, n)
+		}
+	}
+	return s
+}()
 
 // ErrHelp is returned by Parse for -h or --help.
 var ErrHelp = errors.New("help requested")

@@ -44,6 +44,7 @@ func (b *Builder) RET()                                { b.Emit(RET()) }
 func (b *Builder) SYSCALL()                            { b.Emit(SYSCALL()) }
 func (b *Builder) UD2()                                { b.Emit(UD2()) }
 func (b *Builder) CDQ()                                { b.Emit(CDQ()) }
+func (b *Builder) CWDE()                               { b.Emit(CWDE()) }
 func (b *Builder) LODSW()                              { b.Emit(LODSW()) }
 func (b *Builder) LODSB()                              { b.Emit(LODSB()) }
 func (b *Builder) REPE_CMPSB()                         { b.Emit(REPE_CMPSB()) }

@@ -551,6 +551,9 @@ func UD2() (asm.Inst, error) { return asm.Fixed("ud2", 0x0F, 0x0B), nil }
 // CDQ sign-extends eax into edx (edx = 0 when eax is not negative).
 func CDQ() (asm.Inst, error) { return asm.Fixed("cdq", 0x99), nil }
 
+// CWDE sign-extends ax into eax (a 16-bit number below 0x8000 becomes itself).
+func CWDE() (asm.Inst, error) { return asm.Fixed("cwde", 0x98), nil }
+
 // LODSW loads the word at [rsi] into ax and advances rsi by 2.
 func LODSW() (asm.Inst, error) { return asm.Fixed("lodsw word ptr [rsi]", 0x66, 0xAD), nil }
 

@@ -52,7 +52,8 @@ var cases = []asm.Inst{
 	must(SHL(RAX, Imm(3))), must(SHR(ECX, Imm(11))), must(BTS(EDI, Imm(0))), must(CMOV(E, RDX, R13)), must(XCHG(RSI, RDI)),
 	must(PUSH(RAX)), must(PUSH(R14)), must(PUSH(Imm(8))), must(PUSH(Imm(0x4002))), must(POP(R10)), must(POP(RBP)),
 	must(MOV(AL, Imm(13))), at(MOV(ECX, Addr("l"))), at(PUSH(Addr("l"))), must(XCHG(RAX, R12)), must(XCHG(EDX, EAX)),
-	must(SUB(BL, BH)), must(DEC(BL)), must(ADD(AH, Imm(1))), must(CDQ()), must(LODSW()),
+	must(SUB(BL, BH)), must(DEC(BL)), must(ADD(AH, Imm(1))), must(CDQ()), must(CWDE()), must(LODSW()),
+	must(MOV(Byte(RSP, 4), Imm(4))), must(CMP(RAX, Imm(-11))),
 	must(RET()), must(SYSCALL()), must(UD2()), must(LODSB()), must(SCASW()), must(REPE_CMPSB()), must(REPNE_SCASB()),
 }
 
