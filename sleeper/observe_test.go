@@ -193,18 +193,28 @@ func FuzzDifferential(f *testing.F) {
 // TestNoArgv: with argc 0 (kernels before 5.18 allow an empty argv), argv[0] is the NULL
 // that ends argv and the environment follows it. nap must see no argument and sleep the
 // default, not read the environment ("0.3" here) as durations, nor crash (the
-// reference's os.Args is empty). Native amd64 only: the stack is rewritten with ptrace
-// at exec (this kernel inserts an argv[0] itself), and the guest's stack under qemu-user
-// is qemu's to build.
+// reference's os.Args is empty). This kernel inserts an argv[0] itself, so the stack is
+// rewritten before the first instruction: with ptrace at exec natively, through
+// qemu-user's gdb stub for the other architecture.
 func TestNoArgv(t *testing.T) {
 	for _, im := range impls(t) {
-		if im.qemu != "" {
-			continue
-		}
 		t.Run(im.name, func(t *testing.T) {
-			cmd := exec.Command(im.path)
+			cmd := im.command()
 			cmd.Env = []string{"0.3"}
-			if err := startNoArgv(cmd); err != nil {
+			start := startNoArgv
+			if im.qemu != "" {
+				start = func(cmd *exec.Cmd) error {
+					g, err := startUnderGDBStub(cmd)
+					if err == nil {
+						if err = g.dropArgvARM64(); err != nil {
+							cmd.Process.Kill()
+							cmd.Wait()
+						}
+					}
+					return err
+				}
+			}
+			if err := start(cmd); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
