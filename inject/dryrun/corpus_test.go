@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	. "github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv"
@@ -77,9 +81,16 @@ func corpus(t *testing.T) map[string][]byte {
 			return nil
 		})
 	}
-	// More public manifests (Helm and kustomize output of third-party charts) may be put
-	// beside the repository by the people steering it, in shared/corpus; each file's
-	// source is its name's README line there.
+	// The same manifests as kustomize output: the real kustomize, with an overlay as a
+	// platform team writes one, re-emits every object in its own layout.
+	for name, data := range maps.Clone(files) {
+		if out, err := kustomized(data); err == nil {
+			files["kustomize:"+name] = out
+		}
+	}
+	// More public manifests (Helm output of third-party charts) may be put beside the
+	// repository by the people steering it, in shared/corpus; each file's source is its
+	// name's README line there.
 	shared := filepath.Join(kubeenv.RepoRoot(), "..", "shared", "corpus")
 	filepath.WalkDir(shared, func(path string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -95,13 +106,47 @@ func corpus(t *testing.T) map[string][]byte {
 	return files
 }
 
-// TestCorpus runs napctl inject and lint over real public manifests: every input byte
-// is kept, a second run changes nothing, lint reads the output, and every workload the
-// API server accepted before injection it accepts after (server-side dry-run).
+// overlay is a kustomization as a platform team writes one over a base: a name prefix,
+// labels down to selectors and templates, a namespace, an annotation.
+const overlay = `resources:
+- base.yaml
+namePrefix: shop-
+namespace: shop
+labels:
+- pairs:
+    app.kubernetes.io/part-of: shop
+  includeSelectors: true
+commonAnnotations:
+  team: platform
+`
+
+// kustomized is kustomize build of overlay over base.
+func kustomized(base []byte) ([]byte, error) {
+	mem := filesys.MakeFsInMemory()
+	if err := errors.Join(mem.WriteFile("/k/base.yaml", base), mem.WriteFile("/k/kustomization.yaml", []byte(overlay))); err != nil {
+		return nil, err
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/k")
+	if err != nil {
+		return nil, err
+	}
+	return m.AsYaml()
+}
+
+// TestCorpus runs napctl inject and lint over real public manifests, as published and as
+// kustomize output: every input byte is kept, a second run changes nothing, lint reads
+// the output, and every workload the API server accepted before injection it accepts
+// after (server-side dry-run).
 func TestCorpus(t *testing.T) {
 	files := corpus(t)
-	if len(files) < 30 {
-		t.Fatalf("%d manifests with workloads in the corpus, want at least 30", len(files))
+	kustomize := 0
+	for name := range files {
+		if strings.HasPrefix(name, "kustomize:") {
+			kustomize++
+		}
+	}
+	if len(files)-kustomize < 30 || kustomize < 30 {
+		t.Fatalf("%d manifests with workloads and %d kustomize builds of them in the corpus, want at least 30 of each", len(files)-kustomize, kustomize)
 	}
 	cfg := kubeenv.APIServer(t)
 	c, err := client.New(cfg, client.Options{})
@@ -170,7 +215,7 @@ func TestCorpus(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d manifests, %d pod templates; %d injected workloads checked by dry-run", len(files), templates, checked)
+	t.Logf("%d manifests (%d of them kustomize builds), %d pod templates; %d injected workloads checked by dry-run", len(files), kustomize, templates, checked)
 	if checked < 20 {
 		t.Errorf("only %d injected workloads could be checked by dry-run", checked)
 	}
