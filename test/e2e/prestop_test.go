@@ -240,7 +240,7 @@ func TestNapBinaryPreStop(t *testing.T) {
 	}
 }
 
-// The native sleep action does the same on this cluster (v1.34).
+// The native sleep action does the same on this cluster (hack/kube-version).
 func TestNativeSleepPreStop(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)

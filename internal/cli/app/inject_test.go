@@ -135,8 +135,8 @@ func TestInjectCommand(t *testing.T) {
 	}
 }
 
-// --cluster asks a real API server for its version and its nodes' kubelets: v1.34 with
-// no node allows the native sleep (kubelets 1.31+); a 1.29 kubelet among the nodes does
+// --cluster asks a real API server for its version and its nodes' kubelets: 1.34 or newer
+// with no node allows the native sleep (kubelets 1.31+); a 1.29 kubelet among the nodes does
 // not, unless the template's nodeSelector keeps the pod off it.
 func TestInjectCluster(t *testing.T) {
 	cfg := kubeenv.APIServer(t)
