@@ -27,15 +27,30 @@ func ServerVersion(cfg *rest.Config) (kube.Version, error) {
 	return kube.ParseVersion(info.GitVersion)
 }
 
+// RESTConfig is the client configuration of kubeconfig's current context, with a
+// timeout per request.
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 10 * time.Second
+	return cfg, nil
+}
+
 // ClusterVersions asks the cluster of kubeconfig's current context for the API server's
 // version and every node's kubelet: the native sleep is chosen only where the kubelets
 // that may run a pod have it.
 func ClusterVersions(kubeconfig string) (kube.Version, []kube.Node, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := RESTConfig(kubeconfig)
 	if err != nil {
 		return kube.Version{}, nil, err
 	}
-	cfg.Timeout = 10 * time.Second
+	return ClusterVersionsOf(cfg)
+}
+
+// ClusterVersionsOf is ClusterVersions for a client configuration.
+func ClusterVersionsOf(cfg *rest.Config) (kube.Version, []kube.Node, error) {
 	v, err := ServerVersion(cfg)
 	if err != nil {
 		return kube.Version{}, nil, err

@@ -4,6 +4,7 @@ package lint
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/version"
 	nlint "github.com/nap-k8s/nap/lint"
+	"github.com/nap-k8s/nap/live"
 	"github.com/nap-k8s/nap/manifest"
 )
 
@@ -20,17 +22,23 @@ type flags struct {
 	kubeVersion string
 	failOn      string
 	config      string
+	cluster     string
+	namespace   string
 }
 
 // NewCommand returns the lint command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "lint [-f FILE|DIR|-]... [-o text|json|sarif] [--kube-version X.Y] [--fail-on warning|error] [--config FILE]",
-		Short: "Find zero-downtime mistakes in manifests",
+		Use:   "lint [-f FILE|DIR|-]... | --cluster KUBECONFIG [-n NAMESPACE] [-o text|json|sarif] [--kube-version X.Y] [--fail-on warning|error] [--config FILE]",
+		Short: "Find zero-downtime mistakes in manifests or in a live cluster",
 		Long: "Lint Kubernetes manifests (YAML, multi-document, JSON, Lists; helm template or\n" +
 			"kustomize build output on stdin) for the termination path: readiness, preStop delays,\n" +
 			"grace periods, native sleep, replicas, rollout strategy and PodDisruptionBudgets.\n\n" +
+			"With --cluster, the same checks run on the live Deployments, StatefulSets, DaemonSets,\n" +
+			"Services, PodDisruptionBudgets and HorizontalPodAutoscalers of the cluster (every\n" +
+			"namespace, or -n), with its real API server and kubelet versions; it only lists.\n" +
+			"Findings name the object as " + live.Prefix + "Kind/namespace/name.\n\n" +
 			"Exit status: 0 clean, 1 a finding at or above --fail-on, 2 unreadable input.\n" +
 			"Skip checks on one object with the annotation " + nlint.IgnoreAnnotation + ": \"id,id\" (or \"*\").",
 		Args: cobra.NoArgs,
@@ -41,6 +49,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for version-dependent checks")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding has this severity or higher: warning or error")
 	cmd.Flags().StringVar(&f.config, "config", "", "configuration file: disable checks, change severities")
+	cmd.Flags().StringVar(&f.cluster, "cluster", "", "lint the live objects of the cluster of this kubeconfig (its current context) instead of files")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "with --cluster: only this namespace (default: every namespace)")
 	return cmd
 }
 
@@ -53,6 +63,12 @@ func run(streams cli.IOStreams, f *flags) error {
 	case "text", "json", "sarif":
 	default:
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-o %q: want text, json or sarif", f.output)}
+	}
+	if f.cluster == "" && f.namespace != "" {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--namespace goes with --cluster")}
+	}
+	if f.cluster != "" && (len(f.files) > 0 || f.kubeVersion != "") {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--cluster lints the cluster's objects with its own versions: no -f or --kube-version with it")}
 	}
 	var opts nlint.Options
 	if f.kubeVersion != "" {
@@ -67,11 +83,16 @@ func run(streams cli.IOStreams, f *flags) error {
 			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--config: %w", err)}
 		}
 	}
-	files := f.files
-	if len(files) == 0 {
-		files = []string{"-"}
+	var objs []*manifest.Object
+	if f.cluster != "" {
+		objs, err = readCluster(f, &opts)
+	} else {
+		files := f.files
+		if len(files) == 0 {
+			files = []string{"-"}
+		}
+		objs, err = manifest.ReadPaths(files, streams.In)
 	}
-	objs, err := manifest.ReadPaths(files, streams.In)
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
@@ -97,4 +118,23 @@ func run(streams cli.IOStreams, f *flags) error {
 		}
 	}
 	return nil
+}
+
+// readCluster reads the live objects of f.cluster and sets opts to its versions: the API
+// server's, and every node's kubelet.
+func readCluster(f *flags, opts *nlint.Options) ([]*manifest.Object, error) {
+	cfg, err := cli.RESTConfig(f.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster: %w", err)
+	}
+	v, nodes, err := cli.ClusterVersionsOf(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster: %w", err)
+	}
+	opts.KubeVersion, opts.Nodes = &v, nodes
+	objs, err := live.Read(context.Background(), cfg, f.namespace)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster: %w", err)
+	}
+	return objs, nil
 }

@@ -1,0 +1,219 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	nlint "github.com/nap-k8s/nap/lint"
+)
+
+// findingKeys are a lint run's findings as "id Kind/name" (no namespace: fixtures have
+// none, live objects have the one they were applied to), sorted.
+func findingKeys(t *testing.T, stdout string) []string {
+	t.Helper()
+	var fs []nlint.Finding
+	if err := json.Unmarshal([]byte(stdout), &fs); err != nil {
+		t.Fatalf("lint -o json: %v\n%s", err, stdout)
+	}
+	keys := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts := strings.Split(f.Object, "/")
+		keys = append(keys, f.ID+" "+parts[0]+"/"+parts[len(parts)-1]+" "+f.Container)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestLintCluster: lint --cluster finds on live objects what lint finds in the files
+// they were applied from (a real API server defaults and stores them), per check
+// fixture, each in its own namespace; and it takes the kubelets from the cluster's
+// nodes: a native sleep on a pool of 1.29 kubelets is reported, the same Deployment
+// elsewhere is not.
+func TestLintCluster(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	kubeconfig := kubeenv.Kubeconfig(t, cfg)
+	kubectl := kubeenv.Kubectl(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	apply := func(t *testing.T, ns, file string) {
+		t.Helper()
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl apply -n %s -f %s: %v\n%s", ns, file, err, out)
+		}
+	}
+	// The Prometheus operator's monitors, which some fixtures use: lint --cluster reads them.
+	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
+		crd := fmt.Sprintf(monitorCRD, strings.ToLower(kind)+"s", kind)
+		if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "--wait", "-f", writeTemp(t, crd)).CombinedOutput(); err != nil {
+			t.Fatalf("installing the %s CRD: %v\n%s", kind, err, out)
+		}
+	}
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established", "crd/servicemonitors.monitoring.coreos.com", "crd/podmonitors.monitoring.coreos.com").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	server, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeVersion := server.Major + "." + server.Minor
+	for _, fixture := range []string{"no-readiness-probe", "no-prestop-delay", "single-replica", "recreate-strategy",
+		"no-pdb", "pdb-blocks-drain", "grace-period-too-short", "rollout-all-at-once", "prestop-needs-shell", "liveness-equals-readiness"} {
+		t.Run(fixture, func(t *testing.T) {
+			file := "../../../lint/testdata/checks/" + fixture + ".yaml"
+			ns := "lint-" + fixture
+			apply(t, ns, withSelectors(t, file))
+			fileCode, fromFile, _ := runNapctl("lint", "-f", file, "--kube-version", kubeVersion, "-o", "json")
+			code, fromCluster, stderr := runNapctl("lint", "--cluster", kubeconfig, "-n", ns, "-o", "json")
+			want, got := findingKeys(t, fromFile), findingKeys(t, fromCluster)
+			if len(want) == 0 {
+				t.Fatalf("the fixture has no finding")
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("live objects: %q\nfrom the file: %q", got, want)
+			}
+			if code != fileCode {
+				t.Errorf("exit %d, from the file %d (%s)", code, fileCode, stderr)
+			}
+			if !strings.Contains(fromCluster, `"file": "live:`) {
+				t.Errorf("findings do not name live objects:\n%s", fromCluster)
+			}
+		})
+	}
+
+	// Kubelets: a pool of 1.29 nodes cannot run the native sleep.
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lint-old", Labels: map[string]string{"pool": "lint-old"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.NodeInfo.KubeletVersion = "v1.29.15"
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const native = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      nodeSelector: {pool: POOL}
+      containers:
+      - name: api
+        image: registry.example/api:1
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {sleep: {seconds: 5}}}
+`
+	for _, tc := range []struct {
+		pool string
+		want bool
+	}{{pool: "lint-old", want: true}, {pool: "elsewhere", want: false}} {
+		ns := "lint-native-" + tc.pool
+		apply(t, ns, writeTemp(t, strings.Replace(native, "POOL", tc.pool, 1)))
+		_, out, stderr := runNapctl("lint", "--cluster", kubeconfig, "-n", ns, "-o", "json")
+		got := slices.ContainsFunc(findingKeys(t, out), func(k string) bool { return strings.HasPrefix(k, "native-sleep-unsupported ") })
+		if got != tc.want {
+			t.Errorf("pool %s: native-sleep-unsupported %v, want %v (%s)\n%s", tc.pool, got, tc.want, stderr, out)
+		}
+	}
+
+	// Flags that do not go together.
+	for _, args := range [][]string{{"--cluster", kubeconfig, "-f", "x.yaml"}, {"--cluster", kubeconfig, "--kube-version", "1.30"}, {"-n", "prod"}} {
+		if code, _, stderr := runNapctl(append([]string{"lint"}, args...)...); code != 2 || stderr == "" {
+			t.Errorf("lint %q: exit %d, stderr %q; want 2 and a reason", args, code, stderr)
+		}
+	}
+}
+
+// withSelectors writes a copy of the lint fixture file whose workloads have the
+// spec.selector the API server requires (their template's labels); the fixtures leave
+// it out, as lint does not need it.
+func withSelectors(t *testing.T, file string) string {
+	t.Helper()
+	nodes, err := kio.FromBytes(must(os.ReadFile(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		switch n.GetKind() {
+		case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet":
+		default:
+			continue
+		}
+		if sel, _ := n.Pipe(yaml.Lookup("spec", "selector")); sel != nil {
+			continue
+		}
+		labels, err := n.Pipe(yaml.Lookup("spec", "template", "metadata", "labels"))
+		if err != nil || labels == nil {
+			t.Fatalf("%s: %s %s has no template labels", file, n.GetKind(), n.GetName())
+		}
+		if err := n.PipeE(yaml.LookupCreate(yaml.MappingNode, "spec", "selector"), yaml.SetField("matchLabels", labels)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := kio.StringAll(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeTemp(t, out)
+}
+
+// writeTemp writes s to a new file and returns its path.
+func writeTemp(t *testing.T, s string) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "*.yaml")
+	if err == nil {
+		_, err = f.WriteString(s)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
+}
+
+// monitorCRD is a minimal CustomResourceDefinition of a Prometheus operator monitor
+// (plural, kind): any fields.
+const monitorCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %[1]s.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {plural: %[1]s, kind: %[2]s}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
