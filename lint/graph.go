@@ -67,6 +67,10 @@ func (w *Workload) ContainerLine(name string) int {
 	return w.Obj.Line
 }
 
+// Workloads are the workloads of objs with the Services, PDBs and HPAs linked to them,
+// as the checks see them.
+func Workloads(objs []*manifest.Object) []*Workload { return link(objs) }
+
 // link builds the workloads of objs and attaches the Services, PDBs and HPAs that
 // select or scale them, in the same namespace. Each object is decoded once and the
 // matching runs per namespace, so that large inputs stay linear in practice. Services

@@ -1,0 +1,218 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	nstatus "github.com/nap-k8s/nap/status"
+)
+
+// statusWorkloads: Deployments behind one Service each (but "batch"), a readiness probe
+// on every one, each terminating another way.
+const statusWorkloads = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: binary}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: binary}}
+  template:
+    metadata: {labels: {app: binary}}
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: app
+        image: registry.example/app:1
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {exec: {command: [/nap/nap, 5s]}}}
+        volumeMounts: [{name: nap, mountPath: /nap, readOnly: true}]
+      volumes:
+      - name: nap
+        configMap: {name: nap, defaultMode: 0555, items: [{key: nap-amd64, path: nap}]}
+      nodeSelector: {kubernetes.io/arch: amd64}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: native}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: native}}
+  template:
+    metadata: {labels: {app: native}}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {sleep: {seconds: 5}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: nohook}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: nohook}}
+  template:
+    metadata: {labels: {app: nohook}}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: batch}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: batch}}
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: binary}
+spec: {selector: {app: binary}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: native}
+spec: {selector: {app: native}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nohook}
+spec: {selector: {app: nohook}, ports: [{port: 80, targetPort: 8080}]}
+`
+
+// TestStatus: napctl status on a real API server tells each Service-backed workload's
+// means and safety (a Deployment no Service selects is not counted), takes a namespace
+// opted in to the webhook as protected only while the webhook is registered, and counts
+// a pod's FailedPreStopHook events on its Deployment with the cause.
+func TestStatus(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	kubeconfig := kubeenv.Kubeconfig(t, cfg)
+	kubectl := kubeenv.Kubectl(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for ns, labels := range map[string]map[string]string{"st-plain": nil, "st-optin": {nstatus.InjectLabel: "enabled"}} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", writeTemp(t, statusWorkloads)).CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	const cause = `Exec lifecycle hook ([/bin/sh -c sleep 5]) for Container "app" in Pod "nohook-5d9f8c6b5-x7k2p_st-plain" failed - error: rpc error: code = Unknown desc = exec: "/bin/sh": stat /bin/sh: no such file or directory`
+	for i, pod := range []string{"nohook-5d9f8c6b5-x7k2p", "nohook-5d9f8c6b5-q9r4s", "native-canary-7c4b9-zz"} { // the last is a pod of native-canary, not of native
+		_, err := cs.CoreV1().Events("st-plain").Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: pod + ".hook"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "st-plain", Name: pod},
+			Reason:         "FailedPreStopHook", Message: cause, Type: corev1.EventTypeWarning,
+			LastTimestamp: metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second)),
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	status := func(args ...string) (int, nstatus.Report, string) {
+		t.Helper()
+		code, stdout, stderr := runNapctl(append([]string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, args...)...)
+		var r nstatus.Report
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatalf("status -o json: exit %d, %v: %s %s", code, err, stdout, stderr)
+		}
+		return code, r, stderr
+	}
+	type want struct {
+		means nstatus.Means
+		safe  bool
+	}
+	check := func(r nstatus.Report, wants map[string]want) {
+		t.Helper()
+		got := map[string]nstatus.Workload{}
+		for _, ns := range r.Namespaces {
+			for _, w := range ns.Workloads {
+				got[w.Namespace+"/"+w.Name] = w
+			}
+		}
+		if len(got) != len(wants) {
+			t.Errorf("%d Service-backed workloads %v, want %d", len(got), got, len(wants))
+		}
+		for name, w := range wants {
+			if g, ok := got[name]; !ok || g.Means != w.means || g.Safe != w.safe {
+				t.Errorf("%s: %+v, want means %q safe %v", name, g, w.means, w.safe)
+			}
+		}
+	}
+
+	// Without nap's webhook: opting in protects nothing.
+	code, r, _ := status("--fail-on", "unprotected")
+	check(r, map[string]want{
+		"st-plain/binary": {nstatus.Binary, true}, "st-plain/native": {nstatus.Native, true}, "st-plain/nohook": {nstatus.None, false},
+		"st-optin/binary": {nstatus.Binary, true}, "st-optin/native": {nstatus.Native, true}, "st-optin/nohook": {nstatus.None, false},
+	})
+	if code != 1 || r.Unprotected != 2 || r.Safe != 4 || r.ByMeans[nstatus.Native] != 2 {
+		t.Errorf("exit %d, %d unprotected, %d safe, %v; want 1, 2, 4, native 2", code, r.Unprotected, r.Safe, r.ByMeans)
+	}
+	for _, ns := range r.Namespaces {
+		for _, w := range ns.Workloads {
+			switch {
+			case w.Namespace+"/"+w.Name == "st-plain/nohook":
+				if w.FailedPreStopHooks != 2 || w.LastFailure != cause || !strings.Contains(strings.Join(w.Reasons, ";"), "no-prestop-delay") {
+					t.Errorf("st-plain/nohook: %+v, want 2 failed hooks with the cause and no-prestop-delay", w)
+				}
+			case w.Name == "nohook":
+				if !strings.Contains(strings.Join(w.Reasons, ";"), "not installed") {
+					t.Errorf("st-optin/nohook: %+v, want the webhook named as missing", w)
+				}
+			case w.FailedPreStopHooks != 0:
+				t.Errorf("%s/%s: %d failed hooks, want none", w.Namespace, w.Name, w.FailedPreStopHooks)
+			}
+		}
+	}
+
+	// With it registered, the opted-in namespace's workload without a hook is protected.
+	hook := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "nap"}}
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, hook, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, r, _ = status("--fail-on", "unprotected")
+	if code != 1 || r.Unprotected != 1 {
+		t.Errorf("with the webhook: exit %d, %d unprotected; want 1, 1", code, r.Unprotected)
+	}
+	check(r, map[string]want{
+		"st-plain/binary": {nstatus.Binary, true}, "st-plain/native": {nstatus.Native, true}, "st-plain/nohook": {nstatus.None, false},
+		"st-optin/binary": {nstatus.Binary, true}, "st-optin/native": {nstatus.Native, true}, "st-optin/nohook": {nstatus.Webhook, true},
+	})
+	code, r, _ = status("-n", "st-optin", "--fail-on", "unprotected")
+	if code != 0 || r.Workloads != 3 || r.Unprotected != 0 {
+		t.Errorf("-n st-optin: exit %d, %d workloads, %d unprotected; want 0, 3, 0", code, r.Workloads, r.Unprotected)
+	}
+	code, stdout, _ := runNapctl("status", "--kubeconfig", kubeconfig, "-n", "st-plain")
+	t.Logf("napctl status -n st-plain:\n%s", stdout)
+	if code != 0 || !strings.Contains(stdout, "Deployment/nohook") || !strings.Contains(stdout, `2, last: exec: "/bin/sh": stat /bin/sh: no such file or directory`) ||
+		!strings.Contains(stdout, "3 Service-backed workloads in 1 namespaces: 2 safe (nap binary 1, native sleep 1), 1 unprotected") {
+		t.Errorf("status text: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr := runNapctl("status", "--kubeconfig", kubeconfig, "--fail-on", "everything"); code != 2 || stderr == "" {
+		t.Errorf("--fail-on everything: exit %d %q, want 2 and a reason", code, stderr)
+	}
+}

@@ -1,0 +1,143 @@
+// Package status is "napctl status": fleet coverage of a live cluster, from package
+// status over objects that package live reads.
+package status
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/live"
+	nstatus "github.com/nap-k8s/nap/status"
+)
+
+type flags struct {
+	kubeconfig string
+	namespace  string
+	output     string
+	failOn     string
+}
+
+// NewCommand returns the status command.
+func NewCommand(streams cli.IOStreams) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "status [--kubeconfig FILE] [-n NAMESPACE] [-o text|json] [--fail-on unprotected]",
+		Short: "Show which Service-backed workloads terminate without dropping requests",
+		Long: "For every workload a Service sends traffic to (every namespace, or -n): whether its\n" +
+			"pods terminate safely (a preStop delay that fits the grace period, a readiness probe,\n" +
+			"a hook that can run), by which means (native sleep, nap binary, nap webhook, their own\n" +
+			"hook), the reasons of every unprotected one, and its pods' FailedPreStopHook events.\n" +
+			"Works with or without nap's controller installed; it only reads.\n\n" +
+			"Exit status: 0, or 1 with --fail-on unprotected when a workload is unprotected; 2 when\n" +
+			"the cluster cannot be read.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
+	}
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config); its current context")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
+	return cmd
+}
+
+func run(streams cli.IOStreams, f *flags) error {
+	switch f.output {
+	case "text", "json":
+	default:
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-o %q: want text or json", f.output)}
+	}
+	if f.failOn != "" && f.failOn != "unprotected" {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--fail-on %q: want unprotected", f.failOn)}
+	}
+	in, err := gather(streams, f)
+	if err != nil {
+		return &cli.ExitError{Code: 2, Err: err}
+	}
+	r := nstatus.Compute(in)
+	var out bytes.Buffer // nothing half-written: render fully, then write
+	if f.output == "json" {
+		err = nstatus.JSON(&out, r)
+	} else {
+		err = nstatus.Text(&out, r)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := streams.Out.Write(out.Bytes()); err != nil {
+		return err
+	}
+	if f.failOn == "unprotected" && r.Unprotected > 0 {
+		return &cli.ExitError{Code: 1}
+	}
+	return nil
+}
+
+// gather reads what status judges from the cluster: its versions, the live objects,
+// the opted-in namespaces, whether nap's webhook is registered, FailedPreStopHook events.
+func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
+	var in nstatus.Input
+	path := f.kubeconfig
+	if path == "" {
+		if path = os.Getenv("KUBECONFIG"); path == "" {
+			home, _ := os.UserHomeDir()
+			path = filepath.Join(home, ".kube", "config")
+		}
+	}
+	cfg, err := cli.RESTConfig(path)
+	if err != nil {
+		return in, err
+	}
+	v, nodes, err := cli.ClusterVersionsOf(cfg)
+	if err != nil {
+		return in, err
+	}
+	in.Lint.KubeVersion, in.Lint.Nodes = &v, nodes
+	ctx := context.Background()
+	if in.Objects, err = live.Read(ctx, cfg, f.namespace); err != nil {
+		return in, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return in, err
+	}
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: nstatus.InjectLabel + "=enabled"})
+	if err != nil {
+		return in, fmt.Errorf("listing opted-in namespaces: %w", err)
+	}
+	in.OptedIn = map[string]bool{}
+	for _, ns := range nss.Items {
+		in.OptedIn[ns.Name] = true
+	}
+	_, err = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		in.WebhookInstalled = true
+	case !apierrors.IsNotFound(err):
+		fmt.Fprintf(streams.ErrOut, "napctl status: cannot tell whether nap's webhook is installed (%v): counting it as not\n", err)
+	}
+	events, err := cs.CoreV1().Events(f.namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
+	if err != nil {
+		return in, fmt.Errorf("listing FailedPreStopHook events: %w", err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind != "Pod" {
+			continue
+		}
+		t := e.LastTimestamp.Time
+		if t.IsZero() {
+			t = e.EventTime.Time
+		}
+		in.Events = append(in.Events, nstatus.Event{Namespace: e.Namespace, Pod: e.InvolvedObject.Name, Message: e.Message, Time: t})
+	}
+	return in, nil
+}

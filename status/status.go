@@ -1,0 +1,190 @@
+package status
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nap-k8s/nap/lint"
+	"github.com/nap-k8s/nap/manifest"
+)
+
+// Means is how a workload's pods get their preStop delay.
+type Means string
+
+const (
+	Native  Means = "native sleep" // lifecycle.preStop.sleep
+	Binary  Means = "nap binary"   // an exec hook running nap
+	Webhook Means = "nap webhook"  // none in the template; nap's webhook adds it to each pod
+	OwnHook Means = "own hook"     // another exec or httpGet hook
+	None    Means = "none"
+)
+
+// InjectLabel on a namespace or pod template opts in ("enabled") or out ("disabled") of
+// nap's webhook (controller.InjectLabel).
+const InjectLabel = "nap.dev/inject"
+
+// Event is a FailedPreStopHook event of a pod.
+type Event struct {
+	Namespace, Pod, Message string
+	Time                    time.Time
+}
+
+// Input is what Compute judges.
+type Input struct {
+	Objects []*manifest.Object
+	// OptedIn are the namespaces labelled InjectLabel=enabled.
+	OptedIn map[string]bool
+	// WebhookInstalled tells whether nap's webhook is registered: opting in protects
+	// nothing without it.
+	WebhookInstalled bool
+	Events           []Event
+	Lint             lint.Options
+}
+
+// Workload is one Service-backed workload's coverage.
+type Workload struct {
+	Namespace string   `json:"namespace"`
+	Kind      string   `json:"kind"`
+	Name      string   `json:"name"`
+	Means     Means    `json:"means"`
+	Safe      bool     `json:"safe"`
+	Reasons   []string `json:"reasons,omitempty"` // why not safe: "check-id: message"
+	// FailedPreStopHooks counts its pods' FailedPreStopHook events; LastFailure is the
+	// latest one's message (the cause: no shell, no binary, ...).
+	FailedPreStopHooks int    `json:"failedPreStopHooks,omitempty"`
+	LastFailure        string `json:"lastFailure,omitempty"`
+}
+
+// Namespace is one namespace's coverage.
+type Namespace struct {
+	Name        string     `json:"name"`
+	Workloads   []Workload `json:"workloads"`
+	Safe        int        `json:"safe"`
+	Unprotected int        `json:"unprotected"`
+}
+
+// Report is the whole cluster's coverage.
+type Report struct {
+	Namespaces  []Namespace   `json:"namespaces"`
+	Workloads   int           `json:"workloads"`
+	Safe        int           `json:"safe"`
+	Unprotected int           `json:"unprotected"`
+	ByMeans     map[Means]int `json:"byMeans"` // safe workloads by means
+}
+
+// reasonChecks are the lint checks whose findings mean the pods may drop requests when
+// they terminate: the termination path and hooks that cannot run.
+var reasonChecks = map[string]bool{
+	lint.NoReadinessProbe: true, lint.NoPreStopDelay: true, lint.PreStopNeedsShell: true,
+	lint.GracePeriodTooShort: true, lint.NativeSleepExceedsGrace: true, lint.NativeSleepUnsupported: true,
+	lint.NapVolumeNotExecutable: true, lint.NapArchMismatch: true, lint.NapVolumeMissing: true,
+}
+
+// webhookWaives are the findings on a template that nap's webhook mends in each pod.
+var webhookWaives = map[string]bool{lint.NoPreStopDelay: true, lint.GracePeriodTooShort: true}
+
+// Compute judges every Service-backed workload of in.Objects.
+func Compute(in Input) Report {
+	reasons := map[string][]lint.Finding{}
+	for _, f := range lint.Lint(in.Objects, in.Lint) {
+		if reasonChecks[f.ID] {
+			reasons[f.Object] = append(reasons[f.Object], f)
+		}
+	}
+	byNS := map[string]*Namespace{}
+	r := Report{ByMeans: map[Means]int{}}
+	for _, w := range lint.Workloads(in.Objects) {
+		if !w.BehindService() {
+			continue
+		}
+		s := Workload{Namespace: w.Obj.Namespace, Kind: w.Obj.Kind, Name: w.Obj.Name, Means: means(w)}
+		optOut := w.Labels[InjectLabel] == "disabled"
+		if s.Means == None && !optOut && (in.OptedIn[s.Namespace] || w.Labels[InjectLabel] == "enabled") {
+			if in.WebhookInstalled {
+				s.Means = Webhook
+			} else {
+				s.Reasons = append(s.Reasons, "opted in to nap's webhook, which is not installed")
+			}
+		}
+		for _, f := range reasons[w.Obj.Ref()] {
+			if s.Means == Webhook && webhookWaives[f.ID] {
+				continue
+			}
+			s.Reasons = append(s.Reasons, f.ID+": "+f.Message)
+		}
+		s.Safe = s.Means != None && len(s.Reasons) == 0
+		var last time.Time
+		for _, e := range in.Events {
+			if e.Namespace == s.Namespace && podOf(s.Kind, s.Name, e.Pod) {
+				s.FailedPreStopHooks++
+				if !e.Time.Before(last) {
+					last, s.LastFailure = e.Time, e.Message
+				}
+			}
+		}
+		ns := byNS[s.Namespace]
+		if ns == nil {
+			ns = &Namespace{Name: s.Namespace, Workloads: []Workload{}}
+			byNS[s.Namespace] = ns
+		}
+		ns.Workloads = append(ns.Workloads, s)
+		r.Workloads++
+		if s.Safe {
+			ns.Safe++
+			r.Safe++
+			r.ByMeans[s.Means]++
+		} else {
+			ns.Unprotected++
+			r.Unprotected++
+		}
+	}
+	for _, ns := range byNS {
+		slices.SortFunc(ns.Workloads, func(a, b Workload) int { return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name) })
+		r.Namespaces = append(r.Namespaces, *ns)
+	}
+	slices.SortFunc(r.Namespaces, func(a, b Namespace) int { return strings.Compare(a.Name, b.Name) })
+	return r
+}
+
+// means is how the workload's serving containers get their delay: the first container
+// with a preStop hook decides.
+func means(w *lint.Workload) Means {
+	for _, c := range w.PodSpec.Containers {
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+			continue
+		}
+		h := c.Lifecycle.PreStop
+		switch {
+		case h.Sleep != nil:
+			return Native
+		case h.Exec != nil && len(h.Exec.Command) > 0 && path.Base(h.Exec.Command[0]) == "nap":
+			return Binary
+		default:
+			return OwnHook
+		}
+	}
+	return None
+}
+
+// podOf tells whether pod is named as the controller of kind/name names its pods:
+// name-<template hash>-<suffix> (Deployment), name-<ordinal> (StatefulSet),
+// name-<suffix> (DaemonSet). The pods of a failed hook are often gone: the name is
+// what the event keeps.
+func podOf(kind, name, pod string) bool {
+	rest, ok := strings.CutPrefix(pod, name+"-")
+	if !ok || rest == "" {
+		return false
+	}
+	parts := strings.Split(rest, "-")
+	switch kind {
+	case "Deployment":
+		return len(parts) == 2
+	case "StatefulSet":
+		return len(parts) == 1 && strings.Trim(rest, "0123456789") == ""
+	case "DaemonSet":
+		return len(parts) == 1
+	}
+	return false
+}
