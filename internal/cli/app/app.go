@@ -14,8 +14,8 @@ import (
 	"github.com/nap-k8s/nap/internal/cli/inject"
 	"github.com/nap-k8s/nap/internal/cli/install"
 	"github.com/nap-k8s/nap/internal/cli/lint"
-	"github.com/nap-k8s/nap/internal/cli/status"
 	"github.com/nap-k8s/nap/internal/cli/probe"
+	"github.com/nap-k8s/nap/internal/cli/status"
 	"github.com/nap-k8s/nap/internal/version"
 )
 
