@@ -44,24 +44,9 @@ func findingKeys(t *testing.T, stdout string) []string {
 // nodes: a native sleep on a pool of 1.29 kubelets is reported, the same Deployment
 // elsewhere is not.
 func TestLintCluster(t *testing.T) {
-	cfg := kubeenv.APIServer(t)
-	kubeconfig := kubeenv.Kubeconfig(t, cfg)
-	kubectl := kubeenv.Kubectl(t)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, kubeconfig, kubectl := envtestCluster(t)
 	ctx := context.Background()
-	apply := func(t *testing.T, ns, file string) {
-		t.Helper()
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl apply -n %s -f %s: %v\n%s", ns, file, err, out)
-		}
-	}
+	apply := func(t *testing.T, ns, file string) { applyIn(t, cs, kubectl, kubeconfig, ns, nil, file) }
 	// The Prometheus operator's monitors, which some fixtures use: lint --cluster reads them.
 	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
 		crd := fmt.Sprintf(monitorCRD, strings.ToLower(kind)+"s", kind)
@@ -144,6 +129,28 @@ spec:
 		if code, _, stderr := runNapctl(append([]string{"lint"}, args...)...); code != 2 || stderr == "" {
 			t.Errorf("lint %q: exit %d, stderr %q; want 2 and a reason", args, code, stderr)
 		}
+	}
+}
+
+// envtestCluster is the package's API server: a client, a kubeconfig and kubectl.
+func envtestCluster(t *testing.T) (cs kubernetes.Interface, kubeconfig, kubectl string) {
+	t.Helper()
+	cfg := kubeenv.APIServer(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, kubeenv.Kubeconfig(t, cfg), kubeenv.Kubectl(t)
+}
+
+// applyIn creates namespace ns with labels and applies file in it with kubectl.
+func applyIn(t *testing.T, cs kubernetes.Interface, kubectl, kubeconfig, ns string, labels map[string]string, file string) {
+	t.Helper()
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -n %s -f %s: %v\n%s", ns, file, err, out)
 	}
 }
 

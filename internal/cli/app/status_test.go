@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	nstatus "github.com/nap-k8s/nap/status"
 )
 
@@ -103,21 +100,10 @@ spec: {selector: {app: nohook}, ports: [{port: 80, targetPort: 8080}]}
 // opted in to the webhook as protected only while the webhook is registered, and counts
 // a pod's FailedPreStopHook events on its Deployment with the cause.
 func TestStatus(t *testing.T) {
-	cfg := kubeenv.APIServer(t)
-	kubeconfig := kubeenv.Kubeconfig(t, cfg)
-	kubectl := kubeenv.Kubectl(t)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, kubeconfig, kubectl := envtestCluster(t)
 	ctx := context.Background()
 	for ns, labels := range map[string]map[string]string{"st-plain": nil, "st-optin": {nstatus.InjectLabel: "enabled"}} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", writeTemp(t, statusWorkloads)).CombinedOutput(); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
+		applyIn(t, cs, kubectl, kubeconfig, ns, labels, writeTemp(t, statusWorkloads))
 	}
 	const cause = `Exec lifecycle hook ([/bin/sh -c sleep 5]) for Container "app" in Pod "nohook-5d9f8c6b5-x7k2p_st-plain" failed - error: rpc error: code = Unknown desc = exec: "/bin/sh": stat /bin/sh: no such file or directory`
 	for i, pod := range []string{"nohook-5d9f8c6b5-x7k2p", "nohook-5d9f8c6b5-q9r4s", "native-canary-7c4b9-zz"} { // the last is a pod of native-canary, not of native
