@@ -180,11 +180,11 @@ func TestCertsWebhook(t *testing.T) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: "someone-else"},
 	}
-	other.Webhooks = WebhookConfiguration("x", "elsewhere", "x", nil).Webhooks
+	other.Webhooks = WebhookConfiguration("x", "elsewhere", "x", nil, PolicyOptIn).Webhooks
 	for i := range other.Webhooks {
 		other.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"never": "true"}}
 	}
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil), other)
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn), other)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, err := client.New(cfg, client.Options{})

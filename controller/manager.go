@@ -35,6 +35,7 @@ type ManagerOptions struct {
 	Webhook bool
 	Kube    kube.Version
 	Delay   string // the default preStop delay
+	Policy  Policy // for pods not opted in explicitly (default opt-in); see Policy
 	// Namespace, SecretName, Service and Configuration locate the webhook's TLS (see
 	// Certs); CertDir serves a certificate from a folder instead (cert-manager).
 	Namespace, SecretName, Service, Configuration, CertDir string
@@ -113,11 +114,25 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
 		return err
 	}
 	v := o.Kube
-	srv.Register(WebhookPath, (&Injector{
+	explicit := Injector{
 		Options:  inject.Options{Kube: &v, Delay: o.Delay, ConfigMap: o.ConfigMap},
 		Nodes:    NodesFrom(mgr.GetCache()),
 		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
-	}).Handler())
+	}
+	srv.Register(WebhookPath, explicit.Handler())
+	// The policy webhook reads namespaces and Services from informers that start with the
+	// manager; the Publisher's cache already holds the namespaces.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{}); err != nil {
+		return err
+	}
+	policy := explicit
+	policy.Policy = o.Policy
+	if policy.Policy == "" {
+		policy.Policy = PolicyOptIn
+	}
+	policy.NamespaceLabels = NamespaceLabelsFrom(mgr.GetCache())
+	policy.Services = ServicesFrom(mgr.GetCache())
+	srv.Register(PolicyWebhookPath, policy.Handler())
 	if err := mgr.Add(srv); err != nil {
 		return err
 	}

@@ -15,7 +15,11 @@ var (
 	conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_conflicts_total", Help: "Reconciles that found a nap ConfigMap that the controller does not own."})
 
 	// The webhook.
-	admissions       = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, error."}, []string{"result"})
+	admissions       = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, audit, error."}, []string{"result"})
+	// auditWouldInject counts, by namespace, the pods the audit policy admitted unchanged
+	// that the default policy would have given a delay: what moving to default changes.
+	auditWouldInject = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_audit_would_inject_total",
+		Help: "Pods admitted unchanged under the audit policy that the default policy would give a preStop delay, by namespace."}, []string{"namespace"})
 	admissionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nap_admission_duration_seconds", Help: "Time to answer a Pod admission.",
 		Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}})
 
@@ -26,5 +30,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(published, repaired, removed, conflicts, admissions, admissionSeconds, certNotAfter)
+	metrics.Registry.MustRegister(published, repaired, removed, conflicts, admissions, auditWouldInject, admissionSeconds, certNotAfter)
 }

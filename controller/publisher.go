@@ -55,7 +55,19 @@ func CacheOptions(name string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
 		&corev1.Node{}:      {Transform: slimNode},
+		&corev1.Service{}:   {Transform: slimService},
 	}}
+}
+
+// slimService keeps what the policy webhook reads of a Service: its selector.
+func slimService(o any) (any, error) {
+	s, ok := o.(*corev1.Service)
+	if !ok {
+		return o, nil
+	}
+	slim := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, UID: s.UID}}
+	slim.Spec.Selector = s.Spec.Selector
+	return slim, nil
 }
 
 // slimNode keeps what kube.NodeOf reads of a Node.

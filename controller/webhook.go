@@ -41,8 +41,16 @@ type Injector struct {
 	// may run the pod has it. Unset or failing: the skew policy's oldest kubelet.
 	Nodes func(context.Context) ([]kube.Node, error)
 	// Recorder, when set, gets a Warning event on the namespace for a pod the webhook
-	// could not read.
+	// could not read, and a Normal one for each pod the audit policy would change.
 	Recorder record.EventRecorder
+
+	// Policy, when set, makes this the policy webhook (PolicyWebhookPath): it answers for
+	// pods that are not opted in explicitly, in namespaces under a policy, and decides
+	// with the namespace's PolicyLabel (else Policy) and its Services, both read through
+	// NamespaceLabels and Services (informer caches: never an API call per admission).
+	Policy          Policy
+	NamespaceLabels func(context.Context, string) (map[string]string, error)
+	Services        func(context.Context, string) ([]corev1.Service, error)
 }
 
 // NodesFrom lists nodes through r (the manager's cache) for Injector.Nodes.
@@ -68,9 +76,15 @@ func NodesFrom(r client.Reader) func(context.Context) ([]kube.Node, error) {
 type admissionPod struct {
 	Kind     string `json:"kind"`
 	Metadata struct {
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
+		Labels          map[string]string `json:"labels"`
+		Annotations     map[string]string `json:"annotations"`
+		OwnerReferences []struct {
+			Kind string `json:"kind"`
+		} `json:"ownerReferences"`
 	} `json:"metadata"`
+	Spec struct {
+		RestartPolicy corev1.RestartPolicy `json:"restartPolicy"`
+	} `json:"spec"`
 }
 
 var _ admission.Handler = (*Injector)(nil)
@@ -106,6 +120,21 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("opted out")
 	}
+	var audit string // under the audit policy: why the pod would get the delay
+	if i.Policy != "" && pod.Metadata.Labels[InjectLabel] != "enabled" {
+		d, err := i.decide(ctx, req.Namespace, &pod)
+		if err != nil {
+			admissions.WithLabelValues("error").Inc()
+			return admission.Allowed("").WithWarnings("nap: " + err.Error())
+		}
+		if !d.candidate {
+			admissions.WithLabelValues("skipped").Inc()
+			return admission.Allowed(d.why)
+		}
+		if d.policy == PolicyAudit {
+			audit = d.why
+		}
+	}
 	opts := i.Options
 	if d := strings.TrimSpace(pod.Metadata.Annotations[DelayAnnotation]); d != "" {
 		opts.Delay = d
@@ -131,8 +160,73 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		admissions.WithLabelValues("unchanged").Inc()
 		return admission.Allowed("nothing to add")
 	}
+	if audit != "" {
+		admissions.WithLabelValues("audit").Inc()
+		auditWouldInject.WithLabelValues(req.Namespace).Inc()
+		msg := fmt.Sprintf("nap (audit policy): pod %s would get a %s preStop delay (%s); admitted unchanged", podName(req), opts.Delay, audit)
+		if i.Recorder != nil {
+			i.Recorder.Event(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}, corev1.EventTypeNormal, "NapAuditWouldInject", msg)
+		}
+		return admission.Allowed("audit").WithWarnings(msg)
+	}
 	admissions.WithLabelValues("injected").Inc()
 	return admission.PatchResponseFromRaw(doc, out)
+}
+
+// decision is the policy webhook's answer for one pod.
+type decision struct {
+	policy    Policy // in force in the pod's namespace
+	candidate bool   // the policy gives it the delay (or, under audit, would)
+	why       string
+}
+
+// decide is the policy webhook's decision for a pod not opted in by its own label.
+func (i *Injector) decide(ctx context.Context, ns string, pod *admissionPod) (decision, error) {
+	var nsLabels map[string]string
+	if i.NamespaceLabels != nil {
+		var err error
+		if nsLabels, err = i.NamespaceLabels(ctx, ns); err != nil {
+			return decision{}, fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	switch nsLabels[InjectLabel] {
+	case "enabled": // the explicit webhook's pods, should one come here
+		return decision{policy: PolicyDefault, candidate: true, why: "namespace opted in"}, nil
+	case "disabled":
+		return decision{policy: PolicyOptIn, why: "namespace opted out"}, nil
+	}
+	policy := i.Policy
+	if p, err := ParsePolicy(nsLabels[PolicyLabel]); err == nil {
+		policy = p
+	}
+	if policy == PolicyOptIn {
+		return decision{policy: policy, why: "not opted in"}, nil
+	}
+	var owners []string
+	for _, o := range pod.Metadata.OwnerReferences {
+		owners = append(owners, o.Kind)
+	}
+	ok, why, err := decide(policyPod{OwnerKinds: owners, RestartPolicy: pod.Spec.RestartPolicy,
+		ServiceSelected: func() (string, bool, error) {
+			if i.Services == nil {
+				return "", false, nil
+			}
+			svcs, err := i.Services(ctx, ns)
+			if err != nil {
+				return "", false, fmt.Errorf("the Services of %s: %w", ns, err)
+			}
+			name, ok := serviceBacked(svcs, pod.Metadata.Labels)
+			return name, ok, nil
+		}})
+	return decision{policy: policy, candidate: ok, why: why}, err
+}
+
+// podName names the pod of req for people: its name, or that it has none yet.
+func podName(req admission.Request) string {
+	if req.Name != "" {
+		return req.Namespace + "/" + req.Name
+	}
+	return "in " + req.Namespace + " (its name not yet generated)"
 }
 
 // undecodable admits a pod the webhook could not read, unchanged, and says so: in the

@@ -27,7 +27,7 @@ import (
 
 // TestWebhook has the real kube-apiserver call the Injector over TLS for Pod creates.
 func TestWebhook(t *testing.T) {
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil))
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn))
 	v := kube.Version{Major: 1, Minor: 34}
 	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
 	srv.Register(WebhookPath, (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler())

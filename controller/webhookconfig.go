@@ -5,24 +5,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WebhookPath is where the webhook server answers Pod admissions.
-const WebhookPath = "/mutate-pod"
+// WebhookPath is where the webhook server answers the admissions of pods opted in
+// explicitly; PolicyWebhookPath those of the other pods of namespaces under a policy.
+const (
+	WebhookPath       = "/mutate-pod"
+	PolicyWebhookPath = "/mutate-pod-policy"
+)
 
 // WebhookConfiguration is the MutatingWebhookConfiguration of the Injector served by
-// Service svcNamespace/svcName. Two webhooks: one for pods labelled nap.dev/inject:
-// enabled, one for every pod of a namespace so labelled; a pod labelled disabled, the
-// controller's namespace and kube-system never reach the webhook. Both are Ignore on
-// failure, have no side effects, a short timeout, and are reinvoked if another webhook
-// adds a container.
-func WebhookConfiguration(name, svcNamespace, svcName string, caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
+// Service svcNamespace/svcName. Three webhooks: one for pods labelled nap.dev/inject:
+// enabled, one for every pod of a namespace so labelled, and one (PolicyWebhookPath)
+// for the other pods of the namespaces under the default or audit policy: those whose
+// PolicyLabel says so, and with policy default or audit installed, every namespace whose
+// label does not say opt-in. A pod or namespace labelled disabled, the controller's
+// namespace and kube-system never reach the webhook. All are Ignore on failure, have no
+// side effects, a short timeout, and are reinvoked if another webhook adds a container.
+func WebhookConfiguration(name, svcNamespace, svcName string, caBundle []byte, policy Policy) *admissionregistrationv1.MutatingWebhookConfiguration {
 	none := admissionregistrationv1.SideEffectClassNone
 	ignore := admissionregistrationv1.Ignore
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	timeout := int32(5)
-	path := WebhookPath
 	excluded := metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{svcNamespace, "kube-system"}}
 	notDisabled := metav1.LabelSelectorRequirement{Key: InjectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}}
-	hook := func(hookName string, ns, obj *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
+	explicit := metav1.LabelSelectorRequirement{Key: InjectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"enabled", "disabled"}}
+	underPolicy := metav1.LabelSelectorRequirement{Key: PolicyLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{string(PolicyDefault), string(PolicyAudit)}}
+	if policy == PolicyDefault || policy == PolicyAudit {
+		underPolicy = metav1.LabelSelectorRequirement{Key: PolicyLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{string(PolicyOptIn)}}
+	}
+	hook := func(hookName, path string, ns, obj *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
 		return admissionregistrationv1.MutatingWebhook{
 			Name: hookName,
 			Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -46,12 +56,15 @@ func WebhookConfiguration(name, svcNamespace, svcName string, caBundle []byte) *
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{
-			hook("pods.nap.dev",
+			hook("pods.nap.dev", WebhookPath,
 				&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{excluded}},
 				&metav1.LabelSelector{MatchLabels: map[string]string{InjectLabel: "enabled"}}),
-			hook("namespace-pods.nap.dev",
+			hook("namespace-pods.nap.dev", WebhookPath,
 				&metav1.LabelSelector{MatchLabels: map[string]string{InjectLabel: "enabled"}, MatchExpressions: []metav1.LabelSelectorRequirement{excluded}},
 				&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notDisabled}}),
+			hook("policy-pods.nap.dev", PolicyWebhookPath,
+				&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{excluded, explicit, underPolicy}},
+				&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{explicit}}),
 		},
 	}
 }

@@ -32,6 +32,9 @@ type Options struct {
 	// controller bootstraps and rotates its own (Certs).
 	CertManager bool
 	Delay       string // the webhook's default delay (default 10s)
+	// Policy is which pods get the delay without an explicit opt-in (default opt-in);
+	// PolicyLabel on a namespace overrides it there.
+	Policy controller.Policy
 	// NamespaceSelector and ExcludeNamespaces choose where the ConfigMap is published
 	// (default every namespace); see napctl controller.
 	NamespaceSelector string
@@ -98,6 +101,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 			// The kubelets' versions: the native sleep only where every kubelet has it.
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		}}
@@ -130,9 +134,17 @@ func Objects(o Options) ([]runtime.Object, error) {
 		},
 	}}
 
+	policy := o.Policy
+	if policy == "" {
+		policy = controller.PolicyOptIn
+	}
+	if _, err := controller.ParsePolicy(string(policy)); err != nil {
+		return nil, err
+	}
 	args := []string{"controller",
 		"--namespace=" + ns,
 		"--delay=" + o.Delay,
+		"--policy=" + string(policy),
 		fmt.Sprintf("--webhook-port=%d", controller.WebhookPort),
 		fmt.Sprintf("--metrics-bind-address=:%d", controller.MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", controller.HealthPort),
@@ -203,7 +215,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
 		MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
 
-	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil)
+	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, policy)
 	mwc.Labels = appLabels
 	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
 	if o.CertManager {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/lint"
@@ -30,6 +31,7 @@ func TestInstallGolden(t *testing.T) {
 		{"testdata/cert-manager.yaml", Options{CertManager: true}},
 		{"testdata/custom.yaml", Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s",
 			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}}},
+		{"testdata/policy-default.yaml", Options{Policy: controller.PolicyDefault}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			got, err := YAML(tc.opts)
@@ -58,6 +60,7 @@ func TestInstallBadOptions(t *testing.T) {
 		{Options{Delay: "soon"}, `"soon"`},
 		{Options{NamespaceSelector: "team in ("}, `namespace selector "team in ("`},
 		{Options{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
+		{Options{Policy: "everything"}, `policy "everything"`},
 	} {
 		if _, err := Objects(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one naming %s", tc.opts, err, tc.want)

@@ -39,6 +39,7 @@ type flags struct {
 	webhookConfig     string
 	webhookPort       int
 	delay             string
+	policy            string
 }
 
 // NewCommand returns the controller command.
@@ -71,6 +72,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.webhookService, "webhook-service", controller.Name, "the webhook's Service in --namespace (the certificate's names)")
 	fl.StringVar(&f.webhookConfig, "webhook-configuration", controller.Name, "the MutatingWebhookConfiguration whose caBundle to keep; empty: none")
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "the webhook's port")
+	fl.StringVar(&f.policy, "policy", string(controller.PolicyOptIn), "which pods get the delay without an explicit opt-in: opt-in, default or audit (the namespace label "+controller.PolicyLabel+" overrides it)")
 	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
 	return cmd
 }
@@ -79,6 +81,10 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	sel, err := labels.Parse(f.namespaceSelector)
 	if err != nil {
 		return fmt.Errorf("--namespace-selector: %w", err)
+	}
+	policy, err := controller.ParsePolicy(f.policy)
+	if err != nil {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--policy: %w", err)}
 	}
 	if _, err := inject.NewPlan(inject.Options{Delay: f.delay}); err != nil {
 		return err
@@ -111,7 +117,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	o := controller.ManagerOptions{
 		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Version: version.Version,
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
-		Webhook: f.webhook, Delay: f.delay, Namespace: f.namespace, SecretName: f.webhookSecret,
+		Webhook: f.webhook, Delay: f.delay, Policy: policy, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
 		Log: log,
 	}
