@@ -15,7 +15,7 @@ var (
 	conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_conflicts_total", Help: "Reconciles that found a nap ConfigMap that the controller does not own."})
 
 	// The webhook.
-	admissions       = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, audit, error."}, []string{"result"})
+	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, audit, error."}, []string{"result"})
 	// auditWouldInject counts, by namespace, the pods the audit policy admitted unchanged
 	// that the default policy would have given a delay: what moving to default changes.
 	auditWouldInject = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_audit_would_inject_total",
