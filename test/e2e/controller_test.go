@@ -77,7 +77,11 @@ func installController(t *testing.T, cs *kubernetes.Clientset) {
 	}
 	for {
 		m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{})
-		if err == nil && len(m.Webhooks) == 2 && len(m.Webhooks[0].ClientConfig.CABundle) > 0 && len(m.Webhooks[1].ClientConfig.CABundle) > 0 {
+		set := err == nil && len(m.Webhooks) == len(controller.WebhookConfiguration("", "", "", nil, controller.PolicyOptIn).Webhooks)
+		for i := 0; set && i < len(m.Webhooks); i++ {
+			set = len(m.Webhooks[i].ClientConfig.CABundle) > 0
+		}
+		if set {
 			break
 		}
 		if time.Now().After(deadline) {
