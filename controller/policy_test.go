@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
@@ -59,19 +59,8 @@ func TestWebhookPolicies(t *testing.T) {
 	explicit := Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}
 	policy := explicit
 	policy.Policy, policy.NamespaceLabels, policy.Services, policy.Recorder = PolicyOptIn, NamespaceLabelsFrom(c), ServicesFrom(c), recorder
-	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
-	srv.Register(WebhookPath, explicit.Handler())
-	srv.Register(PolicyWebhookPath, policy.Handler())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go srv.Start(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.StartedChecker()(nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: explicit.Handler(), PolicyWebhookPath: policy.Handler()})
+	ctx := context.Background()
 	warned := &warnings{}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = warned

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nap-k8s/nap/inject"
@@ -29,18 +31,8 @@ import (
 func TestWebhook(t *testing.T) {
 	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn))
 	v := kube.Version{Major: 1, Minor: 34}
-	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
-	srv.Register(WebhookPath, (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go srv.Start(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.StartedChecker()(nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler()})
+	ctx := context.Background()
 
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -113,6 +105,24 @@ func TestWebhook(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// serveWebhooks serves handlers (by path) where envtest's API server calls its webhooks,
+// until the test ends.
+func serveWebhooks(t *testing.T, wopts *envtest.WebhookInstallOptions, handlers map[string]http.Handler) {
+	t.Helper()
+	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
+	for path, h := range handlers {
+		srv.Register(path, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go srv.Start(ctx)
+	for deadline := time.Now().Add(10 * time.Second); srv.StartedChecker()(nil) != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook server did not start")
+		}
 	}
 }
 
