@@ -36,31 +36,6 @@ func ParsePolicy(s string) (Policy, error) {
 	return "", fmt.Errorf("policy %q: want %s, %s or %s", s, PolicyOptIn, PolicyDefault, PolicyAudit)
 }
 
-// policyPod is what the policies read of a pod.
-type policyPod struct {
-	OwnerKinds      []string
-	RestartPolicy   corev1.RestartPolicy
-	ServiceSelected func() (string, bool, error) // the first Service whose selector matches
-}
-
-// decide is the policy's answer for a pod that is not explicitly opted in: whether it
-// is a candidate for the delay, and why (or why not).
-func decide(p policyPod) (bool, string, error) {
-	for _, k := range p.OwnerKinds {
-		if k == "Job" || k == "CronJob" {
-			return false, "a Job's pod", nil
-		}
-	}
-	if p.RestartPolicy != "" && p.RestartPolicy != corev1.RestartPolicyAlways {
-		return false, "restartPolicy " + string(p.RestartPolicy), nil
-	}
-	svc, ok, err := p.ServiceSelected()
-	if err != nil || !ok {
-		return false, "no Service selects it", err
-	}
-	return true, "Service " + svc + " selects it", nil
-}
-
 // serviceBacked is "backing a Service": a Service in the pod's namespace with a
 // non-empty spec.selector that matches the pod's labels (what sends it traffic through
 // kube-proxy and the EndpointSlice controller).

@@ -26,7 +26,7 @@ import (
 // The labels and annotation that drive the webhook.
 const (
 	// InjectLabel on a pod or its namespace opts in ("enabled") or out ("disabled").
-	InjectLabel = "nap.dev/inject"
+	InjectLabel = kube.InjectLabel
 	// DelayAnnotation on a pod sets the delay, in nap's syntax; default the Injector's.
 	DelayAnnotation = "nap.dev/delay"
 )
@@ -202,23 +202,25 @@ func (i *Injector) decide(ctx context.Context, ns string, pod *admissionPod) (de
 	if policy == PolicyOptIn {
 		return decision{policy: policy, why: "not opted in"}, nil
 	}
-	var owners []string
 	for _, o := range pod.Metadata.OwnerReferences {
-		owners = append(owners, o.Kind)
+		if o.Kind == "Job" || o.Kind == "CronJob" {
+			return decision{policy: policy, why: "a Job's pod"}, nil
+		}
 	}
-	ok, why, err := decide(policyPod{OwnerKinds: owners, RestartPolicy: pod.Spec.RestartPolicy,
-		ServiceSelected: func() (string, bool, error) {
-			if i.Services == nil {
-				return "", false, nil
-			}
-			svcs, err := i.Services(ctx, ns)
-			if err != nil {
-				return "", false, fmt.Errorf("the Services of %s: %w", ns, err)
-			}
-			name, ok := serviceBacked(svcs, pod.Metadata.Labels)
-			return name, ok, nil
-		}})
-	return decision{policy: policy, candidate: ok, why: why}, err
+	if r := pod.Spec.RestartPolicy; r != "" && r != corev1.RestartPolicyAlways {
+		return decision{policy: policy, why: "restartPolicy " + string(r)}, nil
+	}
+	var svcs []corev1.Service
+	if i.Services != nil {
+		var err error
+		if svcs, err = i.Services(ctx, ns); err != nil {
+			return decision{}, fmt.Errorf("the Services of %s: %w", ns, err)
+		}
+	}
+	if name, ok := serviceBacked(svcs, pod.Metadata.Labels); ok {
+		return decision{policy: policy, candidate: true, why: "Service " + name + " selects it"}, nil
+	}
+	return decision{policy: policy, why: "no Service selects it"}, nil
 }
 
 // podName names the pod of req for people: its name, or that it has none yet.

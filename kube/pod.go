@@ -11,5 +11,9 @@ const (
 	ControllerImageNapPath = "/nap"
 )
 
+// InjectLabel on a pod (template) or namespace opts in ("enabled") to nap's webhook, or
+// out ("disabled"); the controller reads it at admission, napctl status in reports.
+const InjectLabel = "nap.dev/inject"
+
 // KeyForArch is the ConfigMap key of the binary for arch ("nap-amd64").
 func KeyForArch(arch string) string { return "nap-" + arch }

@@ -142,7 +142,7 @@ func Lint(objs []*manifest.Object, opts Options) []Finding {
 	c := &Context{Options: opts}
 	checks := Checks()
 	var out []Finding
-	for _, w := range link(objs) {
+	for _, w := range Workloads(objs) {
 		ignored := ignoredChecks(w.Obj)
 		for _, chk := range checks {
 			if opts.Config.disabled(chk.ID) || ignored["*"] || ignored[chk.ID] {

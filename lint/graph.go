@@ -67,15 +67,12 @@ func (w *Workload) ContainerLine(name string) int {
 	return w.Obj.Line
 }
 
-// Workloads are the workloads of objs with the Services, PDBs and HPAs linked to them,
-// as the checks see them.
-func Workloads(objs []*manifest.Object) []*Workload { return link(objs) }
-
-// link builds the workloads of objs and attaches the Services, PDBs and HPAs that
-// select or scale them, in the same namespace. Each object is decoded once and the
+// Workloads builds the workloads of objs, as the checks (and napctl status) see them,
+// and attaches the Services, PDBs and HPAs that select or scale them, in the same
+// namespace. Each object is decoded once and the
 // matching runs per namespace, so that large inputs stay linear in practice. Services
 // that only serve metrics are not attached: no client's request goes through them.
-func link(objs []*manifest.Object) []*Workload {
+func Workloads(objs []*manifest.Object) []*Workload {
 	type hpaKey struct{ ns, kind, name string }
 	var ws []*Workload
 	var svcs []*manifest.Object

@@ -383,7 +383,7 @@ spec: {selector: {app: other}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := link(objs)
+	ws := Workloads(objs)
 	if len(ws) != 1 {
 		t.Fatalf("%d workloads", len(ws))
 	}

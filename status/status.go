@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
 )
@@ -21,10 +22,6 @@ const (
 	None    Means = "none"
 )
 
-// InjectLabel on a namespace or pod template opts in ("enabled") or out ("disabled") of
-// nap's webhook (controller.InjectLabel).
-const InjectLabel = "nap.dev/inject"
-
 // Event is a FailedPreStopHook event of a pod.
 type Event struct {
 	Namespace, Pod, Message string
@@ -34,7 +31,7 @@ type Event struct {
 // Input is what Compute judges.
 type Input struct {
 	Objects []*manifest.Object
-	// OptedIn are the namespaces labelled InjectLabel=enabled.
+	// OptedIn are the namespaces labelled kube.InjectLabel=enabled.
 	OptedIn map[string]bool
 	// WebhookInstalled tells whether nap's webhook is registered: opting in protects
 	// nothing without it.
@@ -100,8 +97,8 @@ func Compute(in Input) Report {
 			continue
 		}
 		s := Workload{Namespace: w.Obj.Namespace, Kind: w.Obj.Kind, Name: w.Obj.Name, Means: means(w)}
-		optOut := w.Labels[InjectLabel] == "disabled"
-		if s.Means == None && !optOut && (in.OptedIn[s.Namespace] || w.Labels[InjectLabel] == "enabled") {
+		optOut := w.Labels[kube.InjectLabel] == "disabled"
+		if s.Means == None && !optOut && (in.OptedIn[s.Namespace] || w.Labels[kube.InjectLabel] == "enabled") {
 			if in.WebhookInstalled {
 				s.Means = Webhook
 			} else {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nap-k8s/nap/kube"
 	nstatus "github.com/nap-k8s/nap/status"
 )
 
@@ -102,7 +103,7 @@ spec: {selector: {app: nohook}, ports: [{port: 80, targetPort: 8080}]}
 func TestStatus(t *testing.T) {
 	cs, kubeconfig, kubectl := envtestCluster(t)
 	ctx := context.Background()
-	for ns, labels := range map[string]map[string]string{"st-plain": nil, "st-optin": {nstatus.InjectLabel: "enabled"}} {
+	for ns, labels := range map[string]map[string]string{"st-plain": nil, "st-optin": {kube.InjectLabel: "enabled"}} {
 		applyIn(t, cs, kubectl, kubeconfig, ns, labels, writeTemp(t, statusWorkloads))
 	}
 	const cause = `Exec lifecycle hook ([/bin/sh -c sleep 5]) for Container "app" in Pod "nohook-5d9f8c6b5-x7k2p_st-plain" failed - error: rpc error: code = Unknown desc = exec: "/bin/sh": stat /bin/sh: no such file or directory`

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/live"
 	nstatus "github.com/nap-k8s/nap/status"
 )
@@ -110,7 +111,7 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	if err != nil {
 		return in, err
 	}
-	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: nstatus.InjectLabel + "=enabled"})
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: kube.InjectLabel + "=enabled"})
 	if err != nil {
 		return in, fmt.Errorf("listing opted-in namespaces: %w", err)
 	}
