@@ -5,6 +5,9 @@
 //     repairs every deletion or edit of its copies;
 //   - Injector is the mutating admission webhook that gives opted-in pods a preStop
 //     hook, with the same inject.Inject as `napctl inject`;
+//   - Reporter finds what fails silently — pods the webhook missed, hooks that cannot
+//     work, FailedPreStopHook events — and reports it on the owning workloads and as
+//     metrics (optionally evicting the missed pods so they are recreated injected);
 //   - Certs bootstraps and rotates the webhook's CA and certificate in a Secret and
 //     the caBundle of its own MutatingWebhookConfiguration;
 //   - Install is every object `napctl install` prints (and deploy/ holds).

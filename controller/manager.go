@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,13 @@ type ManagerOptions struct {
 	Namespace, SecretName, Service, Configuration, CertDir string
 	Port                                                   int
 
+	// Report runs the Reporter: pods the webhook missed, hooks that cannot work,
+	// FailedPreStopHook events, as events on workloads and metrics. RollMissed lets it
+	// evict the pods the webhook missed, one every RollInterval (PDBs hold).
+	Report       bool
+	RollMissed   bool
+	RollInterval time.Duration
+
 	Log logr.Logger
 }
 
@@ -76,6 +84,18 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	}
 	if o.Webhook {
 		if err := addWebhook(mgr, cfg, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.Report {
+		policy := o.Policy
+		if !o.Webhook {
+			policy = PolicyOptIn
+		}
+		r := &Reporter{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Policy: policy,
+			Exclude: map[string]bool{o.Namespace: true, "kube-system": true}, Roll: o.RollMissed, RollInterval: o.RollInterval,
+			Log: o.Log.WithName("reporter")}
+		if err := mgr.Add(r); err != nil {
 			return nil, err
 		}
 	}

@@ -56,7 +56,30 @@ func CacheOptions(name string) cache.Options {
 		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
 		&corev1.Node{}:      {Transform: slimNode},
 		&corev1.Service{}:   {Transform: slimService},
+		&corev1.Pod{}:       {Transform: slimPod},
+		// The Reporter reads only these events.
+		&corev1.Event{}: {Field: fields.OneTermEqualSelector("reason", "FailedPreStopHook")},
 	}}
+}
+
+// slimPod keeps what the Reporter reads of a Pod: who owns it, its labels, its
+// containers' preStop hooks, grace period, restart policy, node and phase.
+func slimPod(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	slim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion, UID: p.UID,
+		Labels: p.Labels, OwnerReferences: p.OwnerReferences, DeletionTimestamp: p.DeletionTimestamp}}
+	slim.Spec.NodeName = p.Spec.NodeName
+	slim.Spec.RestartPolicy = p.Spec.RestartPolicy
+	slim.Spec.TerminationGracePeriodSeconds = p.Spec.TerminationGracePeriodSeconds
+	slim.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
+	for i, c := range p.Spec.Containers {
+		slim.Spec.Containers[i] = corev1.Container{Name: c.Name, Lifecycle: c.Lifecycle}
+	}
+	slim.Status.Phase = p.Status.Phase
+	return slim, nil
 }
 
 // slimService keeps what the policy webhook reads of a Service: its selector.

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# A real single-node Kubernetes on this machine, for nap's end-to-end tests: Debian's etcd,
+# A real two-node Kubernetes on this machine, for nap's end-to-end tests: Debian's etcd,
 # containerd and runc, the Kubernetes binaries of `make kube-bins`, images written by
-# hack/images (no registry, no Docker engine). Needs root.
+# hack/images (no registry, no Docker engine), Traefik as the ingress. Needs root.
+#
+# Node 1 (nap-node) is the host's network namespace: the control plane, a kubelet and a
+# kube-proxy of hack/kube-version. Node 2 (nap-node2) is a network namespace of its own,
+# joined to the host by a veth, with its own containerd, kubelet (of the older
+# hack/kube-version-node2: mixed kubelet versions are real) and kube-proxy (its own
+# iptables). docs/testing.md draws it.
 #
 #   hack/cluster.sh up     start it (idempotent: a running cluster is left as it is)
 #   hack/cluster.sh down   stop it and remove everything it made (idempotent)
@@ -25,14 +31,41 @@ CONTAINED_CIDRS="$POD_CIDR $SVC_CIDR"
 SVC_IP=10.79.0.1
 NODE=nap-node
 BRIDGE=nap0
+# Node 2: a network namespace with no default route at all (nothing in it can leave the
+# machine), a veth to the host, and routes for the pod ranges both ways.
+NODE2=nap-node2
+NETNS2=nap-node2
+NODE2_IP=${NAP_NODE2_IP:-10.77.0.2}
+NODE2_POD_CIDR=10.78.1.0/24
+BRIDGE2=nap1    # inside the namespace
+VETH2=nap-n2    # the host's end; the namespace's end is eth0
+D2=$D/node2
 ETCD_PORT=23790
 KCFG=$D/admin.kubeconfig
+EGRESS_RULE=(-s "$POD_CIDR" ! -o "nap+" -m comment --comment "nap-lab: pods stay on this machine" -j DROP)
 
 log() { echo "cluster: $*" >&2; }
 
 bins() {
   out=$(bash "$here/kube-bins.sh" | tail -1)
   B=$out/bin
+}
+
+# more_bins: node 2's kubelet and kube-proxy, and the ingress controller.
+more_bins() {
+  local out
+  out=$(KUBE_VERSION=$(cat "$here/kube-version-node2") KUBE_BINS="kubelet kube-proxy" bash "$here/kube-bins.sh" | tail -1)
+  B2=$out/bin
+  out=$(bash "$here/ingress-bins.sh" | tail -1)
+  TRAEFIK=$out/bin/traefik
+}
+
+# ingress runs Traefik in the cluster (hack/ingress.yaml): the IngressClass "traefik",
+# its controller in namespace nap-ingress on node 1, and the Service nap-ingress/traefik
+# whose ClusterIP the tests send to. Waits until it answers.
+ingress() {
+  "$B/kubectl" --kubeconfig "$KCFG" apply -f "$here/ingress.yaml" >&2
+  wait_for "the ingress controller" 90 "$B/kubectl" --kubeconfig "$KCFG" -n nap-ingress rollout status deployment/traefik --timeout=1s
 }
 
 # put FILE writes stdin to FILE only when it differs: kube-proxy exits when its
@@ -52,6 +85,12 @@ start() { # name command...
   echo $! >"$D/pids/$name"
 }
 
+# in2 runs a command in node 2's network namespace. Not `ip netns exec`: that also
+# unshares the mount namespace and remounts /sys without its cgroup mounts, which the
+# kubelet needs; nsenter switches the network namespace only.
+IN2=(nsenter --net="/run/netns/$NETNS2")
+in2() { "${IN2[@]}" "$@"; }
+
 wait_for() { # what seconds command...
   local what=$1 secs=$2; shift 2
   local i
@@ -64,10 +103,10 @@ wait_for() { # what seconds command...
 }
 
 certs() {
-  [ -f "$D/pki/ca.crt" ] && return
   mkdir -p "$D/pki" && cd "$D/pki"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3 -subj "/CN=nap-e2e-ca" 2>/dev/null
-  sign() { # name subject [sans]
+  [ -f ca.crt ] || openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3 -subj "/CN=nap-e2e-ca" 2>/dev/null
+  sign() { # name subject [sans]; a certificate that exists is kept
+    [ -f "$1.crt" ] && return
     openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
     if [ -n "${3:-}" ]; then
       printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$3" >"$1.ext"
@@ -83,9 +122,11 @@ certs() {
   sign kube-proxy "/CN=system:kube-proxy"
   sign kubelet "/O=system:nodes/CN=system:node:$NODE"
   sign kubelet-serving "/CN=$NODE" "IP:$NODE_IP,DNS:$NODE"
+  sign kubelet2 "/O=system:nodes/CN=system:node:$NODE2"
+  sign kubelet2-serving "/CN=$NODE2" "IP:$NODE2_IP,DNS:$NODE2"
   sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-  openssl genrsa -out sa.key 2048 2>/dev/null
-  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  [ -f sa.key ] || openssl genrsa -out sa.key 2048 2>/dev/null
+  [ -f sa.pub ] || openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   cd - >/dev/null
 }
 
@@ -107,6 +148,9 @@ contain() {
   for cidr in $CONTAINED_CIDRS; do
     ip route replace "$cidr" dev "$BRIDGE"
   done
+  # Node 1's pods have a default route (to the bridge, i.e. this host). Whatever they send
+  # that would leave by another device than the cluster's own is dropped here.
+  iptables -C FORWARD "${EGRESS_RULE[@]}" 2>/dev/null || iptables -I FORWARD 1 "${EGRESS_RULE[@]}"
   contained || { log "a cluster range still routes off the machine"; exit 1; }
 }
 
@@ -119,37 +163,50 @@ contained() {
     dev=$(ip route get "$last" 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -1)
     case "$dev" in "$BRIDGE"|lo) ;; *) log "$last ($cidr) routes to '${dev:-nothing}'"; return 1 ;; esac
   done
+  # Node 2's pods are reached through its veth; from inside node 2 every address outside
+  # the cluster is unreachable (no default route).
+  if ip netns list 2>/dev/null | grep -qw "$NETNS2"; then
+    dev=$(ip route get "${NODE2_POD_CIDR%.*}.254" 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -1)
+    [ "$dev" = "$VETH2" ] || { log "$NODE2_POD_CIDR routes to '${dev:-nothing}', not $VETH2"; return 1; }
+    if in2 ip route get 192.0.2.1 >/dev/null 2>&1; then log "node 2 has a route off the machine"; return 1; fi
+  fi
+  return 0
 }
 
-up() {
-  [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
-  bins
-  mkdir -p "$D"/{logs,pids,etcd,containerd,kubelet,cni/net.d,manifests}
-  if ! ip -4 addr show dev lo | grep -q " $NODE_IP/32"; then
-    if ip route get "$NODE_IP" 2>/dev/null | grep -qv ' dev lo'; then
-      ip route | grep -q "^${NODE_IP%.*}" && { log "$NODE_IP collides with a route; set NAP_NODE_IP"; exit 1; }
-    fi
-    ip addr add "$NODE_IP/32" dev lo
-  fi
-  contain
-  certs
-  for k in admin controller-manager scheduler kube-proxy kubelet; do
-    [ -f "$D/$k.kubeconfig" ] || kubeconfig "$k" "$k"
-  done
+# node2net makes node 2's network namespace, its veth, its bridge and the routes between
+# the nodes. Every route names its source address, so that a masqueraded connection
+# between the nodes takes a node address, never one of the host's other interfaces.
+node2net() {
+  ip netns list | grep -qw "$NETNS2" || ip netns add "$NETNS2"
+  ip link show "$VETH2" >/dev/null 2>&1 || ip link add "$VETH2" type veth peer name eth0 netns "$NETNS2"
+  ip link set "$VETH2" up
+  ip route replace "$NODE2_IP/32" dev "$VETH2" src "$NODE_IP"
+  ip route replace "$NODE2_POD_CIDR" via "$NODE2_IP" dev "$VETH2" src "$NODE_IP"
+  in2 ip link set lo up
+  in2 ip -4 addr show dev eth0 | grep -q " $NODE2_IP/32" || in2 ip addr add "$NODE2_IP/32" dev eth0
+  in2 ip link set eth0 up
+  in2 ip link show "$BRIDGE2" >/dev/null 2>&1 || in2 ip link add "$BRIDGE2" type bridge
+  in2 ip link set "$BRIDGE2" up
+  in2 ip route replace "$NODE_IP/32" dev eth0 src "$NODE2_IP"
+  in2 ip route replace "$NODE2_POD_CIDR" dev "$BRIDGE2"
+  # The rest of the pod range and the Service range go to the host, which keeps them on
+  # its own devices (contain). A ClusterIP needs a route before kube-proxy's DNAT.
+  in2 ip route replace "$POD_CIDR" via "$NODE_IP" dev eth0 src "$NODE2_IP"
+  in2 ip route replace "$SVC_CIDR" via "$NODE_IP" dev eth0 src "$NODE2_IP"
+  in2 sysctl -qw net.ipv4.ip_forward=1
+}
 
-  start etcd etcd --name nap --data-dir "$D/etcd" \
-    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-    --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" \
-    --initial-cluster "nap=http://127.0.0.1:$((ETCD_PORT + 10))"
-
-  # containerd 1.6, config v2: cgroupfs, runc, no negative oom_score_adj (no CAP_SYS_RESOURCE).
-  put "$D/containerd.toml" <<EOF
+# containerd_conf DIR POD_CIDR BRIDGE writes a node's containerd 1.6 configuration (v2):
+# cgroupfs, runc, no negative oom_score_adj (no CAP_SYS_RESOURCE), and its CNI network.
+containerd_conf() {
+  local dir=$1 cidr=$2 bridge=$3
+  put "$dir/containerd.toml" <<EOF
 version = 2
-root = "$D/containerd/root"
-state = "$D/containerd/state"
+root = "$dir/containerd/root"
+state = "$dir/containerd/state"
 oom_score = 0
 [grpc]
-  address = "$D/containerd.sock"
+  address = "$dir/containerd.sock"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "docker.io/nap/pause:e2e"
   restrict_oom_score_adj = true
@@ -162,26 +219,122 @@ oom_score = 0
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$D/cni/net.d"
+    conf_dir = "$dir/cni/net.d"
 EOF
-  put "$D/cni/net.d/10-nap.conflist" <<EOF
+  put "$dir/cni/net.d/10-nap.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "nap", "plugins": [
-  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$D/cni/ipam"}},
+  {"type": "bridge", "bridge": "$bridge", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$dir/cni/ipam"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}
 ]}
 EOF
+}
+
+# images NAME REF: NAME.new.tar, when there is one and it differs from NAME.tar, replaces
+# it and is imported into both nodes' containerd; NAME.tar is imported into a node that
+# lacks REF.
+images() {
+  local name=$1 ref=$2 sock fresh=0
+  if [ -f "$name.new.tar" ] && ! cmp -s "$name.new.tar" "$name.tar"; then
+    mv "$name.new.tar" "$name.tar"
+    fresh=1
+  fi
+  rm -f "$name.new.tar"
+  for sock in "$D/containerd.sock" "$D2/containerd.sock"; do
+    if [ $fresh -eq 1 ] || ! ctr --address "$sock" -n k8s.io images ls -q | grep -q "$ref"; then
+      ctr --address "$sock" -n k8s.io images import "$name.tar" >&2
+    fi
+  done
+}
+
+# kubelet_conf DIR ADDRESS POD_CIDR CERT CGROUP_ROOT writes a node's kubelet configuration.
+kubelet_conf() {
+  put "$1/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $2
+authentication:
+  x509: {clientCAFile: "$D/pki/ca.crt"}
+  webhook: {enabled: true}
+  anonymous: {enabled: false}
+authorization: {mode: Webhook}
+tlsCertFile: "$D/pki/$4-serving.crt"
+tlsPrivateKeyFile: "$D/pki/$4-serving.key"
+cgroupDriver: cgroupfs
+cgroupRoot: $5
+failCgroupV1: false
+failSwapOn: false
+seccompDefault: true
+podCIDR: $3
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+staticPodPath: "$1/manifests"
+healthzBindAddress: 127.0.0.1
+resolvConf: ""
+containerRuntimeEndpoint: "unix://$1/containerd.sock"
+EOF
+}
+
+# proxy_conf DIR NODE_ADDRESS writes a node's kube-proxy configuration (iptables mode).
+proxy_conf() {
+  put "$1/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clusterCIDR: $POD_CIDR
+nodePortAddresses: ["$2/32"]
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+clientConnection: {kubeconfig: "$D/kube-proxy.kubeconfig"}
+conntrack: {maxPerCore: 0}
+EOF
+}
+
+up() {
+  [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
+  bins
+  more_bins
+  mkdir -p "$D"/{logs,pids,etcd,containerd,kubelet,cni/net.d,manifests} "$D2"/{containerd,kubelet,cni/net.d,manifests}
+  if ! ip -4 addr show dev lo | grep -q " $NODE_IP/32"; then
+    if ip route get "$NODE_IP" 2>/dev/null | grep -qv ' dev lo'; then
+      ip route | grep -q "^${NODE_IP%.*}" && { log "$NODE_IP collides with a route; set NAP_NODE_IP"; exit 1; }
+    fi
+    ip addr add "$NODE_IP/32" dev lo
+  fi
+  contain
+  node2net
+  contained || { log "a cluster range routes off the machine"; exit 1; }
+  # Node 2's kubelet puts its pods under a cgroup of its own, beside node 1's /kubepods.
+  for cg in /sys/fs/cgroup/*/; do
+    [ -f "$cg/cgroup.procs" ] && [ ! -f "$cg/cgroup.controllers" ] && mkdir -p "$cg/$NODE2"
+  done
+  certs
+  for k in admin controller-manager scheduler kube-proxy kubelet kubelet2; do
+    [ -f "$D/$k.kubeconfig" ] || kubeconfig "$k" "$k"
+  done
+
+  start etcd etcd --name nap --data-dir "$D/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" \
+    --initial-cluster "nap=http://127.0.0.1:$((ETCD_PORT + 10))"
+
+  containerd_conf "$D" "$NODE_POD_CIDR" "$BRIDGE"
+  containerd_conf "$D2" "$NODE2_POD_CIDR" "$BRIDGE2"
   start containerd containerd --config "$D/containerd.toml"
+  start containerd-node2 "${IN2[@]}" containerd --config "$D2/containerd.toml"
   wait_for containerd 20 ctr --address "$D/containerd.sock" version
+  wait_for containerd-node2 20 ctr --address "$D2/containerd.sock" version
   # Rebuilt at every up (Go's build cache makes that quick), imported when they changed,
   # so that a running cluster always has this tree's napctl and app.
   (cd "$repo" && go run ./hack/images -o "$D/images.new.tar")
-  if ! cmp -s "$D/images.new.tar" "$D/images.tar" || ! ctr --address "$D/containerd.sock" -n k8s.io images ls -q | grep -q 'nap/napctl:e2e'; then
-    ctr --address "$D/containerd.sock" -n k8s.io images import "$D/images.new.tar" >&2
-    mv "$D/images.new.tar" "$D/images.tar"
-  else
-    rm -f "$D/images.new.tar"
+  # The ingress image only when its binary changed: 178 MB to compress.
+  if [ "$TRAEFIK" -nt "$D/ingress.tar" ]; then
+    (cd "$repo" && go run ./hack/images -traefik "$TRAEFIK" -o "$D/ingress.new.tar")
   fi
+  images "$D/images" nap/napctl:e2e
+  images "$D/ingress" nap/traefik:e2e
 
   wait_for etcd 20 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
   start kube-apiserver "$B/kube-apiserver" --advertise-address="$NODE_IP" --bind-address="$NODE_IP" \
@@ -201,48 +354,23 @@ EOF
     --bind-address=127.0.0.1
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$D/scheduler.kubeconfig" --leader-elect=false --bind-address=127.0.0.1
 
-  put "$D/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $NODE_IP
-authentication:
-  x509: {clientCAFile: "$D/pki/ca.crt"}
-  webhook: {enabled: true}
-  anonymous: {enabled: false}
-authorization: {mode: Webhook}
-tlsCertFile: "$D/pki/kubelet-serving.crt"
-tlsPrivateKeyFile: "$D/pki/kubelet-serving.key"
-cgroupDriver: cgroupfs
-failCgroupV1: false
-failSwapOn: false
-seccompDefault: true
-podCIDR: $NODE_POD_CIDR
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
-staticPodPath: "$D/manifests"
-healthzBindAddress: 127.0.0.1
-resolvConf: ""
-containerRuntimeEndpoint: "unix://$D/containerd.sock"
-EOF
+  kubelet_conf "$D" "$NODE_IP" "$NODE_POD_CIDR" kubelet /
+  kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2"
   start kubelet "$B/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
     --root-dir="$D/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE"
+  start kubelet-node2 "${IN2[@]}" "$B2/kubelet" --config="$D2/kubelet.yaml" --kubeconfig="$D/kubelet2.kubeconfig" \
+    --root-dir="$D2/kubelet" --node-ip="$NODE2_IP" --hostname-override="$NODE2"
 
-  put "$D/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: iptables
-clusterCIDR: $POD_CIDR
-nodePortAddresses: ["$NODE_IP/32"]
-bindAddress: 127.0.0.1
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-clientConnection: {kubeconfig: "$D/kube-proxy.kubeconfig"}
-conntrack: {maxPerCore: 0}
-EOF
+  proxy_conf "$D" "$NODE_IP"
+  proxy_conf "$D2" "$NODE2_IP"
   start kube-proxy "$B/kube-proxy" --config="$D/kube-proxy.yaml" --hostname-override="$NODE"
+  start kube-proxy-node2 "${IN2[@]}" "$B2/kube-proxy" --config="$D2/kube-proxy.yaml" --hostname-override="$NODE2"
 
-  wait_for "node Ready" 60 bash -c "'$B/kubectl' --kubeconfig '$KCFG' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
+  local n
+  for n in "$NODE" "$NODE2"; do
+    wait_for "node $n Ready" 60 bash -c "'$B/kubectl' --kubeconfig '$KCFG' get node $n -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
+  done
+  ingress
   wait_for "default ServiceAccount" 60 "$B/kubectl" --kubeconfig "$KCFG" -n default get serviceaccount default
   log "up: KUBECONFIG=$KCFG"
   echo "KUBECONFIG=$KCFG"
@@ -253,23 +381,25 @@ down() {
   bins || true
   set +e +o pipefail # best effort, step by step; what is left is reported at the end
   # Pods first, through the kubelet, while it runs: their containers and netns go cleanly.
-  for p in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver; do
+  local procs="kube-proxy kube-proxy-node2 kubelet kubelet-node2 kube-scheduler kube-controller-manager kube-apiserver"
+  for p in $procs; do
     if running "$p"; then kill "$(cat "$D/pids/$p")" 2>/dev/null || true; fi
   done
-  if [ -S "$D/containerd.sock" ]; then
-    for c in $(ctr --address "$D/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
-      ctr --address "$D/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+  for sock in "$D/containerd.sock" "$D2/containerd.sock"; do
+    [ -S "$sock" ] || continue
+    for c in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr --address "$sock" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
     done
     sleep 1
-    for c in $(ctr --address "$D/containerd.sock" -n k8s.io containers ls -q 2>/dev/null); do
-      ctr --address "$D/containerd.sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
-      ctr --address "$D/containerd.sock" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
+    for c in $(ctr --address "$sock" -n k8s.io containers ls -q 2>/dev/null); do
+      ctr --address "$sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
+      ctr --address "$sock" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
     done
-  fi
-  for p in containerd etcd; do
+  done
+  for p in containerd containerd-node2 etcd; do
     if running "$p"; then kill "$(cat "$D/pids/$p")" 2>/dev/null || true; fi
   done
-  for p in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do
+  for p in $procs containerd containerd-node2 etcd; do
     if [ -f "$D/pids/$p" ]; then
       pid=$(cat "$D/pids/$p")
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -277,6 +407,7 @@ down() {
     fi
   done
   pkill -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $D/containerd.sock" 2>/dev/null || true
+  pkill -f "containerd-shim-runc-v2 -namespace k8s.io -id .* -address $D2/containerd.sock" 2>/dev/null || true
   [ -n "${B:-}" ] && [ -x "$B/kube-proxy" ] && "$B/kube-proxy" --cleanup >/dev/null 2>&1 || true
   # The iptables chains that CNI's bridge/portmap and the kubelet made.
   for table in nat filter mangle; do
@@ -287,13 +418,19 @@ down() {
     iptables -t "$table" -S 2>/dev/null | grep -E '^-N (CNI-|KUBE-)' | awk '{print $2}' |
       while read -r ch; do iptables -t "$table" -X "$ch" 2>/dev/null || true; done
   done
+  while iptables -D FORWARD "${EGRESS_RULE[@]}" 2>/dev/null; do :; done
   for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
+  # Node 2's namespace, and with it its iptables, its bridge and the veth's other end.
+  ip netns del "$NETNS2" 2>/dev/null || true
+  ip link del "$VETH2" 2>/dev/null || true
+  ip route del "$NODE2_POD_CIDR" 2>/dev/null || true
+  ip route del "$NODE2_IP/32" 2>/dev/null || true
   ip addr del "$NODE_IP/32" dev lo 2>/dev/null || true
   # What the kubelet and containerd mounted under the cluster folder, and their cgroups.
   if [ -d "$D" ]; then
     grep " $D" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   fi
-  for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+  for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/"$NODE2"; do
     [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   rm -rf "$D" /var/lib/cni/networks/nap 2>/dev/null || true
@@ -304,10 +441,14 @@ down() {
   pgrep -f "$D" >/dev/null && left+=("processes: $(pgrep -f "$D" | tr '\n' ' ')")
   ip -4 addr show dev lo | grep -q " $NODE_IP/32" && left+=("$NODE_IP on lo")
   ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
-  for cidr in $CONTAINED_CIDRS; do
+  ip link show "$VETH2" >/dev/null 2>&1 && left+=("veth $VETH2")
+  ip netns list 2>/dev/null | grep -qw "$NETNS2" && left+=("network namespace $NETNS2")
+  ls -d /sys/fs/cgroup/*/"$NODE2" >/dev/null 2>&1 && left+=("cgroups $NODE2")
+  for cidr in $CONTAINED_CIDRS $NODE2_POD_CIDR $NODE2_IP/32; do
     ip route show "$cidr" | grep -q . && left+=("route $cidr")
   done
   iptables-save 2>/dev/null | grep -qE '(KUBE|CNI)-' && left+=("iptables chains")
+  iptables-save 2>/dev/null | grep -q 'nap-lab' && left+=("iptables rule nap-lab")
   grep -q " $D" /proc/mounts && left+=("mounts under $D")
   [ -e "$D" ] && left+=("$D")
   if [ ${#left[@]} -gt 0 ]; then

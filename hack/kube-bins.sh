@@ -3,11 +3,14 @@
 # kube-scheduler, kubelet, kube-proxy, kubectl) from the Go module proxy, into a cache
 # outside the repository keyed by version, and assembles the envtest assets folder
 # (Debian's etcd + our kube-apiserver + kubectl). Reused when present: only the first
-# run pays (~6 min on 2 cores).
+# run pays (~13 min on 2 cores for all six).
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod replaces the staging modules
 # with ./staging/... paths. A scratch module that replaces each of them with the
 # published k8s.io/<m> v0.X.Y builds it.
+#
+# KUBE_VERSION and KUBE_BINS (a space-separated subset) override what is built: the lab's
+# second node runs an older kubelet and kube-proxy (hack/kube-version-node2).
 #
 # Prints the cache folder on the last line of stdout.
 set -euo pipefail
@@ -16,14 +19,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 version=${KUBE_VERSION:-$(cat "$here/kube-version")}
 cache=${NAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nap}
 out="$cache/kube/$version"
-bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+read -r -a bins <<<"${KUBE_BINS:-kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl}"
 
 bash "$here/prereqs.sh" >&2
 
 ok=1
 for b in "${bins[@]}"; do [ -x "$out/bin/$b" ] || ok=0; done
 if [ $ok -eq 0 ]; then
-  echo "kube-bins: building Kubernetes $version into $out/bin (first run only: ~6 min)" >&2
+  echo "kube-bins: building Kubernetes $version into $out/bin (first run only: ~13 min for all six)" >&2
   work="$cache/kube/build-$version"
   rm -rf "$work" && mkdir -p "$work" "$out/bin"
   gomod=$(go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
@@ -52,9 +55,11 @@ if [ $ok -eq 0 ]; then
 fi
 
 # envtest assets: what controller-runtime's envtest looks for in KUBEBUILDER_ASSETS.
-mkdir -p "$out/envtest"
-ln -sf "$out/bin/kube-apiserver" "$out/envtest/kube-apiserver"
-ln -sf "$out/bin/kubectl" "$out/envtest/kubectl"
-ln -sf "$(command -v etcd)" "$out/envtest/etcd"
-"$out/bin/kube-apiserver" --version >&2
+if [ -x "$out/bin/kube-apiserver" ] && [ -x "$out/bin/kubectl" ]; then
+  mkdir -p "$out/envtest"
+  ln -sf "$out/bin/kube-apiserver" "$out/envtest/kube-apiserver"
+  ln -sf "$out/bin/kubectl" "$out/envtest/kubectl"
+  ln -sf "$(command -v etcd)" "$out/envtest/etcd"
+fi
+"$out/bin/${bins[0]}" --version >&2
 echo "$out"

@@ -4,7 +4,7 @@
 #
 #   qemu-user-static  runs the arm64 sleeper (qemu-aarch64-static ./nap 1)
 #   elfutils          eu-elflint, which checks the sleepers' ELF headers
-#   util-linux        unshare, for the PID-namespace test
+#   util-linux        unshare (the PID-namespace test), nsenter (the second node)
 #   coreutils         chroot, for the empty-root test
 #   etcd-server       the store of envtest and of the local cluster
 #   containerd, runc, containernetworking-plugins, iptables, conntrack, socat, iproute2
@@ -19,6 +19,7 @@ have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "${2:-/none
 have qemu-aarch64-static || need+=(qemu-user-static)
 have eu-elflint || need+=(elfutils)
 have unshare || need+=(util-linux)
+have nsenter || need+=(util-linux)
 have chroot || need+=(coreutils)
 have etcd || need+=(etcd-server)
 have containerd || need+=(containerd)

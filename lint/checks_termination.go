@@ -66,7 +66,7 @@ func noPreStopDelay(_ *Context, w *Workload) []Finding {
 func preStopNeedsShell(c *Context, w *Workload) []Finding {
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
 		d := preStopDelay(ct)
-		if d.kind != "exec" || !needsShell(d.command) {
+		if d.kind != "exec" || !NeedsShell(d.command) {
 			return nil
 		}
 		f := &Finding{

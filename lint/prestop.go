@@ -39,6 +39,14 @@ func preStopDelay(c corev1.Container) delay {
 	return delay{}
 }
 
+// HookDelay is how long container c's preStop hook holds it before SIGTERM, when that
+// can be read (known: a native sleep; nap's, sleep's or a shell's `sleep N`), and
+// whether the hook is the native sleep action. The controller judges live pods with it.
+func HookDelay(c corev1.Container) (d time.Duration, known, native bool) {
+	h := preStopDelay(c)
+	return h.duration, h.known, h.kind == "sleep"
+}
+
 // execDuration finds the length of an exec sleep: nap's arguments, sleep's, or
 // "sleep N" inside a shell's -c script.
 func execDuration(cmd []string) (time.Duration, bool) {
@@ -74,8 +82,8 @@ func sleepArgs(args []string) (time.Duration, bool) {
 
 var shells = map[string]bool{"sh": true, "bash": true, "ash": true, "dash": true, "zsh": true, "ksh": true}
 
-// needsShell tells whether command[0] needs a shell or a sleep binary in the image.
-func needsShell(cmd []string) bool {
+// NeedsShell tells whether command[0] needs a shell or a sleep binary in the image.
+func NeedsShell(cmd []string) bool {
 	if len(cmd) == 0 {
 		return false
 	}

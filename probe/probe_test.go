@@ -347,4 +347,12 @@ func TestOutageJSON(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("got %s, want %s", b, want)
 	}
+	// Read back, it is the same outage.
+	var o Outage
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Start != 1500*time.Millisecond || o.End != 2250*time.Millisecond || o.Failed != 3 || len(o.Kinds) != 1 || o.Kinds[0] != Refused || len(o.Modes) != 1 || o.Modes[0] != New {
+		t.Errorf("read back: %+v", o)
+	}
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"time"
 )
@@ -74,17 +75,32 @@ type Outage struct {
 	Modes      []Mode
 }
 
+// outageJSON is an Outage as the JSON report's schema has it.
+type outageJSON struct {
+	Failed   int     `json:"failed"`
+	Kinds    []Kind  `json:"kinds"`
+	Modes    []Mode  `json:"modes"`
+	Start    float64 `json:"start_seconds"`
+	End      float64 `json:"end_seconds"`
+	Duration float64 `json:"duration_seconds"`
+}
+
 // MarshalJSON writes the times in seconds, as the JSON report's schema has them.
 func (o Outage) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Failed   int     `json:"failed"`
-		Kinds    []Kind  `json:"kinds"`
-		Modes    []Mode  `json:"modes"`
-		Start    float64 `json:"start_seconds"`
-		End      float64 `json:"end_seconds"`
-		Duration float64 `json:"duration_seconds"`
-	}{o.Failed, o.Kinds, o.Modes, o.Start.Seconds(), o.End.Seconds(), (o.End - o.Start).Seconds()})
+	return json.Marshal(outageJSON{o.Failed, o.Kinds, o.Modes, o.Start.Seconds(), o.End.Seconds(), (o.End - o.Start).Seconds()})
 }
+
+// UnmarshalJSON reads what MarshalJSON writes (napctl probe -o json, read back).
+func (o *Outage) UnmarshalJSON(b []byte) error {
+	var j outageJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*o = Outage{Start: seconds(j.Start), End: seconds(j.End), Failed: j.Failed, Kinds: j.Kinds, Modes: j.Modes}
+	return nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
 
 // NewReport starts a report of requests due from start, in buckets of bucket.
 func NewReport(start time.Time, bucket time.Duration) *Report {

@@ -52,6 +52,9 @@ type Workload struct {
 	// latest one's message (the cause: no shell, no binary, ...).
 	FailedPreStopHooks int    `json:"failedPreStopHooks,omitempty"`
 	LastFailure        string `json:"lastFailure,omitempty"`
+	// FailureCause is LastFailure's cause; when the event gives none (the kubelet's
+	// own never does), what the workload's hook runs.
+	FailureCause string `json:"failureCause,omitempty"`
 }
 
 // Namespace is one namespace's coverage.
@@ -120,6 +123,9 @@ func Compute(in Input) Report {
 					last, s.LastFailure = e.Time, e.Message
 				}
 			}
+		}
+		if s.FailedPreStopHooks > 0 {
+			s.FailureCause = failureCause(s.LastFailure, w.PodSpec)
 		}
 		ns := byNS[s.Namespace]
 		if ns == nil {

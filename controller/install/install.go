@@ -39,6 +39,9 @@ type Options struct {
 	// (default every namespace); see napctl controller.
 	NamespaceSelector string
 	ExcludeNamespaces []string
+	// RollMissed lets the controller evict the pods its webhook missed (see napctl
+	// controller --roll-missed), and grants it pods/eviction.
+	RollMissed bool
 }
 
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
@@ -48,9 +51,10 @@ var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
 // Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget,
 // MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked).
 //
-// The RBAC is the least the controller needs: cluster-wide, namespaces (read) and
-// ConfigMaps (it publishes into every namespace; its cache lists only its own name),
-// Events, and its own MutatingWebhookConfiguration by name; in its namespace only, its
+// The RBAC is the least the controller needs: cluster-wide, namespaces, nodes, Services
+// and pods (read), ConfigMaps (it publishes into every namespace; its cache lists only
+// its own name), Events (write; read FailedPreStopHook), pods/eviction only with
+// RollMissed, and its own MutatingWebhookConfiguration by name; in its namespace only, its
 // TLS Secret and its Lease. It cannot read any other Secret.
 func Objects(o Options) ([]runtime.Object, error) {
 	if o.Namespace == "" {
@@ -102,9 +106,16 @@ func Objects(o Options) ([]runtime.Object, error) {
 			// The kubelets' versions: the native sleep only where every kubelet has it.
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
+			// The Reporter: pods the webhook missed, hooks that cannot work.
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			// The Reporter reads FailedPreStopHook events (its cache lists only those).
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}},
 		}}
+	if o.RollMissed {
+		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})
+	}
 	if !o.CertManager { // with cert-manager, its CA injector writes the caBundle instead
 		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
 			Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{controller.Name}, Verbs: []string{"get", "update"}})
@@ -154,6 +165,9 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	if len(o.ExcludeNamespaces) > 0 {
 		args = append(args, "--exclude-namespaces="+strings.Join(o.ExcludeNamespaces, ","))
+	}
+	if o.RollMissed {
+		args = append(args, "--roll-missed")
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount

@@ -30,7 +30,7 @@ func TestInstallGolden(t *testing.T) {
 		{"../../deploy/nap.yaml", Options{}},
 		{"testdata/cert-manager.yaml", Options{CertManager: true}},
 		{"testdata/custom.yaml", Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s",
-			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}}},
+			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}, RollMissed: true}},
 		{"testdata/policy-default.yaml", Options{Policy: controller.PolicyDefault}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {

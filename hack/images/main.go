@@ -6,7 +6,14 @@
 //	docker.io/nap/napctl:e2e napctl, the controller's image (napctl install --image),
 //	                         with the nap sleeper as /nap for its own preStop delay
 //
+// or, with -traefik, only the lab's ingress controller (hack/ingress-bins.sh builds the
+// binary), in a tarball of its own: it is large, and changes only with its version.
+//
+//	docker.io/nap/traefik:e2e
+//
 // usage: go run ./hack/images -o images.tar
+//
+//	go run ./hack/images -traefik BIN -o ingress.tar
 package main
 
 import (
@@ -26,8 +33,15 @@ import (
 
 func main() {
 	out := flag.String("o", "images.tar", "the tarball to write")
+	traefik := flag.String("traefik", "", "write only the ingress image, of this Traefik binary")
 	flag.Parse()
-	if err := run(*out); err != nil {
+	var err error
+	if *traefik != "" {
+		err = ingress(*out, *traefik)
+	} else {
+		err = run(*out)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
@@ -59,6 +73,20 @@ func run(out string) error {
 	}
 	var tarball bytes.Buffer
 	if err := oci.WriteLayout(&tarball, images...); err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(out, tarball.Bytes(), 0o644)
+}
+
+func ingress(out, bin string) error {
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	img := oci.Image{Name: "docker.io/nap/traefik:e2e", Arch: runtime.GOARCH, Files: []oci.File{{Path: "/traefik", Mode: 0o755, Data: data}},
+		Entrypoint: []string{"/traefik"}, User: "65532:65532"}
+	var tarball bytes.Buffer
+	if err := oci.WriteLayout(&tarball, img); err != nil {
 		return err
 	}
 	return fsutil.WriteFileAtomic(out, tarball.Bytes(), 0o644)

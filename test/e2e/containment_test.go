@@ -14,23 +14,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// clusterRanges reads the cluster's ranges from hack/cluster.sh, their one home.
-func clusterRanges(t *testing.T) (pods, services netip.Prefix, bridge string) {
+// clusterSetting reads a setting of the lab from hack/cluster.sh, its one home.
+func clusterSetting(t *testing.T, name string) string {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "..", "hack", "cluster.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(name string) string {
-		m := regexp.MustCompile(`(?m)^` + name + `=([^\s#]+)`).FindSubmatch(src)
-		if m == nil {
-			t.Fatalf("hack/cluster.sh sets no %s", name)
-		}
-		return string(m[1])
+	m := regexp.MustCompile(`(?m)^` + name + `=([^\s#]+)`).FindSubmatch(src)
+	if m == nil {
+		t.Fatalf("hack/cluster.sh sets no %s", name)
 	}
-	pods = netip.MustParsePrefix(get("POD_CIDR"))
-	services = netip.MustParsePrefix(get("SVC_CIDR"))
-	return pods, services, get("BRIDGE")
+	return string(m[1])
+}
+
+// clusterRanges reads the cluster's ranges from hack/cluster.sh.
+func clusterRanges(t *testing.T) (pods, services netip.Prefix, bridge string) {
+	t.Helper()
+	pods = netip.MustParsePrefix(clusterSetting(t, "POD_CIDR"))
+	services = netip.MustParsePrefix(clusterSetting(t, "SVC_CIDR"))
+	return pods, services, clusterSetting(t, "BRIDGE")
 }
 
 // routeDev is the device the kernel would send a packet to addr through. `ip route get`
@@ -105,5 +108,39 @@ func TestContainment(t *testing.T) {
 		if dev := routeDev(t, outside); dev == bridge {
 			t.Errorf("%s, outside the cluster, routes to the bridge: the ranges are too wide", outside)
 		}
+	}
+}
+
+// TestContainmentNode2: node 2's pods are reached through its veth; node 2 itself has
+// no route off the machine (an address outside the cluster is unreachable there); and
+// node 1's pods, which have a default route to this host, are stopped at its FORWARD
+// chain before any other device.
+func TestContainmentNode2(t *testing.T) {
+	client(t) // the cluster is up
+	veth := clusterSetting(t, "VETH2")
+	pods2 := netip.MustParsePrefix(clusterSetting(t, "NODE2_POD_CIDR"))
+	if dev := routeDev(t, lastAddr(pods2).String()); dev != veth {
+		t.Errorf("%s, a pod address of node 2, routes to %s, want %s", lastAddr(pods2), dev, veth)
+	}
+	for _, addr := range []string{"203.0.113.77", "8.8.8.8"} { // nothing is sent
+		out, err := exec.Command("nsenter", "--net="+node2NetNS, "ip", "route", "get", addr).CombinedOutput()
+		if err == nil {
+			t.Errorf("node 2 has a route to %s: %s", addr, out)
+		} else if !strings.Contains(string(out), "unreachable") {
+			t.Errorf("ip route get %s on node 2: %v: %s", addr, err, out)
+		}
+	}
+	// The same look-up for a cluster address works there: the check can tell.
+	if out, err := exec.Command("nsenter", "--net="+node2NetNS, "ip", "route", "get", lastAddr(pods2).String()).CombinedOutput(); err != nil {
+		t.Errorf("node 2 cannot route to its own pods: %v: %s", err, out)
+	}
+	rules, err := exec.Command("iptables", "-S", "FORWARD").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables -S FORWARD: %v: %s", err, rules)
+	}
+	pods, _, _ := clusterRanges(t)
+	want := "-A FORWARD -s " + pods.String() + " ! -o nap+ -m comment --comment \"nap-lab: pods stay on this machine\" -j DROP"
+	if !strings.Contains(string(rules), want) {
+		t.Errorf("FORWARD has no rule %s:\n%s", want, rules)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli/app"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 // The controller's image as hack/images builds it and hack/cluster.sh imports it.
@@ -151,12 +153,22 @@ func dryRunInjected(t *testing.T, cs *kubernetes.Clientset, ns string) bool {
 // admissionsInjected sums nap_admissions_total{result="injected"} over the controller's pods.
 func admissionsInjected(t *testing.T, cs *kubernetes.Clientset) int {
 	t.Helper()
+	return int(controllerMetric(t, cs, `nap_admissions_total{result="injected"}`))
+}
+
+// controllerMetric sums the sample named series (name{labels} as Prometheus' text
+// format writes it) over the controller's pods' /metrics.
+func controllerMetric(t *testing.T, cs *kubernetes.Clientset, series string) float64 {
+	t.Helper()
 	pods, err := cs.CoreV1().Pods(controller.DefaultNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nap"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
+	total := 0.0
 	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+			continue
+		}
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, controller.MetricsPort))
 		if err != nil {
 			t.Fatalf("metrics of %s: %v", p.Name, err)
@@ -164,8 +176,8 @@ func admissionsInjected(t *testing.T, cs *kubernetes.Clientset) int {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, line := range strings.Split(string(body), "\n") {
-			if v, ok := strings.CutPrefix(line, `nap_admissions_total{result="injected"} `); ok {
-				n, _ := strconv.Atoi(v)
+			if v, ok := strings.CutPrefix(line, series+" "); ok {
+				n, _ := strconv.ParseFloat(v, 64)
 				total += n
 			}
 		}
@@ -182,7 +194,7 @@ func TestControllerRollout(t *testing.T) {
 	cs := client(t)
 	installController(t, cs)
 	before := admissionsInjected(t, cs)
-	d := measure(t, cs, viaWebhook, 1, 200)
+	d := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaWebhook, rounds: 1}, 200)
 	t.Log(d.row())
 	d.check(t)
 	pods, err := cs.CoreV1().Pods(d.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
@@ -239,5 +251,101 @@ func TestControllerRollout(t *testing.T) {
 	events, err := cs.CoreV1().Events(controller.DefaultNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
 	if err != nil || len(events.Items) > 0 {
 		t.Errorf("FailedPreStopHook in %s: %v %v", controller.DefaultNamespace, err, events.Items)
+	}
+}
+
+// TestControllerOutage: with the controller scaled to 0, a pod created in an opted-in
+// namespace is admitted without a delay (failurePolicy Ignore, as designed); once the
+// controller is back, a Warning event on the Deployment and the metric
+// nap_pods_unprotected say so within 30 s, until the Deployment is rolled.
+func TestControllerOutage(t *testing.T) {
+	cs := client(t)
+	installController(t, cs)
+	ns := optedInNamespace(t, cs)
+	ctx := context.Background()
+	scaleController := func(n int32) {
+		t.Helper()
+		kubectl(t, nil, "-n", controller.DefaultNamespace, "scale", "deployment/"+controller.Name, fmt.Sprintf("--replicas=%d", n))
+	}
+	scaleController(0)
+	t.Cleanup(func() { scaleController(2) })
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		pods, err := cs.CoreV1().Pods(controller.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nap"})
+		if err == nil && len(pods.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the controller's pods are still there 2 minutes after scaling to 0")
+		}
+	}
+	src := strings.Replace(serviceDeployment, "replicas: 3", "replicas: 1", 1)
+	objs, err := manifest.Read("deployment.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := objs[0].Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, cs, ns)
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods of app: %v %v", err, pods)
+	}
+	if lc := pods.Items[0].Spec.Containers[0].Lifecycle; lc != nil {
+		t.Fatalf("the pod got a hook with the controller down: %+v", lc)
+	}
+
+	scaleController(2)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		d, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Get(ctx, controller.Name, metav1.GetOptions{})
+		if err == nil && d.Status.ReadyReplicas >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatal("the controller is not ready 2 minutes after scaling it back")
+		}
+	}
+	back := time.Now() // a replica is ready: the controller is back
+	series := fmt.Sprintf(`nap_pods_unprotected{namespace=%q,reason="not-injected"}`, ns)
+	var event *corev1.Event
+	for deadline := back.Add(30 * time.Second); event == nil; time.Sleep(500 * time.Millisecond) {
+		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Deployment,involvedObject.name=app,reason=NapNotInjected"})
+		if err == nil && len(evs.Items) > 0 {
+			event = &evs.Items[0]
+		}
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatal("no NapNotInjected event on the Deployment 30 s after the controller was back")
+		}
+	}
+	for deadline := back.Add(30 * time.Second); controllerMetric(t, cs, series) != 1; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not 1 30 s after the controller was back", series)
+		}
+	}
+	t.Logf("event and metric %v after a replica was ready again: %s", time.Since(back).Round(100*time.Millisecond), event.Message)
+
+	// Rolled: the new pod goes through the webhook, and the metric drops. Not before the
+	// webhook injects again: a replica is ready before every kube-proxy routes the
+	// webhook's Service to it, and a pod created meanwhile is missed too (and reported).
+	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook does not inject 30 s after the controller was back")
+		}
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"nap.dev/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "app", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, cs, ns)
+	for deadline := time.Now().Add(30 * time.Second); controllerMetric(t, cs, series) != 0; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not 0 30 s after the Deployment was rolled", series)
+		}
 	}
 }

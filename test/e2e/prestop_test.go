@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -21,9 +23,12 @@ import (
 
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/cli/app"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
+	"github.com/nap-k8s/nap/status"
 )
 
 // kubeconfigPath is the cluster of hack/cluster.sh unless NAP_KUBECONFIG names another.
@@ -77,7 +82,9 @@ func namespace(t *testing.T, cs *kubernetes.Clientset) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	// With nap's controller installed (by an earlier test of the run), it may have
+	// published the same ConfigMap already.
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	return ns
@@ -262,6 +269,12 @@ func TestShellPreStopFails(t *testing.T) {
           preStop:
             exec: {command: ["/bin/sh", "-c", "sleep 5"]}
         readinessProbe:`, 1)
+	// A Service makes it a workload `napctl status` judges.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "app"},
+		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pod := deploy(t, cs, ns, []byte(withShell))
 	took, reasons := terminate(t, cs, pod)
 	t.Logf("terminated in %v; events: %q", took, reasons)
@@ -271,6 +284,27 @@ func TestShellPreStopFails(t *testing.T) {
 	if took >= 5*time.Second {
 		t.Errorf("terminated in %v: as if the shell had slept", took)
 	}
+
+	// napctl status shows the failure on the Deployment, with its cause.
+	var out, errOut bytes.Buffer
+	if code := app.Run(cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		[]string{"status", "--kubeconfig", kubeconfigPath(), "-n", ns, "-o", "json"}); code != 0 {
+		t.Fatalf("napctl status: exit %d: %s", code, errOut.String())
+	}
+	var rep status.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("napctl status -o json: %v\n%s", err, out.String())
+	}
+	if len(rep.Namespaces) != 1 || len(rep.Namespaces[0].Workloads) != 1 {
+		t.Fatalf("napctl status: want one workload in %s:\n%s", ns, out.String())
+	}
+	w := rep.Namespaces[0].Workloads[0]
+	// The kubelet's event gives no reason (so that no secret leaks): the cause comes
+	// from the hook.
+	if w.FailedPreStopHooks < 1 || !strings.Contains(w.FailureCause, `"/bin/sh -c sleep 5"`) || w.Safe {
+		t.Errorf("napctl status: %+v, want its FailedPreStopHook with the hook's /bin/sh as the cause, and not safe", w)
+	}
+	t.Logf("napctl status: %d FailedPreStopHook, last %q: %s", w.FailedPreStopHooks, w.LastFailure, w.FailureCause)
 }
 
 // hookSeccomp waits up to wait for a process whose command line is cmdline and returns

@@ -15,6 +15,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli/install"
 	"github.com/nap-k8s/nap/internal/cli/lint"
 	"github.com/nap-k8s/nap/internal/cli/probe"
+	servecmd "github.com/nap-k8s/nap/internal/cli/serve"
 	"github.com/nap-k8s/nap/internal/cli/status"
 	"github.com/nap-k8s/nap/internal/version"
 )
@@ -31,7 +32,7 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(binary.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), status.NewCommand(streams))
+	root.AddCommand(binary.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
 	return root
 }
 

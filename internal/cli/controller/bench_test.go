@@ -2,18 +2,23 @@ package controller_test
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -31,7 +36,8 @@ import (
 )
 
 // writes counts the API server's completed write requests on a resource, from its own
-// metrics (apiserver_request_total), by verb.
+// metrics (apiserver_request_total), by verb; resource "" counts every resource but
+// leases (leader election renews its Lease every few seconds, by design).
 func writes(t *testing.T, cs *kubernetes.Clientset, resource string) map[string]int {
 	t.Helper()
 	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
@@ -42,7 +48,8 @@ func writes(t *testing.T, cs *kubernetes.Clientset, resource string) map[string]
 	out := map[string]int{}
 	for _, line := range strings.Split(string(body), "\n") {
 		m := re.FindStringSubmatch(line)
-		if m == nil || !strings.Contains(m[1], `resource="`+resource+`"`) {
+		if m == nil || resource != "" && !strings.Contains(m[1], `resource="`+resource+`"`) ||
+			resource == "" && strings.Contains(m[1], `resource="leases"`) {
 			continue
 		}
 		verb := regexp.MustCompile(`verb="([A-Z]+)"`).FindStringSubmatch(m[1])
@@ -143,6 +150,21 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 		})
 	}
 	wg.Wait()
+	// In each, a Service and five Deployments it selects, each with a pod (envtest runs
+	// no controllers: the pods are made as a ReplicaSet would name them): what napctl
+	// status judges and the Reporter's caches hold.
+	made := time.Now()
+	for i := range namespaces {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := fleetNamespace(ctx, cs, fmt.Sprintf("team-%04d", i), 5); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d namespaces with a Service, 5 Deployments and 5 pods each made in %v", namespaces, time.Since(made).Round(time.Second))
 	all, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -166,11 +188,34 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 	}
 	converge := time.Since(began)
 	converged := writes(t, cs, "configmaps")
+	convergedAll := writes(t, cs, "")
 	rssConv, _ := rss(t, r.cmd.Process.Pid)
 	time.Sleep(steady)
 	atRest := diff(writes(t, cs, "configmaps"), converged)
+	atRestAll := diff(writes(t, cs, ""), convergedAll)
 	rssRest, peak := rss(t, r.cmd.Process.Pid)
 	byVerb := diff(converged, before)
+
+	// napctl status over the whole fleet, as a platform team runs it (admin kubeconfig).
+	admin := kubeenv.Kubeconfig(t, cfg)
+	var statusTimes []time.Duration
+	var statusOut []byte
+	for range 3 {
+		t0 := time.Now()
+		out, err := exec.Command(bin, "status", "--kubeconfig", admin, "-o", "json").Output()
+		statusTimes = append(statusTimes, time.Since(t0))
+		if err != nil {
+			t.Fatalf("napctl status: %v", err)
+		}
+		statusOut = out
+	}
+	slices.Sort(statusTimes)
+	var rep struct {
+		Workloads int `json:"workloads"`
+	}
+	if err := json.Unmarshal(statusOut, &rep); err != nil {
+		t.Fatal(err)
+	}
 
 	fmt.Fprintf(report, "## Publishing into %d namespaces\n\n", namespaces)
 	fmt.Fprintf(report, "`napctl controller` (one process, as the ServiceAccount of `napctl install`) started with %d namespaces in the cluster.\n\n", want)
@@ -178,13 +223,48 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 	fmt.Fprintf(report, "| time from start to a copy in every namespace | %.1f s |\n", converge.Seconds())
 	fmt.Fprintf(report, "| ConfigMap writes until then (API server's apiserver_request_total) | %s |\n", format(byVerb))
 	fmt.Fprintf(report, "| ConfigMap writes over the next %v at rest | %s |\n", steady, format(atRest))
-	fmt.Fprintf(report, "| controller RSS after converging / after %v at rest / peak | %.0f / %.0f / %.0f MiB |\n\n", steady, rssConv, rssRest, peak)
+	fmt.Fprintf(report, "| API writes of any kind but Lease renewals over those %v | %s |\n", steady, format(atRestAll))
+	fmt.Fprintf(report, "| controller RSS after converging / after %v at rest / peak | %.0f / %.0f / %.0f MiB |\n", steady, rssConv, rssRest, peak)
+	fmt.Fprintf(report, "| `napctl status -o json` over the whole cluster (%d Service-backed workloads), best / median / worst of 3 | %.1f / %.1f / %.1f s |\n\n",
+		rep.Workloads, statusTimes[0].Seconds(), statusTimes[1].Seconds(), statusTimes[2].Seconds())
+	if rep.Workloads < 5*namespaces {
+		t.Errorf("napctl status judged %d workloads, want at least %d", rep.Workloads, 5*namespaces)
+	}
 	if len(byVerb) != 1 || byVerb["POST"] != want {
 		t.Errorf("ConfigMap writes while converging: %v, want exactly POST %d", byVerb, want)
 	}
-	if len(atRest) != 0 {
-		t.Errorf("ConfigMap writes at rest: %v, want none", atRest)
+	if len(atRest) != 0 || len(atRestAll) != 0 {
+		t.Errorf("writes at rest: ConfigMaps %v, all %v; want none", atRest, atRestAll)
 	}
+}
+
+// fleetNamespace fills ns with a Service and n Deployments it selects, each with a pod
+// named and owned as its ReplicaSet would make it.
+func fleetNamespace(ctx context.Context, cs *kubernetes.Clientset, ns string, n int) error {
+	lbl := map[string]string{"app": "web"}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: lbl, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	yes := true
+	for i := range n {
+		name := fmt.Sprintf("web-%d", i)
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "part": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", "part": name}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}}}
+		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-5d8f7c9b6-x7k2p",
+			Labels:          map[string]string{"app": "web", "part": name, "pod-template-hash": "5d8f7c9b6"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-5d8f7c9b6", UID: "00000000-0000-0000-0000-000000000001", Controller: &yes}}},
+			Spec: d.Spec.Template.Spec}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // benchAdmission creates pods at rate per second for d into a namespace that opted in,
@@ -222,7 +302,14 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 			return resp
 		})}
 	}
-	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir})
+	// Handshakes counted: an API server that does not reuse its connections to the
+	// webhook pays a TLS handshake per admission.
+	var handshakes atomic.Int64
+	countHandshakes := func(c *tls.Config) {
+		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { handshakes.Add(1); return nil, nil }
+	}
+	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir,
+		TLSOpts: []func(*tls.Config){countHandshakes}})
 	srv.Register(controller.WebhookPath, timed(explicit))
 	srv.Register(controller.PolicyWebhookPath, timed(policy))
 	go srv.Start(ctx)
@@ -267,6 +354,7 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	mu.Lock()
 	handler = nil
 	mu.Unlock()
+	handshakes.Store(0)
 
 	fmt.Fprintf(report, "## Admission latency at %d Pod creates per second\n\n", rate)
 	fmt.Fprintf(report, "%v of creates per namespace, paced open-loop; the webhook in the test process (the Injector `napctl controller` serves), called by the API server over TLS.\n\n", d)
@@ -280,6 +368,7 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	mu.Unlock()
 	slices.Sort(h)
 	fmt.Fprintf(report, "| the webhooks' handlers alone | %d | %s | %s | %s |\n\n", len(h), ms(pct(h, 50)), ms(pct(h, 99)), ms(h[len(h)-1]))
+	fmt.Fprintf(report, "TLS handshakes at the webhook server during those %d admissions: %d.\n\n", len(h), handshakes.Load())
 	if n := 2 * int(d.Seconds()) * rate; len(h) < n {
 		t.Errorf("the webhook handled %d pods, want at least %d", len(h), n)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -40,6 +41,9 @@ type flags struct {
 	webhookPort       int
 	delay             string
 	policy            string
+	report            bool
+	rollMissed        bool
+	rollInterval      time.Duration
 }
 
 // NewCommand returns the controller command.
@@ -73,6 +77,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.webhookConfig, "webhook-configuration", controller.Name, "the MutatingWebhookConfiguration whose caBundle to keep; empty: none")
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "the webhook's port")
 	fl.StringVar(&f.policy, "policy", string(controller.PolicyOptIn), "which pods get the delay without an explicit opt-in: opt-in, default or audit (the namespace label "+controller.PolicyLabel+" overrides it)")
+	fl.BoolVar(&f.report, "report", true, "report what fails silently: pods the webhook missed, hooks that cannot work, FailedPreStopHook events (Warning events on workloads, metrics)")
+	fl.BoolVar(&f.rollMissed, "roll-missed", false, "evict the pods the webhook missed, one at a time through the Eviction API (PodDisruptionBudgets hold), so that they are recreated with a delay")
+	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "with --roll-missed: at most one eviction per this interval")
 	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
 	return cmd
 }
@@ -119,7 +126,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
 		Webhook: f.webhook, Delay: f.delay, Policy: policy, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
-		Log: log,
+		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, Log: log,
 	}
 	if f.webhook {
 		if o.Kube, err = cli.ServerVersion(cfg); err != nil {

@@ -49,6 +49,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
 	fl.StringVar(&o.Delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay")
 	fl.StringVar((*string)(&o.Policy), "policy", string(controller.PolicyOptIn), "which pods get the delay without an explicit opt-in: opt-in (none), default (every pod backing a Service), audit (report what default would do); the namespace label "+controller.PolicyLabel+" overrides it")
+	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
 	return cmd

@@ -1,0 +1,443 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/lint"
+	"github.com/nap-k8s/nap/status"
+)
+
+// Reason is why a workload's pods may drop requests when they terminate, as the Reporter
+// finds it on live pods.
+type Reason string
+
+const (
+	// NotInjected: the webhook should have given the pod a delay (opted in, or the
+	// default policy and a Service selects it) and the pod has none: it was admitted
+	// while the webhook was down, unreachable or not yet trusted (failurePolicy Ignore).
+	NotInjected Reason = "not-injected"
+	// DelayExceedsGrace: a preStop delay at or above the grace period; the kubelet kills
+	// the container mid-sleep, before it drained.
+	DelayExceedsGrace Reason = "delay-exceeds-grace"
+	// NativeSleepUnsupported: the native sleep action on a node whose kubelet does not
+	// have it (before 1.30): the hook fails and the container stops at once.
+	NativeSleepUnsupported Reason = "native-sleep-unsupported"
+	// FailedPreStopHook: the kubelet reported that a pod's preStop hook failed.
+	FailedPreStopHook Reason = "failed-prestop-hook"
+)
+
+// eventReasons are the Warning events the Reporter puts on workloads.
+var eventReasons = map[Reason]string{
+	NotInjected:            "NapNotInjected",
+	DelayExceedsGrace:      "NapDelayExceedsGrace",
+	NativeSleepUnsupported: "NapNativeSleepUnsupported",
+	FailedPreStopHook:      "NapFailedPreStopHook",
+}
+
+// WorkloadRef names the controller of pods: Deployment, StatefulSet, DaemonSet,
+// ReplicaSet, or the Pod itself when it has none.
+type WorkloadRef struct {
+	Kind, Namespace, Name string
+}
+
+func (w WorkloadRef) String() string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
+
+// Finding is one workload's problem of one reason.
+type Finding struct {
+	Workload WorkloadRef
+	Reason   Reason
+	Pods     []string // the pods it was found on (for FailedPreStopHook: named in events)
+	Cause    string   // FailedPreStopHook: what went wrong (see HookCause)
+	Message  string
+}
+
+// Reporter finds, at start and then every Interval, what makes nap's protection fail
+// silently, from the manager's caches (no API call per pod):
+//
+//   - pods the webhook should have injected and did not (NotInjected);
+//   - hooks that cannot do their job (DelayExceedsGrace, NativeSleepUnsupported);
+//   - FailedPreStopHook events, per workload and cause.
+//
+// It reports each as a Warning event on the owning workload (once while it lasts, again
+// when more pods show it) and as the metrics nap_pods_unprotected{namespace,reason} and
+// nap_prestop_hook_failures{namespace,workload,cause}, which stay until the workload is
+// rolled (the pods are replaced) or the events expire. With Roll, it evicts one
+// not-injected pod every RollInterval through the Eviction API, so that
+// PodDisruptionBudgets hold and the pod's controller recreates it through the webhook.
+// At rest (nothing new found) it writes nothing to the API.
+type Reporter struct {
+	Client   client.Client // the manager's: cached reads; evictions
+	Recorder record.EventRecorder
+	// Policy is the installed policy (PolicyLabel on a namespace overrides it).
+	Policy Policy
+	// Exclude are the namespaces the webhook never sees: its own and kube-system.
+	Exclude  map[string]bool
+	Interval time.Duration // default 10s
+
+	Roll         bool
+	RollInterval time.Duration // default 1m
+
+	Log logr.Logger
+
+	reported map[findingKey]int // how many pods each finding had when last evented
+	lastRoll time.Time
+}
+
+type findingKey struct {
+	workload WorkloadRef
+	reason   Reason
+	cause    string
+}
+
+// NeedLeaderElection: one replica reports and rolls.
+func (r *Reporter) NeedLeaderElection() bool { return true }
+
+// Start runs a pass at once, then every Interval, until ctx ends.
+func (r *Reporter) Start(ctx context.Context) error {
+	interval := r.Interval
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := r.Pass(ctx); err != nil && ctx.Err() == nil {
+			r.Log.Error(err, "report pass")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Pass finds, reports and (with Roll) rolls once.
+func (r *Reporter) Pass(ctx context.Context) error {
+	found, notInjected, err := r.Scan(ctx)
+	if err != nil {
+		return err
+	}
+	r.report(found)
+	if r.Roll && len(notInjected) > 0 {
+		return r.roll(ctx, notInjected)
+	}
+	return nil
+}
+
+// Scan returns what is wrong now, and the pods that were not injected.
+func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods); err != nil {
+		return nil, nil, err
+	}
+	var nsList corev1.NamespaceList
+	if err := r.Client.List(ctx, &nsList); err != nil {
+		return nil, nil, err
+	}
+	nsLabels := make(map[string]map[string]string, len(nsList.Items))
+	for _, ns := range nsList.Items {
+		nsLabels[ns.Name] = ns.Labels
+	}
+	var nodeList corev1.NodeList
+	if err := r.Client.List(ctx, &nodeList); err != nil {
+		return nil, nil, err
+	}
+	kubelets := map[string]kube.Version{}
+	for i := range nodeList.Items {
+		if n, err := kube.NodeOf(&nodeList.Items[i]); err == nil {
+			kubelets[n.Name] = n.Kubelet
+		}
+	}
+	services := map[string][]corev1.Service{}
+	decider := Injector{Policy: r.Policy,
+		NamespaceLabels: func(_ context.Context, ns string) (map[string]string, error) { return nsLabels[ns], nil },
+		Services: func(ctx context.Context, ns string) ([]corev1.Service, error) {
+			if s, ok := services[ns]; ok {
+				return s, nil
+			}
+			var list corev1.ServiceList
+			if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+			services[ns] = list.Items
+			return list.Items, nil
+		}}
+	if decider.Policy == "" {
+		decider.Policy = PolicyOptIn
+	}
+
+	byKey := map[findingKey]*Finding{}
+	add := func(w WorkloadRef, reason Reason, cause, pod, msg string) {
+		k := findingKey{workload: w, reason: reason, cause: cause}
+		f := byKey[k]
+		if f == nil {
+			f = &Finding{Workload: w, Reason: reason, Cause: cause, Message: msg}
+			byKey[k] = f
+		}
+		if pod != "" && !slices.Contains(f.Pods, pod) {
+			f.Pods = append(f.Pods, pod)
+		}
+	}
+	var notInjected []corev1.Pod
+	livePods := map[string]WorkloadRef{}  // namespace/name → workload
+	hookKinds := map[WorkloadRef]string{} // what the workload's pods' hooks run
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		w := workloadOf(p)
+		livePods[p.Namespace+"/"+p.Name] = w
+		if k := status.HookKind(p.Spec); k != "" {
+			hookKinds[w] = k
+		}
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		hasHook := false
+		grace := kube.DefaultGracePeriod
+		if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = time.Duration(*g) * time.Second
+		}
+		for _, c := range p.Spec.Containers {
+			if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+				continue
+			}
+			hasHook = true
+			d, known, native := lint.HookDelay(c)
+			if known && d >= grace {
+				add(w, DelayExceedsGrace, "", p.Name, fmt.Sprintf("container %q's preStop delay of %v is at least its %v grace period: the kubelet kills it mid-sleep, before it drains", c.Name, d, grace))
+			}
+			if v, ok := kubelets[p.Spec.NodeName]; native && ok && v.Less(kube.NativeSleepSince) {
+				add(w, NativeSleepUnsupported, "", p.Name, fmt.Sprintf("container %q uses the native preStop sleep on node %s, whose kubelet %v does not have it (%v+): the hook fails and the container stops at once", c.Name, p.Spec.NodeName, v, kube.NativeSleepSince))
+			}
+		}
+		if hasHook || r.Exclude[p.Namespace] {
+			continue
+		}
+		want, why, err := r.wants(ctx, &decider, nsLabels[p.Namespace], p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if want {
+			add(w, NotInjected, "", p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", why))
+			notInjected = append(notInjected, *p)
+		}
+	}
+
+	var events corev1.EventList
+	if err := r.Client.List(ctx, &events); err != nil {
+		return nil, nil, err
+	}
+	for _, e := range events.Items {
+		if e.Reason != "FailedPreStopHook" || e.InvolvedObject.Kind != "Pod" {
+			continue
+		}
+		w, ok := livePods[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name]
+		if !ok {
+			w = workloadOfName(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+		}
+		cause, why := HookCause(e.Message), status.Cause(e.Message)
+		if strings.TrimSpace(e.Message) == status.BareFailure {
+			// The kubelet's event says nothing more: say what the hook runs, from a live pod.
+			cause, why = "unknown", "the kubelet gives no reason"
+			if k := hookKinds[w]; k != "" {
+				cause, why = "hook-"+k, "the kubelet gives no reason; the workload's hook is of kind "+k
+			}
+		}
+		add(w, FailedPreStopHook, cause, e.InvolvedObject.Name, "preStop hook failed ("+cause+"): "+why)
+	}
+
+	out := make([]Finding, 0, len(byKey))
+	for _, f := range byKey {
+		slices.Sort(f.Pods)
+		out = append(out, *f)
+	}
+	slices.SortFunc(out, func(a, b Finding) int {
+		return strings.Compare(a.Workload.String()+string(a.Reason)+a.Cause, b.Workload.String()+string(b.Reason)+b.Cause)
+	})
+	return out, notInjected, nil
+}
+
+// wants tells whether the webhook would give p (which has no hook) a delay, as the
+// webhook configuration's selectors and the policy webhook decide it.
+func (r *Reporter) wants(ctx context.Context, decider *Injector, nsLabels map[string]string, p *corev1.Pod) (bool, string, error) {
+	switch {
+	case p.Labels[InjectLabel] == "disabled" || nsLabels[InjectLabel] == "disabled":
+		return false, "", nil
+	case p.Labels[InjectLabel] == "enabled":
+		return true, "the pod is opted in", nil
+	case nsLabels[InjectLabel] == "enabled":
+		return true, "its namespace is opted in", nil
+	}
+	var ap admissionPod
+	ap.Metadata.Labels = p.Labels
+	for _, o := range p.OwnerReferences {
+		ap.Metadata.OwnerReferences = append(ap.Metadata.OwnerReferences, struct {
+			Kind string `json:"kind"`
+		}{Kind: o.Kind})
+	}
+	ap.Spec.RestartPolicy = p.Spec.RestartPolicy
+	d, err := decider.decide(ctx, p.Namespace, &ap)
+	if err != nil {
+		return false, "", err
+	}
+	// Under audit nothing is injected by design: that is reported at admission.
+	return d.candidate && d.policy != PolicyAudit, "policy " + string(d.policy) + ": " + d.why, nil
+}
+
+// report puts a Warning event on each workload whose finding is new or has more pods
+// than when it was last reported, and sets the gauges.
+func (r *Reporter) report(found []Finding) {
+	if r.reported == nil {
+		r.reported = map[findingKey]int{}
+	}
+	unprotected.Reset()
+	hookFailures.Reset()
+	seen := map[findingKey]bool{}
+	for _, f := range found {
+		k := findingKey{workload: f.Workload, reason: f.Reason, cause: f.Cause}
+		seen[k] = true
+		if f.Reason == FailedPreStopHook {
+			hookFailures.WithLabelValues(f.Workload.Namespace, f.Workload.Kind+"/"+f.Workload.Name, f.Cause).Set(float64(len(f.Pods)))
+		} else {
+			unprotected.WithLabelValues(f.Workload.Namespace, string(f.Reason)).Add(float64(len(f.Pods)))
+		}
+		if len(f.Pods) <= r.reported[k] {
+			continue
+		}
+		r.reported[k] = len(f.Pods)
+		msg := fmt.Sprintf("%d pod(s) (%s): %s", len(f.Pods), strings.Join(firstN(f.Pods, 5), ", "), f.Message)
+		r.Log.Info("unprotected", "workload", f.Workload.String(), "reason", f.Reason, "pods", len(f.Pods), "message", f.Message)
+		if r.Recorder != nil {
+			r.Recorder.Event(f.Workload.object(), corev1.EventTypeWarning, eventReasons[f.Reason], msg)
+		}
+	}
+	for k := range r.reported {
+		if !seen[k] {
+			delete(r.reported, k) // gone: the workload was rolled, or the events expired
+		}
+	}
+}
+
+// roll evicts one not-injected pod, at most every RollInterval.
+func (r *Reporter) roll(ctx context.Context, pods []corev1.Pod) error {
+	every := r.RollInterval
+	if every <= 0 {
+		every = time.Minute
+	}
+	if time.Since(r.lastRoll) < every {
+		return nil
+	}
+	for _, p := range pods {
+		if len(p.OwnerReferences) == 0 {
+			continue // nothing would recreate it
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		err := r.Client.SubResource("eviction").Create(ctx, &p, ev)
+		switch {
+		case err == nil:
+			r.lastRoll = time.Now()
+			rolled.WithLabelValues(p.Namespace).Inc()
+			w := workloadOf(&p)
+			r.Log.Info("evicted a pod the webhook missed, to be recreated through it", "pod", p.Namespace+"/"+p.Name, "workload", w.String())
+			if r.Recorder != nil {
+				r.Recorder.Event(w.object(), corev1.EventTypeNormal, "NapRolled", "evicted pod "+p.Name+", which nap's webhook missed, so that it is recreated with a preStop delay")
+			}
+			return nil
+		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget says not now
+			continue
+		case apierrors.IsNotFound(err):
+			continue
+		default:
+			return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	return nil
+}
+
+// object is the workload as an event's involved object.
+func (w WorkloadRef) object() *corev1.ObjectReference {
+	api := "apps/v1"
+	if w.Kind == "Pod" {
+		api = "v1"
+	}
+	return &corev1.ObjectReference{Kind: w.Kind, APIVersion: api, Namespace: w.Namespace, Name: w.Name}
+}
+
+// workloadOf is the pod's controller; a ReplicaSet's pods belong to its Deployment, whose
+// name is the ReplicaSet's without the pod-template-hash suffix.
+func workloadOf(p *corev1.Pod) WorkloadRef {
+	for _, o := range p.OwnerReferences {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		if o.Kind == "ReplicaSet" {
+			if h := p.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(o.Name, "-"+h) {
+				return WorkloadRef{Kind: "Deployment", Namespace: p.Namespace, Name: strings.TrimSuffix(o.Name, "-"+h)}
+			}
+		}
+		return WorkloadRef{Kind: o.Kind, Namespace: p.Namespace, Name: o.Name}
+	}
+	return WorkloadRef{Kind: "Pod", Namespace: p.Namespace, Name: p.Name}
+}
+
+// Pod names as their controllers make them, for events of pods that are gone.
+var (
+	deploymentPod  = regexp.MustCompile(`^(.+)-[a-z0-9]{6,10}-[a-z0-9]{5}$`)
+	statefulSetPod = regexp.MustCompile(`^(.+)-[0-9]+$`)
+)
+
+// workloadOfName guesses a gone pod's workload from its name: name-<hash>-<suffix> is a
+// Deployment's, name-<ordinal> a StatefulSet's; else the pod itself.
+func workloadOfName(ns, pod string) WorkloadRef {
+	if m := deploymentPod.FindStringSubmatch(pod); m != nil {
+		return WorkloadRef{Kind: "Deployment", Namespace: ns, Name: m[1]}
+	}
+	if m := statefulSetPod.FindStringSubmatch(pod); m != nil {
+		return WorkloadRef{Kind: "StatefulSet", Namespace: ns, Name: m[1]}
+	}
+	return WorkloadRef{Kind: "Pod", Namespace: ns, Name: pod}
+}
+
+// HookCause sorts a FailedPreStopHook message into a short cause, for a metric label:
+// no-shell (the image has no /bin/sh or bash), no-binary (another command not found),
+// non-zero-exit, http (an httpGet hook failed), refused (seccomp or permissions), other.
+// The kubelet's own event (status.BareFailure) carries no reason; the Reporter then
+// labels it by what the hook runs: hook-shell, hook-nap, hook-exec, hook-http, unknown.
+func HookCause(msg string) string {
+	m := strings.ToLower(msg)
+	notFound := strings.Contains(m, "no such file") || strings.Contains(m, "not found")
+	switch {
+	case notFound && (strings.Contains(m, "/bin/sh") || strings.Contains(m, "/bin/bash") || strings.Contains(m, `"sh"`) || strings.Contains(m, `"bash"`)):
+		return "no-shell"
+	case notFound:
+		return "no-binary"
+	case strings.Contains(m, "exited with") || strings.Contains(m, "exit code") || strings.Contains(m, "exit status"):
+		return "non-zero-exit"
+	case strings.Contains(m, "http"):
+		return "http"
+	case strings.Contains(m, "permission denied") || strings.Contains(m, "operation not permitted"):
+		return "refused"
+	}
+	return "other"
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
+}

@@ -1,0 +1,251 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// TestReporter runs the Reporter on a manager's caches against a real kube-apiserver
+// (envtest): pods made as they would be when the webhook is down, hooks that cannot
+// work, FailedPreStopHook events (the kubelet's, with no reason, and one with a reason);
+// then a roll.
+func TestReporter(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: CacheOptions(kube.ConfigMapName), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go mgr.Start(ctx)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(o client.Object) {
+		t.Helper()
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, l := range map[string]map[string]string{
+		"opted-in": {InjectLabel: "enabled"}, "defaulted": {PolicyLabel: "default"}, "audited": {PolicyLabel: "audit"},
+		"opted-out": {InjectLabel: "disabled"}, "plain": nil, "nap-system": {InjectLabel: "enabled"},
+	} {
+		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
+	}
+	for _, ns := range []string{"defaulted", "audited"} {
+		create(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}})
+	}
+	old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "old-node"}}
+	create(old)
+	old.Status.NodeInfo.KubeletVersion = "v1.29.4"
+	if err := c.Status().Update(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+
+	yes := true
+	// pod makes a pod of Deployment (ReplicaSet name-hash) or of another owner kind.
+	pod := func(ns, name, ownerKind, owner string, lbl map[string]string, mutate func(*corev1.Pod)) {
+		t.Helper()
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		for k, v := range lbl {
+			p.Labels[k] = v
+		}
+		if ownerKind != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: ownerKind, Name: owner, UID: types.UID("u-" + owner), Controller: &yes}}
+			if ownerKind == "ReplicaSet" {
+				p.Labels["pod-template-hash"] = owner[strings.LastIndex(owner, "-")+1:]
+			}
+		}
+		if mutate != nil {
+			mutate(p)
+		}
+		create(p)
+	}
+	web := map[string]string{"app": "web"}
+	pod("opted-in", "api-7d9f8c6b5-abcde", "ReplicaSet", "api-7d9f8c6b5", nil, nil)                        // missed
+	pod("opted-in", "api-7d9f8c6b5-fghij", "ReplicaSet", "api-7d9f8c6b5", nil, nil)                        // missed
+	pod("defaulted", "web-0", "StatefulSet", "web", web, nil)                                              // missed: a Service selects it
+	pod("defaulted", "batch-xk2p9", "Job", "batch", web, nil)                                              // a Job's pod: left alone
+	pod("defaulted", "lonely-5c4d-zzzzz", "ReplicaSet", "lonely-5c4d", map[string]string{"app": "x"}, nil) // no Service
+	pod("audited", "web-1", "StatefulSet", "web", web, nil)                                                // audit: reported at admission
+	pod("opted-out", "api-1", "StatefulSet", "api", nil, nil)
+	pod("plain", "api-2", "StatefulSet", "api", nil, nil)
+	pod("nap-system", "nap-6b7c8d9f-aaaaa", "ReplicaSet", "nap-6b7c8d9f", nil, nil) // the controller's own namespace
+	pod("opted-in", "own-0", "StatefulSet", "own", map[string]string{InjectLabel: "disabled"}, nil)
+	pod("plain", "slow-0", "StatefulSet", "slow", nil, func(p *corev1.Pod) {
+		p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(10))
+		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/nap/nap", "10s"}}}}
+	})
+	pod("plain", "fits-0", "StatefulSet", "fits", nil, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/nap/nap", "10s"}}}}
+	})
+	pod("plain", "native-0", "StatefulSet", "native", nil, func(p *corev1.Pod) {
+		p.Spec.NodeName = "old-node"
+		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}
+	})
+	pod("plain", "shellhook-0", "StatefulSet", "shellhook", nil, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "sleep 5"}}}}
+	})
+	// The kubelet's own event says no more than this: the cause comes from the hook.
+	create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "shellhook.1", Namespace: "plain"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "shellhook-0"},
+		Reason:         "FailedPreStopHook", Type: corev1.EventTypeWarning, Count: 1, Message: "PreStopHook failed"})
+	// A FailedPreStopHook event with a reason (another writer's), of a pod that is gone.
+	create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "shell.1", Namespace: "plain"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "shell-6f7d8c9b4-q2w3e"},
+		Reason:         "FailedPreStopHook", Type: corev1.EventTypeWarning, Count: 1,
+		Message: `PreStopHook failed: rpc error: code = Unknown desc = failed to exec in container: failed to start exec "x": OCI runtime exec failed: exec failed: unable to start container process: exec: "/bin/sh": stat /bin/sh: no such file or directory: unknown`})
+	// An event of another reason, which the cache never holds.
+	create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "other.1", Namespace: "plain"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "api-2"}, Reason: "Killing", Type: corev1.EventTypeNormal})
+
+	rec := record.NewFakeRecorder(100)
+	r := &Reporter{Client: mgr.GetClient(), Recorder: rec, Policy: PolicyOptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard()}
+	want := []string{
+		"Deployment/opted-in/api not-injected api-7d9f8c6b5-abcde,api-7d9f8c6b5-fghij",
+		"Deployment/plain/shell failed-prestop-hook/no-shell shell-6f7d8c9b4-q2w3e",
+		"StatefulSet/defaulted/web not-injected web-0",
+		"StatefulSet/plain/native native-sleep-unsupported native-0",
+		"StatefulSet/plain/shellhook failed-prestop-hook/hook-shell shellhook-0",
+		"StatefulSet/plain/slow delay-exceeds-grace slow-0",
+	}
+	var got []string
+	scan := func() {
+		t.Helper()
+		found, _, err := r.Scan(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, f := range found {
+			reason := string(f.Reason)
+			if f.Cause != "" {
+				reason += "/" + f.Cause
+			}
+			got = append(got, fmt.Sprintf("%s %s %s", f.Workload, reason, strings.Join(f.Pods, ",")))
+		}
+	}
+	// The caches fill asynchronously: wait until they hold every object made above.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		scan()
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	if err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events := drain(rec)
+	if len(events) != 6 {
+		t.Errorf("%d events after the first pass, want 6: %q", len(events), events)
+	}
+	for _, w := range []string{"Warning NapNotInjected 2 pod(s) (api-7d9f8c6b5-abcde, api-7d9f8c6b5-fghij)", "Warning NapFailedPreStopHook", "Warning NapDelayExceedsGrace", "Warning NapNativeSleepUnsupported"} {
+		if !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, w) }) {
+			t.Errorf("no event %q in %q", w, events)
+		}
+	}
+	if v := testutil.ToFloat64(unprotected.WithLabelValues("opted-in", string(NotInjected))); v != 2 {
+		t.Errorf("nap_pods_unprotected{opted-in,not-injected} = %v, want 2", v)
+	}
+	if v := testutil.ToFloat64(hookFailures.WithLabelValues("plain", "Deployment/shell", "no-shell")); v != 1 {
+		t.Errorf("nap_prestop_hook_failures{plain,Deployment/shell,no-shell} = %v, want 1", v)
+	}
+	// At rest: no new event.
+	if err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e := drain(rec); len(e) != 0 {
+		t.Errorf("events at rest: %q", e)
+	}
+
+	// Rolling: one not-injected pod evicted per interval.
+	r.Roll, r.RollInterval = true, time.Hour
+	if err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone := 0
+	for _, name := range []string{"api-7d9f8c6b5-abcde", "api-7d9f8c6b5-fghij", "web-0"} {
+		var p corev1.Pod
+		ns := "opted-in"
+		if name == "web-0" {
+			ns = "defaulted"
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); apierrors.IsNotFound(err) || err == nil && p.DeletionTimestamp != nil {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Errorf("%d pods evicted by one pass with --roll-missed, want 1", gone)
+	}
+	if e := drain(rec); !slices.ContainsFunc(e, func(s string) bool { return strings.HasPrefix(s, "Normal NapRolled") }) {
+		t.Errorf("no NapRolled event: %q", e)
+	}
+}
+
+func drain(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestHookCause(t *testing.T) {
+	for _, c := range []struct{ msg, want string }{
+		{`exec: "/bin/sh": stat /bin/sh: no such file or directory: unknown`, "no-shell"},
+		{`exec: "bash": executable file not found in $PATH: unknown`, "no-shell"},
+		{`exec: "/nap/nap": stat /nap/nap: no such file or directory: unknown`, "no-binary"},
+		{`command '/bin/true' exited with 1: `, "non-zero-exit"},
+		{`Get "http://10.78.0.5:8080/stop": dial tcp 10.78.0.5:8080: connect: connection refused`, "http"},
+		{`exec /nap/nap: permission denied`, "refused"},
+		{`something else`, "other"},
+	} {
+		if got := HookCause(c.msg); got != c.want {
+			t.Errorf("HookCause(%q) = %q, want %q", c.msg, got, c.want)
+		}
+	}
+}
+
+func TestWorkloadOfName(t *testing.T) {
+	for pod, want := range map[string]string{
+		"api-7d9f8c6b5-abcde": "Deployment/ns/api",
+		"web-0":               "StatefulSet/ns/web",
+		"standalone":          "Pod/ns/standalone",
+	} {
+		if got := workloadOfName("ns", pod).String(); got != want {
+			t.Errorf("workloadOfName(%q) = %s, want %s", pod, got, want)
+		}
+	}
+}
