@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -21,14 +22,22 @@ import (
 	"github.com/nap-k8s/nap/kube"
 )
 
-// TestPublisher runs the Publisher in a manager against a real kube-apiserver (envtest)
-// and checks what it does to namespaces and copies.
-func TestPublisher(t *testing.T) {
+// envtestManager is a manager with the controller's caches on a fresh real
+// kube-apiserver (envtest), not started.
+func envtestManager(t *testing.T) (*rest.Config, ctrl.Manager) {
+	t.Helper()
 	cfg := kubeenv.APIServer(t)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: CacheOptions(kube.ConfigMapName), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, mgr
+}
+
+// TestPublisher runs the Publisher in a manager against a real kube-apiserver (envtest)
+// and checks what it does to namespaces and copies.
+func TestPublisher(t *testing.T) {
+	cfg, mgr := envtestManager(t)
 	p, err := NewPublisher(mgr.GetClient(), mgr.GetEventRecorderFor("nap-controller"), kube.ConfigMapName, "v9.9.9")
 	if err != nil {
 		t.Fatal(err)

@@ -285,9 +285,7 @@ func (r *Reporter) wants(ctx context.Context, decider *Injector, nsLabels map[st
 	var ap admissionPod
 	ap.Metadata.Labels = p.Labels
 	for _, o := range p.OwnerReferences {
-		ap.Metadata.OwnerReferences = append(ap.Metadata.OwnerReferences, struct {
-			Kind string `json:"kind"`
-		}{Kind: o.Kind})
+		ap.Metadata.OwnerReferences = append(ap.Metadata.OwnerReferences, ownerKind{Kind: o.Kind})
 	}
 	ap.Spec.RestartPolicy = p.Spec.RestartPolicy
 	d, err := decider.decide(ctx, p.Namespace, &ap)

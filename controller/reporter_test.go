@@ -15,12 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
-	"github.com/nap-k8s/nap/kube"
 )
 
 // TestReporter runs the Reporter on a manager's caches against a real kube-apiserver
@@ -28,11 +23,7 @@ import (
 // work, FailedPreStopHook events (the kubelet's, with no reason, and one with a reason);
 // then a roll.
 func TestReporter(t *testing.T) {
-	cfg := kubeenv.APIServer(t)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: CacheOptions(kube.ConfigMapName), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, mgr := envtestManager(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go mgr.Start(ctx)

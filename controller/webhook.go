@@ -72,15 +72,18 @@ func NodesFrom(r client.Reader) func(context.Context) ([]kube.Node, error) {
 	}
 }
 
+// ownerKind is what the policy reads of an owner reference.
+type ownerKind struct {
+	Kind string `json:"kind"`
+}
+
 // admissionPod is what the webhook reads of the object before injecting.
 type admissionPod struct {
 	Kind     string `json:"kind"`
 	Metadata struct {
 		Labels          map[string]string `json:"labels"`
 		Annotations     map[string]string `json:"annotations"`
-		OwnerReferences []struct {
-			Kind string `json:"kind"`
-		} `json:"ownerReferences"`
+		OwnerReferences []ownerKind `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
 		RestartPolicy corev1.RestartPolicy `json:"restartPolicy"`
