@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
@@ -347,5 +348,98 @@ func TestControllerOutage(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s is not 0 30 s after the Deployment was rolled", series)
 		}
+	}
+}
+
+// TestDefaultPolicy: in a namespace labelled nap.dev/policy=default, the webhook gives a
+// delay to the pods of a Deployment a Service selects, and leaves alone a Job's pod and
+// a Deployment no Service selects.
+func TestDefaultPolicy(t *testing.T) {
+	cs := client(t)
+	installController(t, cs)
+	ctx := context.Background()
+	ns := fmt.Sprintf("e2e-policy-%04x", rand.IntN(1<<16))
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{controller.PolicyLabel: string(controller.PolicyDefault)}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		grace := int64(0)
+		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The webhook decides from its informer caches: wait until it sees the Service (a
+	// dry-run pod with the Service's labels comes back injected).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.Containers[0].Lifecycle != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatal("the policy webhook does not inject a Service-backed pod after 30 s")
+		}
+	}
+	apply := func(name, labels, kind string) {
+		t.Helper()
+		var src string
+		switch kind {
+		case "Deployment":
+			src = fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s}
+spec:
+  replicas: 1
+  selector: {matchLabels: %s}
+  template:
+    metadata: {labels: %s}
+    spec:
+      containers: [{name: app, image: nap/app:e2e, imagePullPolicy: Never, ports: [{containerPort: 8080}]}]
+`, name, labels, labels)
+		case "Job":
+			src = fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s}
+spec:
+  template:
+    metadata: {labels: %s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: app, image: nap/app:e2e, imagePullPolicy: Never}]
+`, name, labels)
+		}
+		kubectl(t, []byte(src), "-n", ns, "apply", "-f", "-")
+	}
+	apply("web", "{app: web}", "Deployment")       // a Service selects it
+	apply("batch", "{app: web}", "Job")            // a Job's pod, even with the Service's labels
+	apply("worker", "{app: worker}", "Deployment") // no Service selects it
+	hooked := map[string]bool{}
+	for deadline := time.Now().Add(90 * time.Second); len(hooked) < 3; time.Sleep(500 * time.Millisecond) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			owner := p.Labels["job-name"]
+			if owner == "" {
+				owner = p.Labels["app"]
+			}
+			hooked[owner] = p.Spec.Containers[0].Lifecycle != nil && p.Spec.Containers[0].Lifecycle.PreStop != nil
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods of web, batch and worker not all created after 90 s: %v", hooked)
+		}
+	}
+	if want := map[string]bool{"web": true, "batch": false, "worker": false}; !maps.Equal(hooked, want) {
+		t.Errorf("preStop hooks by workload: %v, want %v", hooked, want)
 	}
 }
