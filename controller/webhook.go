@@ -83,7 +83,7 @@ type admissionPod struct {
 	Metadata struct {
 		Labels          map[string]string `json:"labels"`
 		Annotations     map[string]string `json:"annotations"`
-		OwnerReferences []ownerKind `json:"ownerReferences"`
+		OwnerReferences []ownerKind       `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
 		RestartPolicy corev1.RestartPolicy `json:"restartPolicy"`
