@@ -110,14 +110,7 @@ func optedInNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := fmt.Sprintf("e2e-webhook-%04x", rand.IntN(1<<16))
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{controller.InjectLabel: "enabled"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		grace := int64(0)
-		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
-	})
+	createNamespace(t, cs, ns, map[string]string{controller.InjectLabel: "enabled"})
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, kube.ConfigMapName, metav1.GetOptions{})
 		if err == nil && len(cm.BinaryData) > 0 {
@@ -129,7 +122,7 @@ func optedInNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	}
 	// The API server trusts the webhook once its informer has the caBundle the
 	// controller wrote; until then pods are admitted unchanged (failurePolicy Ignore).
-	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns, nil); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			dumpController(t, cs)
 			t.Fatalf("the webhook does not inject in %s after 30 s", ns)
@@ -138,11 +131,12 @@ func optedInNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	return ns
 }
 
-// dryRunInjected creates a Pod in ns as a dry run — the webhook is called (sideEffects
-// None), nothing is stored — and says whether it came back with a preStop hook.
-func dryRunInjected(t *testing.T, cs *kubernetes.Clientset, ns string) bool {
+// dryRunInjected creates a Pod with labels in ns as a dry run — the webhook is called
+// (sideEffects None), nothing is stored — and says whether it came back with a preStop
+// hook.
+func dryRunInjected(t *testing.T, cs *kubernetes.Clientset, ns string, labels map[string]string) bool {
 	t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe"},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Labels: labels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
 	p, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
@@ -226,7 +220,7 @@ func TestControllerRollout(t *testing.T) {
 	admitted, missed := 0, 0
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		admitted++
-		if !dryRunInjected(t, cs, d.ns) {
+		if !dryRunInjected(t, cs, d.ns, nil) {
 			missed++
 		}
 		dep, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Get(ctx, controller.Name, metav1.GetOptions{})
@@ -334,7 +328,7 @@ func TestControllerOutage(t *testing.T) {
 	// Rolled: the new pod goes through the webhook, and the metric drops. Not before the
 	// webhook injects again: a replica is ready before every kube-proxy routes the
 	// webhook's Service to it, and a pod created meanwhile is missed too (and reported).
-	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns, nil); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the webhook does not inject 30 s after the controller was back")
 		}
@@ -359,14 +353,7 @@ func TestDefaultPolicy(t *testing.T) {
 	installController(t, cs)
 	ctx := context.Background()
 	ns := fmt.Sprintf("e2e-policy-%04x", rand.IntN(1<<16))
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{controller.PolicyLabel: string(controller.PolicyDefault)}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		grace := int64(0)
-		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
-	})
+	createNamespace(t, cs, ns, map[string]string{controller.PolicyLabel: string(controller.PolicyDefault)})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
 		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}}}
 	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
@@ -374,16 +361,7 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 	// The webhook decides from its informer caches: wait until it sees the Service (a
 	// dry-run pod with the Service's labels comes back injected).
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Labels: map[string]string{"app": "web"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nap/app:e2e"}}}}
-		p, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Spec.Containers[0].Lifecycle != nil {
-			break
-		}
+	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns, map[string]string{"app": "web"}); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			dumpController(t, cs)
 			t.Fatal("the policy webhook does not inject a Service-backed pod after 30 s")

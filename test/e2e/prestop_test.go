@@ -71,13 +71,7 @@ func namespace(t *testing.T, cs *kubernetes.Clientset) string {
 	if len(ns) > 63 {
 		ns = ns[len(ns)-63:]
 	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		grace := int64(0)
-		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
-	})
+	createNamespace(t, cs, ns, nil)
 	cm, err := configmap.New(configmap.Options{Namespace: ns, Version: "e2e"})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +82,18 @@ func namespace(t *testing.T, cs *kubernetes.Clientset) string {
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// createNamespace makes namespace ns with labels, deleted at the end of the test.
+func createNamespace(t *testing.T, cs *kubernetes.Clientset, ns string, labels map[string]string) {
+	t.Helper()
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		grace := int64(0)
+		cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	})
 }
 
 // The demo app's Deployment, FROM scratch: no shell, no sleep binary.
