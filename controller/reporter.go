@@ -144,10 +144,6 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 	// Read-only, so the cache's objects themselves: a deep copy of every pod at each
 	// pass is most of the Reporter's cost in a large cluster.
 	ro := client.UnsafeDisableDeepCopy
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, ro); err != nil {
-		return nil, nil, err
-	}
 	var nsList corev1.NamespaceList
 	if err := r.Client.List(ctx, &nsList, ro); err != nil {
 		return nil, nil, err
@@ -196,54 +192,68 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 			f.Pods = append(f.Pods, pod)
 		}
 	}
-	var notInjected []corev1.Pod
-	livePods := map[string]WorkloadRef{}  // namespace/name → workload
-	hookKinds := map[WorkloadRef]string{} // what the workload's pods' hooks run
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		w := workloadOf(p)
-		livePods[p.Namespace+"/"+p.Name] = w
-		if k := status.HookKind(p.Spec); k != "" {
-			hookKinds[w] = k
-		}
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		hasHook := false
-		grace := kube.DefaultGracePeriod
-		if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = time.Duration(*g) * time.Second
-		}
-		for _, c := range p.Spec.Containers {
-			if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
-				continue
-			}
-			hasHook = true
-			d, known, native := lint.HookDelay(c)
-			if known && d >= grace {
-				add(w, DelayExceedsGrace, "", p.Name, fmt.Sprintf("container %q's preStop delay of %v is at least its %v grace period: the kubelet kills it mid-sleep, before it drains", c.Name, d, grace))
-			}
-			if v, ok := kubelets[p.Spec.NodeName]; native && ok && v.Less(kube.NativeSleepSince) {
-				add(w, NativeSleepUnsupported, "", p.Name, fmt.Sprintf("container %q uses the native preStop sleep on node %s, whose kubelet %v does not have it (%v+): the hook fails and the container stops at once", c.Name, p.Spec.NodeName, v, kube.NativeSleepSince))
-			}
-		}
-		if hasHook || r.Exclude[p.Namespace] {
-			continue
-		}
-		want, why, err := r.wants(ctx, &decider, nsLabels[p.Namespace], p)
-		if err != nil {
-			return nil, nil, err
-		}
-		if want {
-			add(w, NotInjected, "", p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", why))
-			notInjected = append(notInjected, *p.DeepCopy()) // p is the cache's own
-		}
-	}
-
 	var events corev1.EventList
 	if err := r.Client.List(ctx, &events, ro); err != nil {
 		return nil, nil, err
 	}
+	eventPods := map[string]bool{}
+	for _, e := range events.Items {
+		eventPods[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name] = true
+	}
+	var notInjected []corev1.Pod
+	livePods := map[string]WorkloadRef{}  // namespace/name → workload, of the events' pods
+	hookKinds := map[WorkloadRef]string{} // what the workload's pods' hooks run
+	// Namespace by namespace: a list of every pod at once is a copy of each pod's
+	// struct, and made every pass.
+	var pods corev1.PodList
+	for _, ns := range nsList.Items {
+		if err := r.Client.List(ctx, &pods, client.InNamespace(ns.Name), ro); err != nil {
+			return nil, nil, err
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			w := workloadOf(p)
+			if k := p.Namespace + "/" + p.Name; eventPods[k] {
+				livePods[k] = w
+			}
+			if k := status.HookKind(p.Spec); k != "" {
+				hookKinds[w] = k
+			}
+			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			hasHook := false
+			grace := kube.DefaultGracePeriod
+			if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+				grace = time.Duration(*g) * time.Second
+			}
+			for _, c := range p.Spec.Containers {
+				if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+					continue
+				}
+				hasHook = true
+				d, known, native := lint.HookDelay(c)
+				if known && d >= grace {
+					add(w, DelayExceedsGrace, "", p.Name, fmt.Sprintf("container %q's preStop delay of %v is at least its %v grace period: the kubelet kills it mid-sleep, before it drains", c.Name, d, grace))
+				}
+				if v, ok := kubelets[p.Spec.NodeName]; native && ok && v.Less(kube.NativeSleepSince) {
+					add(w, NativeSleepUnsupported, "", p.Name, fmt.Sprintf("container %q uses the native preStop sleep on node %s, whose kubelet %v does not have it (%v+): the hook fails and the container stops at once", c.Name, p.Spec.NodeName, v, kube.NativeSleepSince))
+				}
+			}
+			if hasHook || r.Exclude[p.Namespace] {
+				continue
+			}
+			want, why, err := r.wants(ctx, &decider, nsLabels[p.Namespace], p)
+			if err != nil {
+				return nil, nil, err
+			}
+			if want {
+				add(w, NotInjected, "", p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", why))
+				notInjected = append(notInjected, *p.DeepCopy()) // p is the cache's own
+			}
+		}
+	}
+
 	for _, e := range events.Items {
 		if e.Reason != "FailedPreStopHook" || e.InvolvedObject.Kind != "Pod" {
 			continue

@@ -139,10 +139,16 @@ const IgnoreAnnotation = "lint.nap.dev/ignore"
 
 // Lint runs every enabled check on every workload of objs.
 func Lint(objs []*manifest.Object, opts Options) []Finding {
+	return CheckWorkloads(Workloads(objs), opts)
+}
+
+// CheckWorkloads runs every enabled check on workloads that Workloads built: for callers that
+// need the workloads too, so that nothing is decoded twice.
+func CheckWorkloads(workloads []*Workload, opts Options) []Finding {
 	c := &Context{Options: opts}
 	checks := Checks()
 	var out []Finding
-	for _, w := range Workloads(objs) {
+	for _, w := range workloads {
 		ignored := ignoredChecks(w.Obj)
 		for _, chk := range checks {
 			if opts.Config.disabled(chk.ID) || ignored["*"] || ignored[chk.ID] {

@@ -239,16 +239,24 @@ func workload(o *manifest.Object) *Workload {
 	if w.PodSpecNode == nil {
 		return nil
 	}
-	if err := o.Decode(&w.PodSpec, podSpecPath(o.Kind)...); err != nil {
-		return nil
+	if o.Kind == "Pod" {
+		if err := o.Decode(&w.PodSpec, "spec"); err != nil {
+			return nil
+		}
+		return w
 	}
+	// The spec once, template included: decoding dominates linting a fleet.
 	var spec struct {
 		Replicas *int32                     `json:"replicas"`
 		Strategy *appsv1.DeploymentStrategy `json:"strategy"`
+		Template struct {
+			Spec corev1.PodSpec `json:"spec"`
+		} `json:"template"`
 	}
-	if o.Kind != "Pod" {
-		o.Decode(&spec, "spec")
+	if err := o.Decode(&spec, "spec"); err != nil {
+		return nil
 	}
+	w.PodSpec = spec.Template.Spec
 	if spec.Replicas != nil {
 		w.Replicas = *spec.Replicas
 	}
@@ -259,13 +267,6 @@ func workload(o *manifest.Object) *Workload {
 		w.Strategy = spec.Strategy
 	}
 	return w
-}
-
-func podSpecPath(kind string) []string {
-	if kind == "Pod" {
-		return []string{"spec"}
-	}
-	return []string{"spec", "template", "spec"}
 }
 
 // selectorIndex finds the selectors that match a label set without trying every one:

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	kjson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
@@ -28,6 +31,49 @@ var v131 = Version{Major: 1, Minor: 31}
 
 // fixtureNodes: the fixtures' cluster, 1.31 with 1.31 kubelets (TestKubeletSkew varies them).
 var fixtureNodes = []kube.Node{{Name: "node-1", Kubelet: v131}}
+
+// Objects read from a cluster (manifest.FromValue over what the API server returned)
+// get the same findings as the same objects read from files: every check's testdata,
+// each object decoded to plain values and built again.
+func TestChecksFromValues(t *testing.T) {
+	for _, c := range Checks() {
+		path := filepath.Join("testdata", "checks", c.ID+".yaml")
+		files := read(t, path)
+		var values []*manifest.Object
+		for _, o := range files {
+			var tree any
+			if err := o.Decode(&tree); err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := map[string]any{}
+			if err := kjson.Unmarshal(b, &v); err != nil { // as an API client decodes
+				t.Fatal(err)
+			}
+			lo, err := manifest.FromValue("live:"+o.Ref(), v)
+			if err != nil {
+				t.Fatalf("%s: %v", o.Ref(), err)
+			}
+			values = append(values, lo)
+		}
+		opts := Options{KubeVersion: &v131, Nodes: fixtureNodes}
+		key := func(fs []Finding) []string {
+			var out []string
+			for _, f := range fs {
+				out = append(out, f.Object+" "+f.ID+" "+f.Container+" "+f.Message)
+			}
+			slices.Sort(out)
+			return out
+		}
+		got, want := key(Lint(values, opts)), key(Lint(files, opts))
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: from values\n%s\nfrom the file\n%s", c.ID, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
 
 // TestChecks: testdata/checks/<id>.yaml holds objects named bad-* that must get a
 // finding of check <id> (and no other) and good-* objects that must get none; the text

@@ -1,11 +1,13 @@
 package live
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,47 +45,60 @@ const Prefix = "live:"
 
 // Read lists Resources in namespace ("" for every namespace) and returns them as
 // manifest objects, sorted by namespace, kind and name. Each is named
-// live:Kind/namespace/name, line 1; status and managedFields are dropped.
+// live:Kind/namespace/name, line 1; status and managedFields are dropped. The resources
+// are listed side by side, each page turned into objects as it arrives.
 func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.Object, error) {
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var items []unstructured.Unstructured
-	for i, r := range append(slices.Clone(Resources), Optional...) {
-		opts := metav1.ListOptions{Limit: pageSize}
-		for {
-			list, err := dc.Resource(r).Namespace(namespace).List(ctx, opts)
-			if err != nil && i >= len(Resources) && apierrors.IsNotFound(err) {
-				break // not served here
+	all := append(slices.Clone(Resources), Optional...)
+	got := make([][]*manifest.Object, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, r := range all {
+		wg.Go(func() {
+			got[i], errs[i] = list(ctx, dc.Resource(r).Namespace(namespace))
+			if errs[i] != nil && i >= len(Resources) && apierrors.IsNotFound(errs[i]) {
+				got[i], errs[i] = nil, nil // not served here
 			}
-			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", r.GroupResource(), err)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("listing %s: %w", r.GroupResource(), errs[i])
 			}
-			items = append(items, list.Items...)
-			if opts.Continue = list.GetContinue(); opts.Continue == "" {
-				break
-			}
-		}
+		})
 	}
-	slices.SortStableFunc(items, func(a, b unstructured.Unstructured) int {
-		return strings.Compare(a.GetNamespace()+"/"+a.GetKind()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetKind()+"/"+b.GetName())
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	objs := slices.Concat(got...)
+	slices.SortStableFunc(objs, func(a, b *manifest.Object) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 	})
-	objs := make([]*manifest.Object, 0, len(items))
-	for i := range items {
-		u := &items[i]
-		unstructured.RemoveNestedField(u.Object, "status")
-		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-		data, err := json.Marshal(u.Object)
-		if err != nil {
-			return nil, err
-		}
-		name := Prefix + u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
-		read, err := manifest.Read(name, data)
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, read...)
-	}
 	return objs, nil
+}
+
+// list reads one resource, page by page.
+func list(ctx context.Context, ri dynamic.ResourceInterface) ([]*manifest.Object, error) {
+	var objs []*manifest.Object
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		page, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range page.Items {
+			u := &page.Items[i]
+			unstructured.RemoveNestedField(u.Object, "status")
+			unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+			o, err := manifest.FromValue(Prefix+u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName(), u.Object)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, o)
+		}
+		if opts.Continue = page.GetContinue(); opts.Continue == "" {
+			return objs, nil
+		}
+	}
 }

@@ -3,8 +3,11 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	kjson "k8s.io/apimachinery/pkg/util/json"
 )
 
 func TestRead(t *testing.T) {
@@ -73,4 +76,47 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FromValue builds the tree that reading the same object as JSON gives: every value
+// decodes alike, and the object's identity is read from it.
+func TestFromValue(t *testing.T) {
+	in := `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop",
+	  "labels": {"app": "web", "on": "true", "n": "5"}},
+	  "spec": {"replicas": 3, "paused": false, "x": null, "ratio": 0.25, "big": 9007199254740993,
+	    "template": {"spec": {"containers": [{"name": "app", "args": ["-a", "1", "null"]}], "terminationGracePeriodSeconds": 45}}}}`
+	want, err := Read("in.json", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := map[string]any{}
+	if err := kjson.Unmarshal([]byte(in), &v); err != nil { // int64 and float64 numbers, as an API client decodes
+		t.Fatal(err)
+	}
+	got, err := FromValue("live:Deployment/shop/web", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Ref() != want[0].Ref() || got.APIVersion != "apps/v1" || got.File != "live:Deployment/shop/web" || got.Line != 1 {
+		t.Errorf("got %s %s %s:%d", got.APIVersion, got.Ref(), got.File, got.Line)
+	}
+	var a, b any
+	if err := got.Decode(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := want[0].Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("decoded\n%v\nwant\n%v", a, b)
+	}
+	if l := got.PodLabels(); l != nil {
+		t.Errorf("pod labels %v, want none", l)
+	}
+	if _, err := FromValue("x", map[string]any{"kind": "Pod", "spec": map[string]any{"n": int32(1)}}); err == nil || !strings.Contains(err.Error(), "spec: n: a value of type int32") {
+		t.Errorf("error %v, want one naming spec.n", err)
+	}
+	if _, err := FromValue("x", map[string]any{"metadata": map[string]any{}}); err == nil || !strings.Contains(err.Error(), "without kind") {
+		t.Errorf("error %v, want: without kind", err)
+	}
 }

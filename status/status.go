@@ -87,15 +87,16 @@ var webhookWaives = map[string]bool{lint.NoPreStopDelay: true, lint.GracePeriodT
 
 // Compute judges every Service-backed workload of in.Objects.
 func Compute(in Input) Report {
+	workloads := lint.Workloads(in.Objects)
 	reasons := map[string][]lint.Finding{}
-	for _, f := range lint.Lint(in.Objects, in.Lint) {
+	for _, f := range lint.CheckWorkloads(workloads, in.Lint) {
 		if reasonChecks[f.ID] {
 			reasons[f.Object] = append(reasons[f.Object], f)
 		}
 	}
 	byNS := map[string]*Namespace{}
 	r := Report{ByMeans: map[Means]int{}}
-	for _, w := range lint.Workloads(in.Objects) {
+	for _, w := range workloads {
 		if !w.BehindService() {
 			continue
 		}
