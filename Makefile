@@ -94,6 +94,8 @@ bench: prereqs build
 	$(GO) test ./lint -run '^$$' -bench 'Lint10k' -benchmem -count 3
 	$(GO) test ./lint -run '^$$' -bench 'InjectVsLint' -benchmem -count 3 | tee /dev/stderr | bash hack/bench-ratio.sh Lint Inject
 	bash hack/bench-probe.sh
+	$(MAKE) kube-bins
+	NAP_BENCH_PROBE_WATCH=1 $(GO) test -count=1 -run TestProbeWatchCost -v ./internal/cli/probe
 	$(MAKE) bench-controller
 
 # The controller's figures (docs/controller-bench.md): 2,000 namespaces (a Service, 5 Deployments

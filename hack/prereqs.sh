@@ -12,6 +12,7 @@
 #   procps            pgrep, in the cluster's teardown
 #   openssl, curl     the local cluster's certificates and health checks
 #   python3           the benchmark reports
+#   chromium          renders napctl probe's HTML report in a test (headless screenshot)
 set -euo pipefail
 
 need=()
@@ -33,6 +34,7 @@ have pgrep || need+=(procps)
 have openssl || need+=(openssl)
 have curl || need+=(curl)
 have python3 || need+=(python3)
+have chromium || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "prereqs: all present"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,22 @@ type Summary struct {
 	SendLag         Percentiles      `json:"send_lag"`
 	Buckets         []Bucket         `json:"buckets"`
 	Command         *CommandResult   `json:"command,omitempty"`
+	// Watch names what --watch watched; Events are what happened to it, in time order.
+	Watch  string  `json:"watch,omitempty"`
+	Events []Event `json:"events,omitempty"`
+}
+
+// Event is something that happened to the service under test while it was probed, put
+// on the timeline next to the failures: a pod deleted, an endpoint removed from its
+// Service. The probe itself knows nothing of Kubernetes; package observe makes these.
+type Event struct {
+	Offset  time.Duration `json:"-"` // from the report's start
+	Seconds float64       `json:"offset_seconds"`
+	Kind    string        `json:"kind"`
+	Pod     string        `json:"pod"`
+	Node    string        `json:"node,omitempty"`
+	Service string        `json:"service,omitempty"`
+	Detail  string        `json:"detail,omitempty"`
 }
 
 // CommandResult is what --during ran.
@@ -44,6 +61,10 @@ func (r *Report) Summarize(opts Options, elapsed time.Duration, cmd *CommandResu
 	buckets := r.Buckets
 	if buckets == nil {
 		buckets = []Bucket{}
+	}
+	buckets = slices.Clone(buckets)
+	for i := range buckets {
+		buckets[i].LatencyP99 = float64(r.bucketLat[i].quantile(0.99)) / float64(time.Millisecond)
 	}
 	opts = opts.withDefaults() // as Run used them
 	return Summary{
@@ -126,9 +147,18 @@ func Text(w io.Writer, s Summary) error {
 	}
 	for _, o := range s.Outages {
 		fmt.Fprintf(&b, "outage %6.2fs – %6.2fs (%.2fs): %d failed, %s, over %s\n", o.Start.Seconds(), o.End.Seconds(), (o.End - o.Start).Seconds(), o.Failed, joinKinds(o.Kinds), joinModes(o.Modes))
+		for _, line := range around(s.Events, o) {
+			b.WriteString("  " + line + "\n")
+		}
 	}
 	if s.Command != nil {
 		fmt.Fprintf(&b, "command %q exited %d after %.1fs\n", s.Command.Command, s.Command.ExitCode, s.Command.Seconds)
+	}
+	if s.Watch != "" {
+		fmt.Fprintf(&b, "events of %s: %d\n", s.Watch, len(s.Events))
+		for _, e := range s.Events {
+			fmt.Fprintf(&b, "  %7.2fs  pod %s%s  %s\n", e.Offset.Seconds(), e.Pod, onNode(e), phrase(e))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -150,41 +180,123 @@ func joinModes(ms []Mode) string {
 	return strings.Join(s, "+") + " connections"
 }
 
-// SVG writes a timeline: requests per bucket, ok in grey, failures in red stacked on
-// top, outages shaded, the seconds along the bottom.
+// KindColors are the failure kinds' colours in the plot, one each.
+var KindColors = map[Kind]string{
+	Refused: "#d93025", Reset: "#e8710a", Timeout: "#f9ab00", EOF: "#a142f4",
+	HTTP5xx: "#8c1d18", Status: "#f538a0", Other: "#5f6368", Unsent: "#202124",
+}
+
+// The plot's other colours: successful requests, the latency p99 line, and the event
+// markers by what they say of a pod (serving, leaving, an endpoint change).
+const (
+	okColor       = "#c4c7c5"
+	latencyColor  = "#12b5cb"
+	servingColor  = "#188038"
+	leavingColor  = "#e37400"
+	endpointColor = "#1967d2"
+)
+
+func eventColor(kind string) string {
+	switch kind {
+	case "pod-created", "pod-ready":
+		return servingColor
+	case "pod-deleting", "pod-not-ready", "container-exited", "pod-deleted":
+		return leavingColor
+	}
+	return endpointColor
+}
+
+// SVG writes a timeline: requests per bucket, ok in grey and the failures stacked on
+// top by kind (a colour each), the p99 latency of each bucket as a line on its own
+// scale, outages shaded, and, with --watch, each event as a marker above the bars (its
+// words in a tooltip); the seconds along the bottom, a legend below.
 func SVG(w io.Writer, s Summary) error {
-	const W, H, left, bottom, top = 900.0, 260.0, 50.0, 30.0, 30.0
+	const W, H, left, right, bottom, top, strip = 900.0, 340.0, 50.0, 70.0, 60.0, 30.0, 36.0
 	n := max(len(s.Buckets), 1)
 	peak := 1
+	var latPeak float64
 	for _, b := range s.Buckets {
 		peak = max(peak, b.Requests)
+		latPeak = max(latPeak, b.LatencyP99)
 	}
-	bw := (W - left - 10) / float64(n)
-	y := func(v int) float64 { return H - bottom - float64(v)/float64(peak)*(H-bottom-top) }
+	plotTop := top + strip // the bars below the event strip
+	bw := (W - left - right) / float64(n)
+	x := func(sec float64) float64 { return left + max(sec, 0)/s.BucketSeconds*bw }
+	y := func(v int) float64 { return H - bottom - float64(v)/float64(peak)*(H-bottom-plotTop) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" font-family="sans-serif" font-size="11">`+"\n", W, H)
-	fmt.Fprintf(&b, `<text x="%g" y="16" font-size="13">%s — %d requests, %d failed, longest outage %.2fs</text>`+"\n", left, html.EscapeString(s.URL), s.Total.Requests, s.Total.Failed, s.LongestOutage)
+	title := fmt.Sprintf("%s — %d requests, %d failed, longest outage %.2fs", s.URL, s.Total.Requests, s.Total.Failed, s.LongestOutage)
+	if s.Watch != "" {
+		title += fmt.Sprintf("; %d events of %s", len(s.Events), s.Watch)
+	}
+	fmt.Fprintf(&b, `<text x="%g" y="16" font-size="13">%s</text>`+"\n", left, html.EscapeString(title))
 	for _, o := range s.Outages {
-		x0 := left + o.Start.Seconds()/s.BucketSeconds*bw
-		x1 := left + o.End.Seconds()/s.BucketSeconds*bw + bw/4
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="%.1f" height="%g" fill="#f4c7c3"><title>outage %.2fs: %s</title></rect>`+"\n", x0, top, max(x1-x0, 2), H-bottom-top, (o.End - o.Start).Seconds(), joinKinds(o.Kinds))
+		x0, x1 := x(o.Start.Seconds()), x(o.End.Seconds())+bw/4
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="%.1f" height="%g" fill="#fce8e6"><title>outage %.2fs: %s</title></rect>`+"\n", x0, plotTop, max(x1-x0, 2), H-bottom-plotTop, (o.End - o.Start).Seconds(), joinKinds(o.Kinds))
 	}
 	for i, bk := range s.Buckets {
-		x := left + float64(i)*bw
-		okTop := y(bk.Requests - bk.Failed)
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#9aa0a6"/>`, x, okTop, max(bw-1, 0.5), H-bottom-okTop)
-		if bk.Failed > 0 {
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d93025"><title>%.0fs: %d failed%s</title></rect>`, x, y(bk.Requests), max(bw-1, 0.5), okTop-y(bk.Requests), bk.OffsetSeconds, bk.Failed, kindsLine(bk.Counts))
+		bx := left + float64(i)*bw
+		base := bk.Requests - bk.Failed
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, bx, y(base), max(bw-1, 0.5), H-bottom-y(base), okColor)
+		for _, k := range Kinds {
+			c := bk.ByKind[k]
+			if k == OK || c == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%gs: %d %s</title></rect>`, bx, y(base+c), max(bw-1, 0.5), y(base)-y(base+c), KindColors[k], bk.OffsetSeconds, c, k)
+			base += c
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#333"/>`+"\n", left, H-bottom, W-10, H-bottom)
+	if latPeak > 0 {
+		ly := func(ms float64) float64 { return H - bottom - ms/latPeak*(H-bottom-plotTop) }
+		var pts []string
+		for i, bk := range s.Buckets {
+			if bk.Requests-bk.Failed > 0 {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", left+(float64(i)+0.5)*bw, ly(bk.LatencyP99)))
+			}
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"><title>latency p99 per bucket</title></polyline>`+"\n", strings.Join(pts, " "), latencyColor)
+		fmt.Fprintf(&b, `<text x="%g" y="%g" fill="%s">p99 %.0f ms</text>`+"\n", W-right+4, plotTop+4, latencyColor, latPeak)
+	}
+	end := float64(n) * s.BucketSeconds
+	for _, e := range s.Events {
+		if e.Offset.Seconds() > end {
+			continue // after the last request: off the timeline
+		}
+		ex := x(e.Offset.Seconds())
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="4" height="%g" fill="%s"><title>%.2fs pod %s%s: %s</title></rect>`+"\n", ex-2, top+4, strip-8, eventColor(e.Kind), e.Offset.Seconds(), html.EscapeString(e.Pod), html.EscapeString(onNode(e)), html.EscapeString(phrase(e)))
+	}
+	if s.Watch != "" {
+		fmt.Fprintf(&b, `<text x="4" y="%g">events</text>`+"\n", top+strip/2+4)
+	}
+	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#333"/>`+"\n", left, H-bottom, W-right, H-bottom)
 	step := max(1, n/10)
 	for i := 0; i < n; i += step {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g">%gs</text>`+"\n", left+float64(i)*bw, H-bottom+14, float64(i)*s.BucketSeconds)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%g">%gs</text>`+"\n", left+float64(i)*bw, H-bottom+14, math.Round(float64(i)*s.BucketSeconds*1000)/1000)
 	}
-	fmt.Fprintf(&b, `<text x="4" y="%g">%d/bucket</text>`+"\n", top+4, peak)
-	b.WriteString("</svg>\n")
+	fmt.Fprintf(&b, `<text x="4" y="%g">%d/bucket</text>`+"\n", plotTop+4, peak)
+	// The legend: the kinds that occurred, then the rest of what is drawn.
+	lx := left
+	item := func(color, label string) {
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="10" height="10" fill="%s"/><text x="%.1f" y="%g">%s</text>`, lx, H-bottom+26, color, lx+13, H-bottom+35, label)
+		lx += 13 + 7*float64(len(label)) + 12
+	}
+	item(okColor, "ok")
+	for _, k := range Kinds {
+		if k != OK && s.Total.ByKind[k] > 0 {
+			item(KindColors[k], string(k))
+		}
+	}
+	if latPeak > 0 {
+		item(latencyColor, "latency p99")
+	}
+	if s.Watch != "" {
+		item(servingColor, "pod serving")
+		item(leavingColor, "pod leaving")
+		item(endpointColor, "endpoint")
+	}
+	b.WriteString("\n</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -198,7 +310,77 @@ func HTML(w io.Writer, s Summary) error {
 	if err := Text(&text, s); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>napctl probe: %s</title></head>\n<body style=\"font-family:sans-serif;max-width:960px;margin:2em auto\">\n%s<pre>%s</pre>\n</body></html>\n",
+	_, err := fmt.Fprintf(w, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>napctl probe: %s</title></head>\n<body style=\"font-family:sans-serif;max-width:960px;margin:2em auto\">\n%s<pre style=\"white-space:pre-wrap\">%s</pre>\n</body></html>\n",
 		html.EscapeString(s.URL), svg.String(), html.EscapeString(text.String()))
 	return err
+}
+
+// EventWindow is how far before an outage (and after it) events are named as what may
+// explain it: a pod's deletion precedes the failures it causes by up to its preStop
+// delay, a route's removal follows them.
+const (
+	EventWindowBefore = 5 * time.Second
+	EventWindowAfter  = time.Second
+)
+
+// around names, pod by pod, the events near outage o: "pod web-x on node-2: termination
+// began 0.91s (grace 30s), left Service web's EndpointSlice 1.40s, deleted 1.62s".
+func around(events []Event, o Outage) []string {
+	var pods []string
+	by := map[string][]string{}
+	node := map[string]string{}
+	for _, e := range events {
+		if e.Offset < o.Start-EventWindowBefore || e.Offset > o.End+EventWindowAfter {
+			continue
+		}
+		if _, seen := by[e.Pod]; !seen {
+			pods = append(pods, e.Pod)
+		}
+		by[e.Pod] = append(by[e.Pod], fmt.Sprintf("%s %.2fs", phrase(e), e.Offset.Seconds()))
+		node[e.Pod] = onNode(e)
+	}
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = fmt.Sprintf("pod %s%s: %s", p, node[p], strings.Join(by[p], ", "))
+	}
+	return out
+}
+
+func onNode(e Event) string {
+	if e.Node == "" {
+		return ""
+	}
+	return " on " + e.Node
+}
+
+// phrases say each event kind of package observe in words.
+var phrases = map[string]string{
+	"pod-created":          "created",
+	"pod-ready":            "ready",
+	"endpoint-added":       "added to %s EndpointSlice, not ready",
+	"endpoint-ready":       "ready in %s EndpointSlice",
+	"pod-deleting":         "termination began",
+	"pod-not-ready":        "not ready",
+	"endpoint-not-ready":   "not ready in %s EndpointSlice",
+	"endpoint-terminating": "terminating in %s EndpointSlice",
+	"container-exited":     "exited",
+	"endpoint-removed":     "left %s EndpointSlice",
+	"pod-deleted":          "deleted",
+}
+
+func phrase(e Event) string {
+	p, ok := phrases[e.Kind]
+	if !ok {
+		p = e.Kind
+	}
+	if strings.Contains(p, "%s") {
+		p = fmt.Sprintf(p, "Service "+e.Service+"'s")
+	}
+	switch {
+	case e.Kind == "container-exited" && e.Detail != "":
+		return e.Detail
+	case e.Detail != "" && !strings.HasPrefix(e.Kind, "endpoint-"):
+		return p + " (" + e.Detail + ")"
+	}
+	return p
 }

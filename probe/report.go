@@ -15,8 +15,18 @@ type Report struct {
 	Buckets      []Bucket         `json:"buckets"`
 	Totals       map[Mode]*Counts `json:"totals"`
 	latency, lag Histogram
+	bucketLat    []sketch // each bucket's latency, for its p99
 	fails        []Result // every failure, for outages
+	auto         bool     // Bucket doubles when the timeline passes MaxAutoBuckets
 }
+
+// The automatic bucket: AutoBucket, doubled whenever the timeline would pass
+// MaxAutoBuckets, so that a run under a minute is drawn in tenths of a second and an
+// hour-long one still in at most that many buckets.
+const (
+	AutoBucket     = 100 * time.Millisecond
+	MaxAutoBuckets = 600
+)
 
 // Counts are results by kind and by HTTP status.
 type Counts struct {
@@ -64,6 +74,9 @@ type Bucket struct {
 	Offset time.Duration `json:"-"`
 	Counts
 	OffsetSeconds float64 `json:"offset_seconds"`
+	// LatencyP99 is the p99 latency of the bucket's successful requests, in ms (within
+	// 7%), 0 without any; set by Summarize.
+	LatencyP99 float64 `json:"latency_p99_ms"`
 }
 
 // Outage is an interval in which requests failed: from the first to the last failed
@@ -102,21 +115,44 @@ func (o *Outage) UnmarshalJSON(b []byte) error {
 
 func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
 
-// NewReport starts a report of requests due from start, in buckets of bucket.
+// NewReport starts a report of requests due from start, in buckets of bucket; 0 picks
+// the bucket automatically (see AutoBucket).
 func NewReport(start time.Time, bucket time.Duration) *Report {
+	r := &Report{Start: start, Bucket: bucket, Totals: map[Mode]*Counts{}}
 	if bucket <= 0 {
-		bucket = time.Second
+		r.Bucket, r.auto = AutoBucket, true
 	}
-	return &Report{Start: start, Bucket: bucket, Totals: map[Mode]*Counts{}}
+	return r
+}
+
+// coarsen doubles the bucket, merging the buckets pairwise.
+func (r *Report) coarsen() {
+	r.Bucket *= 2
+	n := (len(r.Buckets) + 1) / 2
+	for j := range n {
+		b := Bucket{Offset: time.Duration(j) * r.Bucket, OffsetSeconds: (time.Duration(j) * r.Bucket).Seconds()}
+		lat := r.bucketLat[2*j]
+		b.merge(r.Buckets[2*j].Counts)
+		if 2*j+1 < len(r.Buckets) {
+			b.merge(r.Buckets[2*j+1].Counts)
+			lat.merge(&r.bucketLat[2*j+1])
+		}
+		r.Buckets[j], r.bucketLat[j] = b, lat
+	}
+	r.Buckets, r.bucketLat = r.Buckets[:n], r.bucketLat[:n]
 }
 
 // Add counts one result.
 func (r *Report) Add(res Result) {
 	off := max(res.Due.Sub(r.Start), 0)
+	for r.auto && int(off/r.Bucket) >= MaxAutoBuckets {
+		r.coarsen()
+	}
 	i := int(off / r.Bucket)
 	for len(r.Buckets) <= i {
 		n := len(r.Buckets)
 		r.Buckets = append(r.Buckets, Bucket{Offset: time.Duration(n) * r.Bucket, OffsetSeconds: (time.Duration(n) * r.Bucket).Seconds()})
+		r.bucketLat = append(r.bucketLat, sketch{})
 	}
 	r.Buckets[i].add(res)
 	if r.Totals[res.Mode] == nil {
@@ -126,6 +162,7 @@ func (r *Report) Add(res Result) {
 	r.lag.Record(res.Lag)
 	if res.Kind == OK {
 		r.latency.Record(res.Latency)
+		r.bucketLat[i].record(res.Latency)
 	} else {
 		r.fails = append(r.fails, res)
 	}

@@ -33,7 +33,7 @@ func TestProbeCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	if s.Total.Requests < 45 || s.Total.Failed != 0 || len(s.Buckets) != 1 || len(s.Outages) != 0 {
+	if s.Total.Requests < 45 || s.Total.Failed != 0 || len(s.Buckets) != 10 || len(s.Outages) != 0 { // 1 s in 100 ms buckets
 		t.Errorf("summary %+v", s)
 	}
 	if page, err := os.ReadFile(plot); err != nil || !strings.Contains(string(page), "<svg") {
@@ -66,10 +66,16 @@ func TestProbeCommand(t *testing.T) {
 		{args: []string{"probe", srv.URL, "--bucket", "-1s"}, want: "--bucket -1s"},
 		{args: []string{"probe", srv.URL, "--settle", "-1s"}, want: "--settle -1s"},
 		{args: []string{"probe", srv.URL, "--max-in-flight", "-1"}, want: "--max-in-flight -1"},
+		{args: []string{"probe", srv.URL, "-n", "shop"}, want: "-n and --kubeconfig go with --watch"},
 	} {
 		if code, stdout, stderr := runNapctl(c.args...); code != 1 || stdout != "" || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, stdout, stderr, c.want)
 		}
+	}
+	// A cluster that cannot be read: exit 2 before any request.
+	missing := filepath.Join(t.TempDir(), "nope.kubeconfig")
+	if code, stdout, stderr := runNapctl("probe", srv.URL, "--watch", "app=web", "--kubeconfig", missing); code != 2 || stdout != "" || !strings.Contains(stderr, "--watch") || !strings.Contains(stderr, missing) {
+		t.Errorf("--watch without a cluster: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

@@ -18,9 +18,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/fsutil"
+	"github.com/nap-k8s/nap/observe"
 	"github.com/nap-k8s/nap/probe"
 )
 
@@ -37,18 +40,26 @@ type flags struct {
 	maxFailures int
 	maxInFlight int
 	retry       bool
+	watch       string
+	namespace   string
+	kubeconfig  string
+	junit       string
 }
 
 // NewCommand returns the probe command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "probe URL [--rate 100] [--duration 60s | --during CMD] [--settle 5s] [--timeout 2s] [--conn new,reuse] [--bucket 1s] [-o text|json] [--plot FILE.svg|.html] [--max-failures N]",
+		Use:   "probe URL [--rate 100] [--duration 60s | --during CMD] [--settle 5s] [--timeout 2s] [--conn new,reuse] [--bucket D] [--watch TARGET [-n NS]] [-o text|json] [--plot FILE.svg|.html] [--junit FILE] [--max-failures N]",
 		Short: "Measure failed requests against a URL, during a rollout",
 		Long: "Send GET requests to URL open-loop at --rate (on schedule, whether or not earlier\n" +
 			"ones returned), over new connections and a keep-alive pool at once, and report every\n" +
 			"failure: refused, reset, timeout, EOF, 5xx, other status; the outages; latency.\n\n" +
 			"  napctl probe http://10.96.0.10/ --during 'kubectl rollout restart deploy/web && kubectl rollout status deploy/web'\n\n" +
+			"--watch deploy/web (or a label selector) also watches the pods behind the URL and\n" +
+			"their endpoints in every EndpointSlice, and puts each change on the timeline next to\n" +
+			"the failures it explains: pod created, ready, termination began, containers exited,\n" +
+			"deleted; endpoint ready, terminating, removed.\n\n" +
 			"Exit status 1 when more than --max-failures requests failed (or the command failed).\n" +
 			"Ctrl-C stops and prints the report so far.",
 		Args: cobra.ExactArgs(1),
@@ -61,11 +72,15 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.settle, "settle", 5*time.Second, "with --during: how long to go on after the command exits")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Second, "per-request timeout")
 	fl.StringSliceVar(&f.conns, "conn", []string{"new", "reuse"}, "connection modes: new (a connection per request), reuse (keep-alive)")
-	fl.DurationVar(&f.bucket, "bucket", time.Second, "timeline bucket")
+	fl.DurationVar(&f.bucket, "bucket", 0, "timeline bucket (default: 100ms, doubled whenever the run passes 600 buckets)")
 	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
 	fl.StringVar(&f.plot, "plot", "", "also write a timeline plot: FILE.svg or FILE.html")
 	fl.IntVar(&f.maxFailures, "max-failures", 0, "exit 1 when more requests than this failed")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "requests waiting for an answer at most; one due beyond it is not sent and counts as unsent (default: 2 × rate × timeout + 64)")
+	fl.StringVar(&f.watch, "watch", "", "also watch the pods and EndpointSlices of this target: KIND/NAME (deployment, statefulset, daemonset, replicaset) or a label selector")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "with --watch: the target's namespace (default: the kubeconfig context's)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "with --watch: kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to FILE, failing as the exit status does")
 	fl.BoolVar(&f.retry, "retry", false, "let a request on a keep-alive connection found closed be resent once, silently, as Go clients do (default: counted as failed, as most clients see it)")
 	return cmd
 }
@@ -92,10 +107,16 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--duration", f.duration}, {"--bucket", f.bucket}, {"--timeout", f.timeout}} {
+	}{{"--duration", f.duration}, {"--timeout", f.timeout}} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s %v: must be positive", d.name, d.v)
 		}
+	}
+	if f.bucket < 0 {
+		return fmt.Errorf("--bucket %v: must be positive (or 0: automatic)", f.bucket)
+	}
+	if f.watch == "" && (f.namespace != "" || f.kubeconfig != "") {
+		return fmt.Errorf("-n and --kubeconfig go with --watch")
 	}
 	if f.settle < 0 {
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)
@@ -103,6 +124,18 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	opts := probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry}
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("--%w", err)
+	}
+
+	var watcher *observe.Watcher
+	var watched string
+	if f.watch != "" {
+		// Before the first request: the watch lists what exists, then records changes.
+		w, name, err := startWatch(ctx, f)
+		if err != nil {
+			return &cli.ExitError{Code: 2, Err: err}
+		}
+		watcher, watched = w, name
+		defer watcher.Stop()
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: report so far
@@ -177,6 +210,13 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		return err
 	}
 	s := rep.Summarize(opts, elapsed, cmdResult)
+	if watcher != nil {
+		s.Watch = watched
+		for _, e := range watcher.Stop() {
+			off := e.Time.Sub(start)
+			s.Events = append(s.Events, probe.Event{Offset: off, Seconds: off.Seconds(), Kind: string(e.Kind), Pod: e.Pod, Node: e.Node, Service: e.Service, Detail: e.Detail})
+		}
+	}
 	var out bytes.Buffer
 	if f.output == "json" {
 		err = probe.JSON(&out, s)
@@ -203,6 +243,16 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 			return fmt.Errorf("--plot %s: %w", f.plot, err)
 		}
 	}
+	if f.junit != "" {
+		var j bytes.Buffer
+		err := probe.JUnit(&j, s, f.maxFailures)
+		if err == nil {
+			err = fsutil.WriteFileAtomic(f.junit, j.Bytes(), 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("--junit %s: %w", f.junit, err)
+		}
+	}
 	switch {
 	case cmdErr != nil:
 		return fmt.Errorf("--during: %w", cmdErr)
@@ -212,6 +262,38 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		return &cli.ExitError{Code: 1, Err: fmt.Errorf("--during: the command exited %d", cmdResult.ExitCode)}
 	}
 	return nil
+}
+
+// startWatch resolves --watch in its namespace and starts watching it.
+func startWatch(ctx context.Context, f *flags) (*observe.Watcher, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	ns := f.namespace
+	if ns == "" {
+		var err error
+		if ns, _, err = cc.Namespace(); err != nil {
+			return nil, "", fmt.Errorf("--watch: %w", err)
+		}
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("--watch: %w", err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	t, err := observe.Resolve(ctx, cs, ns, f.watch)
+	if err != nil {
+		return nil, "", err
+	}
+	w, err := observe.Start(ctx, cs, t)
+	if err != nil {
+		return nil, "", err
+	}
+	return w, t.Name + " in namespace " + ns, nil
 }
 
 func isTerminal(w any) bool {
