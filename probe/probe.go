@@ -57,6 +57,9 @@ type Options struct {
 	// bound is reached is not sent and counts as Unsent. Default: what Rate × Timeout
 	// needs with room to spare (at least 64), at most 100,000.
 	MaxInFlight int
+	// RecordHeaders names response headers whose values each Result keeps, in this order
+	// (in Result.Headers): which backend answered, how long it had been terminating.
+	RecordHeaders []string
 	// Retry lets Go's client resend a request, once and silently, when a reused
 	// keep-alive connection turns out to be closed before any response byte. Off by
 	// default: such a failure (EOF, reset) is counted, as most other clients would see it.
@@ -117,6 +120,8 @@ type Result struct {
 	Kind    Kind
 	Code    int    // the HTTP status, when there was one
 	Err     string // the error, when there was one
+	// Headers are the values of Options.RecordHeaders in the response ("" when absent).
+	Headers []string
 }
 
 // Run sends requests until ctx ends or opts.Duration has passed, calls onResult for each
@@ -146,11 +151,8 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 		defer tr.CloseIdleConnections()
 		clients[m] = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	if opts.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
-		defer cancel()
-	}
+	// With a Duration the schedule alone ends the run (below), not a deadline on ctx: a
+	// loaded machine that runs late still sends every request that was due.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	defer wg.Wait() // every request sent has ended when Run returns
@@ -185,7 +187,7 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			r := do(clients[mode], req, opts.Timeout, opts.Retry)
+			r := do(clients[mode], req, opts.Timeout, opts.Retry, opts.RecordHeaders)
 			r.Mode, r.Due = mode, due
 			r.Lag = r.sent.Sub(due)
 			mu.Lock()
@@ -201,7 +203,7 @@ type sentResult struct {
 }
 
 // do sends one request and classifies what happens.
-func do(c *http.Client, base *http.Request, timeout time.Duration, retry bool) sentResult {
+func do(c *http.Client, base *http.Request, timeout time.Duration, retry bool, record []string) sentResult {
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -219,6 +221,12 @@ func do(c *http.Client, base *http.Request, timeout time.Duration, retry bool) s
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		r.Code = resp.StatusCode
+		if len(record) > 0 {
+			r.Headers = make([]string, len(record))
+			for i, h := range record {
+				r.Headers[i] = resp.Header.Get(h)
+			}
+		}
 	}
 	r.Latency = time.Since(sent)
 	r.Kind = classify(r.Code, err)

@@ -356,3 +356,23 @@ func TestOutageJSON(t *testing.T) {
 		t.Errorf("read back: %+v", o)
 	}
 }
+
+// RecordHeaders keeps the named response headers of each result, in order, "" when
+// absent: how a prober tells which backend answered.
+func TestRecordHeaders(t *testing.T) {
+	t.Parallel()
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Header().Set("X-Backend", "pod-a") }))
+	var got [][]string
+	opts := Options{URL: url, Rate: 100, Duration: 200 * time.Millisecond, RecordHeaders: []string{"X-Backend", "X-Absent"}}
+	if err := Run(context.Background(), opts, func(r Result) { got = append(got, r.Headers) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 20 {
+		t.Fatalf("%d results, want 20", len(got))
+	}
+	for _, h := range got {
+		if len(h) != 2 || h[0] != "pod-a" || h[1] != "" {
+			t.Fatalf("headers %q, want [pod-a \"\"]", h)
+		}
+	}
+}

@@ -67,6 +67,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if t := s.TerminatingSince(); !t.IsZero() {
 		h.Set(TerminatingHeader, strconv.FormatFloat(s.now().Sub(t).Seconds(), 'f', 3, 64))
+		// As a draining server does: a keep-alive client (or a proxy's pool) must come
+		// back on a new connection, which finds the pod only while routes still name it.
+		// Otherwise a kept connection would reach it for the whole hold.
+		h.Set("Connection", "close")
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintln(w, s.Pod)

@@ -27,8 +27,8 @@ func TestServer(t *testing.T) {
 	if r.StatusCode != 200 || strings.TrimSpace(string(body)) != "web-7d9f-abcde" || r.Header.Get(PodHeader) != "web-7d9f-abcde" || r.Header.Get(NodeHeader) != "node-2" {
 		t.Errorf("before termination: %d %q %v", r.StatusCode, body, r.Header)
 	}
-	if v := r.Header.Get(TerminatingHeader); v != "" {
-		t.Errorf("%s before termination: %q", TerminatingHeader, v)
+	if v := r.Header.Get(TerminatingHeader); v != "" || r.Header.Get("Connection") != "" {
+		t.Errorf("%s before termination: %q; Connection %q", TerminatingHeader, v, r.Header.Get("Connection"))
 	}
 	if r := get(PreStopPath + "?hold=nonsense"); r.StatusCode != http.StatusBadRequest {
 		t.Errorf("hold=nonsense: %d, want 400", r.StatusCode)
@@ -40,8 +40,8 @@ func TestServer(t *testing.T) {
 	now = now.Add(1500 * time.Millisecond)
 	get(PreStopPath) // a second call does not move the start
 	r = get("/")
-	if v := r.Header.Get(TerminatingHeader); v != "1.500" {
-		t.Errorf("%s = %q, want 1.500", TerminatingHeader, v)
+	if v := r.Header.Get(TerminatingHeader); v != "1.500" || r.Header.Get("Connection") != "close" {
+		t.Errorf("%s = %q, want 1.500; Connection %q, want close (kept connections come back new)", TerminatingHeader, v, r.Header.Get("Connection"))
 	}
 	if got := s.TerminatingSince(); !got.Equal(began) {
 		t.Errorf("TerminatingSince = %v, want %v", got, began)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/binary"
+	calibratecmd "github.com/nap-k8s/nap/internal/cli/calibrate"
 	"github.com/nap-k8s/nap/internal/cli/configmap"
 	ctrlcmd "github.com/nap-k8s/nap/internal/cli/controller"
 	"github.com/nap-k8s/nap/internal/cli/inject"
@@ -32,7 +33,7 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(binary.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
+	root.AddCommand(binary.NewCommand(streams), calibratecmd.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
 	return root
 }
 

@@ -1,0 +1,554 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/probe"
+	"github.com/nap-k8s/nap/serve"
+)
+
+// Name is the calibration workload's name: its Deployment, Service and Ingress.
+const Name = "nap-calibrate"
+
+// ManagedLabel marks the namespace calibrate created, the only kind it deletes.
+const ManagedLabel = "app.kubernetes.io/managed-by"
+
+// managedBy is ManagedLabel's value.
+const managedBy = "napctl-calibrate"
+
+// Options configure Run.
+type Options struct {
+	Namespace string // default nap-calibrate
+	// UseExisting lets Run work in a namespace it did not create; it then deletes only
+	// its own objects there, not the namespace.
+	UseExisting bool
+	Image       string        // the napctl image, which runs napctl serve
+	Replicas    int32         // default 3
+	Rounds      int           // pods deleted one after another; default 5
+	Rate        float64       // requests per second on each path; default 50
+	Hold        time.Duration // the preStop hold that keeps a deleted pod serving; default 60s
+	// Quiet is how long no request may reach a deleted pod, once no EndpointSlice has
+	// it ready, before its tail is taken as final; default 10s.
+	Quiet time.Duration
+	// NodePort adds the path through this node address and the Service's NodePort ("":
+	// the first node's InternalIP; "-": no NodePort path).
+	NodePort string
+	// IngressClass adds an Ingress of that class; IngressURL is where its controller
+	// answers for the path /nap-calibrate (both or neither).
+	IngressClass, IngressURL string
+	Margin                   time.Duration // added to the longest tail; default 2s
+	Drain                    time.Duration // the grace period beyond the delay; default 30s
+	Log                      func(format string, args ...any)
+}
+
+func (o *Options) defaults() {
+	if o.Namespace == "" {
+		o.Namespace = Name
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 3
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 5
+	}
+	if o.Rate == 0 {
+		o.Rate = 50
+	}
+	if o.Hold == 0 {
+		o.Hold = 60 * time.Second
+	}
+	if o.Quiet == 0 {
+		o.Quiet = 10 * time.Second
+	}
+	if o.Margin == 0 {
+		o.Margin = 2 * time.Second
+	}
+	if o.Drain == 0 {
+		o.Drain = 30 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+}
+
+// Validate names the option that is off.
+func (o Options) Validate() error {
+	switch {
+	case o.Image == "":
+		return errors.New("the napctl image is required (it runs napctl serve)")
+	case (o.IngressClass == "") != (o.IngressURL == ""):
+		return errors.New("--ingress-class and --ingress-url go together")
+	case o.Rounds < 0 || o.Replicas < 0 || o.Rate < 0 || o.Hold < 0 || o.Quiet < 0 || o.Margin < 0 || o.Drain < 0:
+		return errors.New("rounds, replicas, rate and durations must not be negative")
+	case o.Replicas == 1:
+		return errors.New("replicas 1: a deleted pod would leave nothing to serve")
+	}
+	return nil
+}
+
+// Path is one way traffic reaches the pods.
+type Path struct {
+	Name string `json:"name"` // clusterip, nodeport, ingress
+	URL  string `json:"url"`
+}
+
+// Round is one deleted pod.
+type Round struct {
+	Pod string `json:"pod"`
+	// Tails are, by path, how long after its termination began the pod's last answer on
+	// that path was: 0 when it answered there only before; absent when the path never
+	// sent it anything.
+	Tails map[string]float64 `json:"tails_seconds"`
+	// Censored: the pod was still answering when its hold ended; its tails are at least
+	// these.
+	Censored bool `json:"censored,omitempty"`
+}
+
+// Stats are one path's tails over the rounds.
+type Stats struct {
+	Path    Path    `json:"path"`
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50_seconds"`
+	P99     float64 `json:"p99_seconds"`
+	Max     float64 `json:"max_seconds"`
+	// Failed are requests on the path that failed during the calibration: none is
+	// expected, every deleted pod keeps serving through its hold.
+	Failed      int                `json:"failed"`
+	FailedKinds map[probe.Kind]int `json:"failed_by_kind,omitempty"`
+	Requests    int                `json:"requests"`
+}
+
+// Report is a calibration's outcome.
+type Report struct {
+	Namespace string  `json:"namespace"`
+	Rounds    []Round `json:"rounds"`
+	Paths     []Stats `json:"paths"`
+	// Delay is the recommended preStop delay: the longest tail plus the margin, rounded
+	// up to whole seconds; Grace the grace period it needs: Delay plus the drain time.
+	Delay  time.Duration `json:"-"`
+	Grace  time.Duration `json:"-"`
+	DelayS float64       `json:"recommended_delay_seconds"`
+	GraceS float64       `json:"recommended_grace_period_seconds"`
+	// Longest names the path whose tail decided.
+	Longest string `json:"longest_path"`
+}
+
+// Run calibrates: it creates the workload, deletes opts.Rounds pods one at a time while
+// probing every path, and returns the report. What it created is deleted before it
+// returns, also when ctx ends early.
+func Run(ctx context.Context, cs kubernetes.Interface, opts Options) (*Report, error) {
+	opts.defaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	created, err := prepareNamespace(ctx, cs, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup(cs, opts, created)
+	paths, err := deploy(ctx, cs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return measure(ctx, cs, opts, paths)
+}
+
+func prepareNamespace(ctx context.Context, cs kubernetes.Interface, opts Options) (created bool, err error) {
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, opts.Namespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace,
+			Labels: map[string]string{ManagedLabel: managedBy}}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("creating namespace %s: %w", opts.Namespace, err)
+		}
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("namespace %s: %w", opts.Namespace, err)
+	case ns.Labels[ManagedLabel] == managedBy:
+		return true, nil // left by an interrupted run of ours
+	case !opts.UseExisting:
+		return false, fmt.Errorf("namespace %s exists and calibrate did not create it: name another (-n), or allow it (--use-existing-namespace; then only calibrate's own objects are deleted)", opts.Namespace)
+	}
+	return false, nil
+}
+
+// cleanup deletes what Run made, on its own context: ctx may be what ended. Pods first,
+// at once: their preStop holds would keep the namespace terminating for a minute.
+func cleanup(cs kubernetes.Interface, opts Options, createdNamespace bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	zero := int64(0)
+	now := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+	bg := metav1.DeletePropagationBackground
+	cs.AppsV1().Deployments(opts.Namespace).Delete(ctx, Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	cs.CoreV1().Pods(opts.Namespace).DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: "app=" + Name})
+	cs.CoreV1().Services(opts.Namespace).Delete(ctx, Name, metav1.DeleteOptions{})
+	cs.NetworkingV1().Ingresses(opts.Namespace).Delete(ctx, Name, metav1.DeleteOptions{})
+	if createdNamespace {
+		cs.CoreV1().Namespaces().Delete(ctx, opts.Namespace, metav1.DeleteOptions{})
+	}
+	opts.Log("cleaned up %s", opts.Namespace)
+}
+
+// deploy creates the workload, its Service (ClusterIP and NodePort) and the Ingress,
+// waits until every replica is ready, and returns the paths to probe.
+func deploy(ctx context.Context, cs kubernetes.Interface, opts Options) ([]Path, error) {
+	ns := opts.Namespace
+	labels := map[string]string{"app": Name}
+	grace := int64((opts.Hold + 30*time.Second).Seconds())
+	env := func(name, field string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: field}}}
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: Name}, Spec: appsv1.DeploymentSpec{
+		Replicas: &opts.Replicas,
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
+				WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
+			Containers: []corev1.Container{{
+				Name: "serve", Image: opts.Image, Args: []string{"serve", "--addr", ":8080"},
+				Env:            []corev1.EnvVar{env("POD_NAME", "metadata.name"), env("NODE_NAME", "spec.nodeName")},
+				Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+				// The hold keeps the pod serving while every route forgets it: what
+				// reaches it meanwhile is the tail.
+				Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: serve.PreStopPath + "?hold=" + opts.Hold.String(), Port: intstr.FromInt32(8080)}}},
+			}},
+		}},
+	}}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the calibration Deployment: %w", err)
+	}
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: Name}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeNodePort, Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the calibration Service: %w", err)
+	}
+	paths := []Path{{Name: "clusterip", URL: "http://" + svc.Spec.ClusterIP + "/"}}
+	if opts.NodePort != "-" {
+		addr := opts.NodePort
+		if addr == "" {
+			if addr, err = firstNodeIP(ctx, cs); err != nil {
+				return nil, err
+			}
+		}
+		paths = append(paths, Path{Name: "nodeport", URL: fmt.Sprintf("http://%s:%d/", addr, svc.Spec.Ports[0].NodePort)})
+	}
+	if opts.IngressClass != "" {
+		prefix := networkingv1.PathTypePrefix
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: Name}, Spec: networkingv1.IngressSpec{
+			IngressClassName: &opts.IngressClass,
+			Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{{Path: "/" + Name, PathType: &prefix, Backend: networkingv1.IngressBackend{
+					Service: &networkingv1.IngressServiceBackend{Name: Name, Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
+		if _, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating the calibration Ingress: %w", err)
+		}
+		paths = append(paths, Path{Name: "ingress", URL: trimSlash(opts.IngressURL) + "/" + Name})
+	}
+	opts.Log("deployed %d replicas of napctl serve in %s; paths: %v", opts.Replicas, ns, paths)
+	if err := waitReady(ctx, cs, opts); err != nil {
+		return nil, err
+	}
+	return paths, nil
+}
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func firstNodeIP(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing nodes for the NodePort path: %w", err)
+	}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				return a.Address, nil
+			}
+		}
+	}
+	return "", errors.New("no node has an InternalIP for the NodePort path (--nodeport ADDR names one, - skips it)")
+}
+
+// waitReady waits until the Deployment has every replica ready and no other pod.
+func waitReady(ctx context.Context, cs kubernetes.Interface, opts Options) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		d, err := cs.AppsV1().Deployments(opts.Namespace).Get(ctx, Name, metav1.GetOptions{})
+		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas == opts.Replicas && d.Status.Replicas == opts.Replicas {
+			pods, err := cs.CoreV1().Pods(opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
+			if err == nil && len(pods.Items) == int(opts.Replicas) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the calibration workload in %s has not got %d ready replicas after 3 minutes (image %s)", opts.Namespace, opts.Replicas, opts.Image)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// answers records, per path and pod, the last answer's time since the pod's termination
+// began, and whether the pod answered at all.
+type answers struct {
+	mu        sync.Mutex
+	tail      map[string]map[string]float64 // path → pod → longest terminating-for
+	answered  map[string]map[string]bool    // path → pod → answered at all
+	lastSeen  map[string]time.Time          // pod → when it last answered on any path
+	failed    map[string]map[probe.Kind]int
+	total     map[string]int
+	start     time.Time
+	firstFail map[string]float64 // path → seconds from start of its first failure
+}
+
+func (a *answers) add(path string, r probe.Result) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.total[path]++
+	if r.Kind != probe.OK {
+		if a.failed[path] == nil {
+			a.failed[path] = map[probe.Kind]int{}
+			a.firstFail[path] = r.Due.Sub(a.start).Seconds()
+		}
+		a.failed[path][r.Kind]++
+		return
+	}
+	pod, term := r.Headers[0], r.Headers[1]
+	if pod == "" {
+		return
+	}
+	a.lastSeen[pod] = time.Now()
+	if a.answered[path] == nil {
+		a.answered[path] = map[string]bool{}
+	}
+	a.answered[path][pod] = true
+	if term == "" {
+		return
+	}
+	if s, err := strconv.ParseFloat(term, 64); err == nil {
+		if a.tail[path] == nil {
+			a.tail[path] = map[string]float64{}
+		}
+		a.tail[path][pod] = max(a.tail[path][pod], s)
+	}
+}
+
+func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths []Path) (*Report, error) {
+	a := &answers{tail: map[string]map[string]float64{}, answered: map[string]map[string]bool{}, lastSeen: map[string]time.Time{},
+		failed: map[string]map[probe.Kind]int{}, total: map[string]int{}, start: time.Now(), firstFail: map[string]float64{}}
+	for _, p := range paths {
+		if err := waitAnswers(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	probing, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	errs := make([]error, len(paths))
+	for i, p := range paths {
+		wg.Go(func() {
+			// New connections only: what reaches a deleted pod over them is what routes
+			// still send it; a kept connection would reach it until it is closed.
+			po := probe.Options{URL: p.URL, Rate: opts.Rate, Modes: []probe.Mode{probe.New},
+				RecordHeaders: []string{serve.PodHeader, serve.TerminatingHeader}}
+			errs[i] = probe.Run(probing, po, func(r probe.Result) { a.add(p.Name, r) })
+		})
+	}
+	defer func() { stop(); wg.Wait() }()
+	rep := &Report{Namespace: opts.Namespace}
+	for round := range opts.Rounds {
+		if err := waitReady(ctx, cs, opts); err != nil {
+			return nil, err
+		}
+		time.Sleep(2 * time.Second) // every path sends to every pod before one goes
+		r, err := deleteOne(ctx, cs, opts, a)
+		if err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		for _, p := range paths {
+			// Nothing after its termination began, where the path did send it requests
+			// before: a tail of 0 (routes forgot it first).
+			if t, ok := a.tail[p.Name][r.Pod]; ok {
+				r.Tails[p.Name] = t
+			} else if a.answered[p.Name][r.Pod] {
+				r.Tails[p.Name] = 0
+			}
+		}
+		a.mu.Unlock()
+		opts.Log("round %d of %d (%.1fs): pod %s, tails %v", round+1, opts.Rounds, time.Since(a.start).Seconds(), r.Pod, r.Tails)
+		rep.Rounds = append(rep.Rounds, r)
+	}
+	stop()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	longest := 0.0
+	for _, p := range paths {
+		var tails []float64
+		for _, r := range rep.Rounds {
+			if t, ok := r.Tails[p.Name]; ok {
+				tails = append(tails, t)
+			}
+		}
+		s := Stats{Path: p, Samples: len(tails), FailedKinds: a.failed[p.Name], Requests: a.total[p.Name]}
+		for _, n := range s.FailedKinds {
+			s.Failed += n
+		}
+		if s.Failed > 0 {
+			opts.Log("path %s: %d requests failed %v, the first %.1fs into the calibration", p.Name, s.Failed, s.FailedKinds, a.firstFail[p.Name])
+		}
+		if len(tails) > 0 {
+			slices.Sort(tails)
+			s.P50, s.P99, s.Max = quantile(tails, 0.5), quantile(tails, 0.99), tails[len(tails)-1]
+		}
+		if s.Max >= longest && s.Samples > 0 {
+			longest, rep.Longest = s.Max, p.Name
+		}
+		rep.Paths = append(rep.Paths, s)
+	}
+	rep.Delay = time.Duration(math.Ceil((longest + opts.Margin.Seconds()))) * time.Second
+	rep.Grace = rep.Delay + opts.Drain
+	rep.DelayS, rep.GraceS = rep.Delay.Seconds(), rep.Grace.Seconds()
+	return rep, nil
+}
+
+// waitAnswers waits, one request at a time, until the path answers 200 three times in
+// a row: a new Service's rules reach every proxy a moment after it exists, and no load
+// starts before its target answers.
+func waitAnswers(ctx context.Context, p Path) error {
+	c := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(time.Minute)
+	var err error
+	for ok := 0; ok < 3; {
+		var resp *http.Response
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
+		if resp, err = c.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ok++
+				continue
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		ok = 0
+		if time.Now().After(deadline) {
+			return fmt.Errorf("path %s (%s) does not answer after a minute: %w", p.Name, p.URL, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// quantile of sorted values, the nearest rank.
+func quantile(sorted []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(len(sorted)-1, i))]
+}
+
+// deleteOne deletes the oldest pod, waits until no EndpointSlice has it ready and no
+// request has reached it for opts.Quiet (or its hold ended), then removes it at once,
+// and returns the round.
+func deleteOne(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers) (Round, error) {
+	ns := opts.Namespace
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
+	if err != nil {
+		return Round{}, err
+	}
+	slices.SortFunc(pods.Items, func(x, y corev1.Pod) int { return x.CreationTimestamp.Compare(y.CreationTimestamp.Time) })
+	var victim string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			victim = p.Name
+			break
+		}
+	}
+	if victim == "" {
+		return Round{}, errors.New("no pod to delete")
+	}
+	r := Round{Pod: victim, Tails: map[string]float64{}}
+	deleted := time.Now()
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		return r, fmt.Errorf("deleting pod %s: %w", victim, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Since(deleted) > opts.Hold {
+			r.Censored = true
+			break
+		}
+		in, err := readyInSlices(ctx, cs, ns, victim)
+		if err != nil {
+			return r, err
+		}
+		a.mu.Lock()
+		last := a.lastSeen[victim]
+		a.mu.Unlock()
+		if last.Before(deleted) {
+			last = deleted
+		}
+		if !in && time.Since(last) >= opts.Quiet {
+			break
+		}
+	}
+	zero := int64(0)
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+		return r, fmt.Errorf("removing pod %s: %w", victim, err)
+	}
+	return r, nil
+}
+
+// readyInSlices tells whether pod is a ready endpoint in any EndpointSlice of the
+// Service. A terminating pod stays in them, serving but not ready, until it is gone:
+// routes leave it when it is no longer ready.
+func readyInSlices(ctx context.Context, cs kubernetes.Interface, ns, pod string) (bool, error) {
+	l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + Name})
+	if err != nil {
+		return false, err
+	}
+	for _, s := range l.Items {
+		for _, e := range s.Endpoints {
+			if e.TargetRef != nil && e.TargetRef.Name == pod && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,91 @@
+package calibrate
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Image: "i"}, ""},
+		{Options{}, "image is required"},
+		{Options{Image: "i", IngressClass: "traefik"}, "go together"},
+		{Options{Image: "i", IngressURL: "http://x"}, "go together"},
+		{Options{Image: "i", Rounds: -1}, "must not be negative"},
+		{Options{Image: "i", Replicas: 1}, "replicas 1"},
+	} {
+		err := tc.o.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	s := []float64{0.1, 0.2, 0.3, 0.4, 1.5}
+	if q := quantile(s, 0.5); q != 0.3 {
+		t.Errorf("p50 %v", q)
+	}
+	if q := quantile(s, 0.99); q != 1.5 {
+		t.Errorf("p99 %v", q)
+	}
+	if q := quantile([]float64{2}, 0.5); q != 2 {
+		t.Errorf("one value: %v", q)
+	}
+}
+
+// The namespace: created and marked when absent, reused when marked by an earlier run,
+// refused when someone else's unless allowed; cleanup deletes only what calibrate owns.
+func TestNamespace(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(kubeenv.APIServer(t))
+	ctx := context.Background()
+	opts := Options{Namespace: "cal", Image: "i"}
+	created, err := prepareNamespace(ctx, cs, opts)
+	if err != nil || !created {
+		t.Fatalf("fresh namespace: created %v, %v", created, err)
+	}
+	if created, err := prepareNamespace(ctx, cs, opts); err != nil || !created {
+		t.Errorf("our own namespace again: created %v, %v", created, err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := Options{Namespace: "theirs", Image: "i"}
+	if _, err := prepareNamespace(ctx, cs, theirs); err == nil || !strings.Contains(err.Error(), "calibrate did not create it") {
+		t.Errorf("someone else's namespace: %v", err)
+	}
+	theirs.UseExisting = true
+	if created, err := prepareNamespace(ctx, cs, theirs); err != nil || created {
+		t.Errorf("someone else's namespace, allowed: created %v, %v", created, err)
+	}
+	theirs.defaults()
+	cleanup(cs, theirs, false)
+	if ns, err := cs.CoreV1().Namespaces().Get(ctx, "theirs", metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("cleanup touched a namespace it did not create: %v", err)
+	}
+	opts.defaults()
+	cleanup(cs, opts, true)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, "cal", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calibrate's namespace not deleted: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,141 @@
+// Package calibrate is "napctl calibrate": package calibrate's measurement as a command,
+// with its report in text or JSON.
+package calibrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/calibrate"
+	"github.com/nap-k8s/nap/controller/install"
+	"github.com/nap-k8s/nap/internal/cli"
+)
+
+type flags struct {
+	opts       calibrate.Options
+	kubeconfig string
+	output     string
+}
+
+// NewCommand returns the calibrate command.
+func NewCommand(streams cli.IOStreams) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "calibrate [--kubeconfig FILE] [-n NAMESPACE] [--rounds 5] [--ingress-class CLASS --ingress-url URL] [-o text|json]",
+		Short: "Measure how long traffic reaches a terminating pod on each path, and recommend the preStop delay",
+		Long: "Deploy napctl serve (3 replicas, a NodePort Service, and an Ingress with --ingress-class),\n" +
+			"probe every path from where this runs — the ClusterIP, a node's NodePort, the ingress —\n" +
+			"and delete one pod at a time. A deleted pod keeps serving through a long preStop hold\n" +
+			"and says in each answer how long ago its termination began: the last answer on a path\n" +
+			"is that path's tail. Over the rounds it reports p50 / p99 / max per path and recommends\n" +
+			"the preStop delay (the longest tail plus --margin, whole seconds) and the grace period\n" +
+			"(the delay plus --drain), as napctl inject and napctl install flags.\n\n" +
+			"It creates namespace -n (default nap-calibrate) and deletes it at the end, also on\n" +
+			"Ctrl-C; it refuses a namespace it did not create unless --use-existing-namespace.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, f) },
+	}
+	fl := cmd.Flags()
+	o := &f.opts
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVarP(&o.Namespace, "namespace", "n", calibrate.Name, "the namespace to create, calibrate in, and delete")
+	fl.BoolVar(&o.UseExisting, "use-existing-namespace", false, "calibrate in an existing namespace (deleting only calibrate's own objects there)")
+	fl.StringVar(&o.Image, "image", install.DefaultImage, "the napctl image (it runs napctl serve)")
+	fl.Int32Var(&o.Replicas, "replicas", 3, "replicas of napctl serve")
+	fl.IntVar(&o.Rounds, "rounds", 5, "pods deleted, one after another")
+	fl.Float64Var(&o.Rate, "rate", 50, "requests per second on each path")
+	fl.DurationVar(&o.Hold, "hold", 60*time.Second, "how long a deleted pod keeps serving (its preStop hold): the longest tail it can measure")
+	fl.DurationVar(&o.Quiet, "quiet", 10*time.Second, "a deleted pod's tail is final once it left every EndpointSlice and nothing reached it for this long")
+	fl.StringVar(&o.NodePort, "nodeport", "", "the node address of the NodePort path (default: the first node's InternalIP; - for none)")
+	fl.StringVar(&o.IngressClass, "ingress-class", "", "also create an Ingress of this class and probe it")
+	fl.StringVar(&o.IngressURL, "ingress-url", "", "where that ingress controller answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
+	fl.DurationVar(&o.Margin, "margin", 2*time.Second, "added to the longest tail for the recommended delay")
+	fl.DurationVar(&o.Drain, "drain", 30*time.Second, "the grace period beyond the delay that the recommendation leaves for draining")
+	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
+	return cmd
+}
+
+func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if f.output != "text" && f.output != "json" {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-o %q: want text or json", f.output)}
+	}
+	if err := f.opts.Validate(); err != nil {
+		return &cli.ExitError{Code: 2, Err: err}
+	}
+	path := f.kubeconfig
+	if path == "" {
+		if path = os.Getenv("KUBECONFIG"); path == "" {
+			home, _ := os.UserHomeDir()
+			path = home + "/.kube/config"
+		}
+	}
+	cfg, err := cli.RESTConfig(path)
+	if err != nil {
+		return &cli.ExitError{Code: 2, Err: err}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return &cli.ExitError{Code: 2, Err: err}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: clean up, then exit
+	defer stop()
+	f.opts.Log = func(format string, args ...any) {
+		fmt.Fprintf(streams.ErrOut, "napctl calibrate: "+format+"\n", args...)
+	}
+	rep, err := calibrate.Run(ctx, cs, f.opts)
+	if err != nil {
+		return &cli.ExitError{Code: 2, Err: err}
+	}
+	var out bytes.Buffer
+	if f.output == "json" {
+		e := json.NewEncoder(&out)
+		e.SetIndent("", "  ")
+		err = e.Encode(rep)
+	} else {
+		text(&out, rep, f.opts)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = streams.Out.Write(out.Bytes())
+	return err
+}
+
+func text(b *bytes.Buffer, r *calibrate.Report, o calibrate.Options) {
+	fmt.Fprintf(b, "%d pods deleted one at a time; traffic tail after termination began, per path:\n", len(r.Rounds))
+	for _, p := range r.Paths {
+		fmt.Fprintf(b, "  %-9s %-40s p50 %5.2fs  p99 %5.2fs  max %5.2fs  (%d samples; %d of %d requests failed)\n",
+			p.Path.Name, p.Path.URL, p.P50, p.P99, p.Max, p.Samples, p.Failed, p.Requests)
+	}
+	for _, rd := range r.Rounds {
+		if rd.Censored {
+			fmt.Fprintf(b, "  pod %s still answered when its %v hold ended: its tails are at least the figures above (--hold longer)\n", rd.Pod, o.Hold)
+		}
+	}
+	fmt.Fprintf(b, "recommended preStop delay %v (the longest tail, on %s, plus %v), grace period %v (plus %v to drain)\n",
+		r.Delay, r.Longest, o.Margin, r.Grace, o.Drain)
+	fmt.Fprintf(b, "  napctl inject --delay %v --grace-extra %v -f MANIFESTS\n", r.Delay, o.Drain)
+	fmt.Fprintf(b, "  napctl install --delay %v\n", r.Delay)
+	var failed []string
+	for _, p := range r.Paths {
+		if p.Failed > 0 {
+			failed = append(failed, fmt.Sprintf("%s %d", p.Path.Name, p.Failed))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(b, "note: requests failed during calibration (%s): a path dropped traffic even to pods that kept serving\n", strings.Join(failed, ", "))
+	}
+}
