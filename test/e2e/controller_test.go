@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,7 +24,6 @@ import (
 	"github.com/nap-k8s/nap/internal/cli/app"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/manifest"
 )
 
 // The controller's image as hack/images builds it and hack/cluster.sh imports it.
@@ -273,15 +271,7 @@ func TestControllerOutage(t *testing.T) {
 			t.Fatalf("the controller's pods are still there 2 minutes after scaling to 0")
 		}
 	}
-	src := strings.Replace(serviceDeployment, "replicas: 3", "replicas: 1", 1)
-	objs, err := manifest.Read("deployment.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d appsv1.Deployment
-	if err := objs[0].Decode(&d); err != nil {
-		t.Fatal(err)
-	}
+	d := demoDeployment(t, []byte(strings.Replace(serviceDeployment, "replicas: 3", "replicas: 1", 1)))
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -173,6 +173,20 @@ spec:
           periodSeconds: 1
 `
 
+// demoDeployment decodes src, the demo service's Deployment (or an edit of it).
+func demoDeployment(t *testing.T, src []byte) appsv1.Deployment {
+	t.Helper()
+	objs, err := manifest.Read("deployment.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := objs[0].Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // downtime is one scenario's measurement.
 type downtime struct {
 	ns       string
@@ -197,14 +211,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	if v.inject != nil {
 		src = injectManifest(t, src, *v.inject)
 	}
-	objs, err := manifest.Read("deployment.yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d appsv1.Deployment
-	if err := objs[0].Decode(&d); err != nil {
-		t.Fatal(err)
-	}
+	d := demoDeployment(t, src)
 	d.Spec.Replicas = ptr.To(sc.disruption.replicas())
 	d.Spec.Template.Annotations = v.annotations
 	c := &d.Spec.Template.Spec.Containers[0]
@@ -217,7 +224,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "app"},
 			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}},
 	}
-	svc, err = cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nap-k8s/nap/manifest"
 )
 
 // TestProbeWatch: napctl probe --watch on the lab sees what the kubelets, the
@@ -28,14 +25,7 @@ func TestProbeWatch(t *testing.T) {
 	cs := client(t)
 	ctx := context.Background()
 	ns := namespace(t, cs)
-	objs, err := manifest.Read("deployment.yaml", []byte(serviceDeployment))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d appsv1.Deployment
-	if err := objs[0].Decode(&d); err != nil {
-		t.Fatal(err)
-	}
+	d := demoDeployment(t, []byte(serviceDeployment))
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

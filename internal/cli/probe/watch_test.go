@@ -132,18 +132,25 @@ func localServer(t *testing.T) string {
 	return "http://" + l.Addr().String() + "/"
 }
 
-// TestProbeWatch: napctl probe --watch on a real API server puts a rollout's pods and
-// endpoints on its report, in text and JSON, and writes a JUnit report.
-func TestProbeWatch(t *testing.T) {
+// rolloutBench is what both tests below probe and watch: an API server (its kubeconfig)
+// whose namespace shop has Deployment web replaced twice a second until cancel, napctl,
+// and a loopback server's URL.
+func rolloutBench(t *testing.T) (kubeconfig, bin, url string, cancel context.CancelFunc, replaced func() int) {
+	t.Helper()
 	cfg := kubeenv.APIServer(t)
-	kubeconfig := kubeenv.Kubeconfig(t, cfg)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	replaced := fakeRollout(ctx, t, cs, "shop", 500*time.Millisecond)
-	bin, url := buildNapctl(t), localServer(t)
+	replaced = fakeRollout(ctx, t, cs, "shop", 500*time.Millisecond)
+	return kubeenv.Kubeconfig(t, cfg), buildNapctl(t), localServer(t), cancel, replaced
+}
+
+// TestProbeWatch: napctl probe --watch on a real API server puts a rollout's pods and
+// endpoints on its report, in text and JSON, and writes a JUnit report.
+func TestProbeWatch(t *testing.T) {
+	kubeconfig, bin, url, cancel, replaced := rolloutBench(t)
 	junit := filepath.Join(t.TempDir(), "probe.xml")
 	out, err := exec.Command(bin, "probe", url, "--rate", "100", "--duration", "3s", "--watch", "deploy/web", "-n", "shop",
 		"--kubeconfig", kubeconfig, "-o", "json", "--junit", junit).Output()
@@ -213,15 +220,7 @@ func TestProbeWatchCost(t *testing.T) {
 	if os.Getenv("NAP_BENCH_PROBE_WATCH") == "" {
 		t.Skip("a benchmark: run it with make bench")
 	}
-	cfg := kubeenv.APIServer(t)
-	kubeconfig := kubeenv.Kubeconfig(t, cfg)
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	replaced := fakeRollout(ctx, t, cs, "shop", 500*time.Millisecond)
-	bin, url := buildNapctl(t), localServer(t)
+	kubeconfig, bin, url, cancel, replaced := rolloutBench(t)
 	run := func(watch bool) (perRequest time.Duration, events int) {
 		args := []string{"probe", url, "--rate", "2000", "--duration", "10s", "-o", "json"}
 		if watch {
