@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,6 +81,36 @@ func TestCalibrate(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Ctrl-C while it runs: it deletes what it made and exits 130.
+	cmd = exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "5")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		// The namespace of the first run must be gone before a second can create it.
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s still there 2 minutes after the first calibration", ns)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "deployed"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("calibrate did not deploy within a minute:\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "cleaned up "+ns) {
+		t.Errorf("interrupted calibrate: %v\n%s", err, stderr.String())
+	}
+	if n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
+		t.Errorf("namespace %s left behind after Ctrl-C", ns)
+	}
+
 	// A namespace it did not create: refused, exit 2, nothing made there.
 	other := namespace(t, cs)
 	cmd = exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", other, "--image", controllerImage)
@@ -90,4 +121,22 @@ func TestCalibrate(t *testing.T) {
 	if d, err := cs.AppsV1().Deployments(other).List(ctx, metav1.ListOptions{}); err != nil || len(d.Items) != 0 {
 		t.Errorf("deployments in %s after the refusal: %v %v", other, d, err)
 	}
+}
+
+// syncBuffer is a buffer a process writes to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

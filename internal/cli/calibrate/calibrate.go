@@ -41,7 +41,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"the preStop delay (the longest tail plus --margin, whole seconds) and the grace period\n" +
 			"(the delay plus --drain), as napctl inject and napctl install flags.\n\n" +
 			"It creates namespace -n (default nap-calibrate) and deletes it at the end, also on\n" +
-			"Ctrl-C; it refuses a namespace it did not create unless --use-existing-namespace.",
+			"Ctrl-C (then exit 130); it refuses a namespace it did not create unless\n" +
+			"--use-existing-namespace. Exit 2 when it cannot calibrate.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, f) },
 	}
@@ -96,6 +97,10 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 		fmt.Fprintf(streams.ErrOut, "napctl calibrate: "+format+"\n", args...)
 	}
 	rep, err := calibrate.Run(ctx, cs, f.opts)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: Run has deleted what it created; 130 as a shell reports SIGINT.
+		return &cli.ExitError{Code: 130, Err: fmt.Errorf("interrupted; what calibrate created in namespace %s is deleted", f.opts.Namespace)}
+	}
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
