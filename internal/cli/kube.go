@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +42,19 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	// fairness is what protects it. These are kubectl's discovery limits.
 	cfg.QPS, cfg.Burst = 50, 300
 	return cfg, nil
+}
+
+// KubeconfigPath is the kubeconfig a command reads: flag when given, else $KUBECONFIG,
+// else ~/.kube/config, as kubectl does.
+func KubeconfigPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if p := os.Getenv("KUBECONFIG"); p != "" {
+		return p
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".kube", "config")
 }
 
 // ClusterVersions asks the cluster of kubeconfig's current context for the API server's

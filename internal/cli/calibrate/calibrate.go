@@ -76,14 +76,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	if err := f.opts.Validate(); err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
-	path := f.kubeconfig
-	if path == "" {
-		if path = os.Getenv("KUBECONFIG"); path == "" {
-			home, _ := os.UserHomeDir()
-			path = home + "/.kube/config"
-		}
-	}
-	cfg, err := cli.RESTConfig(path)
+	cfg, err := cli.RESTConfig(cli.KubeconfigPath(f.kubeconfig))
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}

@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,14 +85,7 @@ func run(streams cli.IOStreams, f *flags) error {
 // the opted-in namespaces, whether nap's webhook is registered, FailedPreStopHook events.
 func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	var in nstatus.Input
-	path := f.kubeconfig
-	if path == "" {
-		if path = os.Getenv("KUBECONFIG"); path == "" {
-			home, _ := os.UserHomeDir()
-			path = filepath.Join(home, ".kube", "config")
-		}
-	}
-	cfg, err := cli.RESTConfig(path)
+	cfg, err := cli.RESTConfig(cli.KubeconfigPath(f.kubeconfig))
 	if err != nil {
 		return in, err
 	}
