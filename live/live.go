@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -97,62 +98,34 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 // typedLister lists one page of a built-in resource: its items, and the continue token.
 type typedLister func(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, error)
 
-func page[T any, P interface {
-	*T
-	runtime.Object
-}](items []T, cont string, err error) ([]runtime.Object, string, error) {
-	out := make([]runtime.Object, len(items))
-	for i := range items {
-		out[i] = P(&items[i])
+// listerOf makes a typedLister of a typed client's List.
+func listerOf[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) typedLister {
+	return func(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, error) {
+		l, err := list(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, "", err
+		}
+		acc, err := meta.ListAccessor(l)
+		if err != nil {
+			return nil, "", err
+		}
+		return items, acc.GetContinue(), nil
 	}
-	return out, cont, err
 }
 
 // typedListers are the typed clients of Resources, by resource.
 func typedListers(cs kubernetes.Interface, ns string) map[schema.GroupVersionResource]typedLister {
 	return map[schema.GroupVersionResource]typedLister{
-		Resources[0]: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
-			l, err := cs.AppsV1().Deployments(ns).List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return page(l.Items, l.Continue, nil)
-		},
-		Resources[1]: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
-			l, err := cs.AppsV1().StatefulSets(ns).List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return page(l.Items, l.Continue, nil)
-		},
-		Resources[2]: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
-			l, err := cs.AppsV1().DaemonSets(ns).List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return page(l.Items, l.Continue, nil)
-		},
-		Resources[3]: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
-			l, err := cs.CoreV1().Services(ns).List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return page(l.Items, l.Continue, nil)
-		},
-		Resources[4]: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
-			l, err := cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return page(l.Items, l.Continue, nil)
-		},
-		Resources[5]: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
-			l, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return page(l.Items, l.Continue, nil)
-		},
+		Resources[0]: listerOf(cs.AppsV1().Deployments(ns).List),
+		Resources[1]: listerOf(cs.AppsV1().StatefulSets(ns).List),
+		Resources[2]: listerOf(cs.AppsV1().DaemonSets(ns).List),
+		Resources[3]: listerOf(cs.CoreV1().Services(ns).List),
+		Resources[4]: listerOf(cs.PolicyV1().PodDisruptionBudgets(ns).List),
+		Resources[5]: listerOf(cs.AutoscalingV2().HorizontalPodAutoscalers(ns).List),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nap-k8s/nap/probe"
 )
 
 // Kind is what happened.
@@ -303,4 +306,51 @@ func (w *Watcher) merged(svc string) map[string]endpoint {
 		}
 	}
 	return out
+}
+
+// Words say e for a person: "termination began (grace 30s)", "left Service web's
+// EndpointSlice", "container app exited 0".
+func (e Event) Words() string {
+	p, ok := words[e.Kind]
+	if !ok {
+		p = string(e.Kind)
+	}
+	if strings.Contains(p, "%s") {
+		p = fmt.Sprintf(p, "Service "+e.Service+"'s")
+	}
+	switch {
+	case e.Kind == ContainerExited && e.Detail != "":
+		return e.Detail
+	case e.Detail != "" && !e.Kind.Endpoint():
+		return p + " (" + e.Detail + ")"
+	}
+	return p
+}
+
+var words = map[Kind]string{
+	PodCreated:          "created",
+	PodReady:            "ready",
+	EndpointAdded:       "added to %s EndpointSlice, not ready",
+	EndpointReady:       "ready in %s EndpointSlice",
+	PodDeleting:         "termination began",
+	PodNotReady:         "not ready",
+	EndpointNotReady:    "not ready in %s EndpointSlice",
+	EndpointTerminating: "terminating in %s EndpointSlice",
+	ContainerExited:     "exited",
+	EndpointRemoved:     "left %s EndpointSlice",
+	PodDeleted:          "deleted",
+}
+
+// Endpoint tells whether k is about an endpoint rather than a pod.
+func (k Kind) Endpoint() bool { return strings.HasPrefix(string(k), "endpoint-") }
+
+// Mark is how a timeline marks k: probe.MarkServing, MarkLeaving or MarkChange.
+func (k Kind) Mark() string {
+	switch {
+	case k == PodCreated || k == PodReady:
+		return probe.MarkServing
+	case k.Endpoint():
+		return probe.MarkChange
+	}
+	return probe.MarkLeaving
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/probe"
 )
 
 // TestWatcher drives one pod through its life on a real API server (no kubelet: the
@@ -193,5 +194,29 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("got %s %v %v", tg.Name, tg.Selector, err)
 			}
 		})
+	}
+}
+
+// Each kind is said in words and marked for the plot.
+func TestWords(t *testing.T) {
+	for _, tc := range []struct {
+		e           Event
+		words, mark string
+	}{
+		{Event{Kind: PodCreated}, "created", probe.MarkServing},
+		{Event{Kind: PodDeleting, Detail: "grace 30s"}, "termination began (grace 30s)", probe.MarkLeaving},
+		{Event{Kind: ContainerExited, Detail: "container app exited 143"}, "container app exited 143", probe.MarkLeaving},
+		{Event{Kind: EndpointRemoved, Service: "web", Detail: "10.0.0.1"}, "left Service web's EndpointSlice", probe.MarkChange},
+		{Event{Kind: EndpointAdded, Service: "web"}, "added to Service web's EndpointSlice, not ready", probe.MarkChange},
+		{Event{Kind: PodDeleted}, "deleted", probe.MarkLeaving},
+	} {
+		if w, m := tc.e.Words(), tc.e.Kind.Mark(); w != tc.words || m != tc.mark {
+			t.Errorf("%s: %q %s, want %q %s", tc.e.Kind, w, m, tc.words, tc.mark)
+		}
+	}
+	for _, k := range Kinds {
+		if _, ok := words[k]; !ok {
+			t.Errorf("kind %s has no words", k)
+		}
 	}
 }

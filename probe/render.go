@@ -34,7 +34,8 @@ type Summary struct {
 
 // Event is something that happened to the service under test while it was probed, put
 // on the timeline next to the failures: a pod deleted, an endpoint removed from its
-// Service. The probe itself knows nothing of Kubernetes; package observe makes these.
+// Service. The probe itself knows nothing of Kubernetes: package observe makes these,
+// with their words and their mark.
 type Event struct {
 	Offset  time.Duration `json:"-"` // from the report's start
 	Seconds float64       `json:"offset_seconds"`
@@ -43,7 +44,16 @@ type Event struct {
 	Node    string        `json:"node,omitempty"`
 	Service string        `json:"service,omitempty"`
 	Detail  string        `json:"detail,omitempty"`
+	Words   string        `json:"words"` // what happened, said for a person
+	Mark    string        `json:"mark"`  // how the plot marks it: MarkServing, MarkLeaving or MarkChange
 }
+
+// The marks of events, a colour each in the plot.
+const (
+	MarkServing = "serving" // a pod starts serving
+	MarkLeaving = "leaving" // a pod stops: termination, not ready, exited, deleted
+	MarkChange  = "change"  // a route changes: an endpoint added, ready, terminating, removed
+)
 
 // CommandResult is what --during ran.
 type CommandResult struct {
@@ -157,7 +167,7 @@ func Text(w io.Writer, s Summary) error {
 	if s.Watch != "" {
 		fmt.Fprintf(&b, "events of %s: %d\n", s.Watch, len(s.Events))
 		for _, e := range s.Events {
-			fmt.Fprintf(&b, "  %7.2fs  pod %s%s  %s\n", e.Offset.Seconds(), e.Pod, onNode(e), phrase(e))
+			fmt.Fprintf(&b, "  %7.2fs  pod %s%s  %s\n", e.Offset.Seconds(), e.Pod, onNode(e), e.Words)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -196,11 +206,11 @@ const (
 	endpointColor = "#1967d2"
 )
 
-func eventColor(kind string) string {
-	switch kind {
-	case "pod-created", "pod-ready":
+func eventColor(mark string) string {
+	switch mark {
+	case MarkServing:
 		return servingColor
-	case "pod-deleting", "pod-not-ready", "container-exited", "pod-deleted":
+	case MarkLeaving:
 		return leavingColor
 	}
 	return endpointColor
@@ -265,7 +275,7 @@ func SVG(w io.Writer, s Summary) error {
 			continue // after the last request: off the timeline
 		}
 		ex := x(e.Offset.Seconds())
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="4" height="%g" fill="%s"><title>%.2fs pod %s%s: %s</title></rect>`+"\n", ex-2, top+4, strip-8, eventColor(e.Kind), e.Offset.Seconds(), html.EscapeString(e.Pod), html.EscapeString(onNode(e)), html.EscapeString(phrase(e)))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="4" height="%g" fill="%s"><title>%.2fs pod %s%s: %s</title></rect>`+"\n", ex-2, top+4, strip-8, eventColor(e.Mark), e.Offset.Seconds(), html.EscapeString(e.Pod), html.EscapeString(onNode(e)), html.EscapeString(e.Words))
 	}
 	if s.Watch != "" {
 		fmt.Fprintf(&b, `<text x="4" y="%g">events</text>`+"\n", top+strip/2+4)
@@ -336,7 +346,7 @@ func around(events []Event, o Outage) []string {
 		if _, seen := by[e.Pod]; !seen {
 			pods = append(pods, e.Pod)
 		}
-		by[e.Pod] = append(by[e.Pod], fmt.Sprintf("%s %.2fs", phrase(e), e.Offset.Seconds()))
+		by[e.Pod] = append(by[e.Pod], fmt.Sprintf("%s %.2fs", e.Words, e.Offset.Seconds()))
 		node[e.Pod] = onNode(e)
 	}
 	out := make([]string, len(pods))
@@ -351,36 +361,4 @@ func onNode(e Event) string {
 		return ""
 	}
 	return " on " + e.Node
-}
-
-// phrases say each event kind of package observe in words.
-var phrases = map[string]string{
-	"pod-created":          "created",
-	"pod-ready":            "ready",
-	"endpoint-added":       "added to %s EndpointSlice, not ready",
-	"endpoint-ready":       "ready in %s EndpointSlice",
-	"pod-deleting":         "termination began",
-	"pod-not-ready":        "not ready",
-	"endpoint-not-ready":   "not ready in %s EndpointSlice",
-	"endpoint-terminating": "terminating in %s EndpointSlice",
-	"container-exited":     "exited",
-	"endpoint-removed":     "left %s EndpointSlice",
-	"pod-deleted":          "deleted",
-}
-
-func phrase(e Event) string {
-	p, ok := phrases[e.Kind]
-	if !ok {
-		p = e.Kind
-	}
-	if strings.Contains(p, "%s") {
-		p = fmt.Sprintf(p, "Service "+e.Service+"'s")
-	}
-	switch {
-	case e.Kind == "container-exited" && e.Detail != "":
-		return e.Detail
-	case e.Detail != "" && !strings.HasPrefix(e.Kind, "endpoint-"):
-		return p + " (" + e.Detail + ")"
-	}
-	return p
 }

@@ -103,21 +103,22 @@ func rollout(t *testing.T) Summary {
 	}
 	s := r.Summarize(Options{URL: "http://10.79.0.57/", Rate: 100}, 3*time.Second, nil)
 	s.Watch = "deployment/web in namespace shop"
-	ev := func(ms int, kind, pod, node, svc, detail string) Event {
+	// As package observe words and marks them.
+	ev := func(ms int, kind, pod, node, svc, detail, words, mark string) Event {
 		off := time.Duration(ms) * time.Millisecond
-		return Event{Offset: off, Seconds: off.Seconds(), Kind: kind, Pod: pod, Node: node, Service: svc, Detail: detail}
+		return Event{Offset: off, Seconds: off.Seconds(), Kind: kind, Pod: pod, Node: node, Service: svc, Detail: detail, Words: words, Mark: mark}
 	}
 	s.Events = []Event{
-		ev(200, "pod-created", "web-new", "", "", ""),
-		ev(450, "pod-ready", "web-new", "node-1", "", ""),
-		ev(460, "endpoint-ready", "web-new", "node-1", "web", "10.78.0.8"),
-		ev(910, "pod-deleting", "web-old", "node-2", "", "grace 30s"),
-		ev(930, "pod-not-ready", "web-old", "node-2", "", ""),
-		ev(950, "endpoint-terminating", "web-old", "node-2", "web", "10.78.1.7"),
-		ev(1020, "container-exited", "web-old", "node-2", "", "container app exited 0"),
-		ev(1400, "endpoint-removed", "web-old", "node-2", "web", "10.78.1.7"),
-		ev(1620, "pod-deleted", "web-old", "node-2", "", ""),
-		ev(9000, "pod-created", "web-later", "", "", ""), // past the outage's window
+		ev(200, "pod-created", "web-new", "", "", "", "created", MarkServing),
+		ev(450, "pod-ready", "web-new", "node-1", "", "", "ready", MarkServing),
+		ev(460, "endpoint-ready", "web-new", "node-1", "web", "10.78.0.8", "ready in Service web's EndpointSlice", MarkChange),
+		ev(910, "pod-deleting", "web-old", "node-2", "", "grace 30s", "termination began (grace 30s)", MarkLeaving),
+		ev(930, "pod-not-ready", "web-old", "node-2", "", "", "not ready", MarkLeaving),
+		ev(950, "endpoint-terminating", "web-old", "node-2", "web", "10.78.1.7", "terminating in Service web's EndpointSlice", MarkChange),
+		ev(1020, "container-exited", "web-old", "node-2", "", "container app exited 0", "container app exited 0", MarkLeaving),
+		ev(1400, "endpoint-removed", "web-old", "node-2", "web", "10.78.1.7", "left Service web's EndpointSlice", MarkChange),
+		ev(1620, "pod-deleted", "web-old", "node-2", "", "", "deleted", MarkLeaving),
+		ev(9000, "pod-created", "web-later", "", "", "", "created", MarkServing), // past the outage's window
 	}
 	return s
 }

@@ -214,7 +214,8 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		s.Watch = watched
 		for _, e := range watcher.Stop() {
 			off := e.Time.Sub(start)
-			s.Events = append(s.Events, probe.Event{Offset: off, Seconds: off.Seconds(), Kind: string(e.Kind), Pod: e.Pod, Node: e.Node, Service: e.Service, Detail: e.Detail})
+			s.Events = append(s.Events, probe.Event{Offset: off, Seconds: off.Seconds(), Kind: string(e.Kind), Pod: e.Pod, Node: e.Node,
+				Service: e.Service, Detail: e.Detail, Words: e.Words(), Mark: e.Kind.Mark()})
 		}
 	}
 	var out bytes.Buffer
