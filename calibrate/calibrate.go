@@ -17,8 +17,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/serve"
@@ -41,7 +43,7 @@ type Options struct {
 	UseExisting bool
 	Image       string        // the napctl image, which runs napctl serve
 	Replicas    int32         // default 3
-	Rounds      int           // pods deleted one after another; default 5
+	Rounds      int           // rolling restarts, one after another, each replacing every pod; default 5
 	Rate        float64       // requests per second on each path; default 50
 	Hold        time.Duration // the preStop hold that keeps a deleted pod serving; default 60s
 	// Quiet is how long no request may reach a deleted pod, once no EndpointSlice has
@@ -109,9 +111,10 @@ type Path struct {
 	URL  string `json:"url"`
 }
 
-// Round is one deleted pod.
+// Round is one pod replaced in a round.
 type Round struct {
-	Pod string `json:"pod"`
+	Round int    `json:"round"`
+	Pod   string `json:"pod"`
 	// Tails are, by path, how long after its termination began the pod's last answer on
 	// that path was: 0 when it answered there only before; absent when the path never
 	// sent it anything.
@@ -138,7 +141,7 @@ type Stats struct {
 // Report is a calibration's outcome.
 type Report struct {
 	Namespace string  `json:"namespace"`
-	Rounds    []Round `json:"rounds"`
+	Rounds    []Round `json:"rounds"` // a sample for each replaced pod
 	Paths     []Stats `json:"paths"`
 	// Delay is the recommended preStop delay: the longest tail plus the margin, rounded
 	// up to whole seconds; Grace the grace period it needs: Delay plus the drain time.
@@ -150,7 +153,7 @@ type Report struct {
 	Longest string `json:"longest_path"`
 }
 
-// Run calibrates: it creates the workload, deletes opts.Rounds pods one at a time while
+// Run calibrates: it creates the workload, restarts it opts.Rounds times while
 // probing every path, and returns the report. What it created is deleted before it
 // returns, also when ctx ends early.
 func Run(ctx context.Context, cs kubernetes.Interface, opts Options) (*Report, error) {
@@ -219,6 +222,10 @@ func deploy(ctx context.Context, cs kubernetes.Interface, opts Options) ([]Path,
 	}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: Name}, Spec: appsv1.DeploymentSpec{
 		Replicas: &opts.Replicas,
+		// What Deployments default to for a few replicas, written out: each round
+		// replaces pods as a user's rollout would.
+		Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
@@ -389,23 +396,27 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 			return nil, err
 		}
 		time.Sleep(2 * time.Second) // every path sends to every pod before one goes
-		r, err := deleteOne(ctx, cs, opts, a)
+		rs, err := restart(ctx, cs, opts, a, round)
 		if err != nil {
 			return nil, err
 		}
 		a.mu.Lock()
-		for _, p := range paths {
-			// Nothing after its termination began, where the path did send it requests
-			// before: a tail of 0 (routes forgot it first).
-			if t, ok := a.tail[p.Name][r.Pod]; ok {
-				r.Tails[p.Name] = t
-			} else if a.answered[p.Name][r.Pod] {
-				r.Tails[p.Name] = 0
+		for _, r := range rs {
+			for _, p := range paths {
+				// Nothing after its termination began, where the path did send it
+				// requests before: a tail of 0 (routes forgot it first).
+				if t, ok := a.tail[p.Name][r.Pod]; ok {
+					r.Tails[p.Name] = t
+				} else if a.answered[p.Name][r.Pod] {
+					r.Tails[p.Name] = 0
+				}
 			}
 		}
 		a.mu.Unlock()
-		opts.Log("round %d of %d (%.1fs): pod %s, tails %v", round+1, opts.Rounds, time.Since(a.start).Seconds(), r.Pod, r.Tails)
-		rep.Rounds = append(rep.Rounds, r)
+		for _, r := range rs {
+			opts.Log("round %d of %d (%.1fs): pod %s, tails %v", round+1, opts.Rounds, time.Since(a.start).Seconds(), r.Pod, r.Tails)
+		}
+		rep.Rounds = append(rep.Rounds, rs...)
 	}
 	stop()
 	wg.Wait()
@@ -479,61 +490,92 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[max(0, min(len(sorted)-1, i))]
 }
 
-// deleteOne deletes the oldest pod, waits until no EndpointSlice has it ready and no
-// request has reached it for opts.Quiet (or its hold ended), then removes it at once,
-// and returns the round.
-func deleteOne(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers) (Round, error) {
+// restart is one round: a rolling restart of the calibration Deployment, as `kubectl
+// rollout restart` makes one (maxSurge 1, maxUnavailable 0: an old pod goes the moment
+// a new one is ready). Each old pod is a sample. A rollout, not a lone deletion:
+// kube-proxy applies changes at most once per minSyncPeriod, so the first change after
+// a quiet spell reaches the rules at once and the ones that follow it wait, and a
+// rollout is a train of changes. A lone deletion in a quiet cluster understates the tail.
+//
+// Each deleted pod is removed at once when no EndpointSlice has it ready and no request
+// has reached it for opts.Quiet (or its hold ended).
+func restart(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers, round int) ([]Round, error) {
 	ns := opts.Namespace
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
 	if err != nil {
-		return Round{}, err
+		return nil, err
 	}
-	slices.SortFunc(pods.Items, func(x, y corev1.Pod) int { return x.CreationTimestamp.Compare(y.CreationTimestamp.Time) })
-	var victim string
+	old := map[string]bool{}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			victim = p.Name
-			break
-		}
+		old[p.Name] = true
 	}
-	if victim == "" {
-		return Round{}, errors.New("no pod to delete")
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, RoundAnnotation, strconv.Itoa(round+1))
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return nil, fmt.Errorf("restarting the calibration Deployment: %w", err)
 	}
-	r := Round{Pod: victim, Tails: map[string]float64{}}
-	deleted := time.Now()
-	if err := cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
-		return r, fmt.Errorf("deleting pod %s: %w", victim, err)
-	}
-	for {
+	deleted := map[string]time.Time{} // old pod → when its deletion was seen
+	var out []Round
+	deadline := time.Now().Add(opts.Hold + 3*time.Minute)
+	for len(out) < len(old) {
 		select {
 		case <-ctx.Done():
-			return r, ctx.Err()
+			return out, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		if time.Since(deleted) > opts.Hold {
-			r.Censored = true
-			break
+		if time.Now().After(deadline) {
+			return out, fmt.Errorf("the rolling restart of round %d has not replaced every pod after %v", round+1, opts.Hold+3*time.Minute)
 		}
-		in, err := readyInSlices(ctx, cs, ns, victim)
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
 		if err != nil {
-			return r, err
+			return out, err
 		}
-		a.mu.Lock()
-		last := a.lastSeen[victim]
-		a.mu.Unlock()
-		if last.Before(deleted) {
-			last = deleted
+		present := map[string]bool{}
+		for _, p := range l.Items {
+			present[p.Name] = true
+			if _, seen := deleted[p.Name]; old[p.Name] && p.DeletionTimestamp != nil && !seen {
+				deleted[p.Name] = time.Now()
+			}
 		}
-		if !in && time.Since(last) >= opts.Quiet {
-			break
+		for name := range old {
+			if _, seen := deleted[name]; !seen && !present[name] {
+				deleted[name] = time.Now() // gone between two looks
+			}
+		}
+		for name, at := range deleted {
+			if at.IsZero() {
+				continue // done
+			}
+			r := Round{Round: round + 1, Pod: name, Tails: map[string]float64{}}
+			if time.Since(at) > opts.Hold {
+				r.Censored = true
+			} else {
+				in, err := readyInSlices(ctx, cs, ns, name)
+				if err != nil {
+					return out, err
+				}
+				a.mu.Lock()
+				last := a.lastSeen[name]
+				a.mu.Unlock()
+				if last.Before(at) {
+					last = at
+				}
+				if in || time.Since(last) < opts.Quiet {
+					continue
+				}
+			}
+			zero := int64(0)
+			if err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+				return out, fmt.Errorf("removing pod %s: %w", name, err)
+			}
+			deleted[name] = time.Time{}
+			out = append(out, r)
 		}
 	}
-	zero := int64(0)
-	if err := cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
-		return r, fmt.Errorf("removing pod %s: %w", victim, err)
-	}
-	return r, nil
+	return out, nil
 }
+
+// RoundAnnotation on the calibration pods' template is the round that rolled them out.
+const RoundAnnotation = "nap.dev/calibrate-round"
 
 // readyInSlices tells whether pod is a ready endpoint in any EndpointSlice of the
 // Service. A terminating pod stays in them, serving but not ready, until it is gone:

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 )
 
 // The labels and annotation that drive the webhook.
@@ -109,16 +110,6 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return i.undecodable(ctx, req, err)
 	}
-	// The request's object may come without its type; manifest.Read needs it.
-	doc := req.Object.Raw
-	if pod.Kind == "" { // an object: it decoded into a struct and is not null
-		rest := bytes.TrimSpace(bytes.TrimSpace(doc)[1:]) // after its '{'
-		typed := `{"apiVersion":"v1","kind":"Pod",`
-		if rest[0] == '}' {
-			typed = typed[:len(typed)-1]
-		}
-		doc = slices.Concat([]byte(typed), rest)
-	}
 	if pod.Metadata.Labels[InjectLabel] == "disabled" { // the objectSelector keeps these away too
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("opted out")
@@ -154,12 +145,16 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		admissions.WithLabelValues("error").Inc()
 		return admission.Allowed("").WithWarnings("nap: " + err.Error())
 	}
-	out, _, err := inject.Inject("pod", doc, plan)
+	o, err := podObject(req.Object.Raw)
+	if err != nil {
+		return i.undecodable(ctx, req, err)
+	}
+	ops, _, err := inject.Patch(o, plan)
 	if err != nil {
 		admissions.WithLabelValues("error").Inc()
 		return admission.Allowed("").WithWarnings("nap: " + err.Error())
 	}
-	if bytes.Equal(out, doc) {
+	if len(ops) == 0 {
 		admissions.WithLabelValues("unchanged").Inc()
 		return admission.Allowed("nothing to add")
 	}
@@ -173,7 +168,30 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Allowed("audit").WithWarnings(msg)
 	}
 	admissions.WithLabelValues("injected").Inc()
-	return admission.PatchResponseFromRaw(doc, out)
+	patches := make([]jsonpatch.JsonPatchOperation, len(ops))
+	for i, op := range ops {
+		patches[i] = jsonpatch.NewOperation(op.Op, op.Path, op.Value)
+	}
+	return admission.Patched("", patches...)
+}
+
+// podObject reads the request's pod for inject.Patch: decoded once into values (not
+// parsed as YAML text, and no diff of two documents afterwards: the patch is the edits),
+// its type filled in when the request's object comes without one.
+func podObject(raw []byte) (*manifest.Object, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, errors.New("the object is null")
+	}
+	if v["kind"] == nil {
+		v["kind"], v["apiVersion"] = "Pod", "v1"
+	}
+	return manifest.FromValue("pod", v)
 }
 
 // decision is the policy webhook's answer for one pod.

@@ -13,6 +13,8 @@
 #   hack/cluster.sh down   stop it and remove everything it made (idempotent)
 #   hack/cluster.sh env    print KUBECONFIG=... for the running cluster
 #   hack/cluster.sh contained   exit 0 when every cluster range routes to a local device
+#   hack/cluster.sh slow-node2 [DURATION]   node 2's kube-proxy with that minSyncPeriod
+#                          (none: its default, as up leaves it)
 #
 # Every setting here is one that was needed; docs/testing.md says why for each.
 set -euo pipefail
@@ -275,8 +277,11 @@ containerRuntimeEndpoint: "unix://$1/containerd.sock"
 EOF
 }
 
-# proxy_conf DIR NODE_ADDRESS writes a node's kube-proxy configuration (iptables mode).
+# proxy_conf DIR NODE_ADDRESS [MIN_SYNC] writes a node's kube-proxy configuration
+# (iptables mode); MIN_SYNC sets minSyncPeriod (kube-proxy's default: 1s).
 proxy_conf() {
+  local slow=""
+  [ -z "${3:-}" ] || slow=$'\n'"iptables: {minSyncPeriod: $3}"
   put "$1/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
@@ -287,7 +292,7 @@ bindAddress: 127.0.0.1
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 clientConnection: {kubeconfig: "$D/kube-proxy.kubeconfig"}
-conntrack: {maxPerCore: 0}
+conntrack: {maxPerCore: 0}$slow
 EOF
 }
 
@@ -457,10 +462,33 @@ down() {
   log "down: nothing left behind"
 }
 
+# slow_node2 DURATION restarts node 2's kube-proxy with minSyncPeriod DURATION ("" for
+# its default): a slowed traffic path, whose rules lag each change by up to DURATION.
+# Waits until it serves again.
+slow_node2() {
+  [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
+  bins
+  more_bins
+  local pid; pid=$(cat "$D/pids/kube-proxy-node2" 2>/dev/null || true)
+  proxy_conf "$D2" "$NODE2_IP" "$1"
+  # It may exit by itself on a changed configuration; either way it must be gone before
+  # start, which leaves a running one alone.
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    local i
+    for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  start kube-proxy-node2 "${IN2[@]}" "$B2/kube-proxy" --config="$D2/kube-proxy.yaml" --hostname-override="$NODE2"
+  wait_for "node 2's kube-proxy" 30 in2 curl -sf http://127.0.0.1:10256/healthz
+  log "node 2's kube-proxy: minSyncPeriod ${1:-1s (default)}"
+}
+
 case "${1:-}" in
   up) up ;;
+  slow-node2) slow_node2 "${2:-}" ;;
   down) down ;;
   env) echo "KUBECONFIG=$KCFG" ;;
   contained) contained ;;
-  *) echo "usage: $0 up|down|env|contained" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|env|contained|slow-node2 [DURATION]" >&2; exit 2 ;;
 esac

@@ -26,6 +26,89 @@ type editor struct {
 	ends  map[*yaml.Node]int // where a block collection's text ends, before any edit
 	// finalBreak: a line break was added at the end of a source that had none.
 	finalBreak bool
+	// tree: no text, only the tree (Patch); each change is recorded as a JSON Patch
+	// operation on the path of the node it changes.
+	tree  bool
+	ops   []Op
+	paths map[*yaml.Node]string
+}
+
+// newTreeEditor edits the tree under root alone and records JSON Patch operations.
+func newTreeEditor(root *yaml.Node) *editor {
+	e := &editor{tree: true, paths: map[*yaml.Node]string{}}
+	e.index(root, "")
+	return e
+}
+
+// index records the JSON Pointer of n and everything under it.
+func (e *editor) index(n *yaml.Node, path string) {
+	e.paths[n] = path
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			e.index(n.Content[i+1], path+"/"+pointerEscape.Replace(n.Content[i].Value))
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			e.index(c, path+"/"+strconv.Itoa(i))
+		}
+	}
+}
+
+var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
+
+// op records a JSON Patch operation at path (the node's, then suffix) with value.
+func (e *editor) op(kind string, n *yaml.Node, suffix string, value *yaml.Node) error {
+	path, ok := e.paths[n]
+	if !ok {
+		return fmt.Errorf("an edit of a node with no known path (please report this)")
+	}
+	path += suffix
+	v, err := nodeValue(value)
+	if err != nil {
+		return err
+	}
+	e.ops = append(e.ops, Op{Op: kind, Path: path, Value: v})
+	if value.Kind == yaml.MappingNode || value.Kind == yaml.SequenceNode {
+		e.index(value, path) // later edits may go inside it
+	}
+	return nil
+}
+
+// nodeValue is an inserted node as a JSON value.
+func nodeValue(n *yaml.Node) (any, error) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := nodeValue(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			m[n.Content[i].Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := nodeValue(c)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		return l, nil
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!str":
+			return n.Value, nil
+		case "!!int":
+			return strconv.ParseInt(n.Value, 0, 64) // 0555 is octal, as YAML 1.1 reads it
+		case "!!bool":
+			return strconv.ParseBool(n.Value)
+		}
+	}
+	return nil, fmt.Errorf("no JSON value for a %s node", n.Tag)
 }
 
 type textEdit struct {
@@ -125,7 +208,11 @@ func (e *editor) jsonish(n *yaml.Node) bool {
 // setKey adds key: value at the end of mapping m (which has no such key).
 func (e *editor) setKey(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
 	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
-	if isFlow(m) {
+	if e.tree {
+		if err := e.op("add", m, "/"+pointerEscape.Replace(key), value); err != nil {
+			return err
+		}
+	} else if isFlow(m) {
 		at, err := e.flowEnd(m)
 		if err != nil {
 			return err
@@ -162,7 +249,13 @@ func isNull(n *yaml.Node) bool { return n != nil && n.Kind == yaml.ScalarNode &&
 func (e *editor) put(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key && isNull(m.Content[i+1]) {
-			if err := e.replaceNull(m, m.Content[i], m.Content[i+1], value, compact); err != nil {
+			replace := e.replaceNull
+			if e.tree {
+				replace = func(m, k, _, value *yaml.Node, _ bool) error {
+					return e.op("replace", m, "/"+pointerEscape.Replace(k.Value), value)
+				}
+			}
+			if err := replace(m, m.Content[i], m.Content[i+1], value, compact); err != nil {
 				return err
 			}
 			m.Content[i+1] = value
@@ -248,7 +341,14 @@ func nullToken(s string) bool { return s == "~" || s == "null" || s == "Null" ||
 
 // appendItem adds item at the end of sequence s.
 func (e *editor) appendItem(s, item *yaml.Node, compact bool) error {
-	if isFlow(s) || len(s.Content) == 0 {
+	if e.tree {
+		if err := e.op("add", s, "/-", item); err != nil {
+			return err
+		}
+		if item.Kind == yaml.MappingNode || item.Kind == yaml.SequenceNode {
+			e.index(item, e.paths[s]+"/"+strconv.Itoa(len(s.Content)))
+		}
+	} else if isFlow(s) || len(s.Content) == 0 {
 		if !isFlow(s) {
 			return fmt.Errorf("an empty block sequence")
 		}
@@ -279,12 +379,18 @@ func (e *editor) appendItem(s, item *yaml.Node, compact bool) error {
 
 // setInt replaces the text of scalar n with the integer v.
 func (e *editor) setInt(n *yaml.Node, v int64) error {
-	off, err := e.offset(n.Line, n.Column)
-	if err != nil {
-		return err
+	if e.tree {
+		if err := e.op("replace", n, "", num(v)); err != nil {
+			return err
+		}
+	} else {
+		off, err := e.offset(n.Line, n.Column)
+		if err != nil {
+			return err
+		}
+		end := scalarEnd(e.src, off)
+		e.add(off, end-off, strconv.FormatInt(v, 10))
 	}
-	end := scalarEnd(e.src, off)
-	e.add(off, end-off, strconv.FormatInt(v, 10))
 	n.Value, n.Tag, n.Style = strconv.FormatInt(v, 10), "!!int", 0
 	return nil
 }

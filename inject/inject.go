@@ -187,6 +187,30 @@ func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
 	return out, notes, nil
 }
 
+// Op is one JSON Patch (RFC 6902) operation, as Patch returns them.
+type Op struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// Patch injects p into one object that is already decoded, such as a pod an API server
+// sends to the webhook: there is no text to keep, so it edits the tree alone (no
+// splicing, no re-reading to verify) and returns the edits as JSON Patch operations on
+// the object, with the same decisions and notes as Inject. No operations: nothing to add.
+func Patch(o *manifest.Object, p Plan) ([]Op, []Note, error) {
+	e := newTreeEditor(o.Node.YNode())
+	notes, err := p.injectObject(e, o)
+	if err != nil {
+		var le *lineError
+		if errors.As(err, &le) {
+			err = le.err
+		}
+		return nil, nil, &manifest.ReadError{File: o.File, Line: o.Line, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
+	}
+	return e.ops, notes, nil
+}
+
 // lineError is an error at a line of its own, not the object's.
 type lineError struct {
 	line int

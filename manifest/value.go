@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,7 +11,8 @@ import (
 )
 
 // FromValue makes the object named name, line 1, from a decoded JSON object (what an
-// API server returned: maps, slices, strings, bools, nil, int64 and float64 numbers).
+// API server returned: maps, slices, strings, bools, nil, int64, float64 and json.Number
+// numbers).
 // It builds the node tree directly: printing JSON and parsing it back as YAML cost a
 // fleet-wide read most of its time. Keys are sorted, so equal values give equal trees.
 func FromValue(name string, v map[string]any) (*Object, error) {
@@ -65,6 +67,11 @@ func node(v any) (*yaml.Node, error) {
 		return scalar(yaml.NodeTagInt, strconv.Itoa(v)), nil
 	case float64:
 		return scalar(yaml.NodeTagFloat, strconv.FormatFloat(v, 'g', -1, 64)), nil
+	case json.Number: // a decoder's UseNumber: integers stay exact
+		if _, err := v.Int64(); err == nil {
+			return scalar(yaml.NodeTagInt, v.String()), nil
+		}
+		return scalar(yaml.NodeTagFloat, v.String()), nil
 	}
 	return nil, fmt.Errorf("a value of type %T", v)
 }

@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/probe"
 )
 
 // TestCalibrate: napctl calibrate on the lab measures the tail of every path (the
@@ -32,36 +37,19 @@ func TestCalibrate(t *testing.T) {
 		t.Fatalf("napctl calibrate: %v\n%s", err, out.String())
 	}
 	t.Logf("calibrated in %v:\n%s", time.Since(began).Round(time.Second), out.String())
-	var rep struct {
-		Rounds []struct {
-			Pod      string             `json:"pod"`
-			Tails    map[string]float64 `json:"tails_seconds"`
-			Censored bool               `json:"censored"`
-		} `json:"rounds"`
-		Paths []struct {
-			Path struct {
-				Name string `json:"name"`
-			} `json:"path"`
-			Samples  int     `json:"samples"`
-			Max      float64 `json:"max_seconds"`
-			Failed   int     `json:"failed"`
-			Requests int     `json:"requests"`
-		} `json:"paths"`
-		Delay   float64 `json:"recommended_delay_seconds"`
-		Grace   float64 `json:"recommended_grace_period_seconds"`
-		Longest string  `json:"longest_path"`
-	}
+	var rep calibration
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rounds) != 2 || len(rep.Paths) != 3 {
-		t.Fatalf("%d rounds, %d paths; want 2 and 3 (clusterip, nodeport, ingress)", len(rep.Rounds), len(rep.Paths))
+	// Each round restarts the 3 replicas: a sample per replaced pod.
+	if len(rep.Rounds) != 6 || len(rep.Paths) != 3 {
+		t.Fatalf("%d samples, %d paths; want 6 (2 rounds of 3 pods) and 3 (clusterip, nodeport, ingress)", len(rep.Rounds), len(rep.Paths))
 	}
 	longest := 0.0
 	for _, p := range rep.Paths {
 		// A tail is how long the path still sent to the pod after its termination
 		// began: 0 when routes forgot it first, never the whole hold.
-		if p.Samples != 2 || p.Max < 0 || p.Max >= 60 || p.Failed != 0 || p.Requests < 300 {
+		if p.Samples != 6 || p.Max < 0 || p.Max >= 60 || p.Failed != 0 || p.Requests < 300 {
 			t.Errorf("path %s: %d samples, max %.2fs, %d of %d requests failed", p.Path.Name, p.Samples, p.Max, p.Failed, p.Requests)
 		}
 		longest = max(longest, p.Max)
@@ -121,6 +109,103 @@ func TestCalibrate(t *testing.T) {
 	if d, err := cs.AppsV1().Deployments(other).List(ctx, metav1.ListOptions{}); err != nil || len(d.Items) != 0 {
 		t.Errorf("deployments in %s after the refusal: %v %v", other, d, err)
 	}
+}
+
+// calibration is what napctl calibrate -o json reports.
+type calibration struct {
+	Rounds []struct {
+		Pod      string             `json:"pod"`
+		Tails    map[string]float64 `json:"tails_seconds"`
+		Censored bool               `json:"censored"`
+	} `json:"rounds"`
+	Paths []struct {
+		Path struct {
+			Name string `json:"name"`
+		} `json:"path"`
+		Samples  int     `json:"samples"`
+		Max      float64 `json:"max_seconds"`
+		Failed   int     `json:"failed"`
+		Requests int     `json:"requests"`
+	} `json:"paths"`
+	Delay   float64 `json:"recommended_delay_seconds"`
+	Grace   float64 `json:"recommended_grace_period_seconds"`
+	Longest string  `json:"longest_path"`
+}
+
+// slowedSync is node 2's kube-proxy's minSyncPeriod in TestCalibrateSlowedPath.
+const slowedSync = 5 * time.Second
+
+// TestCalibrateSlowedPath validates calibrate's recommendation with the downtime
+// experiment. The lab's own tails are short (at most 1.7 s, through Traefik), so the
+// path is slowed: node 2's kube-proxy applies changes at most every 5 s
+// (minSyncPeriod), and a ClusterIP seen from node 2 sends to a terminating pod for up
+// to that long. calibrate, run in node 2's network namespace, must measure that tail;
+// then a rolling restart seen from node 2 must lose no request over new connections
+// with the recommended delay, and lose some with a fifth of it.
+func TestCalibrateSlowedPath(t *testing.T) {
+	cs := client(t)
+	slowNode2Proxy(t, slowedSync)
+	ns := "nap-calibrate-slowed"
+	cmd := exec.Command("nsenter", "--net="+node2NetNS, napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns,
+		"--image", controllerImage, "--rounds", "2", "--quiet", "5s", "--nodeport", node2IP, "-o", "json")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("napctl calibrate on node 2: %v\n%s", err, out.String())
+	}
+	t.Logf("calibrated from node 2:\n%s", out.String())
+	var rep calibration
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	longest := 0.0
+	for _, p := range rep.Paths {
+		if p.Failed != 0 || p.Samples != 6 {
+			t.Errorf("path %s: %d samples, %d of %d requests failed", p.Path.Name, p.Samples, p.Failed, p.Requests)
+		}
+		longest = max(longest, p.Max)
+	}
+	// Slowed, the path must show it: in a rollout, a change waits for the sync after
+	// the one before it, at most minSyncPeriod (and the sync's own time) later.
+	if longest < 2 || longest > slowedSync.Seconds()+1.5 {
+		t.Fatalf("longest tail %.2fs from node 2 with a minSyncPeriod of %v: want 2 s to %v", longest, slowedSync, slowedSync+1500*time.Millisecond)
+	}
+	delay := int(rep.Delay)
+	fraction := max(1, delay/5)
+	for _, c := range []struct {
+		delay   int
+		wantNew bool // requests over new connections fail
+	}{{delay, false}, {fraction, true}} {
+		v := variant{name: fmt.Sprintf("nap preStop %ds", c.delay), mode: "plain",
+			inject: &inject.Options{Mode: inject.ModeBinary, Delay: fmt.Sprintf("%ds", c.delay)}}
+		if c.delay == delay {
+			v.name += " (recommended)"
+		}
+		m := measure(t, cs, scenario{path: clusterIPNode2, disruption: rollingRestart, variant: v, rounds: 2}, 200)
+		t.Log(m.row())
+		failedNew := 0
+		if n := m.summary.Modes[probe.New]; n != nil {
+			failedNew = n.Failed
+		}
+		if (failedNew > 0) != c.wantNew {
+			t.Errorf("%s: %d requests over new connections failed (want failures: %v); longest tail calibrated %.2fs; outages %+v",
+				m.scenario, failedNew, c.wantNew, longest, m.summary.Outages)
+		}
+	}
+}
+
+// slowNode2Proxy restarts node 2's kube-proxy with minSyncPeriod d
+// (hack/cluster.sh slow-node2), and with its default when the test ends.
+func slowNode2Proxy(t *testing.T, d time.Duration) {
+	t.Helper()
+	run := func(args ...string) {
+		cmd := exec.Command("bash", append([]string{filepath.Join("..", "..", "hack", "cluster.sh"), "slow-node2"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hack/cluster.sh slow-node2 %v: %v\n%s", args, err, out)
+		}
+	}
+	t.Cleanup(func() { run() })
+	run(d.String())
 }
 
 // syncBuffer is a buffer a process writes to while the test reads it.

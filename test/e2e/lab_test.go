@@ -30,6 +30,8 @@ const (
 	// node2NetNS is node 2's network namespace: a probe run in it goes through node 2's
 	// kube-proxy (its own iptables), as a client pod on another node would.
 	node2NetNS = "/run/netns/nap-node2"
+	// node2IP is node 2's InternalIP (hack/cluster.sh NODE2_IP).
+	node2IP = "10.77.0.2"
 	// The ingress controller's Service and IngressClass.
 	ingressNamespace = "nap-ingress"
 	ingressService   = "traefik"

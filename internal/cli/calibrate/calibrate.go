@@ -35,11 +35,12 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Short: "Measure how long traffic reaches a terminating pod on each path, and recommend the preStop delay",
 		Long: "Deploy napctl serve (3 replicas, a NodePort Service, and an Ingress with --ingress-class),\n" +
 			"probe every path from where this runs — the ClusterIP, a node's NodePort, the ingress —\n" +
-			"and delete one pod at a time. A deleted pod keeps serving through a long preStop hold\n" +
-			"and says in each answer how long ago its termination began: the last answer on a path\n" +
-			"is that path's tail. Over the rounds it reports p50 / p99 / max per path and recommends\n" +
-			"the preStop delay (the longest tail plus --margin, whole seconds) and the grace period\n" +
-			"(the delay plus --drain), as napctl inject and napctl install flags.\n\n" +
+			"and restart it --rounds times as a rollout does: a new pod ready, then an old one deleted\n" +
+			"(a lone deletion in a quiet cluster understates the tail). A deleted pod keeps serving\n" +
+			"through a long preStop hold and says in each answer how long ago its termination began:\n" +
+			"the last answer on a path is that path's tail. Over the rounds it reports p50 / p99 / max\n" +
+			"per path and recommends the preStop delay (the longest tail plus --margin, whole seconds)\n" +
+			"and the grace period (the delay plus --drain), as napctl inject and napctl install flags.\n\n" +
 			"It creates namespace -n (default nap-calibrate) and deletes it at the end, also on\n" +
 			"Ctrl-C (then exit 130); it refuses a namespace it did not create unless\n" +
 			"--use-existing-namespace. Exit 2 when it cannot calibrate.",
@@ -53,7 +54,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&o.UseExisting, "use-existing-namespace", false, "calibrate in an existing namespace (deleting only calibrate's own objects there)")
 	fl.StringVar(&o.Image, "image", install.DefaultImage, "the napctl image (it runs napctl serve)")
 	fl.Int32Var(&o.Replicas, "replicas", 3, "replicas of napctl serve")
-	fl.IntVar(&o.Rounds, "rounds", 5, "pods deleted, one after another")
+	fl.IntVar(&o.Rounds, "rounds", 5, "rolling restarts, one after another (each replaces every replica: a sample per pod)")
 	fl.Float64Var(&o.Rate, "rate", 50, "requests per second on each path")
 	fl.DurationVar(&o.Hold, "hold", 60*time.Second, "how long a deleted pod keeps serving (its preStop hold): the longest tail it can measure")
 	fl.DurationVar(&o.Quiet, "quiet", 10*time.Second, "a deleted pod's tail is final once it left every EndpointSlice and nothing reached it for this long")
@@ -113,7 +114,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 }
 
 func text(b *bytes.Buffer, r *calibrate.Report, o calibrate.Options) {
-	fmt.Fprintf(b, "%d pods deleted one at a time; traffic tail after termination began, per path:\n", len(r.Rounds))
+	fmt.Fprintf(b, "%d pods replaced in %d rolling restarts; traffic tail after termination began, per path:\n", len(r.Rounds), o.Rounds)
 	for _, p := range r.Paths {
 		fmt.Fprintf(b, "  %-9s %-40s p50 %5.2fs  p99 %5.2fs  max %5.2fs  (%d samples; %d of %d requests failed)\n",
 			p.Path.Name, p.Path.URL, p.P50, p.P99, p.Max, p.Samples, p.Failed, p.Requests)

@@ -1,0 +1,69 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// BenchmarkInjectorHandle is one admission of a Deployment's pod as the API server sends
+// it (defaulted, a service account volume), injected.
+func BenchmarkInjectorHandle(b *testing.B) {
+	v := kube.Version{Major: 1, Minor: 34}
+	i := &Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}
+	raw, err := json.Marshal(benchPod())
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+		Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := i.Handle(context.Background(), req); len(r.Patches) == 0 {
+			b.Fatalf("not injected: %+v", r)
+		}
+	}
+}
+
+func benchPod() *corev1.Pod {
+	grace := int64(30)
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "api-7d9f8b6c5d-", Namespace: "shop",
+			Labels:          map[string]string{"app": "api", "pod-template-hash": "7d9f8b6c5d", "app.kubernetes.io/name": "api"},
+			Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-11-23T10:00:00Z"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "api-7d9f8b6c5d", UID: "0b9d2c1e-0000-4000-8000-000000000001"}}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "api", Image: "registry.example/api:1.2.3", ImagePullPolicy: corev1.PullIfNotPresent,
+				Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+				Env:       []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "PORT", Value: "8080"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}},
+					PeriodSeconds: 5, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
+				VolumeMounts:             []corev1.VolumeMount{{Name: "kube-api-access-x7k2p", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+				TerminationMessagePath:   "/dev/termination-log",
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			}},
+			Volumes: []corev1.Volume{{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			}}}}},
+			RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace, DNSPolicy: corev1.DNSClusterFirst,
+			ServiceAccountName: "default", SchedulerName: "default-scheduler",
+			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
+		},
+	}
+}
