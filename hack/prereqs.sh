@@ -13,6 +13,8 @@
 #   openssl, curl     the local cluster's certificates and health checks
 #   python3           the benchmark reports
 #   chromium          renders napctl probe's HTML report in a test (headless screenshot)
+#   skopeo            reads napctl image's layouts in a test, as users push them (local
+#                     transports only: oci-archive:, oci:)
 set -euo pipefail
 
 need=()
@@ -35,6 +37,7 @@ have openssl || need+=(openssl)
 have curl || need+=(curl)
 have python3 || need+=(python3)
 have chromium || need+=(chromium)
+have skopeo || need+=(skopeo)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "prereqs: all present"

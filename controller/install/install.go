@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/controller"
@@ -42,14 +44,32 @@ type Options struct {
 	// RollMissed lets the controller evict the pods its webhook missed (see napctl
 	// controller --roll-missed), and grants it pods/eviction.
 	RollMissed bool
+	// Admission is how pods get the delay: AdmissionWebhook (default), or
+	// AdmissionPolicy, a MutatingAdmissionPolicy the API server runs (Kubernetes 1.36,
+	// or 1.34+ with the beta API enabled); PolicyAPIVersion is its API version
+	// (controller.PolicyAPIV1 by default, or controller.PolicyAPIV1beta).
+	Admission        Admission
+	PolicyAPIVersion string
 }
+
+// Admission is the way pods get their delay at admission.
+type Admission string
+
+// The ways.
+const (
+	AdmissionWebhook Admission = "webhook" // the controller's mutating webhook
+	AdmissionPolicy  Admission = "policy"  // a MutatingAdmissionPolicy: CEL in the API server, no webhook
+)
 
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
 var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
 
 // Objects returns every object of an installation, in the order to apply them:
 // Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget,
-// MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked).
+// MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked);
+// with AdmissionPolicy, the MutatingAdmissionPolicy and its binding instead of the
+// webhook's configuration, and the controller runs without its webhook (it still
+// publishes the ConfigMap and reports).
 //
 // The RBAC is the least the controller needs: cluster-wide, namespaces, nodes, Services
 // and pods (read), ConfigMaps (it publishes into every namespace; its cache lists only
@@ -79,6 +99,18 @@ func Objects(o Options) ([]runtime.Object, error) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return nil, fmt.Errorf("excluded namespace %q: %s", ns, errs[0])
 		}
+	}
+	if o.Admission == "" {
+		o.Admission = AdmissionWebhook
+	}
+	webhook := o.Admission == AdmissionWebhook
+	switch {
+	case o.Admission != AdmissionWebhook && o.Admission != AdmissionPolicy:
+		return nil, fmt.Errorf("admission %q: want webhook or policy", o.Admission)
+	case !webhook && o.CertManager:
+		return nil, fmt.Errorf("--cert-manager issues the webhook's certificate; --admission policy has no webhook")
+	case !webhook && o.Policy != "" && o.Policy != controller.PolicyOptIn:
+		return nil, fmt.Errorf("--policy %s needs the webhook: %s", o.Policy, controller.PolicyCannot[0])
 	}
 	ns := o.Namespace
 	appLabels := map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
@@ -116,7 +148,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.RollMissed {
 		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})
 	}
-	if !o.CertManager { // with cert-manager, its CA injector writes the caBundle instead
+	if webhook && !o.CertManager { // with cert-manager, its CA injector writes the caBundle instead
 		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
 			Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{controller.Name}, Verbs: []string{"get", "update"}})
 	}
@@ -129,7 +161,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{controller.LeaseName}, Verbs: []string{"get", "update"}},
 		}}
-	if !o.CertManager {
+	if webhook && !o.CertManager {
 		role.Rules = append(role.Rules,
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{controller.TLSSecretName}, Verbs: []string{"get", "update"}})
@@ -144,6 +176,9 @@ func Objects(o Options) ([]runtime.Object, error) {
 			{Name: "metrics", Port: controller.MetricsPort, TargetPort: intstr.FromString("metrics")},
 		},
 	}}
+	if !webhook {
+		svc.Spec.Ports = svc.Spec.Ports[1:]
+	}
 
 	policy := o.Policy
 	if policy == "" {
@@ -171,11 +206,14 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
-	if o.CertManager {
+	switch {
+	case !webhook:
+		args = append(args, "--webhook=false")
+	case o.CertManager:
 		args = append(args, "--webhook-cert-dir=/tls")
 		volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: controller.TLSSecretName}}}}
 		mounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
-	} else {
+	default:
 		args = append(args, "--webhook-tls-secret="+controller.TLSSecretName, "--webhook-configuration="+controller.Name)
 	}
 	yes, no := true, false
@@ -229,6 +267,21 @@ func Objects(o Options) ([]runtime.Object, error) {
 	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
 		MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
 
+	if !webhook {
+		c := &deploy.Spec.Template.Spec.Containers[0]
+		c.Ports = c.Ports[1:]
+		// The API server injects: whole seconds as the native sleep, which every
+		// kubelet the skew policy allows beside an API server with this API has (1.31+
+		// beside 1.34); a sleep of 0 seconds needs 1.33 kubelets, allowed beside 1.36.
+		mp, mpb, err := controller.AdmissionPolicy(controller.Name, controller.AdmissionPolicyOptions{
+			APIVersion: o.PolicyAPIVersion, Delay: o.Delay, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta,
+			Exclude: []string{ns, "kube-system"}})
+		if err != nil {
+			return nil, err
+		}
+		mp.Labels, mpb.Labels = appLabels, appLabels
+		return []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mp, mpb}, nil
+	}
 	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, policy)
 	mwc.Labels = appLabels
 	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
@@ -301,4 +354,25 @@ func dropNulls(v any) {
 			dropNulls(e)
 		}
 	}
+}
+
+// DetectAdmission is --admission auto: the MutatingAdmissionPolicy where the API server
+// serves it (v1, else the beta API a cluster enabled), the webhook otherwise. why says
+// what decided, for the user.
+func DetectAdmission(d discovery.DiscoveryInterface) (a Admission, apiVersion, why string, err error) {
+	for _, gv := range []string{controller.PolicyAPIV1, controller.PolicyAPIV1beta} {
+		l, err := d.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return "", "", "", fmt.Errorf("asking the API server for %s: %w", gv, err)
+		}
+		for _, r := range l.APIResources {
+			if r.Name == "mutatingadmissionpolicies" {
+				return AdmissionPolicy, gv, "the API server serves " + gv + " MutatingAdmissionPolicy", nil
+			}
+		}
+	}
+	return AdmissionWebhook, "", "the API server serves no MutatingAdmissionPolicy API (Kubernetes 1.36+, or the beta API enabled on 1.34+)", nil
 }

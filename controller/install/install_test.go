@@ -11,6 +11,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -32,6 +33,8 @@ func TestInstallGolden(t *testing.T) {
 		{"testdata/custom.yaml", Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s",
 			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}, RollMissed: true}},
 		{"testdata/policy-default.yaml", Options{Policy: controller.PolicyDefault}},
+		{"testdata/admission-policy.yaml", Options{Admission: AdmissionPolicy}},
+		{"testdata/admission-policy-beta.yaml", Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Delay: "4.5"}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			got, err := YAML(tc.opts)
@@ -61,6 +64,10 @@ func TestInstallBadOptions(t *testing.T) {
 		{Options{NamespaceSelector: "team in ("}, `namespace selector "team in ("`},
 		{Options{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
 		{Options{Policy: "everything"}, `policy "everything"`},
+		{Options{Admission: "cel"}, `admission "cel"`},
+		{Options{Admission: AdmissionPolicy, CertManager: true}, `--admission policy has no webhook`},
+		{Options{Admission: AdmissionPolicy, Policy: controller.PolicyDefault}, `--policy default needs the webhook`},
+		{Options{Admission: AdmissionPolicy, PolicyAPIVersion: "admissionregistration.k8s.io/v1alpha1"}, `v1alpha1`},
 	} {
 		if _, err := Objects(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one naming %s", tc.opts, err, tc.want)
@@ -71,8 +78,9 @@ func TestInstallBadOptions(t *testing.T) {
 // Least privilege, read from the objects: nothing on Secrets cluster-wide, no
 // wildcards, names wherever a rule can carry them.
 func TestInstallRBAC(t *testing.T) {
-	for _, cm := range []bool{false, true} {
-		objs, err := Objects(Options{CertManager: cm})
+	for _, opts := range []Options{{}, {CertManager: true}, {Admission: AdmissionPolicy}} {
+		cm := opts.CertManager
+		objs, err := Objects(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,14 +100,41 @@ func TestInstallRBAC(t *testing.T) {
 					}
 				}
 				secrets := slices.Contains(rule.Resources, "secrets")
-				if secrets && (clusterWide || cm) {
-					t.Errorf("Secrets in %T (cert-manager %v): %+v", o, cm, rule)
+				if secrets && (clusterWide || cm || opts.Admission == AdmissionPolicy) {
+					t.Errorf("Secrets in %T (%+v): %+v", o, opts, rule)
+				}
+				if opts.Admission == AdmissionPolicy && slices.Contains(rule.Resources, "mutatingwebhookconfigurations") {
+					t.Errorf("webhook configurations with no webhook: %+v", rule)
 				}
 				named := slices.Contains(rule.Resources, "mutatingwebhookconfigurations") || secrets || slices.Contains(rule.Resources, "leases")
 				if named && !slices.Equal(rule.Verbs, []string{"create"}) && len(rule.ResourceNames) != 1 {
 					t.Errorf("a rule without a resource name: %+v", rule)
 				}
 			}
+		}
+	}
+}
+
+// TestInstallAppliesPolicy: with --admission policy, every object is accepted by a real
+// API server (v1.37, which serves the v1 API and type-checks the policy's CEL).
+func TestInstallAppliesPolicy(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(Options{Admission: AdmissionPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{Object: u}
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Errorf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -57,10 +59,47 @@ func (b blobs) add(mediaType string, data []byte) descriptor {
 // epoch fixes every timestamp: the same inputs give the same bytes and digests.
 var epoch = time.Unix(0, 0).UTC()
 
-// WriteLayout writes images as one OCI image-layout tarball.
+// WriteLayout writes images as one OCI image-layout tarball (what `skopeo copy
+// oci-archive:FILE:NAME` and `ctr images import` read). Images that share a Name are one
+// multi-architecture image: an image index with a manifest per architecture, as
+// registries serve them, so that each node pulls its own.
 func WriteLayout(w io.Writer, images ...Image) error {
+	tw := tar.NewWriter(w)
+	err := layout(images, func(name string, data []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// WriteLayoutDir writes the same layout as files under dir (what `skopeo copy
+// oci:DIR:NAME` and `crane push DIR` read); dir must not exist yet.
+func WriteLayoutDir(dir string, images ...Image) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	return layout(images, func(name string, data []byte) error {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, data, 0o644)
+	})
+}
+
+// layout makes the layout's files and hands each to put: oci-layout, index.json, then
+// the blobs by digest.
+func layout(images []Image, put func(name string, data []byte) error) error {
 	bl := blobs{}
 	var manifests []descriptor
+	var names []string
+	byName := map[string][]descriptor{}
 	for _, img := range images {
 		layer, diffID, err := layerOf(img.Files)
 		if err != nil {
@@ -86,12 +125,32 @@ func WriteLayout(w io.Writer, images ...Image) error {
 		})
 		md := bl.add("application/vnd.oci.image.manifest.v1+json", man)
 		md.Platform = &platform{Architecture: img.Arch, OS: "linux"}
+		if _, ok := byName[img.Name]; !ok {
+			names = append(names, img.Name)
+		}
+		for _, d := range byName[img.Name] {
+			if d.Platform.Architecture == img.Arch {
+				return fmt.Errorf("%s: two images for %s", img.Name, img.Arch)
+			}
+		}
+		byName[img.Name] = append(byName[img.Name], md)
+	}
+	for _, name := range names {
+		md := byName[name][0]
+		if len(byName[name]) > 1 {
+			idx, _ := json.Marshal(map[string]any{
+				"schemaVersion": 2,
+				"mediaType":     "application/vnd.oci.image.index.v1+json",
+				"manifests":     byName[name],
+			})
+			md = bl.add("application/vnd.oci.image.index.v1+json", idx)
+		}
 		md.Annotations = map[string]string{
-			"io.containerd.image.name": img.Name,
+			"io.containerd.image.name": name,
 			// The whole name, so that one of several images in the layout can be named
 			// (skopeo copy oci-archive:images.tar:docker.io/nap/napctl:e2e ...); the
 			// spec's ref grammar allows it.
-			"org.opencontainers.image.ref.name": img.Name,
+			"org.opencontainers.image.ref.name": name,
 		}
 		manifests = append(manifests, md)
 	}
@@ -100,14 +159,6 @@ func WriteLayout(w io.Writer, images ...Image) error {
 		"mediaType":     "application/vnd.oci.image.index.v1+json",
 		"manifests":     manifests,
 	})
-	tw := tar.NewWriter(w)
-	put := func(name string, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
 	if err := put("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
 		return err
 	}
@@ -124,7 +175,7 @@ func WriteLayout(w io.Writer, images ...Image) error {
 			return err
 		}
 	}
-	return tw.Close()
+	return nil
 }
 
 // layerOf returns the gzipped layer tarball and the digest of its uncompressed bytes,

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -110,5 +112,100 @@ func TestWriteLayout(t *testing.T) {
 func TestRelativePathRefused(t *testing.T) {
 	if err := WriteLayout(io.Discard, Image{Name: "x", Files: []File{{Path: "x"}}}); err == nil {
 		t.Error("a relative path was accepted")
+	}
+}
+
+// Images that share a name are one multi-architecture image: index.json names an image
+// index whose manifests are one per architecture, each with its platform and its own
+// config and layer. The directory layout holds the same files as the tarball.
+func TestWriteLayoutMultiArch(t *testing.T) {
+	imgs := []Image{
+		{Name: "docker.io/nap/nap:1", Arch: "amd64", Files: []File{{Path: "/nap", Mode: 0o555, Data: []byte("amd64 nap")}}},
+		{Name: "docker.io/nap/nap:1", Arch: "arm64", Files: []File{{Path: "/nap", Mode: 0o555, Data: []byte("arm64 nap")}}},
+		{Name: "docker.io/nap/other:1", Arch: "amd64", Files: []File{{Path: "/x", Mode: 0o555, Data: []byte("x")}}},
+	}
+	var tb bytes.Buffer
+	if err := WriteLayout(&tb, imgs...); err != nil {
+		t.Fatal(err)
+	}
+	files := untar(t, tb.Bytes())
+	blob := func(d descriptor) []byte {
+		data, ok := files["blobs/sha256/"+d.Digest[len("sha256:"):]]
+		sum := sha256.Sum256(data)
+		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != d.Digest || len(data) != d.Size {
+			t.Fatalf("blob %s: present %v, %d bytes", d.Digest, ok, len(data))
+		}
+		return data
+	}
+	var index struct{ Manifests []descriptor }
+	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 2 {
+		t.Fatalf("index: %v %s", err, files["index.json"])
+	}
+	multi := index.Manifests[0]
+	if multi.MediaType != "application/vnd.oci.image.index.v1+json" || multi.Annotations["org.opencontainers.image.ref.name"] != "docker.io/nap/nap:1" {
+		t.Fatalf("the multi-architecture image: %+v", multi)
+	}
+	if index.Manifests[1].MediaType != "application/vnd.oci.image.manifest.v1+json" {
+		t.Errorf("the single-architecture image: %+v", index.Manifests[1])
+	}
+	var inner struct{ Manifests []descriptor }
+	if err := json.Unmarshal(blob(multi), &inner); err != nil || len(inner.Manifests) != 2 {
+		t.Fatalf("image index: %v", err)
+	}
+	for i, arch := range []string{"amd64", "arm64"} {
+		md := inner.Manifests[i]
+		if md.Platform == nil || md.Platform.Architecture != arch || md.Platform.OS != "linux" {
+			t.Errorf("manifest %d: platform %+v, want linux/%s", i, md.Platform, arch)
+		}
+		var man struct {
+			Config descriptor
+			Layers []descriptor
+		}
+		if err := json.Unmarshal(blob(md), &man); err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct{ Architecture string }
+		if err := json.Unmarshal(blob(man.Config), &cfg); err != nil || cfg.Architecture != arch {
+			t.Errorf("%s config: %v %+v", arch, err, cfg)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(blob(man.Layers[0])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(zr)
+		layer := untar(t, raw)
+		if string(layer["nap"]) != arch+" nap" {
+			t.Errorf("%s layer: %q", arch, layer["nap"])
+		}
+	}
+
+	dir := filepath.Join(t.TempDir(), "layout")
+	if err := WriteLayoutDir(dir, imgs...); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s in the directory: %v", name, err)
+		}
+	}
+	if err := WriteLayout(io.Discard, imgs[0], imgs[0]); err == nil {
+		t.Error("two images of one name and architecture were accepted")
+	}
+}
+
+func untar(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name], _ = io.ReadAll(tr)
 	}
 }

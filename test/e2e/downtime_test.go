@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -39,6 +40,8 @@ type variant struct {
 	// pod template.
 	webhook     bool
 	annotations map[string]string
+	// admission is napctl install's --admission for the webhook variants ("": webhook).
+	admission string
 }
 
 // expectation is what a variant must show.
@@ -67,6 +70,9 @@ var (
 	// The controller installed; the webhook injects a 4.5 s delay (not whole seconds:
 	// the nap binary, mounted from the ConfigMap the controller published).
 	viaWebhook = variant{name: "nap preStop by the webhook", mode: "plain", webhook: true,
+		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
+	// The same, installed with --admission policy: the API server injects (CEL).
+	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, admission: "policy",
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
 )
 
@@ -445,7 +451,7 @@ func experiment(rounds int) []scenario {
 		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
 			vs := []variant{noDelay, napBinary, napNative}
 			if p == clusterIPNode1 && d == rollingRestart {
-				vs = append(vs, drainOnly, napDrain, viaWebhook)
+				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy)
 			}
 			for _, v := range vs {
 				r := rounds
@@ -477,14 +483,15 @@ func TestDowntimeExperiment(t *testing.T) {
 	cs := client(t)
 	var b strings.Builder
 	b.WriteString(tableHeader)
-	installed := false
+	installed, uninstall := "", func() {}
 	for _, sc := range experiment(rounds) {
 		if !strings.Contains(sc.String(), only) {
 			continue
 		}
-		if sc.variant.webhook && !installed {
-			installController(t, cs)
-			installed = true
+		if want := cmp.Or(sc.variant.admission, "webhook"); sc.variant.webhook && installed != want {
+			uninstall()
+			uninstall = installController(t, cs, "--admission", want)
+			installed = want
 		}
 		d := measure(t, cs, sc, 200)
 		t.Log(d.row())

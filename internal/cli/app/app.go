@@ -12,6 +12,7 @@ import (
 	calibratecmd "github.com/nap-k8s/nap/internal/cli/calibrate"
 	"github.com/nap-k8s/nap/internal/cli/configmap"
 	ctrlcmd "github.com/nap-k8s/nap/internal/cli/controller"
+	imagecmd "github.com/nap-k8s/nap/internal/cli/image"
 	"github.com/nap-k8s/nap/internal/cli/inject"
 	"github.com/nap-k8s/nap/internal/cli/install"
 	"github.com/nap-k8s/nap/internal/cli/lint"
@@ -33,7 +34,7 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(binary.NewCommand(streams), calibratecmd.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
+	root.AddCommand(binary.NewCommand(streams), calibratecmd.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), imagecmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
 	return root
 }
 

@@ -92,3 +92,47 @@ func TestInstallCommand(t *testing.T) {
 		t.Errorf("bad namespace: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
 }
+
+// napctl install --admission policy prints the policy instead of the webhook's
+// configuration, and says on stderr what the policy cannot do; auto needs a cluster.
+func TestInstallAdmissionCommand(t *testing.T) {
+	code, out, errOut := runNapctl("install", "--image", "registry.example/napctl:1", "--admission", "policy")
+	if code != 0 || !strings.Contains(out, "kind: MutatingAdmissionPolicy\n") || !strings.Contains(out, "kind: MutatingAdmissionPolicyBinding\n") ||
+		strings.Contains(out, "MutatingWebhookConfiguration") || !strings.Contains(out, "--webhook=false") {
+		t.Errorf("--admission policy: exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(errOut, "does what the webhook does, except") || !strings.Contains(errOut, "default and audit policies") {
+		t.Errorf("--admission policy: stderr %q, want what the policy cannot do", errOut)
+	}
+	code, out, errOut = runNapctl("install", "--admission", "policy", "--policy", "default")
+	if code != 1 || out != "" || !strings.Contains(errOut, "--policy default needs the webhook") {
+		t.Errorf("--admission policy --policy default: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
+	}
+	code, out, errOut = runNapctl("install", "--admission", "auto", "--kubeconfig", filepath.Join(t.TempDir(), "missing"))
+	if code != 1 || out != "" || !strings.Contains(errOut, "--admission auto asks the cluster") {
+		t.Errorf("--admission auto without a cluster: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
+	}
+}
+
+// napctl image writes the layout as a tarball or a directory, one of them.
+func TestImageCommand(t *testing.T) {
+	dir := t.TempDir()
+	tarball := filepath.Join(dir, "nap.tar")
+	if code, _, errOut := runNapctl("image", "-o", tarball); code != 0 {
+		t.Fatalf("napctl image -o: exit %d: %s", code, errOut)
+	}
+	if b, err := os.ReadFile(tarball); err != nil || !bytes.Contains(b, []byte("index.json")) {
+		t.Errorf("napctl image -o: %v", err)
+	}
+	if code, _, errOut := runNapctl("image", "--layout", filepath.Join(dir, "layout")); code != 0 {
+		t.Errorf("napctl image --layout: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "layout", "index.json")); err != nil {
+		t.Error(err)
+	}
+	for _, args := range [][]string{{"image"}, {"image", "-o", tarball, "--layout", dir}, {"image", "--layout", filepath.Join(dir, "layout")}} {
+		if code, _, errOut := runNapctl(args...); code == 0 || errOut == "" {
+			t.Errorf("napctl %v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}

@@ -2,9 +2,11 @@
 package install
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/controller/install"
@@ -15,6 +17,7 @@ import (
 // NewCommand returns the install command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	o := install.Options{}
+	var admission, kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "install [--namespace nap-system] [--image REF] [--cert-manager]",
 		Short: "Print the manifests that run nap's controller (pipe them to kubectl apply -f -)",
@@ -25,12 +28,21 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"  napctl install | kubectl apply -f -",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := chooseAdmission(streams, &o, admission, kubeconfig); err != nil {
+				return err
+			}
 			b, err := install.YAML(o)
 			if err != nil {
 				return err
 			}
 			if _, err = streams.Out.Write(b); err != nil {
 				return err
+			}
+			if o.Admission == install.AdmissionPolicy {
+				fmt.Fprintf(streams.ErrOut, "napctl install: the MutatingAdmissionPolicy (%s) does what the webhook does, except:\n", cmp.Or(o.PolicyAPIVersion, controller.PolicyAPIV1))
+				for _, c := range controller.PolicyCannot {
+					fmt.Fprintf(streams.ErrOut, "  - %s\n", c)
+				}
 			}
 			if !cmd.Flags().Changed("image") {
 				// Said on stderr, so that `napctl install | kubectl apply -f -` still works.
@@ -49,8 +61,38 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
 	fl.StringVar(&o.Delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay")
 	fl.StringVar((*string)(&o.Policy), "policy", string(controller.PolicyOptIn), "which pods get the delay without an explicit opt-in: opt-in (none), default (every pod backing a Service), audit (report what default would do); the namespace label "+controller.PolicyLabel+" overrides it")
+	fl.StringVar(&admission, "admission", string(install.AdmissionWebhook), "how pods get the delay: webhook (the controller's), policy (a MutatingAdmissionPolicy the API server runs; Kubernetes 1.36, or 1.34+ with the beta API), or auto (policy where the cluster serves it, asked through --kubeconfig)")
+	fl.StringVar(&o.PolicyAPIVersion, "policy-api", controller.PolicyAPIV1, "with --admission policy: the MutatingAdmissionPolicy API to write ("+controller.PolicyAPIV1+", or "+controller.PolicyAPIV1beta+" where a 1.34 or 1.35 cluster enabled it)")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "with --admission auto: the cluster to ask (default: $KUBECONFIG, else ~/.kube/config)")
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
 	return cmd
+}
+
+// chooseAdmission resolves --admission into o: auto asks the cluster, and falls back to
+// the webhook where the policy cannot do what was asked (--policy default or audit).
+func chooseAdmission(streams cli.IOStreams, o *install.Options, admission, kubeconfig string) error {
+	if admission != "auto" {
+		o.Admission = install.Admission(admission)
+		return nil
+	}
+	cfg, err := cli.RESTConfig(cli.KubeconfigPath(kubeconfig))
+	if err != nil {
+		return fmt.Errorf("--admission auto asks the cluster: %w", err)
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	a, gv, why, err := install.DetectAdmission(d)
+	if err != nil {
+		return fmt.Errorf("--admission auto: %w", err)
+	}
+	if a == install.AdmissionPolicy && o.Policy != "" && o.Policy != controller.PolicyOptIn {
+		a, why = install.AdmissionWebhook, why+", but --policy "+string(o.Policy)+" needs the webhook"
+	}
+	o.Admission, o.PolicyAPIVersion = a, gv
+	fmt.Fprintf(streams.ErrOut, "napctl install: --admission auto: %s: %s\n", why, a)
+	return nil
 }
