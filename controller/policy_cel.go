@@ -40,6 +40,9 @@ type AdmissionPolicyOptions struct {
 	ConfigMap  string         // default kube.ConfigMapName
 	GraceExtra *time.Duration // default inject.DefaultGraceExtra
 	Arch       string         // the architecture when the pod does not say; default amd64
+	// Image, when set, delivers nap as an image volume of this reference (napctl image)
+	// instead of the ConfigMap.
+	Image string
 	// Exclude are namespaces never mutated (the controller's own, kube-system).
 	Exclude []string
 }
@@ -79,7 +82,11 @@ func AdmissionPolicy(name string, o AdmissionPolicyOptions) (*admissionregistrat
 	if o.GraceExtra != nil {
 		extra = *o.GraceExtra
 	}
-	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay, Arch: o.Arch, ConfigMap: o.ConfigMap, GraceExtra: &extra}); err != nil {
+	delivery := inject.DeliveryConfigMap
+	if o.Image != "" {
+		delivery = inject.DeliveryImage
+	}
+	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay, Arch: o.Arch, ConfigMap: o.ConfigMap, GraceExtra: &extra, Delivery: delivery, Image: o.Image}); err != nil {
 		return nil, nil, err
 	}
 	if errs := validation.IsDNS1123Subdomain(o.ConfigMap); len(errs) > 0 {
@@ -141,6 +148,10 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 	for i, a := range nap.Arches {
 		arches[i] = q(a)
 	}
+	ownImage := "false" // an image volume of nap's image is nap's too
+	if o.Image != "" {
+		ownImage = fmt.Sprintf("(has(v.image) && v.image.reference == %s)", q(o.Image))
+	}
 	native := "false"
 	if o.Native {
 		native = "variables.whole"
@@ -174,8 +185,9 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 			q(kube.ArchLabel), q(kube.ArchLabel), q(o.Arch))),
 		// Binary delivery leaves the pod alone when nap has no binary for its
 		// architecture, or a volume called nap is not the nap ConfigMap.
-		v("binaryOK", fmt.Sprintf(`variables.arch in [%s] && !(has(object.spec.volumes) && object.spec.volumes.exists(v, v.name == %s && !(has(v.configMap) && v.configMap.name == %s)))`,
-			strings.Join(arches, ", "), q(kube.ConfigMapName), q(o.ConfigMap))),
+		v("binaryOK", fmt.Sprintf(`variables.arch in [%s] && !(has(object.spec.volumes) && object.spec.volumes.exists(v, v.name == %s &&
+  !(has(v.configMap) && v.configMap.name == %s) && !%s))`,
+			strings.Join(arches, ", "), q(kube.ConfigMapName), q(o.ConfigMap), ownImage)),
 		// The containers to delay: every regular container without a preStop hook, and
 		// for the binary, none that mounts something else at nap's path.
 		v("targets", fmt.Sprintf(`object.spec.containers.transformList(i, c,
@@ -191,15 +203,20 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 // mixed types, and the types exist only in the mutation, not in the variables.
 func celPatch(o AdmissionPolicyOptions) string {
 	q := strconv.Quote
+	volume := fmt.Sprintf(`Object.spec.volumes{name: %s, configMap: Object.spec.volumes.configMap{name: %s, defaultMode: %d,
+    items: [Object.spec.volumes.configMap.items{key: 'nap-' + variables.arch, path: %s}]}}`,
+		q(kube.ConfigMapName), q(o.ConfigMap), 0o555, q(kube.BinaryName))
+	if o.Image != "" { // the kubelet pulls its node's architecture
+		volume = fmt.Sprintf(`Object.spec.volumes{name: %s, image: Object.spec.volumes.image{reference: %s, pullPolicy: 'IfNotPresent'}}`,
+			q(kube.ConfigMapName), q(o.Image))
+	}
 	return strings.NewReplacer(
 		"PRESTOP", fmt.Sprintf(`(variables.native ?
     Object.spec.containers.lifecycle.preStop{sleep: Object.spec.containers.lifecycle.preStop.sleep{seconds: variables.duration.getSeconds()}} :
     Object.spec.containers.lifecycle.preStop{exec: Object.spec.containers.lifecycle.preStop.exec{command: [%s, variables.delay]}})`,
 			q(kube.MountPath+"/"+kube.BinaryName)),
 		"MOUNT", fmt.Sprintf(`Object.spec.containers.volumeMounts{name: %s, mountPath: %s, readOnly: true}`, q(kube.ConfigMapName), q(kube.MountPath)),
-		"VOLUME", fmt.Sprintf(`Object.spec.volumes{name: %s, configMap: Object.spec.volumes.configMap{name: %s, defaultMode: %d,
-    items: [Object.spec.volumes.configMap.items{key: 'nap-' + variables.arch, path: %s}]}}`,
-			q(kube.ConfigMapName), q(o.ConfigMap), 0o555, q(kube.BinaryName)),
+		"VOLUME", volume,
 		"NAPPATH", q(kube.MountPath),
 		"NAPNAME", q(kube.ConfigMapName),
 		"DEFAULTGRACE", strconv.FormatInt(int64(kube.DefaultGracePeriod/time.Second), 10),

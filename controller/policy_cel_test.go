@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -32,7 +33,9 @@ type policyCase struct {
 	changed  bool // admission changes the pod (checked on the webhook's side)
 }
 
-func policyCases() []policyCase {
+// policyCases is the table; with image (nap's image delivery), an already injected pod
+// has nap's image volume rather than the ConfigMap.
+func policyCases(image string) []policyCase {
 	app := func(name string) corev1.Container { return corev1.Container{Name: name, Image: "app:1"} }
 	withPreStop := func(c corev1.Container, h corev1.LifecycleHandler) corev1.Container {
 		c.Lifecycle = &corev1.Lifecycle{PreStop: &h}
@@ -57,6 +60,9 @@ func policyCases() []policyCase {
 	ownVolume := corev1.Volume{Name: kube.ConfigMapName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: kube.ConfigMapName}, DefaultMode: &mode,
 		Items: []corev1.KeyToPath{{Key: kube.KeyForArch("amd64"), Path: kube.BinaryName}}}}}
+	if image != "" {
+		ownVolume = corev1.Volume{Name: kube.ConfigMapName, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: corev1.PullIfNotPresent}}}
+	}
 	arm := corev1.PodSpec{Containers: []corev1.Container{app("app")}, Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: kube.ArchLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}}}}}}}}
@@ -101,33 +107,41 @@ func policyCases() []policyCase {
 
 // TestPolicyMatchesWebhook: one table of pods through the webhook and through the
 // MutatingAdmissionPolicy, each on a real API server: the same pod specs, case by
-// case. Both are configured as napctl install configures them for a cluster whose
-// kubelets all have the native sleep.
+// case, with nap from the ConfigMap and from an image volume. Both are configured as
+// napctl install configures them for a cluster whose kubelets all have the native sleep.
 func TestPolicyMatchesWebhook(t *testing.T) {
-	cases := policyCases()
+	for _, image := range []string{"", "registry.example/nap:1"} {
+		t.Run("delivery="+cmp.Or(image, "configmap"), func(t *testing.T) {
+			cases := policyCases(image)
+			delivery := inject.DeliveryConfigMap
+			if image != "" {
+				delivery = inject.DeliveryImage
+			}
+			cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn))
+			v := kube.Version{Major: 1, Minor: 37}
+			serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delay: "5s", Delivery: delivery, Image: image}}).Handler()})
+			viaWebhook := admitCases(t, cfg, cases)
+			control := controlSpecs(t, cfg, cases)
 
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn))
-	v := kube.Version{Major: 1, Minor: 37}
-	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler()})
-	viaWebhook := admitCases(t, cfg, cases)
-	control := controlSpecs(t, cfg, cases)
+			cfg = kubeenv.APIServer(t)
+			policy, binding, err := AdmissionPolicy("nap", AdmissionPolicyOptions{Delay: "5s", Native: true, NativeZero: true, Image: image,
+				Exclude: []string{"nap-system", "kube-system"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyPolicy(t, cfg, policy, binding)
+			viaPolicy := admitCases(t, cfg, cases)
 
-	cfg = kubeenv.APIServer(t)
-	policy, binding, err := AdmissionPolicy("nap", AdmissionPolicyOptions{Delay: "5s", Native: true, NativeZero: true, Exclude: []string{"nap-system", "kube-system"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyPolicy(t, cfg, policy, binding)
-	viaPolicy := admitCases(t, cfg, cases)
-
-	for i, tc := range cases {
-		w, p := viaWebhook[i], viaPolicy[i]
-		if changed := !reflect.DeepEqual(w, control[i]); changed != tc.changed {
-			t.Errorf("%s: the webhook changed the pod: %v, want %v\n%s", tc.name, changed, tc.changed, specJSON(t, w))
-		}
-		if !reflect.DeepEqual(w, p) {
-			t.Errorf("%s: the policy made\n%s\nthe webhook made\n%s", tc.name, specJSON(t, p), specJSON(t, w))
-		}
+			for i, tc := range cases {
+				w, p := viaWebhook[i], viaPolicy[i]
+				if changed := !reflect.DeepEqual(w, control[i]); changed != tc.changed {
+					t.Errorf("%s: the webhook changed the pod: %v, want %v\n%s", tc.name, changed, tc.changed, specJSON(t, w))
+				}
+				if !reflect.DeepEqual(w, p) {
+					t.Errorf("%s: the policy made\n%s\nthe webhook made\n%s", tc.name, specJSON(t, p), specJSON(t, w))
+				}
+			}
+		})
 	}
 }
 

@@ -40,7 +40,22 @@ type Options struct {
 	Arch       string         // the architecture when the template does not say; default amd64
 	GraceExtra *time.Duration // grace period beyond the delay; nil: DefaultGraceExtra
 	ConfigMap  string         // the nap ConfigMap's name; default kube.ConfigMapName
+	// Delivery is how the nap binary reaches the container in ModeBinary: from the
+	// ConfigMap (default), from Image as an image volume, or auto: the image volume
+	// where the cluster mounts them (Kube and Nodes say so), else the ConfigMap.
+	Delivery Delivery
+	Image    string // nap's image (napctl image), for DeliveryImage and DeliveryAuto
 }
+
+// Delivery is how the nap binary reaches the container.
+type Delivery string
+
+// The deliveries.
+const (
+	DeliveryConfigMap Delivery = "configmap" // a ConfigMap volume, the pod's architecture's key
+	DeliveryImage     Delivery = "image"     // an image volume: the kubelet pulls its node's architecture
+	DeliveryAuto      Delivery = "auto"      // image where every kubelet and runtime can, else configmap
+)
 
 // Note is something Inject tells the user about the input without failing: a Job it
 // skipped, a preStop it left alone, an architecture it had to guess.
@@ -61,6 +76,10 @@ type Plan struct {
 	Arch       string
 	Containers []string
 	ConfigMap  string
+	Delivery   Delivery // DeliveryConfigMap or DeliveryImage
+	Image      string
+	// DeliveryWhy says why DeliveryAuto chose the ConfigMap ("" otherwise).
+	DeliveryWhy string
 
 	// What the mode of each pod template is chosen from: native where every kubelet
 	// that may run it has the sleep action (auto), or checked there (native).
@@ -100,6 +119,9 @@ func NewPlan(opts Options) (Plan, error) {
 	if p.ConfigMap == "" {
 		p.ConfigMap = kube.ConfigMapName
 	}
+	if err := p.resolveDelivery(opts); err != nil {
+		return Plan{}, err
+	}
 	whole := p.Duration%time.Second == 0
 	nativeOK := func() error {
 		switch {
@@ -129,6 +151,59 @@ func NewPlan(opts Options) (Plan, error) {
 		return Plan{}, fmt.Errorf("--mode %q: want auto, native or binary", opts.Mode)
 	}
 	return p, nil
+}
+
+// resolveDelivery checks --delivery and --image, and resolves auto for the cluster: the
+// image volume only when it is known that every node mounts them (the nodes, or the
+// oldest kubelet the skew policy allows), the ConfigMap otherwise, saying why.
+func (p *Plan) resolveDelivery(opts Options) error {
+	p.Delivery, p.Image = opts.Delivery, strings.TrimSpace(opts.Image)
+	if p.Delivery == "" {
+		p.Delivery = DeliveryConfigMap
+	}
+	switch p.Delivery {
+	case DeliveryConfigMap:
+		if p.Image != "" {
+			return fmt.Errorf("--image %q goes with --delivery image or auto", p.Image)
+		}
+		return nil
+	case DeliveryImage, DeliveryAuto:
+	default:
+		return fmt.Errorf("--delivery %q: want configmap, image or auto", opts.Delivery)
+	}
+	if p.Image == "" || strings.ContainsAny(p.Image, " \t\n\"'") {
+		return fmt.Errorf("--delivery %s needs --image, nap's image reference (napctl image writes it), not %q", p.Delivery, p.Image)
+	}
+	if p.Delivery == DeliveryImage {
+		if opts.Kube != nil && opts.Kube.Less(kube.ImageVolumeSince) {
+			return fmt.Errorf("--delivery image: image volumes are on by default from Kubernetes %v, not %v (--delivery configmap)", kube.ImageVolumeSince, *opts.Kube)
+		}
+		return nil
+	}
+	p.Delivery = DeliveryConfigMap
+	switch {
+	case opts.Kube == nil:
+		p.DeliveryWhy = "the cluster is unknown (--cluster or --kube-version)"
+	case opts.Kube.Less(kube.ImageVolumeSince):
+		p.DeliveryWhy = fmt.Sprintf("Kubernetes %v has no image volumes by default (%v+)", *opts.Kube, kube.ImageVolumeSince)
+	case opts.Nodes == nil:
+		if oldest, _ := kube.OldestKubelet(*opts.Kube, nil, nil); oldest.Less(kube.ImageVolumeSince) {
+			p.DeliveryWhy = fmt.Sprintf("the nodes are unknown, and kubelets as old as %v may run pods (--cluster reads them)", oldest)
+		} else {
+			p.DeliveryWhy = "the nodes are unknown, and so are their container runtimes (--cluster reads them)"
+		}
+	default:
+		for _, n := range opts.Nodes {
+			if ok, why := kube.ImageVolumes(n); !ok {
+				p.DeliveryWhy = why
+				break
+			}
+		}
+		if p.DeliveryWhy == "" {
+			p.Delivery = DeliveryImage
+		}
+	}
+	return nil
 }
 
 // forTemplate resolves the plan for one pod template: in auto mode, native only when
@@ -291,9 +366,10 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 	var notes []Note
 
 	arch, archNote := p.archOf(spec)
-	if archNote != "" {
+	if archNote != "" && p.Delivery != DeliveryImage {
 		notes = append(notes, p.note(o, 0, "%s", archNote))
 	}
+	// An image volume too: nap's image has no other architecture for the kubelet to pull.
 	if p.Mode == ModeBinary && !slices.Contains(nap.Arches, arch) {
 		return append(notes, p.note(o, 0, "skipped: no nap binary for architecture %s", arch)), nil
 	}
@@ -414,6 +490,10 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 			"defaultMode", octal(0o555),
 			"items", sequence(false, mapping("key", str(kube.KeyForArch(arch)), "path", str(kube.BinaryName))),
 		))
+		if p.Delivery == DeliveryImage {
+			// The kubelet pulls its node's architecture; the image holds /nap alone.
+			vol = mapping("name", str(kube.ConfigMapName), "image", mapping("reference", str(p.Image), "pullPolicy", str("IfNotPresent")))
+		}
 		if err := cmp.Or(guard(spec, "the pod spec"), guard(lookup(spec, "volumes"), "volumes")); err != nil {
 			return notes, err
 		}
@@ -491,9 +571,11 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 }
 
 func (p Plan) ownVolume(v *yaml.Node) bool {
-	cm := lookup(v, "configMap")
-	name := lookup(cm, "name")
-	return name != nil && name.Value == p.ConfigMap
+	if name := lookup(lookup(v, "configMap"), "name"); name != nil && name.Value == p.ConfigMap {
+		return true
+	}
+	ref := lookup(lookup(v, "image"), "reference")
+	return ref != nil && p.Image != "" && ref.Value == p.Image
 }
 
 // archOf reads the architecture a pod template can run on: its kubernetes.io/arch

@@ -49,6 +49,13 @@ var injectCases = []struct {
 	{"block-scalar-eof", "block-scalar-eof.yaml", Options{}},
 	{"keep-chomp", "keep-chomp.yaml", Options{Mode: ModeNative}},
 	{"json-stream", "stream.json", Options{}},
+	{"deployment-image", "deployment.yaml", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1"}},
+	{"arch-image", "arch.yaml", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1"}},
+	{"json-image", "deployment.json", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1", Delay: "2.5"}},
+	// auto with nodes that mount image volumes: the image; a node that cannot: the
+	// ConfigMap (DeliveryWhy says why; TestDelivery).
+	{"helm-image-auto", "helm.yaml", Options{Delivery: DeliveryAuto, Image: "registry.example/nap:1", Kube: &kube.Version{Major: 1, Minor: 36},
+		Nodes: []kube.Node{{Name: "a", Kubelet: kube.Version{Major: 1, Minor: 35}, Runtime: "containerd://2.1.4"}}, Mode: ModeBinary}},
 }
 
 func runInject(t testing.TB, file string, src []byte, opts Options) ([]byte, string) {
@@ -370,5 +377,48 @@ func TestDefaultDelay(t *testing.T) {
 	r, err := spec.Parse([]string{kube.DefaultDelay})
 	if err != nil || r.Duration != spec.Default {
 		t.Errorf("DefaultDelay %q reads as %v (%v), want spec.Default %v", kube.DefaultDelay, r.Duration, err, spec.Default)
+	}
+}
+
+// TestDelivery: --delivery and --image are checked, and auto picks the image volume only
+// where every node is known to mount them, saying why not otherwise.
+func TestDelivery(t *testing.T) {
+	v := func(minor int) *kube.Version { return &kube.Version{Major: 1, Minor: minor} }
+	node := func(minor int, rt string) kube.Node { return kube.Node{Name: "n", Kubelet: kube.Version{Major: 1, Minor: minor}, Runtime: rt} }
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want Delivery
+		why  string // in DeliveryWhy, or in the error when want is ""
+	}{
+		{"default", Options{}, DeliveryConfigMap, ""},
+		{"image", Options{Delivery: DeliveryImage, Image: "r/nap:1"}, DeliveryImage, ""},
+		{"image-needs-a-reference", Options{Delivery: DeliveryImage}, "", "needs --image"},
+		{"image-on-1.34", Options{Delivery: DeliveryImage, Image: "r/nap:1", Kube: v(34)}, "", "from Kubernetes 1.35"},
+		{"image-without-delivery", Options{Image: "r/nap:1"}, "", "goes with --delivery image"},
+		{"bad-delivery", Options{Delivery: "oci"}, "", `--delivery "oci"`},
+		{"auto-unknown-cluster", Options{Delivery: DeliveryAuto, Image: "r/nap:1"}, DeliveryConfigMap, "the cluster is unknown"},
+		{"auto-1.34", Options{Delivery: DeliveryAuto, Image: "r/nap:1", Kube: v(34)}, DeliveryConfigMap, "Kubernetes 1.34 has no image volumes"},
+		{"auto-nodes-unknown", Options{Delivery: DeliveryAuto, Image: "r/nap:1", Kube: v(37)}, DeliveryConfigMap, "kubelets as old as 1.34"},
+		{"auto-old-runtime", Options{Delivery: DeliveryAuto, Image: "r/nap:1", Kube: v(37), Nodes: []kube.Node{node(36, "containerd://2.1.4"), node(37, "containerd://1.7.24")}}, DeliveryConfigMap, "containerd://1.7.24; image volumes need containerd 2.1+"},
+		{"auto-old-kubelet", Options{Delivery: DeliveryAuto, Image: "r/nap:1", Kube: v(37), Nodes: []kube.Node{node(34, "containerd://2.1.4")}}, DeliveryConfigMap, "kubelet 1.34"},
+		{"auto-other-runtime", Options{Delivery: DeliveryAuto, Image: "r/nap:1", Kube: v(37), Nodes: []kube.Node{node(36, "docker://28.0.1")}}, DeliveryConfigMap, "not known to mount image volumes"},
+		{"auto-all-able", Options{Delivery: DeliveryAuto, Image: "r/nap:1", Kube: v(37), Nodes: []kube.Node{node(36, "containerd://2.1.4"), node(35, "cri-o://1.33.2")}}, DeliveryImage, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewPlan(tc.opts)
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), tc.why) {
+					t.Errorf("error %v, want one saying %q", err, tc.why)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Delivery != tc.want || !strings.Contains(p.DeliveryWhy, tc.why) || (tc.why == "") != (p.DeliveryWhy == "") {
+				t.Errorf("delivery %s (%q), want %s (%q)", p.Delivery, p.DeliveryWhy, tc.want, tc.why)
+			}
+		})
 	}
 }

@@ -41,6 +41,7 @@ type Node struct {
 	Name    string
 	Labels  map[string]string
 	Kubelet Version // status.nodeInfo.kubeletVersion
+	Runtime string  // status.nodeInfo.containerRuntimeVersion, such as containerd://2.1.4
 }
 
 // OldestKubelet is the oldest kubelet that may run a pod whose nodeSelector is selector,
@@ -81,5 +82,28 @@ func NodeOf(n *corev1.Node) (Node, error) {
 	if err != nil {
 		return Node{}, fmt.Errorf("node %s: kubelet %w", n.Name, err)
 	}
-	return Node{Name: n.Name, Labels: n.Labels, Kubelet: v}, nil
+	return Node{Name: n.Name, Labels: n.Labels, Kubelet: v, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion}, nil
+}
+
+// ImageVolumeSince is the first Kubernetes whose kubelets mount image volumes by
+// default (KEP-4639: beta behind the ImageVolume feature gate in 1.33 and 1.34).
+var ImageVolumeSince = Version{1, 35}
+
+// ImageVolumes tells whether a node mounts image volumes by default, and if not, why:
+// its kubelet (ImageVolumeSince) and its container runtime (containerd 2.1+, CRI-O
+// 1.31+; another runtime is not known to).
+func ImageVolumes(n Node) (bool, string) {
+	if n.Kubelet.Less(ImageVolumeSince) {
+		return false, fmt.Sprintf("node %s runs kubelet %v; image volumes are on by default from %v", n.Name, n.Kubelet, ImageVolumeSince)
+	}
+	name, ver, _ := strings.Cut(n.Runtime, "://")
+	want := map[string]Version{"containerd": {2, 1}, "cri-o": {1, 31}}[name]
+	if want == (Version{}) {
+		return false, fmt.Sprintf("node %s runs %q, not known to mount image volumes (containerd 2.1+, CRI-O 1.31+ do)", n.Name, n.Runtime)
+	}
+	v, err := ParseVersion(ver)
+	if err != nil || v.Less(want) {
+		return false, fmt.Sprintf("node %s runs %s; image volumes need %s %v+", n.Name, n.Runtime, name, want)
+	}
+	return true, ""
 }

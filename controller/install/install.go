@@ -50,6 +50,9 @@ type Options struct {
 	// (controller.PolicyAPIV1 by default, or controller.PolicyAPIV1beta).
 	Admission        Admission
 	PolicyAPIVersion string
+	// NapImage, when set, delivers nap as an image volume of this image (napctl image)
+	// instead of the ConfigMap, by the webhook or the policy.
+	NapImage string
 }
 
 // Admission is the way pods get their delay at admission.
@@ -89,7 +92,14 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
-	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay}); err != nil {
+	d := inject.DeliveryConfigMap
+	if o.NapImage != "" {
+		d = inject.DeliveryImage
+		if strings.ContainsAny(o.NapImage, " \t\n\"'") {
+			return nil, fmt.Errorf("--nap-image %q: not an image reference", o.NapImage)
+		}
+	}
+	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay, Delivery: d, Image: o.NapImage}); err != nil {
 		return nil, err
 	}
 	if _, err := labels.Parse(o.NamespaceSelector); err != nil {
@@ -204,6 +214,9 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.RollMissed {
 		args = append(args, "--roll-missed")
 	}
+	if o.NapImage != "" {
+		args = append(args, "--nap-image="+o.NapImage)
+	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
 	switch {
@@ -274,7 +287,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		// kubelet the skew policy allows beside an API server with this API has (1.31+
 		// beside 1.34); a sleep of 0 seconds needs 1.33 kubelets, allowed beside 1.36.
 		mp, mpb, err := controller.AdmissionPolicy(controller.Name, controller.AdmissionPolicyOptions{
-			APIVersion: o.PolicyAPIVersion, Delay: o.Delay, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta,
+			APIVersion: o.PolicyAPIVersion, Delay: o.Delay, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: o.NapImage,
 			Exclude: []string{ns, "kube-system"}})
 		if err != nil {
 			return nil, err

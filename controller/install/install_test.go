@@ -35,6 +35,8 @@ func TestInstallGolden(t *testing.T) {
 		{"testdata/policy-default.yaml", Options{Policy: controller.PolicyDefault}},
 		{"testdata/admission-policy.yaml", Options{Admission: AdmissionPolicy}},
 		{"testdata/admission-policy-beta.yaml", Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Delay: "4.5"}},
+		{"testdata/nap-image.yaml", Options{NapImage: "registry.example/nap:1"}},
+		{"testdata/admission-policy-nap-image.yaml", Options{Admission: AdmissionPolicy, NapImage: "registry.example/nap:1"}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			got, err := YAML(tc.opts)
@@ -65,6 +67,7 @@ func TestInstallBadOptions(t *testing.T) {
 		{Options{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
 		{Options{Policy: "everything"}, `policy "everything"`},
 		{Options{Admission: "cel"}, `admission "cel"`},
+		{Options{NapImage: "registry example/nap"}, `--nap-image "registry example/nap"`},
 		{Options{Admission: AdmissionPolicy, CertManager: true}, `--admission policy has no webhook`},
 		{Options{Admission: AdmissionPolicy, Policy: controller.PolicyDefault}, `--policy default needs the webhook`},
 		{Options{Admission: AdmissionPolicy, PolicyAPIVersion: "admissionregistration.k8s.io/v1alpha1"}, `v1alpha1`},

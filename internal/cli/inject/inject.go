@@ -27,6 +27,8 @@ type flags struct {
 	arch        string
 	graceExtra  time.Duration
 	configMap   string
+	delivery    string
+	image       string
 }
 
 // NewCommand returns the inject command.
@@ -39,7 +41,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"DaemonSets, ReplicaSets and ReplicationControllers, and write the manifests to stdout\n" +
 			"with nothing else changed: comments, order, quoting and layout stay byte for byte.\n\n" +
 			"Modes: native uses the Kubernetes sleep action (1.30+, whole seconds); binary mounts\n" +
-			"nap from the nap ConfigMap (napctl configmap) and runs it; auto (default) picks native\n" +
+			"nap from the nap ConfigMap (napctl configmap), or with --delivery image from nap's image\n" +
+			"as an image volume (napctl image), and runs it; auto (default) picks native\n" +
 			"when --kube-version or --cluster says it is there and the delay is whole seconds.\n" +
 			"terminationGracePeriodSeconds is raised to at least the delay plus --grace-extra.\n" +
 			"Containers that already have a preStop, Jobs and CronJobs are left alone (noted on\n" +
@@ -58,13 +61,15 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(spec.Arches, ", "))
 	fl.DurationVar(&f.graceExtra, "grace-extra", inject.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
+	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how nap reaches the container (binary mode): configmap, image (an image volume of --image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (image where --cluster shows every node can, else configmap)")
+	fl.StringVar(&f.image, "image", "", "nap's image reference, for --delivery image or auto (napctl image writes it)")
 	return cmd
 }
 
 func run(streams cli.IOStreams, f *flags) error {
 	opts := inject.Options{
 		Delay: f.delay, Mode: inject.Mode(f.mode), Containers: f.containers, Arch: f.arch,
-		GraceExtra: &f.graceExtra, ConfigMap: f.configMap,
+		GraceExtra: &f.graceExtra, ConfigMap: f.configMap, Delivery: inject.Delivery(f.delivery), Image: f.image,
 	}
 	switch {
 	case f.kubeVersion != "" && f.cluster != "":
@@ -85,6 +90,9 @@ func run(streams cli.IOStreams, f *flags) error {
 	plan, err := inject.NewPlan(opts)
 	if err != nil {
 		return err
+	}
+	if plan.DeliveryWhy != "" {
+		fmt.Fprintf(streams.ErrOut, "napctl inject: --delivery auto: the nap ConfigMap, not the image volume: %s\n", plan.DeliveryWhy)
 	}
 	paths := f.files
 	if len(paths) == 0 {
