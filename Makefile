@@ -20,7 +20,7 @@ FUZZ_READ   := $(FUZZTIME)
 FUZZ_INJECT := $(FUZZTIME)
 endif
 
-.PHONY: all build prereqs kube-bins ingress-bins cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
+.PHONY: all build prereqs kube-bins ingress-bins containerd-bins cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
 
 all: build
 
@@ -49,8 +49,12 @@ kube-bins: prereqs
 ingress-bins:
 	bash hack/ingress-bins.sh
 
+# Node 2's containerd 2.x (it mounts image volumes), built once into the cache.
+containerd-bins:
+	bash hack/containerd-bins.sh
+
 # The two-node lab (hack/cluster.sh; needs root). Idempotent both ways.
-cluster-up: kube-bins ingress-bins
+cluster-up: kube-bins ingress-bins containerd-bins
 	bash hack/cluster.sh up
 
 cluster-down:
@@ -72,7 +76,7 @@ e2e-downtime: cluster-up
 # The whole suite: unit and envtest tests, then the end-to-end tests on a cluster that is
 # started for them and torn down after, then bounded fuzzing. Nothing may skip for a
 # missing prerequisite (see internal/testenv).
-test: prereqs kube-bins ingress-bins build
+test: prereqs kube-bins ingress-bins containerd-bins build
 	$(GO) vet ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 	bash hack/cluster.sh up

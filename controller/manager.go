@@ -37,8 +37,11 @@ type ManagerOptions struct {
 	Kube    kube.Version
 	Delay   string // the default preStop delay
 	Policy  Policy // for pods not opted in explicitly (default opt-in); see Policy
-	// NapImage, when set, delivers nap as an image volume of this reference (napctl
-	// image) instead of the ConfigMap.
+	// Delivery and NapImage: how the webhook delivers nap (inject.Delivery; default the
+	// ConfigMap): an image volume of NapImage (napctl image), or auto: the image where
+	// every node's kubelet and runtime mount image volumes, as the nodes are at each
+	// admission.
+	Delivery inject.Delivery
 	NapImage string
 	// Namespace, SecretName, Service and Configuration locate the webhook's TLS (see
 	// Certs); CertDir serves a certificate from a folder instead (cert-manager).
@@ -138,7 +141,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
 	}
 	v := o.Kube
 	explicit := Injector{
-		Options:  inject.Options{Kube: &v, Delay: o.Delay, ConfigMap: o.ConfigMap, Delivery: delivery(o.NapImage), Image: o.NapImage},
+		Options:  inject.Options{Kube: &v, Delay: o.Delay, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage},
 		Nodes:    NodesFrom(mgr.GetCache()),
 		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
 	}
@@ -160,12 +163,4 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
 		return err
 	}
 	return mgr.AddReadyzCheck("webhook", srv.StartedChecker())
-}
-
-// delivery is the webhook's delivery of nap: an image volume of image, or the ConfigMap.
-func delivery(image string) inject.Delivery {
-	if image != "" {
-		return inject.DeliveryImage
-	}
-	return inject.DeliveryConfigMap
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -53,6 +54,10 @@ type Injector struct {
 	NamespaceLabels func(context.Context, string) (map[string]string, error)
 	Services        func(context.Context, string) ([]corev1.Service, error)
 }
+
+// deliveryFallbacks are the reasons --delivery auto fell back to the ConfigMap, each
+// logged once per process.
+var deliveryFallbacks sync.Map
 
 // NodesFrom lists nodes through r (the manager's cache) for Injector.Nodes.
 func NodesFrom(r client.Reader) func(context.Context) ([]kube.Node, error) {
@@ -172,7 +177,15 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	for i, op := range ops {
 		patches[i] = jsonpatch.NewOperation(op.Op, op.Path, op.Value)
 	}
-	return admission.Patched("", patches...)
+	resp := admission.Patched("", patches...)
+	if plan.DeliveryWhy != "" { // --delivery auto fell back: said to whoever created the pod, and logged once
+		msg := "nap: the nap ConfigMap, not the image volume: " + plan.DeliveryWhy
+		if _, said := deliveryFallbacks.LoadOrStore(msg, true); !said {
+			logf.FromContext(ctx).Info("delivering nap from the ConfigMap", "why", plan.DeliveryWhy)
+		}
+		resp = resp.WithWarnings(msg)
+	}
+	return resp
 }
 
 // podObject reads the request's pod for inject.Patch: decoded once into values (not

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -221,5 +222,34 @@ func TestInjectorKubeletSkew(t *testing.T) {
 				t.Errorf("patches %s, want %q in them", got, c.want)
 			}
 		})
+	}
+}
+
+// --delivery auto in the webhook: the image volume when every node mounts them, the
+// ConfigMap otherwise, with a warning that names the node.
+func TestInjectorDeliveryAuto(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 37}
+	node := func(name, rt string) kube.Node { return kube.Node{Name: name, Kubelet: v, Runtime: rt} }
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+		Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Object: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p","annotations":{"nap.dev/delay":"2.5"}},"spec":{"containers":[{"name":"a","image":"a"}]}}`)}}}
+	for _, tc := range []struct {
+		nodes   []kube.Node
+		volume  string // what the patch mounts
+		warning string
+	}{
+		{[]kube.Node{node("a", "containerd://2.1.4"), node("b", "cri-o://1.33.1")}, `"image":{"pullPolicy":"IfNotPresent","reference":"r/nap:1"}`, ""},
+		{[]kube.Node{node("a", "containerd://2.1.4"), node("old", "containerd://1.7.24")}, `"configMap":{`, "node old runs containerd://1.7.24"},
+	} {
+		i := &Injector{Options: inject.Options{Kube: &v, Delay: "5s", Delivery: inject.DeliveryAuto, Image: "r/nap:1"},
+			Nodes: func(context.Context) ([]kube.Node, error) { return tc.nodes, nil }}
+		r := i.Handle(context.Background(), req)
+		patch, _ := json.Marshal(r.Patches)
+		if !r.Allowed || !strings.Contains(string(patch), tc.volume) {
+			t.Errorf("nodes %v: patch %s, want %s", tc.nodes, patch, tc.volume)
+		}
+		if warned := strings.Join(r.Warnings, "\n"); (tc.warning == "") != (warned == "") || !strings.Contains(warned, tc.warning) {
+			t.Errorf("nodes %v: warnings %q, want %q", tc.nodes, warned, tc.warning)
+		}
 	}
 }

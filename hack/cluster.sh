@@ -6,8 +6,9 @@
 # Node 1 (nap-node) is the host's network namespace: the control plane, a kubelet and a
 # kube-proxy of hack/kube-version. Node 2 (nap-node2) is a network namespace of its own,
 # joined to the host by a veth, with its own containerd, kubelet (of the older
-# hack/kube-version-node2: mixed kubelet versions are real) and kube-proxy (its own
-# iptables). docs/testing.md draws it.
+# hack/kube-version-node2: mixed kubelet versions are real), containerd 2.x
+# (hack/containerd-version-node2: it mounts image volumes; node 1's Debian 1.6 does not)
+# and kube-proxy (its own iptables). docs/testing.md draws it.
 #
 #   hack/cluster.sh up     start it (idempotent: a running cluster is left as it is)
 #   hack/cluster.sh down   stop it and remove everything it made (idempotent)
@@ -53,13 +54,15 @@ bins() {
   B=$out/bin
 }
 
-# more_bins: node 2's kubelet and kube-proxy, and the ingress controller.
+# more_bins: node 2's kubelet, kube-proxy and containerd 2.x, and the ingress controller.
 more_bins() {
   local out
   out=$(KUBE_VERSION=$(cat "$here/kube-version-node2") KUBE_BINS="kubelet kube-proxy" bash "$here/kube-bins.sh" | tail -1)
   B2=$out/bin
   out=$(bash "$here/ingress-bins.sh" | tail -1)
   TRAEFIK=$out/bin/traefik
+  out=$(bash "$here/containerd-bins.sh" | tail -1)
+  C2=$out/bin
 }
 
 # ingress runs Traefik in the cluster (hack/ingress.yaml): the IngressClass "traefik",
@@ -79,6 +82,11 @@ put() {
 }
 
 running() { [ -f "$D/pids/$1" ] && kill -0 "$(cat "$D/pids/$1")" 2>/dev/null; }
+
+# ctr_for SOCKET: the ctr of the containerd behind it (node 2's is containerd 2.x's).
+ctr_for() {
+  if [ "$1" = "$D2/containerd.sock" ] && [ -x "${C2:-}/ctr" ]; then echo "$C2/ctr"; else echo ctr; fi
+}
 
 start() { # name command...
   local name=$1; shift
@@ -242,8 +250,9 @@ images() {
   fi
   rm -f "$name.new.tar"
   for sock in "$D/containerd.sock" "$D2/containerd.sock"; do
-    if [ $fresh -eq 1 ] || ! ctr --address "$sock" -n k8s.io images ls -q | grep -q "$ref"; then
-      ctr --address "$sock" -n k8s.io images import "$name.tar" >&2
+    local c; c=$(ctr_for "$sock")
+    if [ $fresh -eq 1 ] || ! "$c" --address "$sock" -n k8s.io images ls -q | grep -q "$ref"; then
+      "$c" --address "$sock" -n k8s.io images import "$name.tar" >&2
     fi
   done
 }
@@ -273,7 +282,8 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.availa
 staticPodPath: "$1/manifests"
 healthzBindAddress: 127.0.0.1
 resolvConf: ""
-containerRuntimeEndpoint: "unix://$1/containerd.sock"
+containerRuntimeEndpoint: "unix://$1/containerd.sock"${6:+
+$6}
 EOF
 }
 
@@ -327,9 +337,10 @@ up() {
   containerd_conf "$D" "$NODE_POD_CIDR" "$BRIDGE"
   containerd_conf "$D2" "$NODE2_POD_CIDR" "$BRIDGE2"
   start containerd containerd --config "$D/containerd.toml"
-  start containerd-node2 "${IN2[@]}" containerd --config "$D2/containerd.toml"
+  # Node 2: containerd 2.x, its shim found on PATH; it migrates the version 2 configuration.
+  start containerd-node2 env PATH="$C2:$PATH" "${IN2[@]}" "$C2/containerd" --config "$D2/containerd.toml"
   wait_for containerd 20 ctr --address "$D/containerd.sock" version
-  wait_for containerd-node2 20 ctr --address "$D2/containerd.sock" version
+  wait_for containerd-node2 20 "$C2/ctr" --address "$D2/containerd.sock" version
   # Rebuilt at every up (Go's build cache makes that quick), imported when they changed,
   # so that a running cluster always has this tree's napctl and app.
   (cd "$repo" && go run ./hack/images -o "$D/images.new.tar")
@@ -359,7 +370,9 @@ up() {
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$D/scheduler.kubeconfig" --leader-elect=false --bind-address=127.0.0.1
 
   kubelet_conf "$D" "$NODE_IP" "$NODE_POD_CIDR" kubelet /
-  kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2"
+  # Node 2's kubelet (1.34) mounts image volumes behind their beta gate (on by default
+  # from 1.35), with its containerd 2.x.
+  kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2" "featureGates: {ImageVolume: true}"
   start kubelet "$B/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
     --root-dir="$D/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE"
   start kubelet-node2 "${IN2[@]}" "$B2/kubelet" --config="$D2/kubelet.yaml" --kubeconfig="$D/kubelet2.kubeconfig" \
@@ -389,15 +402,20 @@ down() {
   for p in $procs; do
     if running "$p"; then kill "$(cat "$D/pids/$p")" 2>/dev/null || true; fi
   done
+  local v2 cache
+  v2=$(cat "$here/containerd-version-node2")
+  cache=${NAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nap}
+  [ -x "$cache/containerd/$v2/bin/ctr" ] && C2="$cache/containerd/$v2/bin"
   for sock in "$D/containerd.sock" "$D2/containerd.sock"; do
     [ -S "$sock" ] || continue
-    for c in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
-      ctr --address "$sock" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+    local ctl; ctl=$(ctr_for "$sock")
+    for c in $("$ctl" --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
+      "$ctl" --address "$sock" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
     done
     sleep 1
-    for c in $(ctr --address "$sock" -n k8s.io containers ls -q 2>/dev/null); do
-      ctr --address "$sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
-      ctr --address "$sock" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
+    for c in $("$ctl" --address "$sock" -n k8s.io containers ls -q 2>/dev/null); do
+      "$ctl" --address "$sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
+      "$ctl" --address "$sock" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
     done
   done
   for p in containerd containerd-node2 etcd; do

@@ -50,8 +50,10 @@ type Options struct {
 	// (controller.PolicyAPIV1 by default, or controller.PolicyAPIV1beta).
 	Admission        Admission
 	PolicyAPIVersion string
-	// NapImage, when set, delivers nap as an image volume of this image (napctl image)
-	// instead of the ConfigMap, by the webhook or the policy.
+	// Delivery and NapImage: how nap reaches the pods (default the ConfigMap): an image
+	// volume of NapImage (napctl image), or auto (the webhook alone: the image where
+	// every node mounts image volumes, at each admission).
+	Delivery inject.Delivery
 	NapImage string
 }
 
@@ -92,14 +94,13 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.Image == "" {
 		o.Image = DefaultImage
 	}
-	d := inject.DeliveryConfigMap
-	if o.NapImage != "" {
-		d = inject.DeliveryImage
-		if strings.ContainsAny(o.NapImage, " \t\n\"'") {
-			return nil, fmt.Errorf("--nap-image %q: not an image reference", o.NapImage)
-		}
+	if o.Delivery == "" {
+		o.Delivery = inject.DeliveryConfigMap
 	}
-	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay, Delivery: d, Image: o.NapImage}); err != nil {
+	if o.Delivery != inject.DeliveryConfigMap && (o.NapImage == "" || strings.ContainsAny(o.NapImage, " \t\n\"'")) {
+		return nil, fmt.Errorf("--delivery %s needs --nap-image, nap's image reference (napctl image writes it), not %q", o.Delivery, o.NapImage)
+	}
+	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay, Delivery: o.Delivery, Image: o.NapImage}); err != nil {
 		return nil, err
 	}
 	if _, err := labels.Parse(o.NamespaceSelector); err != nil {
@@ -121,6 +122,8 @@ func Objects(o Options) ([]runtime.Object, error) {
 		return nil, fmt.Errorf("--cert-manager issues the webhook's certificate; --admission policy has no webhook")
 	case !webhook && o.Policy != "" && o.Policy != controller.PolicyOptIn:
 		return nil, fmt.Errorf("--policy %s needs the webhook: %s", o.Policy, controller.PolicyCannot[0])
+	case !webhook && o.Delivery == inject.DeliveryAuto:
+		return nil, fmt.Errorf("--delivery auto needs the webhook: whether the nodes mount image volumes is not for CEL to see (--delivery image or configmap)")
 	}
 	ns := o.Namespace
 	appLabels := map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
@@ -214,8 +217,8 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.RollMissed {
 		args = append(args, "--roll-missed")
 	}
-	if o.NapImage != "" {
-		args = append(args, "--nap-image="+o.NapImage)
+	if o.Delivery != inject.DeliveryConfigMap {
+		args = append(args, "--delivery="+string(o.Delivery), "--nap-image="+o.NapImage)
 	}
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
@@ -287,7 +290,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		// kubelet the skew policy allows beside an API server with this API has (1.31+
 		// beside 1.34); a sleep of 0 seconds needs 1.33 kubelets, allowed beside 1.36.
 		mp, mpb, err := controller.AdmissionPolicy(controller.Name, controller.AdmissionPolicyOptions{
-			APIVersion: o.PolicyAPIVersion, Delay: o.Delay, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: o.NapImage,
+			APIVersion: o.PolicyAPIVersion, Delay: o.Delay, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: policyImage(o),
 			Exclude: []string{ns, "kube-system"}})
 		if err != nil {
 			return nil, err
@@ -388,4 +391,13 @@ func DetectAdmission(d discovery.DiscoveryInterface) (a Admission, apiVersion, w
 		}
 	}
 	return AdmissionWebhook, "", "the API server serves no MutatingAdmissionPolicy API (Kubernetes 1.36+, or the beta API enabled on 1.34+)", nil
+}
+
+// policyImage is the image the policy delivers: NapImage with --delivery image, none
+// (the ConfigMap) otherwise.
+func policyImage(o Options) string {
+	if o.Delivery == inject.DeliveryImage {
+		return o.NapImage
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/lint"
@@ -35,8 +36,8 @@ func TestInstallGolden(t *testing.T) {
 		{"testdata/policy-default.yaml", Options{Policy: controller.PolicyDefault}},
 		{"testdata/admission-policy.yaml", Options{Admission: AdmissionPolicy}},
 		{"testdata/admission-policy-beta.yaml", Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Delay: "4.5"}},
-		{"testdata/nap-image.yaml", Options{NapImage: "registry.example/nap:1"}},
-		{"testdata/admission-policy-nap-image.yaml", Options{Admission: AdmissionPolicy, NapImage: "registry.example/nap:1"}},
+		{"testdata/nap-image.yaml", Options{Delivery: inject.DeliveryAuto, NapImage: "registry.example/nap:1"}},
+		{"testdata/admission-policy-nap-image.yaml", Options{Admission: AdmissionPolicy, Delivery: inject.DeliveryImage, NapImage: "registry.example/nap:1"}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			got, err := YAML(tc.opts)
@@ -67,7 +68,10 @@ func TestInstallBadOptions(t *testing.T) {
 		{Options{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
 		{Options{Policy: "everything"}, `policy "everything"`},
 		{Options{Admission: "cel"}, `admission "cel"`},
-		{Options{NapImage: "registry example/nap"}, `--nap-image "registry example/nap"`},
+		{Options{Delivery: inject.DeliveryImage, NapImage: "registry example/nap"}, `needs --nap-image`},
+		{Options{Delivery: inject.DeliveryImage}, `needs --nap-image`},
+		{Options{Delivery: "oci", NapImage: "r/nap:1"}, `--delivery "oci"`},
+		{Options{Admission: AdmissionPolicy, Delivery: inject.DeliveryAuto, NapImage: "r/nap:1"}, `--delivery auto needs the webhook`},
 		{Options{Admission: AdmissionPolicy, CertManager: true}, `--admission policy has no webhook`},
 		{Options{Admission: AdmissionPolicy, Policy: controller.PolicyDefault}, `--policy default needs the webhook`},
 		{Options{Admission: AdmissionPolicy, PolicyAPIVersion: "admissionregistration.k8s.io/v1alpha1"}, `v1alpha1`},

@@ -4,7 +4,10 @@
 //	docker.io/nap/pause:e2e  the pod sandbox: the nap sleeper, sleeping forever
 //	docker.io/nap/app:e2e    the demo service (test/app), static, no shell
 //	docker.io/nap/napctl:e2e napctl, the controller's image (napctl install --image),
-//	                         with the nap sleeper as /nap for its own preStop delay
+//	                         with the nap sleeper as /nap for its own preStop delay; one
+//	                         index, amd64 and arm64
+//	docker.io/nap/nap:e2e    nap's own image (napctl image), amd64 and arm64, for image
+//	                         volumes
 //
 // or, with -traefik, only the lab's ingress controller (hack/ingress-bins.sh builds the
 // binary), in a tarball of its own: it is large, and changes only with its version.
@@ -28,7 +31,9 @@ import (
 	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/internal/oci"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/napimage"
 	"github.com/nap-k8s/nap/sleeper"
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 func main() {
@@ -62,15 +67,30 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	napctl, err := build(tmp, arch, "github.com/nap-k8s/nap/cmd/napctl")
-	if err != nil {
-		return err
-	}
 	images := []oci.Image{
 		{Name: "docker.io/nap/pause:e2e", Arch: arch, Files: []oci.File{{Path: "/pause", Mode: 0o755, Data: pause}}, Entrypoint: []string{"/pause", "inf"}, User: "65534:65534"},
 		{Name: "docker.io/nap/app:e2e", Arch: arch, Files: []oci.File{{Path: "/app", Mode: 0o755, Data: app}}, Entrypoint: []string{"/app"}, User: "65534:65534"},
-		{Name: "docker.io/nap/napctl:e2e", Arch: arch, Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}, {Path: kube.ControllerImageNapPath, Mode: 0o755, Data: pause}}, Entrypoint: []string{"/napctl"}, User: "65532:65532"},
 	}
+	// The controller's image for every architecture nap has, as one index: installs
+	// work on arm64 clusters too. Each carries its own architecture's sleeper.
+	for _, a := range spec.Arches {
+		napctl, err := build(tmp, a, "github.com/nap-k8s/nap/cmd/napctl")
+		if err != nil {
+			return err
+		}
+		sl, err := sleeper.Binary(a)
+		if err != nil {
+			return err
+		}
+		images = append(images, oci.Image{Name: "docker.io/nap/napctl:e2e", Arch: a, Entrypoint: []string{"/napctl"}, User: "65532:65532",
+			Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}, {Path: kube.ControllerImageNapPath, Mode: 0o755, Data: sl}}})
+	}
+	// nap's own image (napctl image), for image volumes.
+	nap, err := napimage.Images("docker.io/nap/nap:e2e")
+	if err != nil {
+		return err
+	}
+	images = append(images, nap...)
 	var tarball bytes.Buffer
 	if err := oci.WriteLayout(&tarball, images...); err != nil {
 		return err

@@ -44,14 +44,7 @@ func TestWriteLayout(t *testing.T) {
 	if string(files["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
 		t.Errorf("oci-layout %q", files["oci-layout"])
 	}
-	blob := func(d descriptor) []byte {
-		data, ok := files["blobs/sha256/"+d.Digest[len("sha256:"):]]
-		sum := sha256.Sum256(data)
-		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != d.Digest || len(data) != d.Size {
-			t.Fatalf("blob %s: present %v, %d bytes", d.Digest, ok, len(data))
-		}
-		return data
-	}
+	blob := func(d descriptor) []byte { return blobOf(t, files, d) }
 	var index struct{ Manifests []descriptor }
 	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
 		t.Fatalf("index: %v %s", err, files["index.json"])
@@ -129,14 +122,7 @@ func TestWriteLayoutMultiArch(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := untar(t, tb.Bytes())
-	blob := func(d descriptor) []byte {
-		data, ok := files["blobs/sha256/"+d.Digest[len("sha256:"):]]
-		sum := sha256.Sum256(data)
-		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != d.Digest || len(data) != d.Size {
-			t.Fatalf("blob %s: present %v, %d bytes", d.Digest, ok, len(data))
-		}
-		return data
-	}
+	blob := func(d descriptor) []byte { return blobOf(t, files, d) }
 	var index struct{ Manifests []descriptor }
 	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 2 {
 		t.Fatalf("index: %v %s", err, files["index.json"])
@@ -208,4 +194,15 @@ func untar(t *testing.T, b []byte) map[string][]byte {
 		}
 		files[h.Name], _ = io.ReadAll(tr)
 	}
+}
+
+// blobOf is the layout's blob d names, checked against its digest and size.
+func blobOf(t *testing.T, files map[string][]byte, d descriptor) []byte {
+	t.Helper()
+	data, ok := files["blobs/sha256/"+d.Digest[len("sha256:"):]]
+	sum := sha256.Sum256(data)
+	if !ok || "sha256:"+hex.EncodeToString(sum[:]) != d.Digest || len(data) != d.Size {
+		t.Fatalf("blob %s: present %v, %d bytes", d.Digest, ok, len(data))
+	}
+	return data
 }

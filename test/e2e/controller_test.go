@@ -193,19 +193,7 @@ func TestControllerRollout(t *testing.T) {
 	d := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaWebhook, rounds: 1}, 200)
 	t.Log(d.row())
 	d.check(t)
-	pods, err := cs.CoreV1().Pods(d.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		lc := p.Spec.Containers[0].Lifecycle
-		if lc == nil || lc.PreStop == nil || lc.PreStop.Exec == nil || strings.Join(lc.PreStop.Exec.Command, " ") != "/nap/nap 4.5" {
-			t.Errorf("pod %s: preStop %+v, want exec /nap/nap 4.5", p.Name, lc)
-		}
-		if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g < 35 {
-			t.Errorf("pod %s: grace period %v, want at least 35", p.Name, g)
-		}
-	}
+	checkNapHook45(t, cs, d.ns)
 	// 3 pods at the start, 3 more for the restart.
 	if n := admissionsInjected(t, cs) - before; n < 6 {
 		t.Errorf("the controllers' metrics count %d injections, want at least 6", n)
@@ -250,6 +238,25 @@ func TestControllerRollout(t *testing.T) {
 	}
 }
 
+// checkNapHook45: every demo pod in ns has the hook /nap/nap 4.5 (the webhook variants'
+// annotation) and a grace period of at least 35 s.
+func checkNapHook45(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		lc := p.Spec.Containers[0].Lifecycle
+		if lc == nil || lc.PreStop == nil || lc.PreStop.Exec == nil || strings.Join(lc.PreStop.Exec.Command, " ") != "/nap/nap 4.5" {
+			t.Errorf("pod %s: preStop %+v, want exec /nap/nap 4.5", p.Name, lc)
+		}
+		if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g < 35 {
+			t.Errorf("pod %s: grace period %v, want at least 35", p.Name, g)
+		}
+	}
+}
+
 // TestPolicyRollout: nap installed with --admission policy (a MutatingAdmissionPolicy
 // the API server runs; the controller publishes the ConfigMap, with no webhook), a
 // namespace opted in, a Deployment rolled out under load: every pod got nap's hook from
@@ -265,19 +272,7 @@ func TestPolicyRollout(t *testing.T) {
 	d := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaPolicy, rounds: 1}, 200)
 	t.Log(d.row())
 	d.check(t)
-	pods, err := cs.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		lc := p.Spec.Containers[0].Lifecycle
-		if lc == nil || lc.PreStop == nil || lc.PreStop.Exec == nil || strings.Join(lc.PreStop.Exec.Command, " ") != "/nap/nap 4.5" {
-			t.Errorf("pod %s: preStop %+v, want exec /nap/nap 4.5", p.Name, lc)
-		}
-		if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g < 35 {
-			t.Errorf("pod %s: grace period %v, want at least 35", p.Name, g)
-		}
-	}
+	checkNapHook45(t, cs, d.ns)
 	events, err := cs.CoreV1().Events(d.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
 	if err != nil || len(events.Items) > 0 {
 		t.Errorf("FailedPreStopHook in %s: %v %v", d.ns, err, events.Items)

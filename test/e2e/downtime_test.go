@@ -42,6 +42,9 @@ type variant struct {
 	annotations map[string]string
 	// admission is napctl install's --admission for the webhook variants ("": webhook).
 	admission string
+	// nodeSelector pins the pods (nap's image volume: node 2's containerd 2.x mounts
+	// them, node 1's 1.6 does not).
+	nodeSelector map[string]string
 }
 
 // expectation is what a variant must show.
@@ -71,6 +74,10 @@ var (
 	// the nap binary, mounted from the ConfigMap the controller published).
 	viaWebhook = variant{name: "nap preStop by the webhook", mode: "plain", webhook: true,
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
+	// nap from its image volume (napctl inject --delivery image), on node 2.
+	napImage = variant{name: "nap preStop (image volume, node 2)", mode: "plain",
+		inject:       &inject.Options{Mode: inject.ModeBinary, Delay: "5s", Delivery: inject.DeliveryImage, Image: napImageRef},
+		nodeSelector: map[string]string{"kubernetes.io/hostname": node2}, expect: newClean}
 	// The same, installed with --admission policy: the API server injects (CEL).
 	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, admission: "policy",
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
@@ -220,6 +227,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	d := demoDeployment(t, src)
 	d.Spec.Replicas = ptr.To(sc.disruption.replicas())
 	d.Spec.Template.Annotations = v.annotations
+	d.Spec.Template.Spec.NodeSelector = v.nodeSelector
 	c := &d.Spec.Template.Spec.Containers[0]
 	c.Env = append([]corev1.EnvVar{{Name: "APP_MODE", Value: v.mode}}, v.env...)
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
@@ -451,7 +459,7 @@ func experiment(rounds int) []scenario {
 		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
 			vs := []variant{noDelay, napBinary, napNative}
 			if p == clusterIPNode1 && d == rollingRestart {
-				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy)
+				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
 			for _, v := range vs {
 				r := rounds

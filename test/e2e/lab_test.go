@@ -32,6 +32,8 @@ const (
 	node2NetNS = "/run/netns/nap-node2"
 	// node2IP is node 2's InternalIP (hack/cluster.sh NODE2_IP).
 	node2IP = "10.77.0.2"
+	// napImageRef is nap's own image (napctl image), which hack/images puts on both nodes.
+	napImageRef = "docker.io/nap/nap:e2e"
 	// The ingress controller's Service and IngressClass.
 	ingressNamespace = "nap-ingress"
 	ingressService   = "traefik"

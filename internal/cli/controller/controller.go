@@ -27,6 +27,7 @@ import (
 type flags struct {
 	kubeconfig        string
 	napImage          string
+	delivery          string
 	configMap         string
 	namespaceSelector string
 	exclude           []string
@@ -82,7 +83,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&f.report, "report", true, "report what fails silently: pods the webhook missed, hooks that cannot work, FailedPreStopHook events (Warning events on workloads, metrics)")
 	fl.BoolVar(&f.rollMissed, "roll-missed", false, "evict the pods the webhook missed, one at a time through the Eviction API (PodDisruptionBudgets hold), so that they are recreated with a delay")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "with --roll-missed: at most one eviction per this interval")
-	fl.StringVar(&f.napImage, "nap-image", "", "deliver nap as an image volume of this image (napctl image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+) instead of the ConfigMap")
+	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how the webhook delivers nap: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the image where every node can mount it, at each admission)")
+	fl.StringVar(&f.napImage, "nap-image", "", "nap's image (napctl image), for --delivery image or auto")
 	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
 	return cmd
 }
@@ -96,11 +98,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--policy: %w", err)}
 	}
-	d := inject.DeliveryConfigMap
-	if f.napImage != "" {
-		d = inject.DeliveryImage
-	}
-	if _, err := inject.NewPlan(inject.Options{Delay: f.delay, Delivery: d, Image: f.napImage}); err != nil {
+	if _, err := inject.NewPlan(inject.Options{Delay: f.delay, Delivery: inject.Delivery(f.delivery), Image: f.napImage}); err != nil {
 		return err
 	}
 	if f.namespace == "" {
@@ -137,7 +135,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	o := controller.ManagerOptions{
 		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Version: version.Version,
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
-		Webhook: f.webhook, Delay: f.delay, Policy: policy, NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
+		Webhook: f.webhook, Delay: f.delay, Policy: policy, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
 		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, Log: log,
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/controller/install"
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
 )
@@ -49,7 +50,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 				fmt.Fprintf(streams.ErrOut, "napctl install: note: %s is not published yet. Build the image with\n"+
 					"  go run ./hack/images -o images.tar\n"+
 					"push it with\n"+
-					"  skopeo copy oci-archive:images.tar:docker.io/nap/napctl:e2e docker://REGISTRY/napctl:TAG\n"+
+					"  skopeo copy --all oci-archive:images.tar:docker.io/nap/napctl:e2e docker://REGISTRY/napctl:TAG\n"+
 					"and install with --image REGISTRY/napctl:TAG.\n", install.DefaultImage)
 			}
 			return nil
@@ -63,7 +64,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar((*string)(&o.Policy), "policy", string(controller.PolicyOptIn), "which pods get the delay without an explicit opt-in: opt-in (none), default (every pod backing a Service), audit (report what default would do); the namespace label "+controller.PolicyLabel+" overrides it")
 	fl.StringVar(&admission, "admission", string(install.AdmissionWebhook), "how pods get the delay: webhook (the controller's), policy (a MutatingAdmissionPolicy the API server runs; Kubernetes 1.36, or 1.34+ with the beta API), or auto (policy where the cluster serves it, asked through --kubeconfig)")
 	fl.StringVar(&o.PolicyAPIVersion, "policy-api", controller.PolicyAPIV1, "with --admission policy: the MutatingAdmissionPolicy API to write ("+controller.PolicyAPIV1+", or "+controller.PolicyAPIV1beta+" where a 1.34 or 1.35 cluster enabled it)")
-	fl.StringVar(&o.NapImage, "nap-image", "", "deliver nap as an image volume of this image (napctl image writes it; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+) instead of the ConfigMap")
+	fl.StringVar((*string)(&o.Delivery), "delivery", string(inject.DeliveryConfigMap), "how nap reaches the pods: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the webhook: the image where every node mounts image volumes)")
+	fl.StringVar(&o.NapImage, "nap-image", "", "nap's image (napctl image writes it), for --delivery image or auto")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "with --admission auto: the cluster to ask (default: $KUBECONFIG, else ~/.kube/config)")
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")

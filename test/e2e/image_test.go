@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestImageVolume: nap delivered as an image volume of its own image (napctl image),
+// which node 2's containerd 2.x mounts and node 1's containerd 1.6 does not.
+// `napctl inject --delivery auto` with the lab's nodes falls back to the ConfigMap and
+// names node 1's runtime. With --delivery image and the pods on node 2: a rolling restart
+// under load loses no request over a new connection, every pod mounts nap's image, a
+// deleted pod takes the whole delay to go (the sleeper ran from the image volume), and
+// no FailedPreStopHook.
+func TestImageVolume(t *testing.T) {
+	cs := client(t)
+	ctx := context.Background()
+
+	cmd := exec.Command(napctl(t), "inject", "--delivery", "auto", "--image", napImageRef, "--cluster", kubeconfigPath(), "--mode", "binary")
+	cmd.Stdin = strings.NewReader(serviceDeployment)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("napctl inject --delivery auto: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "configMap:") || strings.Contains(out.String(), "reference:") ||
+		!strings.Contains(errOut.String(), "node "+node1+" runs containerd://1.") {
+		t.Errorf("--delivery auto on the lab: want the ConfigMap and node 1's containerd named; stderr %q\n%s", errOut.String(), out.String())
+	}
+
+	d := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napImage, rounds: 1}, 200)
+	t.Log(d.row())
+	d.check(t)
+	pods, err := cs.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("pods: %v", err)
+	}
+	for _, p := range pods.Items {
+		image := ""
+		for _, v := range p.Spec.Volumes {
+			if v.Name == "nap" && v.Image != nil {
+				image = v.Image.Reference
+			}
+		}
+		if image != napImageRef || p.Spec.NodeName != node2 {
+			t.Errorf("pod %s on %s: nap's image volume %q, want %s on %s", p.Name, p.Spec.NodeName, image, napImageRef, node2)
+		}
+	}
+	// The hook runs /nap/nap 5s from the image: the pod takes at least that long to go.
+	victim := pods.Items[0].Name
+	began := time.Now()
+	if err := cs.CoreV1().Pods(d.ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := cs.CoreV1().Pods(d.ns).Get(ctx, victim, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s still there a minute after its deletion", victim)
+		}
+	}
+	if took := time.Since(began); took < 5*time.Second {
+		t.Errorf("pod %s went %v after its deletion: the 5 s preStop did not run", victim, took.Round(10*time.Millisecond))
+	} else {
+		t.Logf("pod %s went %v after its deletion (preStop /nap/nap 5s from the image volume)", victim, took.Round(10*time.Millisecond))
+	}
+	events, err := cs.CoreV1().Events(d.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
+	if err != nil || len(events.Items) > 0 {
+		t.Errorf("FailedPreStopHook in %s: %v %v", d.ns, err, events.Items)
+	}
+}
