@@ -231,7 +231,7 @@ func TestInjectorDeliveryAuto(t *testing.T) {
 	v := kube.Version{Major: 1, Minor: 37}
 	node := func(name, rt string) kube.Node { return kube.Node{Name: name, Kubelet: v, Runtime: rt} }
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
-		Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Kind:   metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 		Object: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p","annotations":{"nap.dev/delay":"2.5"}},"spec":{"containers":[{"name":"a","image":"a"}]}}`)}}}
 	for _, tc := range []struct {
 		nodes   []kube.Node

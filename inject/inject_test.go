@@ -384,7 +384,9 @@ func TestDefaultDelay(t *testing.T) {
 // where every node is known to mount them, saying why not otherwise.
 func TestDelivery(t *testing.T) {
 	v := func(minor int) *kube.Version { return &kube.Version{Major: 1, Minor: minor} }
-	node := func(minor int, rt string) kube.Node { return kube.Node{Name: "n", Kubelet: kube.Version{Major: 1, Minor: minor}, Runtime: rt} }
+	node := func(minor int, rt string) kube.Node {
+		return kube.Node{Name: "n", Kubelet: kube.Version{Major: 1, Minor: minor}, Runtime: rt}
+	}
 	for _, tc := range []struct {
 		name string
 		opts Options

@@ -10,8 +10,12 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -122,13 +126,45 @@ func TestInstallRBAC(t *testing.T) {
 	}
 }
 
-// TestInstallAppliesPolicy: with --admission policy, every object is accepted by a real
-// API server (v1.37, which serves the v1 API and type-checks the policy's CEL).
+// DetectAdmission on API servers that serve the beta API only, or neither (as the
+// discovery documents of 1.34 with the beta enabled, and of 1.33, list them).
+func TestDetectAdmission(t *testing.T) {
+	list := func(gv string, names ...string) *metav1.APIResourceList {
+		l := &metav1.APIResourceList{GroupVersion: gv}
+		for _, n := range names {
+			l.APIResources = append(l.APIResources, metav1.APIResource{Name: n})
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		resources []*metav1.APIResourceList
+		want      Admission
+		gv        string
+	}{
+		{[]*metav1.APIResourceList{list(controller.PolicyAPIV1, "mutatingwebhookconfigurations", "validatingadmissionpolicies"),
+			list(controller.PolicyAPIV1beta, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings")}, AdmissionPolicy, controller.PolicyAPIV1beta},
+		{[]*metav1.APIResourceList{list(controller.PolicyAPIV1, "mutatingwebhookconfigurations", "validatingadmissionpolicies")}, AdmissionWebhook, ""},
+	} {
+		a, gv, why, err := DetectAdmission(&fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{Resources: tc.resources}})
+		if err != nil || a != tc.want || gv != tc.gv || why == "" {
+			t.Errorf("%v: %s %s (%s) %v, want %s %s", tc.resources, a, gv, why, err, tc.want, tc.gv)
+		}
+	}
+}
+
+// TestInstallAppliesPolicy: --admission auto picks the policy on a real API server
+// (v1.37, which serves the v1 API), and with --admission policy every object is
+// accepted there (it type-checks the policy's CEL).
 func TestInstallAppliesPolicy(t *testing.T) {
 	cfg := kubeenv.APIServer(t)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// --admission auto on this API server (v1.37): the policy, v1.
+	a, gv, why, err := DetectAdmission(discovery.NewDiscoveryClientForConfigOrDie(cfg))
+	if err != nil || a != AdmissionPolicy || gv != controller.PolicyAPIV1 {
+		t.Errorf("DetectAdmission: %s %s (%s) %v, want policy %s", a, gv, why, err, controller.PolicyAPIV1)
 	}
 	objs, err := Objects(Options{Admission: AdmissionPolicy})
 	if err != nil {

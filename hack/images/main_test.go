@@ -1,0 +1,102 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/kube"
+)
+
+// The controller's image is one index with amd64 and arm64, and the arm64 image works:
+// its napctl runs under qemu-user and writes nap's ConfigMap, and its /nap is the arm64
+// sleeper, which sleeps under qemu-user too.
+func TestControllerImageArm64(t *testing.T) {
+	qemu := testenv.LookPath(t, "qemu-aarch64-static", "prereqs")
+	out := filepath.Join(t.TempDir(), "images.tar")
+	if err := run(out); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := untar(t, f)
+	type desc struct {
+		MediaType   string
+		Digest      string
+		Annotations map[string]string
+		Platform    struct{ Architecture string }
+	}
+	blob := func(d desc) []byte { return files["blobs/sha256/"+strings.TrimPrefix(d.Digest, "sha256:")] }
+	var index struct{ Manifests []desc }
+	if err := json.Unmarshal(files["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	var napctl *desc
+	for i, m := range index.Manifests {
+		if m.Annotations["org.opencontainers.image.ref.name"] == "docker.io/nap/napctl:e2e" {
+			napctl = &index.Manifests[i]
+		}
+	}
+	if napctl == nil || napctl.MediaType != "application/vnd.oci.image.index.v1+json" {
+		t.Fatalf("napctl's image: %+v, want an image index", napctl)
+	}
+	var arches struct{ Manifests []desc }
+	if err := json.Unmarshal(blob(*napctl), &arches); err != nil || len(arches.Manifests) != 2 {
+		t.Fatalf("napctl's index: %v %+v", err, arches)
+	}
+	var arm64 []byte
+	for _, m := range arches.Manifests {
+		if m.Platform.Architecture == "arm64" {
+			arm64 = blob(m)
+		}
+	}
+	var man struct{ Layers []desc }
+	if err := json.Unmarshal(arm64, &man); err != nil || len(man.Layers) != 1 {
+		t.Fatalf("the arm64 manifest: %v %s", err, arm64)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(blob(man.Layers[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(zr)
+	layer := untar(t, raw)
+	dir := t.TempDir()
+	for name, want := range map[string]string{"napctl": "napctl", strings.TrimPrefix(kube.ControllerImageNapPath, "/"): "nap"} {
+		if err := os.WriteFile(filepath.Join(dir, want), layer[name], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm, err := exec.Command(qemu, filepath.Join(dir, "napctl"), "configmap", "--namespace", "shop").Output()
+	if err != nil || !bytes.Contains(cm, []byte("kind: ConfigMap")) || !bytes.Contains(cm, []byte("namespace: shop")) {
+		t.Errorf("the arm64 napctl under qemu-user: %v\n%s", err, cm)
+	}
+	if out, err := exec.Command(qemu, filepath.Join(dir, "nap"), "0.1").CombinedOutput(); err != nil {
+		t.Errorf("the arm64 image's /nap under qemu-user: %v %s", err, out)
+	}
+}
+
+func untar(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name], _ = io.ReadAll(tr)
+	}
+}
