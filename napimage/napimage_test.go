@@ -3,7 +3,6 @@ package napimage
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/internal/testutil/tarfiles"
 	"github.com/nap-k8s/nap/sleeper"
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
@@ -83,11 +83,7 @@ func TestImageWithSkopeo(t *testing.T) {
 // checkLayer: the gzipped layer holds /nap and nothing else: mode 0555, the bytes want.
 func checkLayer(t *testing.T, arch string, gz, want []byte) {
 	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(bytes.NewReader(tarfiles.Gunzip(t, gz)))
 	var names []string
 	for {
 		h, err := tr.Next()

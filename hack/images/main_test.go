@@ -1,11 +1,8 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/internal/testutil/tarfiles"
 	"github.com/nap-k8s/nap/kube"
 )
 
@@ -29,7 +27,7 @@ func TestControllerImageArm64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := untar(t, f)
+	files := tarfiles.Read(t, f)
 	type desc struct {
 		MediaType   string
 		Digest      string
@@ -64,12 +62,7 @@ func TestControllerImageArm64(t *testing.T) {
 	if err := json.Unmarshal(arm64, &man); err != nil || len(man.Layers) != 1 {
 		t.Fatalf("the arm64 manifest: %v %s", err, arm64)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(blob(man.Layers[0])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(zr)
-	layer := untar(t, raw)
+	layer := tarfiles.Read(t, tarfiles.Gunzip(t, blob(man.Layers[0])))
 	dir := t.TempDir()
 	for name, want := range map[string]string{"napctl": "napctl", strings.TrimPrefix(kube.ControllerImageNapPath, "/"): "nap"} {
 		if err := os.WriteFile(filepath.Join(dir, want), layer[name], 0o755); err != nil {
@@ -82,21 +75,5 @@ func TestControllerImageArm64(t *testing.T) {
 	}
 	if out, err := exec.Command(qemu, filepath.Join(dir, "nap"), "0.1").CombinedOutput(); err != nil {
 		t.Errorf("the arm64 image's /nap under qemu-user: %v %s", err, out)
-	}
-}
-
-func untar(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name], _ = io.ReadAll(tr)
 	}
 }

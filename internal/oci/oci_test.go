@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nap-k8s/nap/internal/testutil/tarfiles"
 )
 
 // The layout is what containerd imports: every blob is named by its digest, the index
@@ -121,7 +123,7 @@ func TestWriteLayoutMultiArch(t *testing.T) {
 	if err := WriteLayout(&tb, imgs...); err != nil {
 		t.Fatal(err)
 	}
-	files := untar(t, tb.Bytes())
+	files := tarfiles.Read(t, tb.Bytes())
 	blob := func(d descriptor) []byte { return blobOf(t, files, d) }
 	var index struct{ Manifests []descriptor }
 	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 2 {
@@ -154,12 +156,7 @@ func TestWriteLayoutMultiArch(t *testing.T) {
 		if err := json.Unmarshal(blob(man.Config), &cfg); err != nil || cfg.Architecture != arch {
 			t.Errorf("%s config: %v %+v", arch, err, cfg)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(blob(man.Layers[0])))
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(zr)
-		layer := untar(t, raw)
+		layer := tarfiles.Read(t, tarfiles.Gunzip(t, blob(man.Layers[0])))
 		if string(layer["nap"]) != arch+" nap" {
 			t.Errorf("%s layer: %q", arch, layer["nap"])
 		}
@@ -177,22 +174,6 @@ func TestWriteLayoutMultiArch(t *testing.T) {
 	}
 	if err := WriteLayout(io.Discard, imgs[0], imgs[0]); err == nil {
 		t.Error("two images of one name and architecture were accepted")
-	}
-}
-
-func untar(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name], _ = io.ReadAll(tr)
 	}
 }
 
