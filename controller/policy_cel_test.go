@@ -15,11 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
@@ -191,37 +190,25 @@ func controlSpecs(t *testing.T, cfg *rest.Config, cases []policyCase) []corev1.P
 	return out
 }
 
-var policyGVR = schema.GroupVersionResource{Group: PolicyAPIGroup, Version: "v1", Resource: "mutatingadmissionpolicies"}
-var bindingGVR = schema.GroupVersionResource{Group: PolicyAPIGroup, Version: "v1", Resource: "mutatingadmissionpolicybindings"}
-
-// applyPolicy creates the policy and its binding and waits until the API server
-// applies them (a dry-run pod in an opted-in namespace comes back with a preStop).
+// applyPolicy creates the policy and its binding (in the API version they carry) and
+// waits until the API server applies them: a dry-run pod in an opted-in namespace comes
+// back with a preStop.
 func applyPolicy(t *testing.T, cfg *rest.Config, objs ...runtime.Object) {
 	t.Helper()
 	ctx := context.Background()
-	dyn := applyPolicyNoWait(t, cfg, objs...)
-	waitPolicy(t, ctx, cfg, dyn)
-}
-
-func applyPolicyNoWait(t *testing.T, cfg *rest.Config, objs ...runtime.Object) *dynamic.DynamicClient {
-	t.Helper()
-	ctx := context.Background()
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	for i, o := range objs {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gvr := []schema.GroupVersionResource{policyGVR, bindingGVR}[i]
-		if _, err := dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating %s: %v", gvr.Resource, err)
+		if err := c.Create(ctx, &unstructured.Unstructured{Object: u}); err != nil {
+			t.Fatalf("creating %T: %v", o, err)
 		}
 	}
-	return dyn
-}
-
-func waitPolicy(t *testing.T, ctx context.Context, cfg *rest.Config, dyn *dynamic.DynamicClient) {
-	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "policy-ready", Labels: map[string]string{InjectLabel: "enabled"}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
@@ -237,8 +224,7 @@ func waitPolicy(t *testing.T, ctx context.Context, cfg *rest.Config, dyn *dynami
 			return
 		}
 		if time.Now().After(deadline) {
-			st, _ := dyn.Resource(policyGVR).Get(ctx, "nap", metav1.GetOptions{})
-			t.Fatalf("the MutatingAdmissionPolicy did not take effect within 30 s: %s\npolicy status: %v", specJSON(t, got.Spec), st.Object["status"])
+			t.Fatalf("the MutatingAdmissionPolicy did not take effect within 30 s: %s", specJSON(t, got.Spec))
 		}
 	}
 }

@@ -23,8 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -364,44 +362,11 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	mu.Unlock()
 	handshakes.Store(0)
 
-	// Rounds, each namespace in turn within a round: on two cores shared by etcd, the
-	// API server, the webhook and the client, one run's p99 swings by more than the
-	// webhook adds, so the figure is the median of the rounds' p99s.
-	rounds := 3
-	if n, err := strconv.Atoi(os.Getenv("NAP_BENCH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
 	namespaces := []string{"plain", "opted-in", "policy-default"}
-	lats := map[string][][]time.Duration{}
-	for r := range rounds {
-		for _, ns := range namespaces {
-			lats[ns] = append(lats[ns], paced(t, cs, ns, fmt.Sprintf("r%d", r), rate, d))
-		}
-	}
-	p99s := func(ns string) []time.Duration {
-		var out []time.Duration
-		for _, lat := range lats[ns] {
-			out = append(out, pct(lat, 99))
-		}
-		return out
-	}
-	median := func(ds []time.Duration) time.Duration {
-		ds = slices.Clone(ds)
-		slices.Sort(ds)
-		return ds[len(ds)/2]
-	}
+	lats := measureRounds(t, cs, namespaces, rate, d)
 	fmt.Fprintf(report, "## Admission latency at %d Pod creates per second\n\n", rate)
-	fmt.Fprintf(report, "%d rounds; in each, %v of creates per namespace, paced open-loop, the namespaces in turn. The webhook runs in the test process (the Injector `napctl controller` serves), called by the API server over TLS. p50 and max are over all rounds; p99 is the median of the rounds' p99s, each round's in brackets.\n\n", rounds, d)
-	fmt.Fprintf(report, "| | pods | p50 | p99 (median of rounds) | p99 of each round | max |\n|---|---|---|---|---|---|\n")
-	for _, ns := range namespaces {
-		all := slices.Concat(lats[ns]...)
-		slices.Sort(all)
-		var each []string
-		for _, p := range p99s(ns) {
-			each = append(each, ms(p))
-		}
-		fmt.Fprintf(report, "| Pod create, namespace %s | %d | %s | %s | %s | %s |\n", ns, len(all), ms(pct(all, 50)), ms(median(p99s(ns))), strings.Join(each, ", "), ms(all[len(all)-1]))
-	}
+	fmt.Fprintf(report, "%d rounds; in each, %v of creates per namespace, paced open-loop, the namespaces in turn. The webhook runs in the test process (the Injector `napctl controller` serves), called by the API server over TLS. p50 and max are over all rounds; p99 is the median of the rounds' p99s, each round's in brackets.\n\n", lats.rounds, d)
+	lats.table(report, namespaces)
 	mu.Lock()
 	h := slices.Clone(handler)
 	mu.Unlock()
@@ -409,10 +374,10 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	fmt.Fprintf(report, "| the webhooks' handlers alone | %d | %s | %s | | %s |\n\n", len(h), ms(pct(h, 50)), ms(pct(h, 99)), ms(h[len(h)-1]))
 	fmt.Fprintf(report, "TLS handshakes at the webhook server during those %d admissions: %d.\n\n", len(h), handshakes.Load())
 	// The bound of the fleet issue: p99 at most 20 ms opted in, at 50 creates a second.
-	if p := median(p99s("opted-in")); p > 20*time.Millisecond {
-		t.Errorf("opted-in admission p99 (median of rounds) %s, over the 20 ms bound (plain: %s)", ms(p), ms(median(p99s("plain"))))
+	if p := lats.p99("opted-in"); p > 20*time.Millisecond {
+		t.Errorf("opted-in admission p99 (median of rounds) %s, over the 20 ms bound (plain: %s)", ms(p), ms(lats.p99("plain")))
 	}
-	if n := 2 * rounds * int(d.Seconds()) * rate; len(h) < n {
+	if n := 2 * lats.rounds * int(d.Seconds()) * rate; len(h) < n {
 		t.Errorf("the webhook handled %d pods, want at least %d", len(h), n)
 	}
 }
@@ -429,15 +394,16 @@ func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	for i, o := range []runtime.Object{policy, binding} {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []runtime.Object{policy, binding} {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}[i]
-		gvr := schema.GroupVersionResource{Group: controller.PolicyAPIGroup, Version: "v1", Resource: res}
-		if _, err := dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{}); err != nil {
+		if err := c.Create(ctx, &unstructured.Unstructured{Object: u}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -466,33 +432,59 @@ func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d tim
 	for i := range 20 {
 		createPod(t, cs, "opted-in", fmt.Sprintf("warm-%d", i))
 	}
-	rounds := 3
-	if n, err := strconv.Atoi(os.Getenv("NAP_BENCH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
 	namespaces := []string{"plain", "opted-in"}
-	lats := map[string][][]time.Duration{}
-	for r := range rounds {
+	lats := measureRounds(t, cs, namespaces, rate, d)
+	fmt.Fprintf(report, "## Admission latency with the MutatingAdmissionPolicy, %d Pod creates per second\n\n", rate)
+	fmt.Fprintf(report, "The same measure on an API server of its own where `napctl install --admission policy`'s MutatingAdmissionPolicy injects: CEL in the API server, no webhook call. %d rounds.\n\n", lats.rounds)
+	lats.table(report, namespaces)
+	report.WriteString("\n")
+}
+
+// rounds are the create latencies of NAP_BENCH_ROUNDS rounds (default 3), each
+// namespace in turn within a round: on two cores shared by etcd, the API server, the
+// webhook and the client, one run's p99 swings by more than the webhook adds, so a
+// namespace's figure is the median of its rounds' p99s.
+type rounds struct {
+	rounds int
+	lats   map[string][][]time.Duration // namespace → round → sorted latencies
+}
+
+func measureRounds(t *testing.T, cs *kubernetes.Clientset, namespaces []string, rate int, d time.Duration) rounds {
+	r := rounds{rounds: 3, lats: map[string][][]time.Duration{}}
+	if n, err := strconv.Atoi(os.Getenv("NAP_BENCH_ROUNDS")); err == nil && n > 0 {
+		r.rounds = n
+	}
+	for i := range r.rounds {
 		for _, ns := range namespaces {
-			lats[ns] = append(lats[ns], paced(t, cs, ns, fmt.Sprintf("r%d", r), rate, d))
+			r.lats[ns] = append(r.lats[ns], paced(t, cs, ns, fmt.Sprintf("r%d", i), rate, d))
 		}
 	}
-	fmt.Fprintf(report, "## Admission latency with the MutatingAdmissionPolicy, %d Pod creates per second\n\n", rate)
-	fmt.Fprintf(report, "The same measure on an API server of its own where `napctl install --admission policy`'s MutatingAdmissionPolicy injects: CEL in the API server, no webhook call. %d rounds.\n\n", rounds)
+	return r
+}
+
+// p99 is the median of ns's rounds' p99s.
+func (r rounds) p99(ns string) time.Duration {
+	var ds []time.Duration
+	for _, lat := range r.lats[ns] {
+		ds = append(ds, pct(lat, 99))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// table writes a Markdown table, a row per namespace: p50 and max over all rounds, p99
+// the median of the rounds' (each round's after it).
+func (r rounds) table(report *strings.Builder, namespaces []string) {
 	fmt.Fprintf(report, "| | pods | p50 | p99 (median of rounds) | p99 of each round | max |\n|---|---|---|---|---|---|\n")
 	for _, ns := range namespaces {
-		all := slices.Concat(lats[ns]...)
+		all := slices.Concat(r.lats[ns]...)
 		slices.Sort(all)
 		var each []string
-		var ds []time.Duration
-		for _, lat := range lats[ns] {
-			ds = append(ds, pct(lat, 99))
+		for _, lat := range r.lats[ns] {
 			each = append(each, ms(pct(lat, 99)))
 		}
-		slices.Sort(ds)
-		fmt.Fprintf(report, "| Pod create, namespace %s | %d | %s | %s | %s | %s |\n", ns, len(all), ms(pct(all, 50)), ms(ds[len(ds)/2]), strings.Join(each, ", "), ms(all[len(all)-1]))
+		fmt.Fprintf(report, "| Pod create, namespace %s | %d | %s | %s | %s | %s |\n", ns, len(all), ms(pct(all, 50)), ms(r.p99(ns)), strings.Join(each, ", "), ms(all[len(all)-1]))
 	}
-	report.WriteString("\n")
 }
 
 func createPod(t *testing.T, cs *kubernetes.Clientset, ns, name string) *corev1.Pod {
