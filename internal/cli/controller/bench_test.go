@@ -1,11 +1,12 @@
 package controller_test
 
 import (
+	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -13,11 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,14 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/nap-k8s/nap/controller"
-	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 )
@@ -109,7 +103,9 @@ func rss(t *testing.T, pid int) (cur, peak float64) {
 // TestControllerBenchmarks is `make bench-controller`: the publishing and admission
 // figures, as a Markdown report to NAP_BENCH_CONTROLLER_OUT. It runs only when that is
 // set: it takes minutes and measures rather than checks, though it fails when the
-// controller writes more than one create per namespace or anything at rest.
+// controller writes more than one create per namespace or anything at rest, when the
+// webhook's opted-in p99 is over 20 ms in quiet rounds, or when too few rounds were
+// quiet to judge it (measureRounds).
 func TestControllerBenchmarks(t *testing.T) {
 	out := os.Getenv("NAP_BENCH_CONTROLLER_OUT")
 	if out == "" {
@@ -137,6 +133,7 @@ func TestControllerBenchmarks(t *testing.T) {
 }
 
 func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady time.Duration) {
+	alone(t)
 	cfg, _ := installedAPIServer(t)
 	bin := buildNapctl(t)
 	ctx := context.Background()
@@ -273,61 +270,19 @@ func fleetNamespace(ctx context.Context, cs *kubernetes.Clientset, ns string, n 
 	return nil
 }
 
-// benchAdmission creates pods at rate per second for d into a namespace that opted in,
-// one that did not, and one under the default policy (its pods back a Service: the
-// policy webhook decides from informer caches), and reports the create latency the
-// client sees and the webhooks' own time.
+// benchAdmission creates pods at rate per second into a namespace that opted in, one
+// that did not, and one under the default policy (its pods back a Service: the policy
+// webhook decides from informer caches), in rounds (measureRounds), and reports the
+// create latency the client sees. The webhook is napctl controller's, a process of its
+// own as when installed (its caches, reports and GOGC), serving envtest's certificate.
 func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Duration) {
-	ctrllog.SetLogger(logr.Discard())
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", "nap-system", "nap", nil, controller.PolicyOptIn))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	v := kube.Version{Major: 1, Minor: 34}
-	var mu sync.Mutex
-	var handler []time.Duration
-	informers, err := cache.New(cfg, controller.CacheOptions("nap"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go informers.Start(ctx)
-	for _, o := range []client.Object{&corev1.Namespace{}, &corev1.Service{}} {
-		if _, err := informers.GetInformer(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	explicit := &controller.Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}
-	policy := &controller.Injector{Options: explicit.Options, Policy: controller.PolicyOptIn,
-		NamespaceLabels: controller.NamespaceLabelsFrom(informers), Services: controller.ServicesFrom(informers)}
-	timed := func(inj *controller.Injector) *admission.Webhook {
-		return &admission.Webhook{Handler: admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
-			t0 := time.Now()
-			resp := inj.Handle(ctx, req)
-			mu.Lock()
-			handler = append(handler, time.Since(t0))
-			mu.Unlock()
-			return resp
-		})}
-	}
-	// Handshakes counted: an API server that does not reuse its connections to the
-	// webhook pays a TLS handshake per admission.
-	var handshakes atomic.Int64
-	countHandshakes := func(c *tls.Config) {
-		c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { handshakes.Add(1); return nil, nil }
-	}
-	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort, CertDir: wopts.LocalServingCertDir,
-		TLSOpts: []func(*tls.Config){countHandshakes}})
-	srv.Register(controller.WebhookPath, timed(explicit))
-	srv.Register(controller.PolicyWebhookPath, timed(policy))
-	go srv.Start(ctx)
-	for deadline := time.Now().Add(10 * time.Second); srv.StartedChecker()(nil) != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook server did not start")
-		}
-	}
-	fast := rest.CopyConfig(cfg)
-	fast.QPS, fast.Burst = -1, 0
-	cs := kubernetes.NewForConfigOrDie(fast)
+	alone(t)
+	bin := buildNapctl(t)
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", controller.DefaultNamespace, "nap", nil, controller.PolicyOptIn))
+	ctx := context.Background()
+	cs := loadClient(cfg)
 	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{controller.InjectLabel: "enabled"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "policy-default", Labels: map[string]string{controller.PolicyLabel: "default"}}},
@@ -341,44 +296,57 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 			t.Fatal(err)
 		}
 	}
-	if !informers.WaitForCacheSync(ctx) {
-		t.Fatal("the informer caches did not sync")
+	// The installed flags but for the certificate (envtest's, which its webhook
+	// configuration trusts) and the ports.
+	log := &bytes.Buffer{}
+	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeenv.Kubeconfig(t, cfg), "--namespace", controller.DefaultNamespace,
+		"--webhook-cert-dir", wopts.LocalServingCertDir, fmt.Sprintf("--webhook-port=%d", wopts.LocalServingPort), "--webhook-configuration=",
+		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", freePort(t)), "--delay=5s")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var svcs corev1.ServiceList
-		if err := informers.List(ctx, &svcs, client.InNamespace("policy-default")); err == nil && len(svcs.Items) == 1 {
-			break
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("the controller's log:\n%s", log)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Service did not reach the cache")
+	})
+	// Both webhooks answer (the policy one once the Service is in its cache); then warm up.
+	for _, ns := range []string{"opted-in", "policy-default"} {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"app": "bench"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+			got, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err == nil && got.Spec.Containers[0].Lifecycle != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the controller's webhook did not inject in %s within 60 s: %v", ns, err)
+			}
 		}
 	}
-	// Warm up: the API server's webhook client and our TLS session.
 	for i := range 20 {
 		createPod(t, cs, "opted-in", fmt.Sprintf("warm-%d", i))
 	}
-	mu.Lock()
-	handler = nil
-	mu.Unlock()
-	handshakes.Store(0)
 
 	namespaces := []string{"plain", "opted-in", "policy-default"}
 	lats := measureRounds(t, cs, namespaces, rate, d)
+	cur, peak := rss(t, cmd.Process.Pid)
 	fmt.Fprintf(report, "## Admission latency at %d Pod creates per second\n\n", rate)
-	fmt.Fprintf(report, "%d rounds; in each, %v of creates per namespace, paced open-loop, the namespaces in turn. The webhook runs in the test process (the Injector `napctl controller` serves), called by the API server over TLS. p50 and max are over all rounds; p99 is the median of the rounds' p99s, each round's in brackets.\n\n", lats.rounds, d)
+	fmt.Fprintf(report, "%s The webhook is `napctl controller`'s, its own process as installed, called by the API server over TLS.\n\n", lats.describe(rate, d, namespaces))
 	lats.table(report, namespaces)
-	mu.Lock()
-	h := slices.Clone(handler)
-	mu.Unlock()
-	slices.Sort(h)
-	fmt.Fprintf(report, "| the webhooks' handlers alone | %d | %s | %s | | %s |\n\n", len(h), ms(pct(h, 50)), ms(pct(h, 99)), ms(h[len(h)-1]))
-	fmt.Fprintf(report, "TLS handshakes at the webhook server during those %d admissions: %d.\n\n", len(h), handshakes.Load())
-	// The bound of the fleet issue: p99 at most 20 ms opted in, at 50 creates a second.
-	if p := lats.p99("opted-in"); p > 20*time.Millisecond {
-		t.Errorf("opted-in admission p99 (median of rounds) %s, over the 20 ms bound (plain: %s)", ms(p), ms(lats.p99("plain")))
-	}
-	if n := 2 * lats.rounds * int(d.Seconds()) * rate; len(h) < n {
-		t.Errorf("the webhook handled %d pods, want at least %d", len(h), n)
+	fmt.Fprintf(report, "\nThe controller's RSS after those %d creates (its pod cache holds them): %.0f MiB, peak %.0f MiB.\n\n", len(lats.rs)*len(namespaces)*int(d.Seconds())*rate, cur, peak)
+	// The bound of the fleet issue: p99 at most 20 ms opted in, at 50 creates a second,
+	// judged on quiet rounds only; too few of them and it cannot be judged, which fails.
+	p, _ := lats.p99("opted-in")
+	plain, _ := lats.p99("plain")
+	switch q := len(lats.quiet()); {
+	case q < lats.want:
+		t.Errorf("%d of %d rounds were quiet (steal at most %.0f%%), want %d: the 20 ms bound cannot be judged on this machine now", q, len(lats.rs), lats.maxSteal, lats.want)
+	case p > 20*time.Millisecond:
+		t.Errorf("opted-in admission p99 (median of quiet rounds) %s, over the 20 ms bound (plain: %s)", ms(p), ms(plain))
 	}
 }
 
@@ -387,6 +355,7 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 // injects (CEL in the API server, no webhook call). Reported; the 20 ms bound is the
 // webhook's.
 func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d time.Duration) {
+	alone(t)
 	cfg := kubeenv.APIServer(t)
 	ctx := context.Background()
 	policy, binding, err := controller.AdmissionPolicy("nap", controller.AdmissionPolicyOptions{Delay: "5s", Native: true, NativeZero: true,
@@ -407,9 +376,7 @@ func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d tim
 			t.Fatal(err)
 		}
 	}
-	fast := rest.CopyConfig(cfg)
-	fast.QPS, fast.Burst = -1, 0
-	cs := kubernetes.NewForConfigOrDie(fast)
+	cs := loadClient(cfg)
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{controller.InjectLabel: "enabled"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
@@ -435,56 +402,182 @@ func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d tim
 	namespaces := []string{"plain", "opted-in"}
 	lats := measureRounds(t, cs, namespaces, rate, d)
 	fmt.Fprintf(report, "## Admission latency with the MutatingAdmissionPolicy, %d Pod creates per second\n\n", rate)
-	fmt.Fprintf(report, "The same measure on an API server of its own where `napctl install --admission policy`'s MutatingAdmissionPolicy injects: CEL in the API server, no webhook call. %d rounds.\n\n", lats.rounds)
+	fmt.Fprintf(report, "The same measure on an API server of its own where `napctl install --admission policy`'s MutatingAdmissionPolicy injects: CEL in the API server, no webhook call. %s\n\n", lats.describe(rate, d, namespaces))
 	lats.table(report, namespaces)
 	report.WriteString("\n")
 }
 
-// rounds are the create latencies of NAP_BENCH_ROUNDS rounds (default 3), each
-// namespace in turn within a round: on two cores shared by etcd, the API server, the
-// webhook and the client, one run's p99 swings by more than the webhook adds, so a
-// namespace's figure is the median of its rounds' p99s.
+// rounds are the create latencies of rounds of creates, and how much of the machine's
+// CPU time the hypervisor took during each (steal, from /proc/stat). On this 2-core
+// virtual machine the tail follows steal: at 2% a round's plain p99 is about 12 ms, at
+// 15% over 20 ms, whatever admits the pods. So the namespaces take turns create by
+// create within a round (the same steal falls on each), rounds go on until NAP_BENCH_ROUNDS
+// (default 3) of them were quiet (steal at most NAP_BENCH_MAX_STEAL percent, default 3)
+// or 4 times that many have run, and a namespace's p99 is the median of its quiet
+// rounds' p99s. Every round is reported.
 type rounds struct {
-	rounds int
-	lats   map[string][][]time.Duration // namespace → round → sorted latencies
+	want     int     // quiet rounds wanted
+	maxSteal float64 // the most steal, in percent of CPU time, of a quiet round
+	rs       []round
 }
 
+type round struct {
+	lats  map[string][]time.Duration // namespace → sorted latencies
+	steal float64                    // percent of the machine's CPU time
+}
+
+func (r round) quiet(maxSteal float64) bool { return r.steal <= maxSteal }
+
 func measureRounds(t *testing.T, cs *kubernetes.Clientset, namespaces []string, rate int, d time.Duration) rounds {
-	r := rounds{rounds: 3, lats: map[string][][]time.Duration{}}
+	r := rounds{want: 3, maxSteal: 3}
 	if n, err := strconv.Atoi(os.Getenv("NAP_BENCH_ROUNDS")); err == nil && n > 0 {
-		r.rounds = n
+		r.want = n
 	}
-	for i := range r.rounds {
-		for _, ns := range namespaces {
-			r.lats[ns] = append(r.lats[ns], paced(t, cs, ns, fmt.Sprintf("r%d", i), rate, d))
-		}
+	if f, err := strconv.ParseFloat(os.Getenv("NAP_BENCH_MAX_STEAL"), 64); err == nil && f > 0 {
+		r.maxSteal = f
+	}
+	for i := 0; i < 4*r.want && len(r.quiet()) < r.want; i++ {
+		steal0, total0 := cpuTicks(t)
+		lats := paced(t, cs, namespaces, fmt.Sprintf("r%d", i), rate, d)
+		steal1, total1 := cpuTicks(t)
+		// In tenths of a percent, as reported: what the table shows is what was judged.
+		rd := round{lats: lats, steal: math.Round(1000*float64(steal1-steal0)/float64(max(1, total1-total0))) / 10}
+		r.rs = append(r.rs, rd)
+		t.Logf("round %d: steal %.1f%%, p99 %s", i+1, rd.steal, strings.Join(slices.Collect(func(yield func(string) bool) {
+			for _, ns := range namespaces {
+				yield(ns + " " + ms(pct(lats[ns], 99)))
+			}
+		}), ", "))
 	}
 	return r
 }
 
-// p99 is the median of ns's rounds' p99s.
-func (r rounds) p99(ns string) time.Duration {
-	var ds []time.Duration
-	for _, lat := range r.lats[ns] {
-		ds = append(ds, pct(lat, 99))
+func (r rounds) quiet() []round {
+	var q []round
+	for _, rd := range r.rs {
+		if rd.quiet(r.maxSteal) {
+			q = append(q, rd)
+		}
 	}
-	slices.Sort(ds)
-	return ds[len(ds)/2]
+	return q
 }
 
-// table writes a Markdown table, a row per namespace: p50 and max over all rounds, p99
-// the median of the rounds' (each round's after it).
-func (r rounds) table(report *strings.Builder, namespaces []string) {
-	fmt.Fprintf(report, "| | pods | p50 | p99 (median of rounds) | p99 of each round | max |\n|---|---|---|---|---|---|\n")
-	for _, ns := range namespaces {
-		all := slices.Concat(r.lats[ns]...)
-		slices.Sort(all)
-		var each []string
-		for _, lat := range r.lats[ns] {
-			each = append(each, ms(pct(lat, 99)))
-		}
-		fmt.Fprintf(report, "| Pod create, namespace %s | %d | %s | %s | %s | %s |\n", ns, len(all), ms(pct(all, 50)), ms(r.p99(ns)), strings.Join(each, ", "), ms(all[len(all)-1]))
+// p99 is the median of ns's quiet rounds' p99s, and false when no round was quiet.
+func (r rounds) p99(ns string) (time.Duration, bool) {
+	var ds []time.Duration
+	for _, rd := range r.quiet() {
+		ds = append(ds, pct(rd.lats[ns], 99))
 	}
+	if len(ds) == 0 {
+		return 0, false
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], true
+}
+
+// describe says how the rounds ran, for the report.
+func (r rounds) describe(rate int, d time.Duration, namespaces []string) string {
+	return fmt.Sprintf("Pod creates paced open-loop at %d a second, the namespaces (%s) in turn create by create, %d per namespace in a round. "+
+		"Rounds ran until %d were quiet (the hypervisor's steal at most %.0f%% of the machine's CPU time, from /proc/stat) or %d had run: %d ran, %d quiet. "+
+		"p50 and max are over the quiet rounds; p99 is the median of the quiet rounds' p99s. Every round's p99 and steal are listed, a noisy round's in brackets.",
+		rate, strings.Join(namespaces, ", "), int(d.Seconds())*rate, r.want, r.maxSteal, 4*r.want, len(r.rs), len(r.quiet()))
+}
+
+// table writes a Markdown table, a row per namespace, and the rounds' steal.
+func (r rounds) table(report *strings.Builder, namespaces []string) {
+	mark := func(rd round, s string) string {
+		if rd.quiet(r.maxSteal) {
+			return s
+		}
+		return "(" + s + ")"
+	}
+	fmt.Fprintf(report, "| | pods | p50 | p99 (median of quiet rounds) | p99 of each round | max |\n|---|---|---|---|---|---|\n")
+	for _, ns := range namespaces {
+		var all []time.Duration
+		for _, rd := range r.quiet() {
+			all = append(all, rd.lats[ns]...)
+		}
+		var each []string
+		for _, rd := range r.rs {
+			each = append(each, mark(rd, ms(pct(rd.lats[ns], 99))))
+		}
+		p50, p99, top := "–", "–", "–"
+		if p, ok := r.p99(ns); ok {
+			slices.Sort(all)
+			p50, p99, top = ms(pct(all, 50)), ms(p), ms(all[len(all)-1])
+		}
+		fmt.Fprintf(report, "| Pod create, namespace %s | %d | %s | %s | %s | %s |\n", ns, len(all), p50, p99, strings.Join(each, ", "), top)
+	}
+	var steal []string
+	for _, rd := range r.rs {
+		steal = append(steal, mark(rd, fmt.Sprintf("%.1f%%", rd.steal)))
+	}
+	fmt.Fprintf(report, "| steal: the hypervisor's share of CPU time | | | | %s | |\n", strings.Join(steal, ", "))
+}
+
+// alone fails when an etcd or kube-apiserver that is not this test's own (envtest's
+// are its children) is running: a stray one from a killed run takes CPU from the
+// measure and its figures would be wrong without saying so.
+func alone(t *testing.T) {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		open, close := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if open < 0 || close < open {
+			continue
+		}
+		comm, rest := string(b[open+1:close]), strings.Fields(string(b[close+1:]))
+		if (comm == "etcd" || comm == "kube-apiserver") && len(rest) > 1 && rest[1] != strconv.Itoa(os.Getpid()) {
+			t.Fatalf("%s (pid %d) is running and is not this test's: stop it before measuring", comm, pid)
+		}
+	}
+}
+
+// cpuTicks reads the machine's steal and total CPU time, in ticks, from /proc/stat.
+func cpuTicks(t *testing.T) (steal, total int64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		t.Fatalf("/proc/stat: unexpected first line %q", f)
+	}
+	for k, v := range f[1:9] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+		if k == 7 {
+			steal = n
+		}
+	}
+	return steal, total
+}
+
+// loadClient is the load generator's client: no client-side rate limit, and protobuf,
+// as kubelets and controllers speak, so that encoding the creates costs the two cores
+// as little as it can.
+func loadClient(cfg *rest.Config) *kubernetes.Clientset {
+	fast := rest.CopyConfig(cfg)
+	fast.QPS, fast.Burst = -1, 0
+	fast.ContentType = "application/vnd.kubernetes.protobuf"
+	fast.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return kubernetes.NewForConfigOrDie(fast)
 }
 
 func createPod(t *testing.T, cs *kubernetes.Clientset, ns, name string) *corev1.Pod {
@@ -497,16 +590,20 @@ func createPod(t *testing.T, cs *kubernetes.Clientset, ns, name string) *corev1.
 	return p
 }
 
-// paced creates pods at rate per second for d, each in its own goroutine so that a
-// slow answer does not slow the pace, and returns the sorted latencies.
-func paced(t *testing.T, cs *kubernetes.Clientset, ns, prefix string, rate int, d time.Duration) []time.Duration {
-	n := int(d.Seconds()) * rate
+// paced creates pods at rate per second, each in its own goroutine so that a slow
+// answer does not slow the pace, d's worth of the rate in each namespace, the
+// namespaces in turn create by create (a stall of the machine falls on each alike); it
+// returns each namespace's sorted latencies.
+func paced(t *testing.T, cs *kubernetes.Clientset, namespaces []string, prefix string, rate int, d time.Duration) map[string][]time.Duration {
+	n := int(d.Seconds()) * rate * len(namespaces)
 	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	start := time.Now()
+	turn := func(i int) string { return namespaces[i%len(namespaces)] }
 	for i := range n {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))))
 		wg.Go(func() {
+			ns := turn(i)
 			t0 := time.Now()
 			p := createPod(t, cs, ns, fmt.Sprintf("pod-%s-%05d", prefix, i))
 			lat[i] = time.Since(t0)
@@ -516,8 +613,14 @@ func paced(t *testing.T, cs *kubernetes.Clientset, ns, prefix string, rate int, 
 		})
 	}
 	wg.Wait()
-	slices.Sort(lat)
-	return lat
+	out := map[string][]time.Duration{}
+	for i, l := range lat {
+		out[turn(i)] = append(out[turn(i)], l)
+	}
+	for _, ls := range out {
+		slices.Sort(ls)
+	}
+	return out
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
