@@ -232,10 +232,7 @@ func TestControllerRollout(t *testing.T) {
 	if missed > 0 {
 		t.Errorf("%d of %d pods admitted during the controller's rollout missed the webhook", missed, admitted)
 	}
-	events, err := cs.CoreV1().Events(controller.DefaultNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
-	if err != nil || len(events.Items) > 0 {
-		t.Errorf("FailedPreStopHook in %s: %v %v", controller.DefaultNamespace, err, events.Items)
-	}
+	noFailedPreStopHook(t, cs, controller.DefaultNamespace)
 }
 
 // checkNapHook45: every demo pod in ns has the hook /nap/nap 4.5 (the webhook variants'
@@ -273,10 +270,7 @@ func TestPolicyRollout(t *testing.T) {
 	t.Log(d.row())
 	d.check(t)
 	checkNapHook45(t, cs, d.ns)
-	events, err := cs.CoreV1().Events(d.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
-	if err != nil || len(events.Items) > 0 {
-		t.Errorf("FailedPreStopHook in %s: %v %v", d.ns, err, events.Items)
-	}
+	noFailedPreStopHook(t, cs, d.ns)
 }
 
 // TestControllerOutage: with the controller scaled to 0, a pod created in an opted-in

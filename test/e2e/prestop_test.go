@@ -191,6 +191,15 @@ func terminate(t *testing.T, cs *kubernetes.Clientset, pod *corev1.Pod) (time.Du
 	return took, reasons
 }
 
+// noFailedPreStopHook fails t if any pod in ns got a FailedPreStopHook event.
+func noFailedPreStopHook(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	events, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=FailedPreStopHook"})
+	if err != nil || len(events.Items) > 0 {
+		t.Errorf("FailedPreStopHook in %s: %v %v", ns, err, events.Items)
+	}
+}
+
 func hasReason(reasons []string, r string) bool {
 	for _, x := range reasons {
 		if strings.HasPrefix(x, r+":") {

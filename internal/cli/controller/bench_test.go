@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -298,42 +297,18 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	}
 	// The installed flags but for the certificate (envtest's, which its webhook
 	// configuration trusts) and the ports.
-	log := &bytes.Buffer{}
-	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeenv.Kubeconfig(t, cfg), "--namespace", controller.DefaultNamespace,
-		"--webhook-cert-dir", wopts.LocalServingCertDir, fmt.Sprintf("--webhook-port=%d", wopts.LocalServingPort), "--webhook-configuration=",
-		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", freePort(t)), "--delay=5s")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("the controller's log:\n%s", log)
-		}
-	})
+	ctl := start(t, bin, kubeenv.Kubeconfig(t, cfg), "controller", "--webhook-cert-dir", wopts.LocalServingCertDir,
+		fmt.Sprintf("--webhook-port=%d", wopts.LocalServingPort), "--webhook-configuration=")
 	// Both webhooks answer (the policy one once the Service is in its cache); then warm up.
-	for _, ns := range []string{"opted-in", "policy-default"} {
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"app": "bench"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
-			got, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			if err == nil && got.Spec.Containers[0].Lifecycle != nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the controller's webhook did not inject in %s within 60 s: %v", ns, err)
-			}
-		}
-	}
+	untilInjected(t, cs, "opted-in", time.Minute)
+	untilInjected(t, cs, "policy-default", time.Minute)
 	for i := range 20 {
 		createPod(t, cs, "opted-in", fmt.Sprintf("warm-%d", i))
 	}
 
 	namespaces := []string{"plain", "opted-in", "policy-default"}
 	lats := measureRounds(t, cs, namespaces, rate, d)
-	cur, peak := rss(t, cmd.Process.Pid)
+	cur, peak := rss(t, ctl.cmd.Process.Pid)
 	fmt.Fprintf(report, "## Admission latency at %d Pod creates per second\n\n", rate)
 	fmt.Fprintf(report, "%s The webhook is `napctl controller`'s, its own process as installed, called by the API server over TLS.\n\n", lats.describe(rate, d, namespaces))
 	lats.table(report, namespaces)
@@ -386,16 +361,7 @@ func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d tim
 		}
 	}
 	// The policy takes effect a moment after it exists; then warm up.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
-		got, err := cs.CoreV1().Pods("opted-in").Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil && got.Spec.Containers[0].Lifecycle != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the MutatingAdmissionPolicy did not take effect within 30 s: %v", err)
-		}
-	}
+	untilInjected(t, cs, "opted-in", 30*time.Second)
 	for i := range 20 {
 		createPod(t, cs, "opted-in", fmt.Sprintf("warm-%d", i))
 	}
@@ -436,7 +402,7 @@ func measureRounds(t *testing.T, cs *kubernetes.Clientset, namespaces []string, 
 	if f, err := strconv.ParseFloat(os.Getenv("NAP_BENCH_MAX_STEAL"), 64); err == nil && f > 0 {
 		r.maxSteal = f
 	}
-	for i := 0; i < 4*r.want && len(r.quiet()) < r.want; i++ {
+	for i := 0; i < r.most() && len(r.quiet()) < r.want; i++ {
 		steal0, total0 := cpuTicks(t)
 		lats := paced(t, cs, namespaces, fmt.Sprintf("r%d", i), rate, d)
 		steal1, total1 := cpuTicks(t)
@@ -451,6 +417,9 @@ func measureRounds(t *testing.T, cs *kubernetes.Clientset, namespaces []string, 
 	}
 	return r
 }
+
+// most is how many rounds may run: 4 times the quiet ones wanted.
+func (r rounds) most() int { return 4 * r.want }
 
 func (r rounds) quiet() []round {
 	var q []round
@@ -480,7 +449,7 @@ func (r rounds) describe(rate int, d time.Duration, namespaces []string) string 
 	return fmt.Sprintf("Pod creates paced open-loop at %d a second, the namespaces (%s) in turn create by create, %d per namespace in a round. "+
 		"Rounds ran until %d were quiet (the hypervisor's steal at most %.0f%% of the machine's CPU time, from /proc/stat) or %d had run: %d ran, %d quiet. "+
 		"p50 and max are over the quiet rounds; p99 is the median of the quiet rounds' p99s. Every round's p99 and steal are listed, a noisy round's in brackets.",
-		rate, strings.Join(namespaces, ", "), int(d.Seconds())*rate, r.want, r.maxSteal, 4*r.want, len(r.rs), len(r.quiet()))
+		rate, strings.Join(namespaces, ", "), int(d.Seconds())*rate, r.want, r.maxSteal, r.most(), len(r.rs), len(r.quiet()))
 }
 
 // table writes a Markdown table, a row per namespace, and the rounds' steal.
@@ -534,11 +503,11 @@ func alone(t *testing.T) {
 			continue
 		}
 		// pid (comm) state ppid ...
-		open, close := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-		if open < 0 || close < open {
+		lp, rp := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if lp < 0 || rp < lp {
 			continue
 		}
-		comm, rest := string(b[open+1:close]), strings.Fields(string(b[close+1:]))
+		comm, rest := string(b[lp+1:rp]), strings.Fields(string(b[rp+1:]))
 		if (comm == "etcd" || comm == "kube-apiserver") && len(rest) > 1 && rest[1] != strconv.Itoa(os.Getpid()) {
 			t.Fatalf("%s (pid %d) is running and is not this test's: stop it before measuring", comm, pid)
 		}
@@ -578,6 +547,22 @@ func loadClient(cfg *rest.Config) *kubernetes.Clientset {
 	fast.ContentType = "application/vnd.kubernetes.protobuf"
 	fast.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return kubernetes.NewForConfigOrDie(fast)
+}
+
+// untilInjected waits until a pod created in ns (a dry run) comes back with a hook.
+func untilInjected(t *testing.T, cs *kubernetes.Clientset, ns string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(250 * time.Millisecond) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"app": "bench"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+		got, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil && got.Spec.Containers[0].Lifecycle != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods created in %s got no hook within %v: %v", ns, within, err)
+		}
+	}
 }
 
 func createPod(t *testing.T, cs *kubernetes.Clientset, ns, name string) *corev1.Pod {

@@ -112,13 +112,15 @@ type replica struct {
 	done            chan error
 }
 
-func start(t *testing.T, bin, kubeconfig, name string) *replica {
+// start runs napctl controller as name; extra flags come last and win over these.
+func start(t *testing.T, bin, kubeconfig, name string, extra ...string) *replica {
 	t.Helper()
 	r := &replica{name: name, metrics: freePort(t), health: freePort(t), log: &bytes.Buffer{}, done: make(chan error, 1)}
-	r.cmd = exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--namespace", controller.DefaultNamespace,
+	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", controller.DefaultNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", r.metrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", r.health),
-		fmt.Sprintf("--webhook-port=%d", freePort(t)), "--delay=5s")
+		fmt.Sprintf("--webhook-port=%d", freePort(t)), "--delay=5s"}, extra...)
+	r.cmd = exec.Command(bin, args...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
