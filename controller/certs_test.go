@@ -23,6 +23,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 func pemCerts(t *testing.T, p []byte) []*x509.Certificate {
@@ -180,11 +181,11 @@ func TestCertsWebhook(t *testing.T) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: "someone-else"},
 	}
-	other.Webhooks = WebhookConfiguration("x", "elsewhere", "x", nil, PolicyOptIn).Webhooks
+	other.Webhooks = WebhookConfiguration("x", "elsewhere", "x", nil, scope.OptIn).Webhooks
 	for i := range other.Webhooks {
 		other.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"never": "true"}}
 	}
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn), other)
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn), other)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, err := client.New(cfg, client.Options{})

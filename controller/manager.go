@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // ManagerOptions are the controller's settings (napctl controller's flags).
@@ -35,8 +37,8 @@ type ManagerOptions struct {
 	// Webhook: serve the injecting webhook, for an API server of version Kube.
 	Webhook bool
 	Kube    kube.Version
-	Delay   string // the default preStop delay
-	Policy  Policy // for pods not opted in explicitly (default opt-in); see Policy
+	Delay   string      // the default preStop delay
+	Scope   scope.Scope // for pods not opted in explicitly (default opt-in); see scope.Decide
 	// Delivery and NapImage: how the webhook delivers nap (inject.Delivery; default the
 	// ConfigMap): an image volume of NapImage (napctl image), or auto: the image where
 	// every node's kubelet and runtime mount image volumes, as the nodes are at each
@@ -94,11 +96,11 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		}
 	}
 	if o.Report {
-		policy := o.Policy
+		installed := o.Scope
 		if !o.Webhook {
-			policy = PolicyOptIn
+			installed = scope.OptIn
 		}
-		r := &Reporter{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Policy: policy,
+		r := &Reporter{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Scope: installed, Kube: o.Kube,
 			Exclude: map[string]bool{o.Namespace: true, "kube-system": true}, Roll: o.RollMissed, RollInterval: o.RollInterval,
 			Log: o.Log.WithName("reporter")}
 		if err := mgr.Add(r); err != nil {
@@ -152,10 +154,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
 		return err
 	}
 	policy := explicit
-	policy.Policy = o.Policy
-	if policy.Policy == "" {
-		policy.Policy = PolicyOptIn
-	}
+	policy.Scope = cmp.Or(o.Scope, scope.OptIn)
 	policy.NamespaceLabels = NamespaceLabelsFrom(mgr.GetCache())
 	policy.Services = ServicesFrom(mgr.GetCache())
 	srv.Register(PolicyWebhookPath, policy.Handler())

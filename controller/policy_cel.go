@@ -13,6 +13,7 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 	nap "github.com/nap-k8s/nap/sleeper/spec"
 )
 
@@ -51,7 +52,7 @@ type AdmissionPolicyOptions struct {
 // sees the pod and its namespace, nothing else in the cluster. Printed by napctl
 // install --admission policy and listed in docs/delivery.md.
 var PolicyCannot = []string{
-	"the default and audit policies: whether a Service selects the pod needs the namespace's Services, which CEL cannot read (namespaces labelled " + PolicyLabel + " are not served; use --admission webhook)",
+	"the " + strings.Join(byServiceScopes(), " and ") + " policies: whether a Service selects the pod needs the namespace's Services, which CEL cannot read (namespaces labelled " + scope.Label + " are not served; use --admission webhook)",
 	"the kubelet versions of the nodes that may run the pod: the native sleep is chosen at install for the whole cluster",
 	"warnings, events and metrics for a pod it could not change (a bad " + DelayAnnotation + " annotation): the pod is admitted unchanged, silently; the controller's Reporter still finds it",
 	"the delay of a nap hook already in the pod when raising the grace period: only the hooks it adds count",
@@ -131,13 +132,18 @@ func AdmissionPolicy(name string, o AdmissionPolicyOptions) (*admissionregistrat
 	return policy, binding, nil
 }
 
+func byServiceScopes() []string {
+	by, _ := scope.ByServiceScopes()
+	return by
+}
+
 // celNotOptedOut: the pod's own label does not opt it out.
-var celNotOptedOut = fmt.Sprintf(`!has(object.metadata.labels) || object.metadata.labels[?%q].orValue('') != 'disabled'`, InjectLabel)
+var celNotOptedOut = fmt.Sprintf(`!has(object.metadata.labels) || object.metadata.labels[?%q].orValue('') != '%s'`, InjectLabel, scope.Disabled)
 
 // celOptedIn: the explicit webhooks' selectors (pods.nap.dev, namespace-pods.nap.dev):
 // the pod opted in, or its namespace did (and the pod did not opt out: celNotOptedOut).
-var celOptedIn = fmt.Sprintf(`(has(object.metadata.labels) && object.metadata.labels[?%[1]q].orValue('') == 'enabled') ||
-(has(namespaceObject.metadata) && has(namespaceObject.metadata.labels) && namespaceObject.metadata.labels[?%[1]q].orValue('') == 'enabled')`, InjectLabel)
+var celOptedIn = fmt.Sprintf(`(has(object.metadata.labels) && object.metadata.labels[?%[1]q].orValue('') == '%[2]s') ||
+(has(namespaceObject.metadata) && has(namespaceObject.metadata.labels) && namespaceObject.metadata.labels[?%[1]q].orValue('') == '%[2]s')`, InjectLabel, scope.Enabled)
 
 // policyVariables are the policy's CEL variables: the delay and how it is delivered,
 // the pod's architecture, and which containers get the hook. Each mirrors a decision

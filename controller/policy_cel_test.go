@@ -23,6 +23,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // policyCase is a pod created in a namespace, through the webhook and through the policy.
@@ -116,7 +117,7 @@ func TestPolicyMatchesWebhook(t *testing.T) {
 			if image != "" {
 				delivery = inject.DeliveryImage
 			}
-			cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn))
+			cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
 			v := kube.Version{Major: 1, Minor: 37}
 			serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delay: "5s", Delivery: delivery, Image: image}}).Handler()})
 			viaWebhook := admitCases(t, cfg, cases)
@@ -131,7 +132,20 @@ func TestPolicyMatchesWebhook(t *testing.T) {
 			applyPolicy(t, cfg, policy, binding)
 			viaPolicy := admitCases(t, cfg, cases)
 
+			nsLabels := map[string]map[string]string{"opted-in": {InjectLabel: scope.Enabled}, "opted-out": {InjectLabel: scope.Disabled}, "plain": nil}
 			for i, tc := range cases {
+				// The one decision says which pods are in scope; the plan may still leave
+				// one alone (a bad delay, an architecture nap has no binary for).
+				d, err := scope.Decide(scope.Input{NamespaceLabels: nsLabels[tc.ns], Pod: scope.Pod{Labels: tc.pod.Labels}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.changed && !d.Inject {
+					t.Errorf("%s: the table wants it changed, but scope.Decide says %s", tc.name, d)
+				}
+				if !d.Inject && !reflect.DeepEqual(viaPolicy[i], control[i]) {
+					t.Errorf("%s: scope.Decide says %s, but the policy changed the pod", tc.name, d)
+				}
 				w, p := viaWebhook[i], viaPolicy[i]
 				if changed := !reflect.DeepEqual(w, control[i]); changed != tc.changed {
 					t.Errorf("%s: the webhook changed the pod: %v, want %v\n%s", tc.name, changed, tc.changed, specJSON(t, w))

@@ -3,7 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -16,9 +16,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
-	"github.com/nap-k8s/nap/status"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // Reason is why a workload's pods may drop requests when they terminate, as the Reporter
@@ -30,11 +31,13 @@ const (
 	// default policy and a Service selects it) and the pod has none: it was admitted
 	// while the webhook was down, unreachable or not yet trusted (failurePolicy Ignore).
 	NotInjected Reason = "not-injected"
-	// DelayExceedsGrace: a preStop delay at or above the grace period; the kubelet kills
-	// the container mid-sleep, before it drained.
+	// DelayExceedsGrace: the grace period does not cover the preStop delay and a drain
+	// (lint's grace-period-too-short and native-sleep-exceeds-grace): the kubelet kills
+	// the container mid-sleep or mid-drain.
 	DelayExceedsGrace Reason = "delay-exceeds-grace"
 	// NativeSleepUnsupported: the native sleep action on a node whose kubelet does not
-	// have it (before 1.30): the hook fails and the container stops at once.
+	// have it (before 1.30; lint's native-sleep-unsupported): the hook fails and the
+	// container stops at once.
 	NativeSleepUnsupported Reason = "native-sleep-unsupported"
 	// FailedPreStopHook: the kubelet reported that a pod's preStop hook failed.
 	FailedPreStopHook Reason = "failed-prestop-hook"
@@ -48,20 +51,23 @@ var eventReasons = map[Reason]string{
 	FailedPreStopHook:      "NapFailedPreStopHook",
 }
 
-// WorkloadRef names the controller of pods: Deployment, StatefulSet, DaemonSet,
-// ReplicaSet, or the Pod itself when it has none.
-type WorkloadRef struct {
-	Kind, Namespace, Name string
-}
+// WorkloadRef names the controller of pods (hook.WorkloadOf).
+type WorkloadRef = hook.Workload
 
-func (w WorkloadRef) String() string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
+// reasonOfCheck are lint's termination checks the Reporter runs on live pods, and the
+// reason each finding is reported under.
+var reasonOfCheck = map[string]Reason{
+	lint.GracePeriodTooShort:     DelayExceedsGrace,
+	lint.NativeSleepExceedsGrace: DelayExceedsGrace,
+	lint.NativeSleepUnsupported:  NativeSleepUnsupported,
+}
 
 // Finding is one workload's problem of one reason.
 type Finding struct {
 	Workload WorkloadRef
 	Reason   Reason
 	Pods     []string // the pods it was found on (for FailedPreStopHook: named in events)
-	Cause    string   // FailedPreStopHook: what went wrong (see HookCause)
+	Cause    string   // FailedPreStopHook: what went wrong (hook.CauseLabel)
 	Message  string
 }
 
@@ -82,8 +88,11 @@ type Finding struct {
 type Reporter struct {
 	Client   client.Client // the manager's: cached reads; evictions
 	Recorder record.EventRecorder
-	// Policy is the installed policy (PolicyLabel on a namespace overrides it).
-	Policy Policy
+	// Kube is the API server's version, for lint's native-sleep check; zero: the newest
+	// kubelet's.
+	Kube kube.Version
+	// Scope is the installed scope (scope.Label on a namespace overrides it).
+	Scope scope.Scope
 	// Exclude are the namespaces the webhook never sees: its own and kube-system.
 	Exclude  map[string]bool
 	Interval time.Duration // default 10s
@@ -156,28 +165,29 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 	if err := r.Client.List(ctx, &nodeList, ro); err != nil {
 		return nil, nil, err
 	}
-	kubelets := map[string]kube.Version{}
+	nodes := map[string]kube.Node{}
+	apiserver := r.Kube // unknown: no older than the newest kubelet
 	for i := range nodeList.Items {
 		if n, err := kube.NodeOf(&nodeList.Items[i]); err == nil {
-			kubelets[n.Name] = n.Kubelet
+			nodes[n.Name] = n
+			if r.Kube == (kube.Version{}) && apiserver.Less(n.Kubelet) {
+				apiserver = n.Kubelet
+			}
 		}
 	}
 	services := map[string][]corev1.Service{}
-	decider := Injector{Policy: r.Policy,
-		NamespaceLabels: func(_ context.Context, ns string) (map[string]string, error) { return nsLabels[ns], nil },
-		Services: func(ctx context.Context, ns string) ([]corev1.Service, error) {
-			if s, ok := services[ns]; ok {
-				return s, nil
-			}
+	selecting := func(ctx context.Context, p *corev1.Pod) (string, bool, error) {
+		svcs, ok := services[p.Namespace]
+		if !ok {
 			var list corev1.ServiceList
-			if err := r.Client.List(ctx, &list, client.InNamespace(ns), ro); err != nil {
-				return nil, err
+			if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace), ro); err != nil {
+				return "", false, err
 			}
-			services[ns] = list.Items
-			return list.Items, nil
-		}}
-	if decider.Policy == "" {
-		decider.Policy = PolicyOptIn
+			svcs = list.Items
+			services[p.Namespace] = svcs
+		}
+		name, found := scope.SelectingService(svcs, p.Labels)
+		return name, found, nil
 	}
 
 	byKey := map[findingKey]*Finding{}
@@ -201,8 +211,8 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 		eventPods[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name] = true
 	}
 	var notInjected []corev1.Pod
-	livePods := map[string]WorkloadRef{}  // namespace/name → workload, of the events' pods
-	hookKinds := map[WorkloadRef]string{} // what the workload's pods' hooks run
+	livePods := map[string]WorkloadRef{}     // namespace/name → workload, of the events' pods
+	hookKinds := map[WorkloadRef]hook.Kind{} // what the workload's pods' hooks run
 	// Namespace by namespace: a list of every pod at once is a copy of each pod's
 	// struct, and made every pass.
 	var pods corev1.PodList
@@ -212,43 +222,40 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			w := workloadOf(p)
+			w := hook.WorkloadOf(p)
 			if k := p.Namespace + "/" + p.Name; eventPods[k] {
 				livePods[k] = w
 			}
-			if k := status.HookKind(p.Spec); k != "" {
-				hookKinds[w] = k
+			if h, _ := hook.First(p.Spec); h.Kind != hook.None {
+				hookKinds[w] = h.Kind
 			}
 			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			hasHook := false
-			grace := kube.DefaultGracePeriod
-			if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
-				grace = time.Duration(*g) * time.Second
-			}
-			for _, c := range p.Spec.Containers {
-				if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
-					continue
+			if h, _ := hook.First(p.Spec); h.Kind != hook.None {
+				// lint's termination checks, on the pod as it runs: its node's kubelet.
+				opts := lint.Options{KubeVersion: &apiserver}
+				if n, ok := nodes[p.Spec.NodeName]; ok {
+					opts.Nodes = []kube.Node{n}
 				}
-				hasHook = true
-				d, known, native := lint.HookDelay(c)
-				if known && d >= grace {
-					add(w, DelayExceedsGrace, "", p.Name, fmt.Sprintf("container %q's preStop delay of %v is at least its %v grace period: the kubelet kills it mid-sleep, before it drains", c.Name, d, grace))
+				for _, f := range lint.CheckPod(p.Namespace, p.Name, p.Spec, opts, slices.Collect(maps.Keys(reasonOfCheck))...) {
+					add(w, reasonOfCheck[f.ID], "", p.Name, f.Message)
 				}
-				if v, ok := kubelets[p.Spec.NodeName]; native && ok && v.Less(kube.NativeSleepSince) {
-					add(w, NativeSleepUnsupported, "", p.Name, fmt.Sprintf("container %q uses the native preStop sleep on node %s, whose kubelet %v does not have it (%v+): the hook fails and the container stops at once", c.Name, p.Spec.NodeName, v, kube.NativeSleepSince))
-				}
-			}
-			if hasHook || r.Exclude[p.Namespace] {
 				continue
 			}
-			want, why, err := r.wants(ctx, &decider, nsLabels[p.Namespace], p)
-			if err != nil {
-				return nil, nil, err
+			in := scope.Input{Installed: r.Scope, Excluded: r.Exclude[p.Namespace], NamespaceLabels: nsLabels[p.Namespace],
+				Pod:       scope.Pod{Labels: p.Labels, RestartPolicy: p.Spec.RestartPolicy},
+				Selecting: func() (string, bool, error) { return selecting(ctx, p) }}
+			for _, o := range p.OwnerReferences {
+				in.Pod.OwnerKinds = append(in.Pod.OwnerKinds, o.Kind)
 			}
-			if want {
-				add(w, NotInjected, "", p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", why))
+			d, err := scope.Decide(in)
+			if err != nil {
+				return nil, nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			// Under audit nothing is injected by design: that is reported at admission.
+			if d.Inject {
+				add(w, NotInjected, "", p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", d))
 				notInjected = append(notInjected, *p.DeepCopy()) // p is the cache's own
 			}
 		}
@@ -260,14 +267,15 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 		}
 		w, ok := livePods[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name]
 		if !ok {
-			w = workloadOfName(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+			w = hook.WorkloadOfName(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
 		}
-		cause, why := HookCause(e.Message), status.Cause(e.Message)
-		if strings.TrimSpace(e.Message) == status.BareFailure {
-			// The kubelet's event says nothing more: say what the hook runs, from a live pod.
-			cause, why = "unknown", "the kubelet gives no reason"
-			if k := hookKinds[w]; k != "" {
-				cause, why = "hook-"+k, "the kubelet gives no reason; the workload's hook is of kind "+k
+		// The kubelet's own event says nothing more: then the cause is what the hook
+		// runs, from a live pod.
+		cause, why := hook.CauseLabel(e.Message, hookKinds[w]), hook.Cause(e.Message)
+		if hook.Bare(e.Message) {
+			why = "the kubelet gives no reason"
+			if k := hookKinds[w]; k != hook.None {
+				why += "; the workload's hook is of kind " + string(k)
 			}
 		}
 		add(w, FailedPreStopHook, cause, e.InvolvedObject.Name, "preStop hook failed ("+cause+"): "+why)
@@ -282,31 +290,6 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 		return strings.Compare(a.Workload.String()+string(a.Reason)+a.Cause, b.Workload.String()+string(b.Reason)+b.Cause)
 	})
 	return out, notInjected, nil
-}
-
-// wants tells whether the webhook would give p (which has no hook) a delay, as the
-// webhook configuration's selectors and the policy webhook decide it.
-func (r *Reporter) wants(ctx context.Context, decider *Injector, nsLabels map[string]string, p *corev1.Pod) (bool, string, error) {
-	switch {
-	case p.Labels[InjectLabel] == "disabled" || nsLabels[InjectLabel] == "disabled":
-		return false, "", nil
-	case p.Labels[InjectLabel] == "enabled":
-		return true, "the pod is opted in", nil
-	case nsLabels[InjectLabel] == "enabled":
-		return true, "its namespace is opted in", nil
-	}
-	var ap admissionPod
-	ap.Metadata.Labels = p.Labels
-	for _, o := range p.OwnerReferences {
-		ap.Metadata.OwnerReferences = append(ap.Metadata.OwnerReferences, ownerKind{Kind: o.Kind})
-	}
-	ap.Spec.RestartPolicy = p.Spec.RestartPolicy
-	d, err := decider.decide(ctx, p.Namespace, &ap)
-	if err != nil {
-		return false, "", err
-	}
-	// Under audit nothing is injected by design: that is reported at admission.
-	return d.candidate && d.policy != PolicyAudit, "policy " + string(d.policy) + ": " + d.why, nil
 }
 
 // report puts a Warning event on each workload whose finding is new or has more pods
@@ -333,7 +316,7 @@ func (r *Reporter) report(found []Finding) {
 		msg := fmt.Sprintf("%d pod(s) (%s): %s", len(f.Pods), strings.Join(firstN(f.Pods, 5), ", "), f.Message)
 		r.Log.Info("unprotected", "workload", f.Workload.String(), "reason", f.Reason, "pods", len(f.Pods), "message", f.Message)
 		if r.Recorder != nil {
-			r.Recorder.Event(f.Workload.object(), corev1.EventTypeWarning, eventReasons[f.Reason], msg)
+			r.Recorder.Event(objectOf(f.Workload), corev1.EventTypeWarning, eventReasons[f.Reason], msg)
 		}
 	}
 	for k := range r.reported {
@@ -362,10 +345,10 @@ func (r *Reporter) roll(ctx context.Context, pods []corev1.Pod) error {
 		case err == nil:
 			r.lastRoll = time.Now()
 			rolled.WithLabelValues(p.Namespace).Inc()
-			w := workloadOf(&p)
+			w := hook.WorkloadOf(&p)
 			r.Log.Info("evicted a pod the webhook missed, to be recreated through it", "pod", p.Namespace+"/"+p.Name, "workload", w.String())
 			if r.Recorder != nil {
-				r.Recorder.Event(w.object(), corev1.EventTypeNormal, "NapRolled", "evicted pod "+p.Name+", which nap's webhook missed, so that it is recreated with a preStop delay")
+				r.Recorder.Event(objectOf(w), corev1.EventTypeNormal, "NapRolled", "evicted pod "+p.Name+", which nap's webhook missed, so that it is recreated with a preStop delay")
 			}
 			return nil
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget says not now
@@ -379,71 +362,13 @@ func (r *Reporter) roll(ctx context.Context, pods []corev1.Pod) error {
 	return nil
 }
 
-// object is the workload as an event's involved object.
-func (w WorkloadRef) object() *corev1.ObjectReference {
+// objectOf is the workload as an event's involved object.
+func objectOf(w WorkloadRef) *corev1.ObjectReference {
 	api := "apps/v1"
 	if w.Kind == "Pod" {
 		api = "v1"
 	}
 	return &corev1.ObjectReference{Kind: w.Kind, APIVersion: api, Namespace: w.Namespace, Name: w.Name}
-}
-
-// workloadOf is the pod's controller; a ReplicaSet's pods belong to its Deployment, whose
-// name is the ReplicaSet's without the pod-template-hash suffix.
-func workloadOf(p *corev1.Pod) WorkloadRef {
-	for _, o := range p.OwnerReferences {
-		if o.Controller == nil || !*o.Controller {
-			continue
-		}
-		if o.Kind == "ReplicaSet" {
-			if h := p.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(o.Name, "-"+h) {
-				return WorkloadRef{Kind: "Deployment", Namespace: p.Namespace, Name: strings.TrimSuffix(o.Name, "-"+h)}
-			}
-		}
-		return WorkloadRef{Kind: o.Kind, Namespace: p.Namespace, Name: o.Name}
-	}
-	return WorkloadRef{Kind: "Pod", Namespace: p.Namespace, Name: p.Name}
-}
-
-// Pod names as their controllers make them, for events of pods that are gone.
-var (
-	deploymentPod  = regexp.MustCompile(`^(.+)-[a-z0-9]{6,10}-[a-z0-9]{5}$`)
-	statefulSetPod = regexp.MustCompile(`^(.+)-[0-9]+$`)
-)
-
-// workloadOfName guesses a gone pod's workload from its name: name-<hash>-<suffix> is a
-// Deployment's, name-<ordinal> a StatefulSet's; else the pod itself.
-func workloadOfName(ns, pod string) WorkloadRef {
-	if m := deploymentPod.FindStringSubmatch(pod); m != nil {
-		return WorkloadRef{Kind: "Deployment", Namespace: ns, Name: m[1]}
-	}
-	if m := statefulSetPod.FindStringSubmatch(pod); m != nil {
-		return WorkloadRef{Kind: "StatefulSet", Namespace: ns, Name: m[1]}
-	}
-	return WorkloadRef{Kind: "Pod", Namespace: ns, Name: pod}
-}
-
-// HookCause sorts a FailedPreStopHook message into a short cause, for a metric label:
-// no-shell (the image has no /bin/sh or bash), no-binary (another command not found),
-// non-zero-exit, http (an httpGet hook failed), refused (seccomp or permissions), other.
-// The kubelet's own event (status.BareFailure) carries no reason; the Reporter then
-// labels it by what the hook runs: hook-shell, hook-nap, hook-exec, hook-http, unknown.
-func HookCause(msg string) string {
-	m := strings.ToLower(msg)
-	notFound := strings.Contains(m, "no such file") || strings.Contains(m, "not found")
-	switch {
-	case notFound && (strings.Contains(m, "/bin/sh") || strings.Contains(m, "/bin/bash") || strings.Contains(m, `"sh"`) || strings.Contains(m, `"bash"`)):
-		return "no-shell"
-	case notFound:
-		return "no-binary"
-	case strings.Contains(m, "exited with") || strings.Contains(m, "exit code") || strings.Contains(m, "exit status"):
-		return "non-zero-exit"
-	case strings.Contains(m, "http"):
-		return "http"
-	case strings.Contains(m, "permission denied") || strings.Contains(m, "operation not permitted"):
-		return "refused"
-	}
-	return "other"
 }
 
 func firstN(s []string, n int) []string {

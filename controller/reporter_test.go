@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nap-k8s/nap/scope"
 )
 
 // TestReporter runs the Reporter on a manager's caches against a real kube-apiserver
@@ -38,7 +40,7 @@ func TestReporter(t *testing.T) {
 		}
 	}
 	for name, l := range map[string]map[string]string{
-		"opted-in": {InjectLabel: "enabled"}, "defaulted": {PolicyLabel: "default"}, "audited": {PolicyLabel: "audit"},
+		"opted-in": {InjectLabel: "enabled"}, "defaulted": {scope.Label: "default"}, "audited": {scope.Label: "audit"},
 		"opted-out": {InjectLabel: "disabled"}, "plain": nil, "nap-system": {InjectLabel: "enabled"},
 	} {
 		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
@@ -113,7 +115,7 @@ func TestReporter(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "api-2"}, Reason: "Killing", Type: corev1.EventTypeNormal})
 
 	rec := record.NewFakeRecorder(100)
-	r := &Reporter{Client: mgr.GetClient(), Recorder: rec, Policy: PolicyOptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard()}
+	r := &Reporter{Client: mgr.GetClient(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard()}
 	want := []string{
 		"Deployment/opted-in/api not-injected api-7d9f8c6b5-abcde,api-7d9f8c6b5-fghij",
 		"Deployment/plain/shell failed-prestop-hook/no-shell shell-6f7d8c9b4-q2w3e",
@@ -212,31 +214,3 @@ func drain(rec *record.FakeRecorder) []string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-func TestHookCause(t *testing.T) {
-	for _, c := range []struct{ msg, want string }{
-		{`exec: "/bin/sh": stat /bin/sh: no such file or directory: unknown`, "no-shell"},
-		{`exec: "bash": executable file not found in $PATH: unknown`, "no-shell"},
-		{`exec: "/nap/nap": stat /nap/nap: no such file or directory: unknown`, "no-binary"},
-		{`command '/bin/true' exited with 1: `, "non-zero-exit"},
-		{`Get "http://10.78.0.5:8080/stop": dial tcp 10.78.0.5:8080: connect: connection refused`, "http"},
-		{`exec /nap/nap: permission denied`, "refused"},
-		{`something else`, "other"},
-	} {
-		if got := HookCause(c.msg); got != c.want {
-			t.Errorf("HookCause(%q) = %q, want %q", c.msg, got, c.want)
-		}
-	}
-}
-
-func TestWorkloadOfName(t *testing.T) {
-	for pod, want := range map[string]string{
-		"api-7d9f8c6b5-abcde": "Deployment/ns/api",
-		"web-0":               "StatefulSet/ns/web",
-		"standalone":          "Pod/ns/standalone",
-	} {
-		if got := workloadOfName("ns", pod).String(); got != want {
-			t.Errorf("workloadOfName(%q) = %s, want %s", pod, got, want)
-		}
-	}
-}

@@ -23,6 +23,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // The labels and annotation that drive the webhook.
@@ -46,11 +47,12 @@ type Injector struct {
 	// could not read, and a Normal one for each pod the audit policy would change.
 	Recorder record.EventRecorder
 
-	// Policy, when set, makes this the policy webhook (PolicyWebhookPath): it answers for
-	// pods that are not opted in explicitly, in namespaces under a policy, and decides
-	// with the namespace's PolicyLabel (else Policy) and its Services, both read through
-	// NamespaceLabels and Services (informer caches: never an API call per admission).
-	Policy          Policy
+	// Scope, when set, makes this the policy webhook (PolicyWebhookPath): it answers for
+	// pods that are not opted in explicitly, in namespaces under a scope that decides by
+	// Services, and decides with scope.Decide from the namespace's labels and Services,
+	// both read through NamespaceLabels and Services (informer caches: never an API call
+	// per admission).
+	Scope           scope.Scope
 	NamespaceLabels func(context.Context, string) (map[string]string, error)
 	Services        func(context.Context, string) ([]corev1.Service, error)
 }
@@ -78,18 +80,15 @@ func NodesFrom(r client.Reader) func(context.Context) ([]kube.Node, error) {
 	}
 }
 
-// ownerKind is what the policy reads of an owner reference.
-type ownerKind struct {
-	Kind string `json:"kind"`
-}
-
 // admissionPod is what the webhook reads of the object before injecting.
 type admissionPod struct {
 	Kind     string `json:"kind"`
 	Metadata struct {
 		Labels          map[string]string `json:"labels"`
 		Annotations     map[string]string `json:"annotations"`
-		OwnerReferences []ownerKind       `json:"ownerReferences"`
+		OwnerReferences []struct {
+			Kind string `json:"kind"`
+		} `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
 		RestartPolicy corev1.RestartPolicy `json:"restartPolicy"`
@@ -115,23 +114,24 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return i.undecodable(ctx, req, err)
 	}
-	if pod.Metadata.Labels[InjectLabel] == "disabled" { // the objectSelector keeps these away too
+	if pod.Metadata.Labels[InjectLabel] == scope.Disabled { // the objectSelector keeps these away too
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("opted out")
 	}
-	var audit string // under the audit policy: why the pod would get the delay
-	if i.Policy != "" && pod.Metadata.Labels[InjectLabel] != "enabled" {
+	// The explicit webhook's pods were chosen by its selectors; the policy webhook's
+	// are decided here.
+	var audit string // under the audit scope: why the pod would get the delay
+	if i.Scope != "" {
 		d, err := i.decide(ctx, req.Namespace, &pod)
 		if err != nil {
 			admissions.WithLabelValues("error").Inc()
 			return admission.Allowed("").WithWarnings("nap: " + err.Error())
 		}
-		if !d.candidate {
+		if d.Audit {
+			audit = d.Why
+		} else if !d.Inject {
 			admissions.WithLabelValues("skipped").Inc()
-			return admission.Allowed(d.why)
-		}
-		if d.policy == PolicyAudit {
-			audit = d.why
+			return admission.Allowed(d.Why)
 		}
 	}
 	opts := i.Options
@@ -207,54 +207,30 @@ func podObject(raw []byte) (*manifest.Object, error) {
 	return manifest.FromValue("pod", v)
 }
 
-// decision is the policy webhook's answer for one pod.
-type decision struct {
-	policy    Policy // in force in the pod's namespace
-	candidate bool   // the policy gives it the delay (or, under audit, would)
-	why       string
-}
-
-// decide is the policy webhook's decision for a pod not opted in by its own label.
-func (i *Injector) decide(ctx context.Context, ns string, pod *admissionPod) (decision, error) {
-	var nsLabels map[string]string
+// decide is the policy webhook's scope.Decide for a pod, from the caches.
+func (i *Injector) decide(ctx context.Context, ns string, pod *admissionPod) (scope.Decision, error) {
+	in := scope.Input{Installed: i.Scope, Pod: scope.Pod{Labels: pod.Metadata.Labels, RestartPolicy: pod.Spec.RestartPolicy}}
+	for _, o := range pod.Metadata.OwnerReferences {
+		in.Pod.OwnerKinds = append(in.Pod.OwnerKinds, o.Kind)
+	}
 	if i.NamespaceLabels != nil {
 		var err error
-		if nsLabels, err = i.NamespaceLabels(ctx, ns); err != nil {
-			return decision{}, fmt.Errorf("namespace %s: %w", ns, err)
+		if in.NamespaceLabels, err = i.NamespaceLabels(ctx, ns); err != nil {
+			return scope.Decision{}, fmt.Errorf("namespace %s: %w", ns, err)
 		}
 	}
-	switch nsLabels[InjectLabel] {
-	case "enabled": // the explicit webhook's pods, should one come here
-		return decision{policy: PolicyDefault, candidate: true, why: "namespace opted in"}, nil
-	case "disabled":
-		return decision{policy: PolicyOptIn, why: "namespace opted out"}, nil
-	}
-	policy := i.Policy
-	if p, err := ParsePolicy(nsLabels[PolicyLabel]); err == nil {
-		policy = p
-	}
-	if policy == PolicyOptIn {
-		return decision{policy: policy, why: "not opted in"}, nil
-	}
-	for _, o := range pod.Metadata.OwnerReferences {
-		if o.Kind == "Job" || o.Kind == "CronJob" {
-			return decision{policy: policy, why: "a Job's pod"}, nil
+	in.Selecting = func() (string, bool, error) {
+		if i.Services == nil {
+			return "", false, nil
 		}
-	}
-	if r := pod.Spec.RestartPolicy; r != "" && r != corev1.RestartPolicyAlways {
-		return decision{policy: policy, why: "restartPolicy " + string(r)}, nil
-	}
-	var svcs []corev1.Service
-	if i.Services != nil {
-		var err error
-		if svcs, err = i.Services(ctx, ns); err != nil {
-			return decision{}, fmt.Errorf("the Services of %s: %w", ns, err)
+		svcs, err := i.Services(ctx, ns)
+		if err != nil {
+			return "", false, fmt.Errorf("%s: %w", ns, err)
 		}
+		name, ok := scope.SelectingService(svcs, pod.Metadata.Labels)
+		return name, ok, nil
 	}
-	if name, ok := serviceBacked(svcs, pod.Metadata.Labels); ok {
-		return decision{policy: policy, candidate: true, why: "Service " + name + " selects it"}, nil
-	}
-	return decision{policy: policy, why: "no Service selects it"}, nil
+	return scope.Decide(in)
 }
 
 // podName names the pod of req for people: its name, or that it has none yet.

@@ -26,11 +26,12 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // TestWebhook has the real kube-apiserver call the Injector over TLS for Pod creates.
 func TestWebhook(t *testing.T) {
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn))
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
 	v := kube.Version{Major: 1, Minor: 34}
 	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler()})
 	ctx := context.Background()

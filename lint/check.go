@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/kube"
@@ -169,6 +170,26 @@ func CheckWorkloads(workloads []*Workload, opts Options) []Finding {
 	slices.SortStableFunc(out, func(a, b Finding) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), strings.Compare(a.ID, b.ID), strings.Compare(a.Container, b.Container))
 	})
+	return out
+}
+
+// CheckPod runs the checks named by ids on one live pod's spec, as the controller's
+// Reporter does on the pods it watches: no manifest (findings carry no file), no linked
+// objects (checks that need a Service find none), no ignore annotations, the
+// configured severities.
+func CheckPod(namespace, name string, spec corev1.PodSpec, opts Options, ids ...string) []Finding {
+	c := &Context{Options: opts}
+	w := &Workload{Obj: &manifest.Object{Kind: "Pod", Namespace: namespace, Name: name}, PodSpec: spec, Replicas: 1}
+	var out []Finding
+	for _, chk := range Checks() {
+		if !slices.Contains(ids, chk.ID) || opts.Config.disabled(chk.ID) {
+			continue
+		}
+		for _, f := range chk.Run(c, w) {
+			f.ID, f.Severity, f.Object = chk.ID, opts.Config.severity(chk, f.Severity), w.Obj.Ref()
+			out = append(out, f)
+		}
+	}
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +54,7 @@ func noPreStopDelay(_ *Context, w *Workload) []Finding {
 		return nil
 	}
 	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
-		if preStopDelay(c).kind != "" {
+		if hook.Of(c).Kind != hook.None {
 			return nil
 		}
 		return &Finding{
@@ -65,16 +66,16 @@ func noPreStopDelay(_ *Context, w *Workload) []Finding {
 
 func preStopNeedsShell(c *Context, w *Workload) []Finding {
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
-		d := preStopDelay(ct)
-		if d.kind != "exec" || !NeedsShell(d.command) {
+		d := hook.Of(ct)
+		if d.Kind != hook.Shell {
 			return nil
 		}
 		f := &Finding{
-			Message: fmt.Sprintf("container %q's preStop runs %q, which the image must contain", ct.Name, path.Base(d.command[0])),
+			Message: fmt.Sprintf("container %q's preStop runs %q, which the image must contain", ct.Name, path.Base(d.Command[0])),
 			Hint:    "use nap or the native sleep action: " + injectHint(w),
 		}
 		if shellless(ct.Image, c.Config.Shellless) {
-			f.Message = fmt.Sprintf("container %q's preStop runs %q, but image %s has no shell: the hook fails (FailedPreStopHook) and there is no delay", ct.Name, path.Base(d.command[0]), ct.Image)
+			f.Message = fmt.Sprintf("container %q's preStop runs %q, but image %s has no shell: the hook fails (FailedPreStopHook) and there is no delay", ct.Name, path.Base(d.Command[0]), ct.Image)
 			f.Severity = Error // raised below
 		}
 		return f
@@ -84,13 +85,13 @@ func preStopNeedsShell(c *Context, w *Workload) []Finding {
 func gracePeriodTooShort(c *Context, w *Workload) []Finding {
 	grace := gracePeriod(w.PodSpec)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
-		d := preStopDelay(ct)
-		if !d.known || d.kind == "sleep" && d.duration > grace {
+		d := hook.Of(ct)
+		if !d.Known || d.Kind == hook.NativeSleep && d.Delay > grace {
 			return nil // unknown, or native-sleep-exceeds-grace says it
 		}
-		if need := d.duration + c.DrainMargin(); grace < need {
+		if need := d.Delay + c.DrainMargin(); grace < need {
 			return &Finding{
-				Message: fmt.Sprintf("terminationGracePeriodSeconds is %v, but container %q's preStop delay of %v plus %v to drain needs %v: the container is killed mid-drain", grace, ct.Name, d.duration, c.DrainMargin(), need),
+				Message: fmt.Sprintf("terminationGracePeriodSeconds is %v, but container %q's preStop delay of %v plus %v to drain needs %v: the container is killed mid-drain", grace, ct.Name, d.Delay, c.DrainMargin(), need),
 				Hint:    fmt.Sprintf("set terminationGracePeriodSeconds to at least %d", int(need.Seconds()+0.999)),
 			}
 		}
@@ -101,13 +102,13 @@ func gracePeriodTooShort(c *Context, w *Workload) []Finding {
 func nativeSleepExceedsGrace(_ *Context, w *Workload) []Finding {
 	grace := gracePeriod(w.PodSpec)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
-		d := preStopDelay(ct)
-		if d.kind != "sleep" || d.duration <= grace {
+		d := hook.Of(ct)
+		if d.Kind != hook.NativeSleep || d.Delay <= grace {
 			return nil
 		}
 		return &Finding{
-			Message: fmt.Sprintf("container %q's native preStop sleep of %v is longer than the %v grace period: the API server rejects it", ct.Name, d.duration, grace),
-			Hint:    fmt.Sprintf("shorten the sleep or raise terminationGracePeriodSeconds above %d", int(d.duration.Seconds())),
+			Message: fmt.Sprintf("container %q's native preStop sleep of %v is longer than the %v grace period: the API server rejects it", ct.Name, d.Delay, grace),
+			Hint:    fmt.Sprintf("shorten the sleep or raise terminationGracePeriodSeconds above %d", int(d.Delay.Seconds())),
 		}
 	})
 }
@@ -120,16 +121,16 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 	// The same rule as napctl inject and the webhook: every kubelet that may run the pod.
 	kubelet, node := kube.OldestKubelet(v, c.Nodes, w.PodSpec.NodeSelector)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
-		d := preStopDelay(ct)
+		d := hook.Of(ct)
 		switch {
-		case d.kind != "sleep":
+		case d.Kind != hook.NativeSleep:
 			return nil
 		case v.Less(kube.NativeSleepSince):
 			return &Finding{
 				Message: fmt.Sprintf("container %q uses the native preStop sleep action, which Kubernetes %d.%d does not have (1.30+)", ct.Name, v.Major, v.Minor),
 				Hint:    "use the nap binary: napctl inject --mode binary -f " + w.Obj.File,
 			}
-		case d.native.Seconds == 0 && v.Less(kube.NativeSleepZeroSince):
+		case d.Sleep.Seconds == 0 && v.Less(kube.NativeSleepZeroSince):
 			return &Finding{
 				Message: fmt.Sprintf("container %q sleeps 0 seconds natively, which Kubernetes %d.%d rejects (1.33+)", ct.Name, v.Major, v.Minor),
 				Hint:    "remove the preStop hook or sleep at least 1 second",

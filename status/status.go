@@ -1,14 +1,14 @@
 package status
 
 import (
-	"path"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // Means is how a workload's pods get their preStop delay.
@@ -31,11 +31,13 @@ type Event struct {
 // Input is what Compute judges.
 type Input struct {
 	Objects []*manifest.Object
-	// OptedIn are the namespaces labelled kube.InjectLabel=enabled.
-	OptedIn map[string]bool
+	// NamespaceLabels are the labels of the namespaces that have any of nap's
+	// (scope.InjectLabel, scope.Label).
+	NamespaceLabels map[string]map[string]string
 	// WebhookInstalled tells whether nap's webhook is registered: opting in protects
-	// nothing without it.
+	// nothing without it. Scope is the scope it was installed with.
 	WebhookInstalled bool
+	Scope            scope.Scope
 	Events           []Event
 	Lint             lint.Options
 }
@@ -101,11 +103,10 @@ func Compute(in Input) Report {
 			continue
 		}
 		s := Workload{Namespace: w.Obj.Namespace, Kind: w.Obj.Kind, Name: w.Obj.Name, Means: means(w)}
-		optOut := w.Labels[kube.InjectLabel] == "disabled"
-		if s.Means == None && !optOut && (in.OptedIn[s.Namespace] || w.Labels[kube.InjectLabel] == "enabled") {
-			if in.WebhookInstalled {
+		if s.Means == None {
+			if d := decide(in, w); d.Inject && in.WebhookInstalled {
 				s.Means = Webhook
-			} else {
+			} else if d.Inject {
 				s.Reasons = append(s.Reasons, "opted in to nap's webhook, which is not installed")
 			}
 		}
@@ -118,7 +119,7 @@ func Compute(in Input) Report {
 		s.Safe = s.Means != None && len(s.Reasons) == 0
 		var last time.Time
 		for _, e := range in.Events {
-			if e.Namespace == s.Namespace && podOf(s.Kind, s.Name, e.Pod) {
+			if e.Namespace == s.Namespace && hook.PodOf(s.Kind, s.Name, e.Pod) {
 				s.FailedPreStopHooks++
 				if !e.Time.Before(last) {
 					last, s.LastFailure = e.Time, e.Message
@@ -126,7 +127,7 @@ func Compute(in Input) Report {
 			}
 		}
 		if s.FailedPreStopHooks > 0 {
-			s.FailureCause = failureCause(s.LastFailure, w.PodSpec)
+			s.FailureCause = hook.Explain(s.LastFailure, w.PodSpec)
 		}
 		ns := byNS[s.Namespace]
 		if ns == nil {
@@ -155,40 +156,23 @@ func Compute(in Input) Report {
 // means is how the workload's serving containers get their delay: the first container
 // with a preStop hook decides.
 func means(w *lint.Workload) Means {
-	for _, c := range w.PodSpec.Containers {
-		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
-			continue
-		}
-		h := c.Lifecycle.PreStop
-		switch {
-		case h.Sleep != nil:
-			return Native
-		case h.Exec != nil && len(h.Exec.Command) > 0 && path.Base(h.Exec.Command[0]) == "nap":
-			return Binary
-		default:
-			return OwnHook
-		}
+	switch h, _ := hook.First(w.PodSpec); h.Kind {
+	case hook.None:
+		return None
+	case hook.NativeSleep:
+		return Native
+	case hook.Nap:
+		return Binary
 	}
-	return None
+	return OwnHook
 }
 
-// podOf tells whether pod is named as the controller of kind/name names its pods:
-// name-<template hash>-<suffix> (Deployment), name-<ordinal> (StatefulSet),
-// name-<suffix> (DaemonSet). The pods of a failed hook are often gone: the name is
-// what the event keeps.
-func podOf(kind, name, pod string) bool {
-	rest, ok := strings.CutPrefix(pod, name+"-")
-	if !ok || rest == "" {
-		return false
-	}
-	parts := strings.Split(rest, "-")
-	switch kind {
-	case "Deployment":
-		return len(parts) == 2
-	case "StatefulSet":
-		return len(parts) == 1 && strings.Trim(rest, "0123456789") == ""
-	case "DaemonSet":
-		return len(parts) == 1
-	}
-	return false
+// decide is scope.Decide for the workload's pods, as the webhook would decide them when
+// its controller creates them: their template's labels; a Service selects them (status
+// judges only Service-backed workloads).
+func decide(in Input, w *lint.Workload) scope.Decision {
+	d, _ := scope.Decide(scope.Input{Installed: in.Scope, NamespaceLabels: in.NamespaceLabels[w.Obj.Namespace],
+		Pod:       scope.Pod{Labels: w.Labels, RestartPolicy: w.PodSpec.RestartPolicy},
+		Selecting: func() (string, bool, error) { return w.Services[0].Name, true, nil }})
+	return d
 }

@@ -3,53 +3,59 @@ package status
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/scope"
 )
 
-// podOf: the names each controller gives its pods, and the near misses.
-func TestPodOf(t *testing.T) {
-	for _, tc := range []struct {
-		kind, name, pod string
-		want            bool
-	}{
-		{kind: "Deployment", name: "api", pod: "api-5d9f8c6b5-x7k2p", want: true},
-		{kind: "Deployment", name: "api", pod: "api-canary-5d9f8c6b5-x7k2p", want: false},
-		{kind: "Deployment", name: "api", pod: "api-x7k2p", want: false},
-		{kind: "Deployment", name: "api", pod: "apix-5d9f8c6b5-x7k2p", want: false},
-		{kind: "StatefulSet", name: "db", pod: "db-0", want: true},
-		{kind: "StatefulSet", name: "db", pod: "db-12", want: true},
-		{kind: "StatefulSet", name: "db", pod: "db-a", want: false},
-		{kind: "StatefulSet", name: "db", pod: "db-", want: false},
-		{kind: "DaemonSet", name: "agent", pod: "agent-x7k2p", want: true},
-		{kind: "DaemonSet", name: "agent", pod: "agent-5d9f8c6b5-x7k2p", want: false},
-		{kind: "ReplicaSet", name: "rs", pod: "rs-x7k2p", want: false},
-	} {
-		if got := podOf(tc.kind, tc.name, tc.pod); got != tc.want {
-			t.Errorf("podOf(%s %s, %s) = %v, want %v", tc.kind, tc.name, tc.pod, got, tc.want)
-		}
-	}
-}
+const fleet = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers: [{name: api, image: api:1, ports: [{containerPort: 8080}], readinessProbe: {httpGet: {path: /readyz, port: 8080}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: shop}
+spec: {selector: {app: api}, ports: [{port: 80, targetPort: 8080}]}
+`
 
-// failureCause: a message's own reason when it has one, else what the hook runs (the
-// kubelet's FailedPreStopHook event gives none).
-func TestFailureCause(t *testing.T) {
-	exec := func(cmd ...string) corev1.PodSpec {
-		return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cmd}}}}}}
+// TestComputeDecides: a workload with no hook of its own counts as protected by the
+// webhook exactly where scope.Decide gives its pods the delay and the webhook is there.
+func TestComputeDecides(t *testing.T) {
+	objs, err := manifest.Read("fleet.yaml", []byte(fleet))
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		msg  string
-		spec corev1.PodSpec
-		want string
+		name      string
+		installed bool
+		scope     scope.Scope
+		ns        map[string]string
+		want      Means
+		reasons   int
 	}{
-		{msg: `rpc error: code = Unknown desc = exec: "/bin/sh": stat /bin/sh: no such file or directory`, spec: exec("/bin/sh", "-c", "sleep 5"),
-			want: `exec: "/bin/sh": stat /bin/sh: no such file or directory`},
-		{msg: BareFailure, spec: exec("/bin/sh", "-c", "sleep 5"), want: `the kubelet gives no reason; the hook runs "/bin/sh -c sleep 5", which needs a shell or sleep binary the image may not have`},
-		{msg: BareFailure, spec: exec("/nap/nap", "5s"), want: `the kubelet gives no reason; the hook runs "/nap/nap 5s": is the nap ConfigMap mounted there?`},
-		{msg: BareFailure, spec: exec("/app", "stop"), want: `the kubelet gives no reason; the hook runs "/app stop"`},
-		{msg: BareFailure, spec: corev1.PodSpec{}, want: "the kubelet gives no reason"},
+		{name: "opt-in, nothing labelled", installed: true, scope: scope.OptIn, want: None, reasons: 1}, // no-prestop-delay
+		{name: "namespace opted in", installed: true, scope: scope.OptIn, ns: map[string]string{scope.InjectLabel: scope.Enabled}, want: Webhook},
+		{name: "default scope installed", installed: true, scope: scope.Default, want: Webhook},
+		{name: "namespace labelled default", installed: true, scope: scope.OptIn, ns: map[string]string{scope.Label: "default"}, want: Webhook},
+		{name: "audit scope: reported, not injected", installed: true, scope: scope.Audit, want: None, reasons: 1},
+		{name: "default scope, namespace opted out", installed: true, scope: scope.Default, ns: map[string]string{scope.InjectLabel: scope.Disabled}, want: None, reasons: 1},
+		{name: "opted in, no webhook", installed: false, ns: map[string]string{scope.InjectLabel: scope.Enabled}, want: None, reasons: 2},
 	} {
-		if got := failureCause(tc.msg, tc.spec); got != tc.want {
-			t.Errorf("failureCause(%q, %v):\n got %s\nwant %s", tc.msg, tc.spec.Containers, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r := Compute(Input{Objects: objs, WebhookInstalled: tc.installed, Scope: tc.scope,
+				NamespaceLabels: map[string]map[string]string{"shop": tc.ns}})
+			if len(r.Namespaces) != 1 || len(r.Namespaces[0].Workloads) != 1 {
+				t.Fatalf("report %+v, want the one workload", r)
+			}
+			w := r.Namespaces[0].Workloads[0]
+			if w.Means != tc.want || len(w.Reasons) != tc.reasons || w.Safe != (tc.want != None) {
+				t.Errorf("means %s, reasons %q, safe %v; want %s with %d reasons", w.Means, w.Reasons, w.Safe, tc.want, tc.reasons)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // Options shape `napctl install`.
@@ -34,9 +36,9 @@ type Options struct {
 	// controller bootstraps and rotates its own (Certs).
 	CertManager bool
 	Delay       string // the webhook's default delay (default 10s)
-	// Policy is which pods get the delay without an explicit opt-in (default opt-in);
-	// PolicyLabel on a namespace overrides it there.
-	Policy controller.Policy
+	// Scope is which pods get the delay without an explicit opt-in (default opt-in);
+	// scope.Label on a namespace overrides it there.
+	Scope scope.Scope
 	// NamespaceSelector and ExcludeNamespaces choose where the ConfigMap is published
 	// (default every namespace); see napctl controller.
 	NamespaceSelector string
@@ -120,8 +122,8 @@ func Objects(o Options) ([]runtime.Object, error) {
 		return nil, fmt.Errorf("admission %q: want webhook or policy", o.Admission)
 	case !webhook && o.CertManager:
 		return nil, fmt.Errorf("--cert-manager issues the webhook's certificate; --admission policy has no webhook")
-	case !webhook && o.Policy != "" && o.Policy != controller.PolicyOptIn:
-		return nil, fmt.Errorf("--policy %s needs the webhook: %s", o.Policy, controller.PolicyCannot[0])
+	case !webhook && o.Scope.ByService():
+		return nil, fmt.Errorf("--%s %s needs the webhook: %s", scope.Flag, o.Scope, controller.PolicyCannot[0])
 	case !webhook && o.Delivery == inject.DeliveryAuto:
 		return nil, fmt.Errorf("--delivery auto needs the webhook: whether the nodes mount image volumes is not for CEL to see (--delivery image or configmap)")
 	}
@@ -193,17 +195,14 @@ func Objects(o Options) ([]runtime.Object, error) {
 		svc.Spec.Ports = svc.Spec.Ports[1:]
 	}
 
-	policy := o.Policy
-	if policy == "" {
-		policy = controller.PolicyOptIn
-	}
-	if _, err := controller.ParsePolicy(string(policy)); err != nil {
+	installed := cmp.Or(o.Scope, scope.OptIn)
+	if _, err := scope.Parse(string(installed)); err != nil {
 		return nil, err
 	}
 	args := []string{"controller",
 		"--namespace=" + ns,
 		"--delay=" + o.Delay,
-		"--policy=" + string(policy),
+		"--" + scope.Flag + "=" + string(installed),
 		fmt.Sprintf("--webhook-port=%d", controller.WebhookPort),
 		fmt.Sprintf("--metrics-bind-address=:%d", controller.MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", controller.HealthPort),
@@ -298,7 +297,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		mp.Labels, mpb.Labels = appLabels, appLabels
 		return []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mp, mpb}, nil
 	}
-	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, policy)
+	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
 	mwc.Labels = appLabels
 	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
 	if o.CertManager {

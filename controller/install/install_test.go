@@ -25,6 +25,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // The install manifests are golden files; deploy/nap.yaml is the default one.
@@ -37,7 +38,7 @@ func TestInstallGolden(t *testing.T) {
 		{"testdata/cert-manager.yaml", Options{CertManager: true}},
 		{"testdata/custom.yaml", Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Delay: "15s",
 			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}, RollMissed: true}},
-		{"testdata/policy-default.yaml", Options{Policy: controller.PolicyDefault}},
+		{"testdata/policy-default.yaml", Options{Scope: scope.Default}},
 		{"testdata/admission-policy.yaml", Options{Admission: AdmissionPolicy}},
 		{"testdata/admission-policy-beta.yaml", Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Delay: "4.5"}},
 		{"testdata/nap-image.yaml", Options{Delivery: inject.DeliveryAuto, NapImage: "registry.example/nap:1"}},
@@ -70,14 +71,14 @@ func TestInstallBadOptions(t *testing.T) {
 		{Options{Delay: "soon"}, `"soon"`},
 		{Options{NamespaceSelector: "team in ("}, `namespace selector "team in ("`},
 		{Options{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
-		{Options{Policy: "everything"}, `policy "everything"`},
+		{Options{Scope: "everything"}, `policy "everything"`},
 		{Options{Admission: "cel"}, `admission "cel"`},
 		{Options{Delivery: inject.DeliveryImage, NapImage: "registry example/nap"}, `needs --nap-image`},
 		{Options{Delivery: inject.DeliveryImage}, `needs --nap-image`},
 		{Options{Delivery: "oci", NapImage: "r/nap:1"}, `--delivery "oci"`},
 		{Options{Admission: AdmissionPolicy, Delivery: inject.DeliveryAuto, NapImage: "r/nap:1"}, `--delivery auto needs the webhook`},
 		{Options{Admission: AdmissionPolicy, CertManager: true}, `--admission policy has no webhook`},
-		{Options{Admission: AdmissionPolicy, Policy: controller.PolicyDefault}, `--policy default needs the webhook`},
+		{Options{Admission: AdmissionPolicy, Scope: scope.Default}, `--policy default needs the webhook`},
 		{Options{Admission: AdmissionPolicy, PolicyAPIVersion: "admissionregistration.k8s.io/v1alpha1"}, `v1alpha1`},
 	} {
 		if _, err := Objects(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {

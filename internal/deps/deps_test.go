@@ -2,7 +2,10 @@ package deps
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -78,6 +81,10 @@ func TestRules(t *testing.T) {
 		{rule: "hack/ builds on the libraries, not on the controller or the CLI",
 			pkgs:   filter(own, module+"/hack/"),
 			banned: []string{module + "/controller", module + "/internal/cli"}},
+		{rule: "the decision (scope) and the hook vocabulary (hook) are pure: no API client, none of the packages that use them",
+			pkgs: []string{module + "/scope", module + "/hook"},
+			banned: []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", module + "/manifest", module + "/inject",
+				module + "/lint", module + "/status", module + "/controller", module + "/live"}},
 		{rule: "libraries never import the CLI",
 			pkgs: filter(own, module+"/", func(p string) bool {
 				return !strings.HasPrefix(p, module+"/cmd/") && !strings.HasPrefix(p, module+"/internal/cli") && !strings.HasPrefix(p, module+"/test/")
@@ -115,4 +122,36 @@ func filter(pkgs []string, prefix string, tests ...func(string) bool) []string {
 		}
 	}
 	return out
+}
+
+// TestHooksThroughTheVocabulary: lint, status and the controller read a container's
+// preStop hook only through package hook (one place says what a hook is, how long it
+// holds, what its failure means), never field by field.
+func TestHooksThroughTheVocabulary(t *testing.T) {
+	field := regexp.MustCompile(`\.Lifecycle\.|\.PreStop\b`)
+	checked := 0
+	for _, dir := range []string{"lint", "status", "controller"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			for i, line := range strings.Split(string(b), "\n") {
+				if field.MatchString(line) {
+					t.Errorf("%s:%d reads a hook field by field; use package hook: %s", f, i+1, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no file checked")
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli/app"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // The controller's image as hack/images builds it and hack/cluster.sh imports it.
@@ -80,7 +81,7 @@ func installController(t *testing.T, cs *kubernetes.Clientset, args ...string) (
 	}
 	for !policy {
 		m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{})
-		set := err == nil && len(m.Webhooks) == len(controller.WebhookConfiguration("", "", "", nil, controller.PolicyOptIn).Webhooks)
+		set := err == nil && len(m.Webhooks) == len(controller.WebhookConfiguration("", "", "", nil, scope.OptIn).Webhooks)
 		for i := 0; set && i < len(m.Webhooks); i++ {
 			set = len(m.Webhooks[i].ClientConfig.CABundle) > 0
 		}
@@ -369,7 +370,7 @@ func TestDefaultPolicy(t *testing.T) {
 	installController(t, cs)
 	ctx := context.Background()
 	ns := fmt.Sprintf("e2e-policy-%04x", rand.IntN(1<<16))
-	createNamespace(t, cs, ns, map[string]string{controller.PolicyLabel: string(controller.PolicyDefault)})
+	createNamespace(t, cs, ns, map[string]string{scope.Label: string(scope.Default)})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
 		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}}}
 	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // writes counts the API server's completed write requests on a resource, from its own
@@ -277,14 +278,14 @@ func fleetNamespace(ctx context.Context, cs *kubernetes.Clientset, ns string, n 
 func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Duration) {
 	alone(t)
 	bin := buildNapctl(t)
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", controller.DefaultNamespace, "nap", nil, controller.PolicyOptIn))
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", controller.DefaultNamespace, "nap", nil, scope.OptIn))
 	ctx := context.Background()
 	cs := loadClient(cfg)
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{controller.InjectLabel: "enabled"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "policy-default", Labels: map[string]string{controller.PolicyLabel: "default"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "policy-default", Labels: map[string]string{scope.Label: "default"}}},
 	} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

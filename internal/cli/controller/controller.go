@@ -22,6 +22,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 type flags struct {
@@ -79,7 +80,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.webhookService, "webhook-service", controller.Name, "the webhook's Service in --namespace (the certificate's names)")
 	fl.StringVar(&f.webhookConfig, "webhook-configuration", controller.Name, "the MutatingWebhookConfiguration whose caBundle to keep; empty: none")
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "the webhook's port")
-	fl.StringVar(&f.policy, "policy", string(controller.PolicyOptIn), "which pods get the delay without an explicit opt-in: opt-in, default or audit (the namespace label "+controller.PolicyLabel+" overrides it)")
+	fl.StringVar(&f.policy, scope.Flag, string(scope.OptIn), "which pods get the delay without an explicit opt-in: "+scope.Help())
 	fl.BoolVar(&f.report, "report", true, "report what fails silently: pods the webhook missed, hooks that cannot work, FailedPreStopHook events (Warning events on workloads, metrics)")
 	fl.BoolVar(&f.rollMissed, "roll-missed", false, "evict the pods the webhook missed, one at a time through the Eviction API (PodDisruptionBudgets hold), so that they are recreated with a delay")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "with --roll-missed: at most one eviction per this interval")
@@ -94,9 +95,9 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return fmt.Errorf("--namespace-selector: %w", err)
 	}
-	policy, err := controller.ParsePolicy(f.policy)
+	installed, err := scope.Parse(f.policy)
 	if err != nil {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--policy: %w", err)}
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--%s: %w", scope.Flag, err)}
 	}
 	if _, err := inject.NewPlan(inject.Options{Delay: f.delay, Delivery: inject.Delivery(f.delivery), Image: f.napImage}); err != nil {
 		return err
@@ -135,7 +136,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	o := controller.ManagerOptions{
 		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Version: version.Version,
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
-		Webhook: f.webhook, Delay: f.delay, Policy: policy, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
+		Webhook: f.webhook, Delay: f.delay, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
 		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, Log: log,
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // NewCommand returns the install command.
@@ -61,7 +62,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.Image, "image", install.DefaultImage, "the controller's image (napctl)")
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
 	fl.StringVar(&o.Delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay")
-	fl.StringVar((*string)(&o.Policy), "policy", string(controller.PolicyOptIn), "which pods get the delay without an explicit opt-in: opt-in (none), default (every pod backing a Service), audit (report what default would do); the namespace label "+controller.PolicyLabel+" overrides it")
+	fl.StringVar((*string)(&o.Scope), scope.Flag, string(scope.OptIn), "which pods get the delay without an explicit opt-in: "+scope.Help())
 	fl.StringVar(&admission, "admission", string(install.AdmissionWebhook), "how pods get the delay: webhook (the controller's), policy (a MutatingAdmissionPolicy the API server runs; Kubernetes 1.36, or 1.34+ with the beta API), or auto (policy where the cluster serves it, asked through --kubeconfig)")
 	fl.StringVar(&o.PolicyAPIVersion, "policy-api", controller.PolicyAPIV1, "with --admission policy: the MutatingAdmissionPolicy API to write ("+controller.PolicyAPIV1+", or "+controller.PolicyAPIV1beta+" where a 1.34 or 1.35 cluster enabled it)")
 	fl.StringVar((*string)(&o.Delivery), "delivery", string(inject.DeliveryConfigMap), "how nap reaches the pods: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the webhook: the image where every node mounts image volumes)")
@@ -92,8 +93,8 @@ func chooseAdmission(streams cli.IOStreams, o *install.Options, admission, kubec
 	if err != nil {
 		return fmt.Errorf("--admission auto: %w", err)
 	}
-	if a == install.AdmissionPolicy && o.Policy != "" && o.Policy != controller.PolicyOptIn {
-		a, why = install.AdmissionWebhook, why+", but --policy "+string(o.Policy)+" needs the webhook"
+	if a == install.AdmissionPolicy && o.Scope.ByService() {
+		a, why = install.AdmissionWebhook, why+", but --"+scope.Flag+" "+string(o.Scope)+" needs the webhook"
 	}
 	o.Admission, o.PolicyAPIVersion = a, gv
 	fmt.Fprintf(streams.ErrOut, "napctl install: --admission auto: %s: %s\n", why, a)

@@ -6,16 +6,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/cli"
-	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/live"
+	"github.com/nap-k8s/nap/scope"
 	nstatus "github.com/nap-k8s/nap/status"
 )
 
@@ -102,18 +104,21 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	if err != nil {
 		return in, err
 	}
-	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: kube.InjectLabel + "=enabled"})
-	if err != nil {
-		return in, fmt.Errorf("listing opted-in namespaces: %w", err)
+	in.NamespaceLabels = map[string]map[string]string{}
+	for _, key := range []string{scope.InjectLabel, scope.Label} {
+		nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: key})
+		if err != nil {
+			return in, fmt.Errorf("listing the namespaces labelled %s: %w", key, err)
+		}
+		for _, ns := range nss.Items {
+			in.NamespaceLabels[ns.Name] = ns.Labels
+		}
 	}
-	in.OptedIn = map[string]bool{}
-	for _, ns := range nss.Items {
-		in.OptedIn[ns.Name] = true
-	}
-	_, err = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{})
+	mwc, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		in.WebhookInstalled = true
+		in.Scope = installedScope(ctx, cs, streams, mwc)
 	case !apierrors.IsNotFound(err):
 		fmt.Fprintf(streams.ErrOut, "napctl status: cannot tell whether nap's webhook is installed (%v): counting it as not\n", err)
 	}
@@ -132,4 +137,27 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 		in.Events = append(in.Events, nstatus.Event{Namespace: e.Namespace, Pod: e.InvolvedObject.Name, Message: e.Message, Time: t})
 	}
 	return in, nil
+}
+
+// installedScope is the scope nap's controller runs with: its Deployment's --policy,
+// found beside the Service the webhook calls. Unreadable: opt-in, said on stderr.
+func installedScope(ctx context.Context, cs kubernetes.Interface, streams cli.IOStreams, mwc *admissionregistrationv1.MutatingWebhookConfiguration) scope.Scope {
+	for _, h := range mwc.Webhooks {
+		svc := h.ClientConfig.Service
+		if svc == nil {
+			continue
+		}
+		d, err := cs.AppsV1().Deployments(svc.Namespace).Get(ctx, controller.Name, metav1.GetOptions{})
+		if err != nil {
+			fmt.Fprintf(streams.ErrOut, "napctl status: cannot read nap's controller (%v): taking its policy as %s\n", err, scope.OptIn)
+			return scope.OptIn
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if s, ok := scope.FromArgs(append(slices.Clone(c.Command), c.Args...)); ok {
+				return s
+			}
+		}
+		return scope.OptIn
+	}
+	return scope.OptIn
 }

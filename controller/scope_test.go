@@ -20,6 +20,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // warnings collects the warnings the API server passes on from admission webhooks.
@@ -49,7 +50,7 @@ func (w *warnings) take() string {
 // namespace opted out, and a namespace under no policy are left alone; an explicit
 // opt-in still works everywhere.
 func TestWebhookPolicies(t *testing.T) {
-	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, PolicyOptIn))
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestWebhookPolicies(t *testing.T) {
 	recorder := record.NewFakeRecorder(10)
 	explicit := Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}
 	policy := explicit
-	policy.Policy, policy.NamespaceLabels, policy.Services, policy.Recorder = PolicyOptIn, NamespaceLabelsFrom(c), ServicesFrom(c), recorder
+	policy.Scope, policy.NamespaceLabels, policy.Services, policy.Recorder = scope.OptIn, NamespaceLabelsFrom(c), ServicesFrom(c), recorder
 	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: explicit.Handler(), PolicyWebhookPath: policy.Handler()})
 	ctx := context.Background()
 	warned := &warnings{}
@@ -70,9 +71,9 @@ func TestWebhookPolicies(t *testing.T) {
 	}
 
 	for ns, l := range map[string]map[string]string{
-		"pol-default":     {PolicyLabel: "default"},
-		"pol-audit":       {PolicyLabel: "audit"},
-		"pol-default-out": {PolicyLabel: "default", InjectLabel: "disabled"},
+		"pol-default":     {scope.Label: "default"},
+		"pol-audit":       {scope.Label: "audit"},
+		"pol-default-out": {scope.Label: "default", InjectLabel: "disabled"},
 		"pol-none":        nil,
 	} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: l}}); err != nil {
@@ -142,23 +143,23 @@ func TestWebhookPolicies(t *testing.T) {
 // handler never sees the rest).
 func TestPolicyWebhookSelectors(t *testing.T) {
 	for _, tc := range []struct {
-		installed Policy
+		installed scope.Scope
 		ns        map[string]string
 		pod       map[string]string
 		want      bool
 	}{
-		{installed: PolicyOptIn, ns: map[string]string{}, want: false},
-		{installed: PolicyOptIn, ns: map[string]string{PolicyLabel: "default"}, want: true},
-		{installed: PolicyOptIn, ns: map[string]string{PolicyLabel: "audit"}, want: true},
-		{installed: PolicyDefault, ns: map[string]string{}, want: true},
-		{installed: PolicyDefault, ns: map[string]string{PolicyLabel: "opt-in"}, want: false},
-		{installed: PolicyAudit, ns: map[string]string{PolicyLabel: "default"}, want: true},
-		{installed: PolicyDefault, ns: map[string]string{InjectLabel: "disabled"}, want: false},
-		{installed: PolicyDefault, ns: map[string]string{InjectLabel: "enabled"}, want: false}, // the namespace webhook's
-		{installed: PolicyDefault, ns: map[string]string{"kubernetes.io/metadata.name": "kube-system"}, want: false},
-		{installed: PolicyDefault, ns: map[string]string{"kubernetes.io/metadata.name": "nap-system"}, want: false},
-		{installed: PolicyDefault, ns: map[string]string{}, pod: map[string]string{InjectLabel: "disabled"}, want: false},
-		{installed: PolicyDefault, ns: map[string]string{}, pod: map[string]string{InjectLabel: "enabled"}, want: false}, // the pod webhook's
+		{installed: scope.OptIn, ns: map[string]string{}, want: false},
+		{installed: scope.OptIn, ns: map[string]string{scope.Label: "default"}, want: true},
+		{installed: scope.OptIn, ns: map[string]string{scope.Label: "audit"}, want: true},
+		{installed: scope.Default, ns: map[string]string{}, want: true},
+		{installed: scope.Default, ns: map[string]string{scope.Label: "opt-in"}, want: false},
+		{installed: scope.Audit, ns: map[string]string{scope.Label: "default"}, want: true},
+		{installed: scope.Default, ns: map[string]string{InjectLabel: "disabled"}, want: false},
+		{installed: scope.Default, ns: map[string]string{InjectLabel: "enabled"}, want: false}, // the namespace webhook's
+		{installed: scope.Default, ns: map[string]string{"kubernetes.io/metadata.name": "kube-system"}, want: false},
+		{installed: scope.Default, ns: map[string]string{"kubernetes.io/metadata.name": "nap-system"}, want: false},
+		{installed: scope.Default, ns: map[string]string{}, pod: map[string]string{InjectLabel: "disabled"}, want: false},
+		{installed: scope.Default, ns: map[string]string{}, pod: map[string]string{InjectLabel: "enabled"}, want: false}, // the pod webhook's
 	} {
 		var hook *struct{ ns, obj labels.Selector }
 		for _, h := range WebhookConfiguration("nap", "nap-system", "nap", nil, tc.installed).Webhooks {
@@ -176,6 +177,75 @@ func TestPolicyWebhookSelectors(t *testing.T) {
 		}
 		if got := hook.ns.Matches(labels.Set(tc.ns)) && hook.obj.Matches(labels.Set(tc.pod)); got != tc.want {
 			t.Errorf("installed %s, namespace %v, pod %v: called %v, want %v", tc.installed, tc.ns, tc.pod, got, tc.want)
+		}
+	}
+}
+
+// TestSelectorsFollowDecide: the three webhooks' selectors and scope.Decide agree, for
+// every scope installed and labelled and every opt-in label: a pod that a Service
+// selects reaches some webhook exactly when Decide gives it the delay (or, under
+// audit, would), so that the selectors never keep away a pod Decide wants, nor send
+// one it does not (the explicit webhook injects whatever reaches it).
+func TestSelectorsFollowDecide(t *testing.T) {
+	labelValues := []string{"", scope.Enabled, scope.Disabled}
+	scopeLabels := []string{""}
+	for _, s := range scope.All() {
+		scopeLabels = append(scopeLabels, string(s))
+	}
+	for _, installed := range scope.All() {
+		var hooks []struct {
+			path     string
+			ns, pods labels.Selector
+		}
+		for _, h := range WebhookConfiguration("nap", "nap-system", "nap", nil, installed).Webhooks {
+			ns, err1 := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+			obj, err2 := metav1.LabelSelectorAsSelector(h.ObjectSelector)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			hooks = append(hooks, struct {
+				path     string
+				ns, pods labels.Selector
+			}{*h.ClientConfig.Service.Path, ns, obj})
+		}
+		for _, nsName := range []string{"shop", "nap-system", "kube-system"} {
+			for _, nsInject := range labelValues {
+				for _, nsScope := range scopeLabels {
+					for _, podInject := range labelValues {
+						nsLabels := map[string]string{"kubernetes.io/metadata.name": nsName}
+						if nsInject != "" {
+							nsLabels[InjectLabel] = nsInject
+						}
+						if nsScope != "" {
+							nsLabels[scope.Label] = nsScope
+						}
+						podLabels := map[string]string{"app": "shop"}
+						if podInject != "" {
+							podLabels[InjectLabel] = podInject
+						}
+						d, err := scope.Decide(scope.Input{Installed: installed, Excluded: nsName != "shop", NamespaceLabels: nsLabels,
+							Pod:       scope.Pod{Labels: podLabels},
+							Selecting: func() (string, bool, error) { return "shop", true, nil }})
+						if err != nil {
+							t.Fatal(err)
+						}
+						reached := ""
+						for _, h := range hooks {
+							if h.ns.Matches(labels.Set(nsLabels)) && h.pods.Matches(labels.Set(podLabels)) {
+								reached = h.path
+								break
+							}
+						}
+						want := d.Inject || d.Audit
+						if (reached != "") != want {
+							t.Errorf("installed %s, namespace %v, pod %v: reaches %q, Decide says %+v", installed, nsLabels, podLabels, reached, d)
+						}
+						if reached == WebhookPath && !d.Explicit {
+							t.Errorf("installed %s, namespace %v, pod %v: the explicit webhook gets a pod Decide decides by scope: %+v", installed, nsLabels, podLabels, d)
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -1,0 +1,116 @@
+package hook
+
+import (
+	"path"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/sleeper/spec"
+)
+
+// Kind is what a preStop hook runs.
+type Kind string
+
+// The kinds. Adding one: a row here, a case in Of, and its words in failure.go.
+const (
+	None        Kind = ""             // no preStop hook
+	NativeSleep Kind = "native-sleep" // lifecycle.preStop.sleep, run by the kubelet
+	Nap         Kind = "nap"          // an exec of nap
+	Shell       Kind = "shell"        // an exec that needs a shell or sleep binary in the image
+	Exec        Kind = "exec"         // another exec
+	HTTP        Kind = "http"         // an httpGet
+)
+
+// Hook is one container's preStop hook.
+type Hook struct {
+	Kind Kind
+	// Delay is how long it holds the container before SIGTERM, when Known: a native
+	// sleep, nap's arguments, sleep's, or a shell's `sleep N`.
+	Delay time.Duration
+	Known bool
+	// Sleep is the native action (NativeSleep); Command the exec's (Nap, Shell, Exec).
+	Sleep   *corev1.SleepAction
+	Command []string
+}
+
+// Of reads container c's preStop hook.
+func Of(c corev1.Container) Hook {
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return Hook{}
+	}
+	h := c.Lifecycle.PreStop
+	switch {
+	case h.Sleep != nil:
+		return Hook{Kind: NativeSleep, Sleep: h.Sleep, Delay: time.Duration(h.Sleep.Seconds) * time.Second, Known: true}
+	case h.HTTPGet != nil:
+		return Hook{Kind: HTTP}
+	case h.Exec != nil && len(h.Exec.Command) > 0:
+		out := Hook{Kind: Exec, Command: h.Exec.Command}
+		switch {
+		case path.Base(h.Exec.Command[0]) == kube.BinaryName:
+			out.Kind = Nap
+		case NeedsShell(h.Exec.Command):
+			out.Kind = Shell
+		}
+		out.Delay, out.Known = execDelay(h.Exec.Command)
+		return out
+	case h.Exec != nil:
+		return Hook{Kind: Exec}
+	}
+	return Hook{}
+}
+
+// First is the hook of the first container of spec that has one: what "the pod's hook"
+// means where one is named for a whole workload.
+func First(spec corev1.PodSpec) (Hook, string) {
+	for _, c := range spec.Containers {
+		if h := Of(c); h.Kind != None {
+			return h, c.Name
+		}
+	}
+	return Hook{}, ""
+}
+
+// execDelay finds the length of an exec sleep: nap's arguments, sleep's, or "sleep N"
+// inside a shell's -c script.
+func execDelay(cmd []string) (time.Duration, bool) {
+	switch base := path.Base(cmd[0]); {
+	case base == kube.BinaryName || base == "sleep":
+		return sleepArgs(cmd[1:])
+	case shells[base] && len(cmd) >= 3 && cmd[1] == "-c":
+		f := strings.Fields(strings.NewReplacer(";", " ; ", "&&", " && ").Replace(cmd[2]))
+		for i, w := range f {
+			if path.Base(w) == "sleep" && i+1 < len(f) {
+				return sleepArgs(f[i+1 : i+2])
+			}
+		}
+	}
+	return 0, false
+}
+
+// sleepArgs reads sleep's or nap's arguments with nap's own parser (GNU sleep's
+// suffixes s, m, h are a subset; "d" is not).
+func sleepArgs(args []string) (time.Duration, bool) {
+	if len(args) == 0 {
+		return spec.Default, true
+	}
+	r, err := spec.Parse(args)
+	if err != nil || r.Infinite {
+		return 0, false
+	}
+	return r.Duration, true
+}
+
+var shells = map[string]bool{"sh": true, "bash": true, "ash": true, "dash": true, "zsh": true, "ksh": true}
+
+// NeedsShell tells whether command[0] needs a shell or a sleep binary in the image.
+func NeedsShell(cmd []string) bool {
+	if len(cmd) == 0 {
+		return false
+	}
+	base := path.Base(cmd[0])
+	return shells[base] || base == "sleep" || strings.HasPrefix(cmd[0], "/bin/") || strings.HasPrefix(cmd[0], "/usr/bin/")
+}

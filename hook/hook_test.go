@@ -1,0 +1,123 @@
+package hook
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// TestOf: each kind of hook, its delay where it can be read.
+func TestOf(t *testing.T) {
+	exec := func(cmd ...string) *corev1.LifecycleHandler {
+		return &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cmd}}
+	}
+	for _, tc := range []struct {
+		name  string
+		h     *corev1.LifecycleHandler
+		kind  Kind
+		delay time.Duration
+		known bool
+	}{
+		{name: "none", h: nil, kind: None},
+		{name: "native", h: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 7}}, kind: NativeSleep, delay: 7 * time.Second, known: true},
+		{name: "nap", h: exec("/nap/nap", "4.5"), kind: Nap, delay: 4500 * time.Millisecond, known: true},
+		{name: "nap default", h: exec("/nap/nap"), kind: Nap, delay: 10 * time.Second, known: true},
+		{name: "nap forever", h: exec("/nap/nap", "inf"), kind: Nap},
+		{name: "shell sleep", h: exec("/bin/sh", "-c", "echo bye; sleep 5"), kind: Shell, delay: 5 * time.Second, known: true},
+		{name: "sleep binary", h: exec("sleep", "3"), kind: Shell, delay: 3 * time.Second, known: true},
+		{name: "shell script", h: exec("bash", "-c", "/stop.sh"), kind: Shell},
+		{name: "own command", h: exec("/app", "stop"), kind: Exec},
+		{name: "http", h: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/stop", Port: intstr.FromInt32(8080)}}, kind: HTTP},
+	} {
+		c := corev1.Container{Name: "app"}
+		if tc.h != nil {
+			c.Lifecycle = &corev1.Lifecycle{PreStop: tc.h}
+		}
+		h := Of(c)
+		if h.Kind != tc.kind || h.Delay != tc.delay || h.Known != tc.known {
+			t.Errorf("%s: Of = %s %v known %v, want %s %v known %v", tc.name, h.Kind, h.Delay, h.Known, tc.kind, tc.delay, tc.known)
+		}
+		if got := NeedsShell(h.Command); got != (tc.kind == Shell) {
+			t.Errorf("%s: NeedsShell = %v", tc.name, got)
+		}
+	}
+}
+
+// PodOf: the names each controller gives its pods, and the near misses.
+func TestPodOf(t *testing.T) {
+	for _, tc := range []struct {
+		kind, name, pod string
+		want            bool
+	}{
+		{kind: "Deployment", name: "api", pod: "api-5d9f8c6b5-x7k2p", want: true},
+		{kind: "Deployment", name: "api", pod: "api-canary-5d9f8c6b5-x7k2p", want: false},
+		{kind: "Deployment", name: "api", pod: "api-x7k2p", want: false},
+		{kind: "Deployment", name: "api", pod: "apix-5d9f8c6b5-x7k2p", want: false},
+		{kind: "StatefulSet", name: "db", pod: "db-0", want: true},
+		{kind: "StatefulSet", name: "db", pod: "db-12", want: true},
+		{kind: "StatefulSet", name: "db", pod: "db-a", want: false},
+		{kind: "StatefulSet", name: "db", pod: "db-", want: false},
+		{kind: "DaemonSet", name: "agent", pod: "agent-x7k2p", want: true},
+		{kind: "DaemonSet", name: "agent", pod: "agent-5d9f8c6b5-x7k2p", want: false},
+		{kind: "ReplicaSet", name: "rs", pod: "rs-x7k2p", want: false},
+	} {
+		if got := PodOf(tc.kind, tc.name, tc.pod); got != tc.want {
+			t.Errorf("PodOf(%s %s, %s) = %v, want %v", tc.kind, tc.name, tc.pod, got, tc.want)
+		}
+	}
+}
+
+// Explain: a message's own reason when it has one, else what the hook runs (the
+// kubelet's FailedPreStopHook event gives none).
+func TestExplain(t *testing.T) {
+	exec := func(cmd ...string) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cmd}}}}}}
+	}
+	for _, tc := range []struct {
+		msg  string
+		spec corev1.PodSpec
+		want string
+	}{
+		{msg: `rpc error: code = Unknown desc = exec: "/bin/sh": stat /bin/sh: no such file or directory`, spec: exec("/bin/sh", "-c", "sleep 5"),
+			want: `exec: "/bin/sh": stat /bin/sh: no such file or directory`},
+		{msg: BareFailure, spec: exec("/bin/sh", "-c", "sleep 5"), want: `the kubelet gives no reason; the hook runs "/bin/sh -c sleep 5", which needs a shell or sleep binary the image may not have`},
+		{msg: BareFailure, spec: exec("/nap/nap", "5s"), want: `the kubelet gives no reason; the hook runs "/nap/nap 5s": is the nap ConfigMap mounted there?`},
+		{msg: BareFailure, spec: exec("/app", "stop"), want: `the kubelet gives no reason; the hook runs "/app stop"`},
+		{msg: BareFailure, spec: corev1.PodSpec{}, want: "the kubelet gives no reason"},
+	} {
+		if got := Explain(tc.msg, tc.spec); got != tc.want {
+			t.Errorf("Explain(%q, %v):\n got %s\nwant %s", tc.msg, tc.spec.Containers, got, tc.want)
+		}
+	}
+}
+
+func TestCauseLabel(t *testing.T) {
+	for _, c := range []struct{ msg, want string }{
+		{`exec: "/bin/sh": stat /bin/sh: no such file or directory: unknown`, "no-shell"},
+		{`exec: "bash": executable file not found in $PATH: unknown`, "no-shell"},
+		{`exec: "/nap/nap": stat /nap/nap: no such file or directory: unknown`, "no-binary"},
+		{`command '/bin/true' exited with 1: `, "non-zero-exit"},
+		{`Get "http://10.78.0.5:8080/stop": dial tcp 10.78.0.5:8080: connect: connection refused`, "http"},
+		{`exec /nap/nap: permission denied`, "refused"},
+		{`something else`, "other"},
+		{BareFailure, "hook-shell"}, // the kubelet's: no reason, so what the hook runs
+	} {
+		if got := CauseLabel(c.msg, Shell); got != c.want {
+			t.Errorf("CauseLabel(%q) = %q, want %q", c.msg, got, c.want)
+		}
+	}
+}
+
+func TestWorkloadOfName(t *testing.T) {
+	for pod, want := range map[string]string{
+		"api-7d9f8c6b5-abcde": "Deployment/ns/api",
+		"web-0":               "StatefulSet/ns/web",
+		"standalone":          "Pod/ns/standalone",
+	} {
+		if got := WorkloadOfName("ns", pod).String(); got != want {
+			t.Errorf("WorkloadOfName(%q) = %s, want %s", pod, got, want)
+		}
+	}
+}
