@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/serve"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // Name is the calibration workload's name: its Deployment, Service and Ingress.
@@ -49,42 +50,36 @@ type Options struct {
 	// Quiet is how long no request may reach a deleted pod, once no EndpointSlice has
 	// it ready, before its tail is taken as final; default 10s.
 	Quiet time.Duration
-	// NodePort adds the path through this node address and the Service's NodePort ("":
-	// the first node's InternalIP; "-": no NodePort path).
-	NodePort string
-	// IngressClass adds an Ingress of that class; IngressURL is where its controller
-	// answers for the path /nap-calibrate (both or neither).
-	IngressClass, IngressURL string
-	Margin                   time.Duration // added to the longest tail; default 2s
-	Drain                    time.Duration // the grace period beyond the delay; default 30s
-	Log                      func(format string, args ...any)
+	// Paths says which traffic paths to measure (traffic.Enabled) and how to reach them:
+	// the ClusterIP always, the NodePort unless NodeAddress is "-", the ingress with a
+	// class and URL (its controller answers for /nap-calibrate).
+	Paths  traffic.Config
+	Margin time.Duration // added to the longest tail; default 2s
+	Drain  time.Duration // the grace period beyond the delay; default 30s
+	Log    func(format string, args ...any)
 }
 
+// The defaults of Options, which napctl calibrate's flags show.
+const (
+	DefaultNamespace = Name
+	DefaultReplicas  = 3
+	DefaultRounds    = 5
+	DefaultRate      = 50.0
+	DefaultHold      = 60 * time.Second
+	DefaultQuiet     = 10 * time.Second
+	DefaultMargin    = 2 * time.Second
+	DefaultDrain     = 30 * time.Second
+)
+
 func (o *Options) defaults() {
-	if o.Namespace == "" {
-		o.Namespace = Name
-	}
-	if o.Replicas == 0 {
-		o.Replicas = 3
-	}
-	if o.Rounds == 0 {
-		o.Rounds = 5
-	}
-	if o.Rate == 0 {
-		o.Rate = 50
-	}
-	if o.Hold == 0 {
-		o.Hold = 60 * time.Second
-	}
-	if o.Quiet == 0 {
-		o.Quiet = 10 * time.Second
-	}
-	if o.Margin == 0 {
-		o.Margin = 2 * time.Second
-	}
-	if o.Drain == 0 {
-		o.Drain = 30 * time.Second
-	}
+	o.Namespace = cmp.Or(o.Namespace, DefaultNamespace)
+	o.Replicas = cmp.Or(o.Replicas, DefaultReplicas)
+	o.Rounds = cmp.Or(o.Rounds, DefaultRounds)
+	o.Rate = cmp.Or(o.Rate, DefaultRate)
+	o.Hold = cmp.Or(o.Hold, DefaultHold)
+	o.Quiet = cmp.Or(o.Quiet, DefaultQuiet)
+	o.Margin = cmp.Or(o.Margin, DefaultMargin)
+	o.Drain = cmp.Or(o.Drain, DefaultDrain)
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
@@ -95,8 +90,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Image == "":
 		return errors.New("the napctl image is required (it runs napctl serve)")
-	case (o.IngressClass == "") != (o.IngressURL == ""):
-		return errors.New("--ingress-class and --ingress-url go together")
+	case o.Paths.Validate() != nil:
+		return o.Paths.Validate()
 	case o.Rounds < 0 || o.Replicas < 0 || o.Rate < 0 || o.Hold < 0 || o.Quiet < 0 || o.Margin < 0 || o.Drain < 0:
 		return errors.New("rounds, replicas, rate and durations must not be negative")
 	case o.Replicas == 1:
@@ -107,7 +102,7 @@ func (o Options) Validate() error {
 
 // Path is one way traffic reaches the pods.
 type Path struct {
-	Name string `json:"name"` // clusterip, nodeport, ingress
+	Name string `json:"name"` // the traffic path's (traffic.All)
 	URL  string `json:"url"`
 }
 
@@ -204,7 +199,11 @@ func cleanup(cs kubernetes.Interface, opts Options, createdNamespace bool) {
 	cs.AppsV1().Deployments(opts.Namespace).Delete(ctx, Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	cs.CoreV1().Pods(opts.Namespace).DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: "app=" + Name})
 	cs.CoreV1().Services(opts.Namespace).Delete(ctx, Name, metav1.DeleteOptions{})
-	cs.NetworkingV1().Ingresses(opts.Namespace).Delete(ctx, Name, metav1.DeleteOptions{})
+	for _, p := range traffic.Enabled(opts.Paths) {
+		if err := p.Close(ctx, cs, target(opts)); err != nil {
+			opts.Log("removing the %s path: %v", p.Name, err)
+		}
+	}
 	if createdNamespace {
 		cs.CoreV1().Namespaces().Delete(ctx, opts.Namespace, metav1.DeleteOptions{})
 	}
@@ -246,32 +245,19 @@ func deploy(ctx context.Context, cs kubernetes.Interface, opts Options) ([]Path,
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating the calibration Deployment: %w", err)
 	}
+	enabled := traffic.Enabled(opts.Paths)
 	svc, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: Name}, Spec: corev1.ServiceSpec{
-		Type: corev1.ServiceTypeNodePort, Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
+		Type: traffic.ServiceType(enabled), Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating the calibration Service: %w", err)
 	}
-	paths := []Path{{Name: "clusterip", URL: "http://" + svc.Spec.ClusterIP + "/"}}
-	if opts.NodePort != "-" {
-		addr := opts.NodePort
-		if addr == "" {
-			if addr, err = firstNodeIP(ctx, cs); err != nil {
-				return nil, err
-			}
+	var paths []Path
+	for _, p := range enabled {
+		url, err := p.Open(ctx, cs, opts.Paths, target(opts), svc)
+		if err != nil {
+			return nil, fmt.Errorf("the %s path: %w", p.Name, err)
 		}
-		paths = append(paths, Path{Name: "nodeport", URL: fmt.Sprintf("http://%s:%d/", addr, svc.Spec.Ports[0].NodePort)})
-	}
-	if opts.IngressClass != "" {
-		prefix := networkingv1.PathTypePrefix
-		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: Name}, Spec: networkingv1.IngressSpec{
-			IngressClassName: &opts.IngressClass,
-			Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-				Paths: []networkingv1.HTTPIngressPath{{Path: "/" + Name, PathType: &prefix, Backend: networkingv1.IngressBackend{
-					Service: &networkingv1.IngressServiceBackend{Name: Name, Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
-		if _, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating the calibration Ingress: %w", err)
-		}
-		paths = append(paths, Path{Name: "ingress", URL: trimSlash(opts.IngressURL) + "/" + Name})
+		paths = append(paths, Path{Name: p.Name, URL: url})
 	}
 	opts.Log("deployed %d replicas of napctl serve in %s; paths: %v", opts.Replicas, ns, paths)
 	if err := waitReady(ctx, cs, opts); err != nil {
@@ -280,26 +266,9 @@ func deploy(ctx context.Context, cs kubernetes.Interface, opts Options) ([]Path,
 	return paths, nil
 }
 
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-func firstNodeIP(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return "", fmt.Errorf("listing nodes for the NodePort path: %w", err)
-	}
-	for _, n := range nodes.Items {
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				return a.Address, nil
-			}
-		}
-	}
-	return "", errors.New("no node has an InternalIP for the NodePort path (--nodeport ADDR names one, - skips it)")
+// target is the calibration workload as the traffic paths reach it.
+func target(opts Options) traffic.Target {
+	return traffic.Target{Namespace: opts.Namespace, Service: Name, Prefix: "/" + Name}
 }
 
 // waitReady waits until the Deployment has every replica ready and no other pod.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 func TestValidate(t *testing.T) {
@@ -21,8 +22,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{Options{Image: "i"}, ""},
 		{Options{}, "image is required"},
-		{Options{Image: "i", IngressClass: "traefik"}, "go together"},
-		{Options{Image: "i", IngressURL: "http://x"}, "go together"},
+		{Options{Image: "i", Paths: traffic.Config{IngressClass: "traefik"}}, "go together"},
+		{Options{Image: "i", Paths: traffic.Config{IngressURL: "http://x"}}, "go together"},
 		{Options{Image: "i", Rounds: -1}, "must not be negative"},
 		{Options{Image: "i", Replicas: 1}, "replicas 1"},
 	} {

@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +25,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // A variant of the demo service: how its pods stop.
@@ -107,23 +107,34 @@ func (d downtime) check(t *testing.T) {
 	}
 }
 
-// The traffic paths of the lab.
-type trafficPath int
+// labPath is a traffic path (package traffic, the list calibrate measures) and where
+// the lab probes it from.
+type labPath struct {
+	path  traffic.Path
+	node2 bool // from node 2's network namespace, through its own kube-proxy
+}
 
-const (
+// The lab's paths.
+var (
 	// clusterIPNode1: the Service's ClusterIP, from node 1 (this host), through node 1's
 	// kube-proxy.
-	clusterIPNode1 trafficPath = iota
+	clusterIPNode1 = labPath{path: traffic.ClusterIP}
 	// clusterIPNode2: the same ClusterIP from node 2, through node 2's kube-proxy, which
 	// learns of every change on its own schedule.
-	clusterIPNode2
+	clusterIPNode2 = labPath{path: traffic.ClusterIP, node2: true}
 	// viaIngress: Traefik in the cluster, which routes to pod IPs from the EndpointSlices
 	// it watches; probed at its Service from node 1.
-	viaIngress
+	viaIngress = labPath{path: traffic.Ingress}
 )
 
-func (p trafficPath) String() string {
-	return [...]string{"ClusterIP from node 1", "ClusterIP from node 2", "ingress (Traefik)"}[p]
+func (p labPath) String() string {
+	switch {
+	case p.path.Name == traffic.Ingress.Name:
+		return "ingress (Traefik)"
+	case p.node2:
+		return p.path.Title + " from node 2"
+	}
+	return p.path.Title + " from node 1"
 }
 
 // The disruptions: how the demo service's pods go away.
@@ -153,7 +164,7 @@ func (d disruption) replicas() int32 {
 
 // scenario is one measurement: a variant on a path under a disruption, rounds times.
 type scenario struct {
-	path       trafficPath
+	path       labPath
 	disruption disruption
 	variant    variant
 	rounds     int
@@ -253,11 +264,12 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 	}
 	waitRolledOut(t, cs, ns)
-	target := vantage{url: "http://" + svc.Spec.ClusterIP + "/", node2: sc.path == clusterIPNode2}
-	if sc.path == viaIngress {
-		target.url = ingressURL(t, cs, ns+"/")
-		createIngress(t, cs, ns)
+	cfg := traffic.Config{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, "")}
+	url, err := sc.path.path.Open(ctx, cs, cfg, traffic.Target{Namespace: ns, Service: "app", Prefix: "/" + ns + "/"}, svc)
+	if err != nil {
+		t.Fatal(err)
 	}
+	target := vantage{url: url, node2: sc.path.node2}
 	if sc.disruption == nodeDrain {
 		if n := podsByNode(t, cs, ns); n[node2] == 0 {
 			t.Fatalf("no pod of the demo service on %s to drain: %v", node2, n)
@@ -312,24 +324,6 @@ func scale(t *testing.T, cs *kubernetes.Clientset, ns string, n int32) {
 	t.Helper()
 	s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
 	if _, err := cs.AppsV1().Deployments(ns).UpdateScale(context.Background(), "app", s, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// createIngress routes /NS/ on the lab's ingress to the Service app in ns.
-func createIngress(t *testing.T, cs *kubernetes.Clientset, ns string) {
-	t.Helper()
-	ing := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: networkingv1.IngressSpec{
-			IngressClassName: ptr.To(ingressClass),
-			Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-				Paths: []networkingv1.HTTPIngressPath{{Path: "/" + ns + "/", PathType: ptr.To(networkingv1.PathTypePrefix),
-					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "app", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
-			}}}},
-		},
-	}
-	if _, err := cs.NetworkingV1().Ingresses(ns).Create(context.Background(), ing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -424,7 +418,7 @@ func (d downtime) row() string {
 
 // pair measures a scenario without a delay and with nap's binary: the first must lose
 // requests, the second none over new connections.
-func pair(t *testing.T, path trafficPath, d disruption) {
+func pair(t *testing.T, path labPath, d disruption) {
 	cs := client(t)
 	for _, v := range []variant{noDelay, napBinary} {
 		m := measure(t, cs, scenario{path: path, disruption: d, variant: v, rounds: 1}, 200)
@@ -455,10 +449,10 @@ func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 // disruption, and the other variants on the first path and disruption.
 func experiment(rounds int) []scenario {
 	var scs []scenario
-	for _, p := range []trafficPath{clusterIPNode1, clusterIPNode2, viaIngress} {
+	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress} {
 		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
 			vs := []variant{noDelay, napBinary, napNative}
-			if p == clusterIPNode1 && d == rollingRestart {
+			if p.String() == clusterIPNode1.String() && d == rollingRestart {
 				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
 			for _, v := range vs {

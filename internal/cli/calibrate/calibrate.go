@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -50,19 +49,19 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	o := &f.opts
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
-	fl.StringVarP(&o.Namespace, "namespace", "n", calibrate.Name, "the namespace to create, calibrate in, and delete")
+	fl.StringVarP(&o.Namespace, "namespace", "n", calibrate.DefaultNamespace, "the namespace to create, calibrate in, and delete")
 	fl.BoolVar(&o.UseExisting, "use-existing-namespace", false, "calibrate in an existing namespace (deleting only calibrate's own objects there)")
 	fl.StringVar(&o.Image, "image", install.DefaultImage, "the napctl image (it runs napctl serve)")
-	fl.Int32Var(&o.Replicas, "replicas", 3, "replicas of napctl serve")
-	fl.IntVar(&o.Rounds, "rounds", 5, "rolling restarts, one after another (each replaces every replica: a sample per pod)")
-	fl.Float64Var(&o.Rate, "rate", 50, "requests per second on each path")
-	fl.DurationVar(&o.Hold, "hold", 60*time.Second, "how long a deleted pod keeps serving (its preStop hold): the longest tail it can measure")
-	fl.DurationVar(&o.Quiet, "quiet", 10*time.Second, "a deleted pod's tail is final once it left every EndpointSlice and nothing reached it for this long")
-	fl.StringVar(&o.NodePort, "nodeport", "", "the node address of the NodePort path (default: the first node's InternalIP; - for none)")
-	fl.StringVar(&o.IngressClass, "ingress-class", "", "also create an Ingress of this class and probe it")
-	fl.StringVar(&o.IngressURL, "ingress-url", "", "where that ingress controller answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
-	fl.DurationVar(&o.Margin, "margin", 2*time.Second, "added to the longest tail for the recommended delay")
-	fl.DurationVar(&o.Drain, "drain", 30*time.Second, "the grace period beyond the delay that the recommendation leaves for draining")
+	fl.Int32Var(&o.Replicas, "replicas", calibrate.DefaultReplicas, "replicas of napctl serve")
+	fl.IntVar(&o.Rounds, "rounds", calibrate.DefaultRounds, "rolling restarts, one after another (each replaces every replica: a sample per pod)")
+	fl.Float64Var(&o.Rate, "rate", calibrate.DefaultRate, "requests per second on each path")
+	fl.DurationVar(&o.Hold, "hold", calibrate.DefaultHold, "how long a deleted pod keeps serving (its preStop hold): the longest tail it can measure")
+	fl.DurationVar(&o.Quiet, "quiet", calibrate.DefaultQuiet, "a deleted pod's tail is final once it left every EndpointSlice and nothing reached it for this long")
+	fl.StringVar(&o.Paths.NodeAddress, "nodeport", "", "the node address of the NodePort path (default: the first node's InternalIP; - for none)")
+	fl.StringVar(&o.Paths.IngressClass, "ingress-class", "", "also create an Ingress of this class and probe it")
+	fl.StringVar(&o.Paths.IngressURL, "ingress-url", "", "where that ingress controller answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
+	fl.DurationVar(&o.Margin, "margin", calibrate.DefaultMargin, "added to the longest tail for the recommended delay")
+	fl.DurationVar(&o.Drain, "drain", calibrate.DefaultDrain, "the grace period beyond the delay that the recommendation leaves for draining")
 	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
 	return cmd
 }
