@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nap-k8s/nap/scope"
@@ -88,7 +89,7 @@ func TestReporter(t *testing.T) {
 	pod("nap-system", "nap-6b7c8d9f-aaaaa", "ReplicaSet", "nap-6b7c8d9f", nil, nil) // the controller's own namespace
 	pod("opted-in", "own-0", "StatefulSet", "own", map[string]string{InjectLabel: "disabled"}, nil)
 	pod("plain", "slow-0", "StatefulSet", "slow", nil, func(p *corev1.Pod) {
-		p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(10))
+		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(10))
 		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/nap/nap", "10s"}}}}
 	})
 	pod("plain", "fits-0", "StatefulSet", "fits", nil, func(p *corev1.Pod) {
@@ -212,5 +213,3 @@ func drain(rec *record.FakeRecorder) []string {
 		}
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

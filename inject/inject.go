@@ -244,12 +244,13 @@ func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
 		n, err := p.injectObject(e, o)
 		notes = append(notes, n...)
 		if err != nil {
-			line := o.Line
+			line, at := o.Line, o
 			var le *lineError
 			if errors.As(err, &le) {
-				line, err = le.line, le.err
+				// The line may be in another object (an alias to o's containers): name it.
+				line, err, at = le.line, le.err, objectAt(objs, le.line)
 			}
-			return nil, nil, &manifest.ReadError{File: file, Line: line, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
+			return nil, nil, &manifest.ReadError{File: file, Line: line, Err: fmt.Errorf("%s: %w", at.Ref(), err)}
 		}
 	}
 	if len(e.edits) == 0 {
@@ -260,6 +261,17 @@ func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
 		return nil, nil, err
 	}
 	return out, notes, nil
+}
+
+// objectAt is the object of objs (in the order of their lines) that line is in.
+func objectAt(objs []*manifest.Object, line int) *manifest.Object {
+	at := objs[0]
+	for _, o := range objs {
+		if o.Line <= line {
+			at = o
+		}
+	}
+	return at
 }
 
 // Op is one JSON Patch (RFC 6902) operation, as Patch returns them.

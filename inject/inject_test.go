@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/internal/testutil/golden"
@@ -34,7 +35,7 @@ var injectCases = []struct {
 	{"flow-native", "flow.yaml", Options{Mode: ModeNative}},
 	{"json", "deployment.json", Options{}},
 	{"json-native", "deployment.json", Options{Mode: ModeNative, Delay: "5"}},
-	{"list", "list.yaml", Options{Delay: "20s", GraceExtra: ptr(15 * time.Second)}},
+	{"list", "list.yaml", Options{Delay: "20s", GraceExtra: ptr.To(15 * time.Second)}},
 	{"helm", "helm.yaml", Options{}},
 	{"existing-prestop", "existing.yaml", Options{}},
 	{"sidecar-default", "sidecar.yaml", Options{}},
@@ -97,7 +98,10 @@ func TestInjectIdempotent(t *testing.T) {
 	for _, tc := range injectCases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := filepath.Join("testdata", "inject", tc.input)
-			src, _ := os.ReadFile(in)
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
 			once, _ := runInject(t, in, src, tc.opts)
 			twice, notes := runInject(t, in, once, tc.opts)
 			if !bytes.Equal(once, twice) {
@@ -117,7 +121,10 @@ func TestInjectOnlyAdds(t *testing.T) {
 	for _, tc := range injectCases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := filepath.Join("testdata", "inject", tc.input)
-			src, _ := os.ReadFile(in)
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
 			out, _ := runInject(t, in, src, tc.opts)
 			if !kept.Bytes(src, out) {
 				t.Fatalf("an input byte was changed or removed")
@@ -247,8 +254,6 @@ func FuzzInject(f *testing.F) {
 	})
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // The native sleep is chosen only where every kubelet that may run the pod has it:
 // nodes of mixed kubelet versions, narrowed by the template's nodeSelector.
 func TestKubeletSkew(t *testing.T) {
@@ -346,7 +351,7 @@ func TestInjectRefuses(t *testing.T) {
 	for _, c := range []struct{ name, in, want string }{
 		{name: "containers shared by an alias in one List",
 			in:   "kind: List\nitems:\n- kind: Deployment\n  metadata: {name: a}\n  spec:\n    template:\n      spec:\n        containers: &c\n        - {name: app, image: x}\n- kind: Deployment\n  metadata: {name: b}\n  spec:\n    template:\n      spec:\n        containers: *c\n",
-			want: "in.yaml:15: Deployment/a: the alias here shares containers (line 8)"},
+			want: "in.yaml:15: Deployment/b: the alias here shares containers (line 8) of Deployment/a"},
 		{name: "an alias to another document",
 			in:   "kind: Deployment\nmetadata: {name: a}\nspec:\n  template:\n    spec:\n      containers: &c\n      - {name: app, image: x}\n---\nkind: Deployment\nmetadata: {name: b}\nspec:\n  template:\n    spec:\n      containers: *c\n",
 			want: "in.yaml:14: alias *c refers to an anchor of another document"},

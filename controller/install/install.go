@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/controller"
@@ -241,7 +242,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		Replicas: &replicas,
 		Selector: &metav1.LabelSelector{MatchLabels: appLabels},
 		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
-			MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}},
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
 		Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: appLabels},
 			Spec: corev1.PodSpec{
@@ -280,7 +281,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		},
 	}}
 	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
-		MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
+		MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
 
 	if !webhook {
 		c := &deploy.Spec.Template.Spec.Containers[0]
@@ -320,8 +321,6 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	return objs, nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // InstallYAML is Install as one YAML stream, the form `napctl install` prints and
 // deploy/ holds: no null fields, no empty status.

@@ -135,4 +135,8 @@ func TestImageCommand(t *testing.T) {
 			t.Errorf("napctl %v: exit %d, stderr %q", args, code, errOut)
 		}
 	}
+	// -o naming a directory points to --layout, not a rename's error.
+	if code, _, errOut := runNapctl("image", "-o", dir); code == 0 || !strings.Contains(errOut, "--layout") {
+		t.Errorf("napctl image -o DIR: exit %d, stderr %q, want a pointer to --layout", code, errOut)
+	}
 }

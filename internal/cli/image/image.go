@@ -1,10 +1,10 @@
-// Package image is "napctl image": nap's multi-architecture image, for image volumes.
 package image
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -56,6 +56,9 @@ func run(streams cli.IOStreams, f *flags) error {
 	if f.output == "-" {
 		_, err := streams.Out.Write(b.Bytes())
 		return err
+	}
+	if fi, err := os.Stat(f.output); err == nil && fi.IsDir() {
+		return fmt.Errorf("-o %s is a directory: -o writes a tarball file; for an OCI layout directory use --layout NEWDIR", f.output)
 	}
 	if err := fsutil.WriteFileAtomic(f.output, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("-o %s: %w", f.output, err)

@@ -1,4 +1,3 @@
-// Package install is "napctl install": the manifests that run nap's controller.
 package install
 
 import (

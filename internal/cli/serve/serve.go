@@ -1,4 +1,3 @@
-// Package serve is `napctl serve`: the calibration target (package serve) as a command.
 package serve
 
 import (

@@ -1,0 +1,2 @@
+// Package image is "napctl image": nap's multi-architecture image, for image volumes.
+package image
