@@ -354,3 +354,15 @@ func (k Kind) Mark() string {
 	}
 	return probe.MarkLeaving
 }
+
+// ProbeEvents are the watcher's events (Stop's) on napctl probe's timeline, which
+// starts at start: said in this package's words and marks.
+func ProbeEvents(events []Event, start time.Time) []probe.Event {
+	out := make([]probe.Event, 0, len(events))
+	for _, e := range events {
+		off := e.Time.Sub(start)
+		out = append(out, probe.Event{Offset: off, Seconds: off.Seconds(), Kind: string(e.Kind), Pod: e.Pod, Node: e.Node,
+			Service: e.Service, Detail: e.Detail, Words: e.Words(), Mark: e.Kind.Mark()})
+	}
+	return out
+}

@@ -220,3 +220,14 @@ func TestWords(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeEvents: the watcher's events on the probe's timeline, in observe's words.
+func TestProbeEvents(t *testing.T) {
+	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	in := []Event{{Time: start.Add(1500 * time.Millisecond), Kind: PodDeleted, Pod: "web-1", Node: "n2"}}
+	got := ProbeEvents(in, start)
+	if len(got) != 1 || got[0].Seconds != 1.5 || got[0].Pod != "web-1" || got[0].Kind != string(PodDeleted) ||
+		got[0].Words != in[0].Words() || got[0].Mark != PodDeleted.Mark() {
+		t.Errorf("ProbeEvents = %+v", got)
+	}
+}

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -64,11 +62,11 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), streams, f, args[0]) },
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&f.rate, "rate", 100, "requests per second, all connection modes together")
-	fl.DurationVar(&f.duration, "duration", 60*time.Second, "how long to probe (without --during)")
+	fl.Float64Var(&f.rate, "rate", probe.DefaultRate, "requests per second, all connection modes together")
+	fl.DurationVar(&f.duration, "duration", probe.DefaultDuration, "how long to probe (without --during)")
 	fl.StringVar(&f.during, "during", "", "probe while this shell command runs, then --settle more")
-	fl.DurationVar(&f.settle, "settle", 5*time.Second, "with --during: how long to go on after the command exits")
-	fl.DurationVar(&f.timeout, "timeout", 2*time.Second, "per-request timeout")
+	fl.DurationVar(&f.settle, "settle", probe.DefaultSettle, "with --during: how long to go on after the command exits")
+	fl.DurationVar(&f.timeout, "timeout", probe.DefaultTimeout, "per-request timeout")
 	fl.StringSliceVar(&f.conns, "conn", []string{"new", "reuse"}, "connection modes: new (a connection per request), reuse (keep-alive)")
 	fl.DurationVar(&f.bucket, "bucket", 0, "timeline bucket (default: 100ms, doubled whenever the run passes 600 buckets)")
 	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
@@ -119,102 +117,37 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	if f.settle < 0 {
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)
 	}
-	opts := probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry}
-	if err := opts.Validate(); err != nil {
+	m := probe.Measurement{
+		Options: probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry, Duration: f.duration},
+		During:  f.during, Settle: f.settle, CommandOutput: streams.ErrOut, Bucket: f.bucket,
+	}
+	if err := m.Options.Validate(); err != nil {
 		return fmt.Errorf("--%w", err)
 	}
-
-	var watcher *observe.Watcher
-	var watched string
 	if f.watch != "" {
 		// Before the first request: the watch lists what exists, then records changes.
 		w, name, err := startWatch(ctx, f)
 		if err != nil {
 			return &cli.ExitError{Code: 2, Err: err}
 		}
-		watcher, watched = w, name
-		defer watcher.Stop()
+		defer w.Stop()
+		m.Watch, m.Events = name, func(start time.Time) []probe.Event { return observe.ProbeEvents(w.Stop(), start) }
 	}
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: report so far
-	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var cmdResult *probe.CommandResult
-	var cmdErr error
-	var wg sync.WaitGroup
-	if f.during != "" {
-		c := exec.CommandContext(ctx, "/bin/sh", "-c", f.during)
-		c.Stdout, c.Stderr = streams.ErrOut, streams.ErrOut
-		began := time.Now()
-		if err := c.Start(); err != nil {
-			return fmt.Errorf("--during: %w", err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.Wait()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				code, cmdErr = -1, err
-			}
-			cmdResult = &probe.CommandResult{Command: f.during, ExitCode: code, Seconds: time.Since(began).Seconds()}
-			select {
-			case <-ctx.Done():
-			case <-time.After(f.settle):
-			}
-			cancel()
-		}()
-	} else {
-		opts.Duration = f.duration
-	}
-
-	start := time.Now()
-	rep := probe.NewReport(start, f.bucket)
-	var mu sync.Mutex
 	live := isTerminal(streams.ErrOut)
 	if live {
-		go func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					mu.Lock()
-					tot := rep.Total()
-					mu.Unlock()
-					fmt.Fprintf(streams.ErrOut, "\r%5.0fs  %d requests  %d failed   ", time.Since(start).Seconds(), tot.Requests, tot.Failed)
-				}
-			}
-		}()
+		m.Progress = func(elapsed time.Duration, tot probe.Counts) {
+			fmt.Fprintf(streams.ErrOut, "\r%5.0fs  %d requests  %d failed   ", elapsed.Seconds(), tot.Requests, tot.Failed)
+		}
 	}
-	err := probe.Run(ctx, opts, func(r probe.Result) {
-		mu.Lock()
-		rep.Add(r)
-		mu.Unlock()
-	})
-	elapsed := time.Since(start)
-	cancel()
-	wg.Wait()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: report so far
+	defer stop()
+	s, err := probe.Measure(ctx, m)
 	if live {
 		fmt.Fprintln(streams.ErrOut)
 	}
-	if err != nil {
+	var cmdErr *probe.CommandError
+	if err != nil && (!errors.As(err, &cmdErr) || s.Total.Requests == 0 && s.Command == nil) {
 		return err
-	}
-	s := rep.Summarize(opts, elapsed, cmdResult)
-	if watcher != nil {
-		s.Watch = watched
-		for _, e := range watcher.Stop() {
-			off := e.Time.Sub(start)
-			s.Events = append(s.Events, probe.Event{Offset: off, Seconds: off.Seconds(), Kind: string(e.Kind), Pod: e.Pod, Node: e.Node,
-				Service: e.Service, Detail: e.Detail, Words: e.Words(), Mark: e.Kind.Mark()})
-		}
 	}
 	var out bytes.Buffer
 	if f.output == "json" {
@@ -254,11 +187,11 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	}
 	switch {
 	case cmdErr != nil:
-		return fmt.Errorf("--during: %w", cmdErr)
+		return cmdErr
 	case s.Total.Failed > f.maxFailures:
 		return &cli.ExitError{Code: 1, Err: fmt.Errorf("%d requests failed (--max-failures %d)", s.Total.Failed, f.maxFailures)}
-	case cmdResult != nil && cmdResult.ExitCode != 0:
-		return &cli.ExitError{Code: 1, Err: fmt.Errorf("--during: the command exited %d", cmdResult.ExitCode)}
+	case s.Command != nil && s.Command.ExitCode != 0:
+		return &cli.ExitError{Code: 1, Err: fmt.Errorf("--during: the command exited %d", s.Command.ExitCode)}
 	}
 	return nil
 }
