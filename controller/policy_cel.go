@@ -193,13 +193,13 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 		// architecture, or a volume called nap is not the nap ConfigMap.
 		v("binaryOK", fmt.Sprintf(`variables.arch in [%s] && !(has(object.spec.volumes) && object.spec.volumes.exists(v, v.name == %s &&
   !(has(v.configMap) && v.configMap.name == %s) && !%s))`,
-			strings.Join(arches, ", "), q(kube.ConfigMapName), q(o.ConfigMap), ownImage)),
+			strings.Join(arches, ", "), q(kube.VolumeName), q(o.ConfigMap), ownImage)),
 		// The containers to delay: every regular container without a preStop hook, and
 		// for the binary, none that mounts something else at nap's path.
 		v("targets", fmt.Sprintf(`object.spec.containers.transformList(i, c,
   !(has(c.lifecycle) && has(c.lifecycle.preStop)) &&
   (variables.native || !(has(c.volumeMounts) && c.volumeMounts.exists(m, m.mountPath == %s && m.name != %s))), i)`,
-			q(kube.MountPath), q(kube.ConfigMapName))),
+			q(kube.MountPath), q(kube.VolumeName))),
 	}
 }
 
@@ -211,20 +211,20 @@ func celPatch(o AdmissionPolicyOptions) string {
 	q := strconv.Quote
 	volume := fmt.Sprintf(`Object.spec.volumes{name: %s, configMap: Object.spec.volumes.configMap{name: %s, defaultMode: %d,
     items: [Object.spec.volumes.configMap.items{key: 'nap-' + variables.arch, path: %s}]}}`,
-		q(kube.ConfigMapName), q(o.ConfigMap), 0o555, q(kube.BinaryName))
+		q(kube.VolumeName), q(o.ConfigMap), 0o555, q(kube.BinaryName))
 	if o.Image != "" { // the kubelet pulls its node's architecture
 		volume = fmt.Sprintf(`Object.spec.volumes{name: %s, image: Object.spec.volumes.image{reference: %s, pullPolicy: 'IfNotPresent'}}`,
-			q(kube.ConfigMapName), q(o.Image))
+			q(kube.VolumeName), q(o.Image))
 	}
 	return strings.NewReplacer(
 		"PRESTOP", fmt.Sprintf(`(variables.native ?
     Object.spec.containers.lifecycle.preStop{sleep: Object.spec.containers.lifecycle.preStop.sleep{seconds: variables.duration.getSeconds()}} :
     Object.spec.containers.lifecycle.preStop{exec: Object.spec.containers.lifecycle.preStop.exec{command: [%s, variables.delay]}})`,
 			q(kube.MountPath+"/"+kube.BinaryName)),
-		"MOUNT", fmt.Sprintf(`Object.spec.containers.volumeMounts{name: %s, mountPath: %s, readOnly: true}`, q(kube.ConfigMapName), q(kube.MountPath)),
+		"MOUNT", fmt.Sprintf(`Object.spec.containers.volumeMounts{name: %s, mountPath: %s, readOnly: true}`, q(kube.VolumeName), q(kube.MountPath)),
 		"VOLUME", volume,
 		"NAPPATH", q(kube.MountPath),
-		"NAPNAME", q(kube.ConfigMapName),
+		"NAPNAME", q(kube.VolumeName),
 		"DEFAULTGRACE", strconv.FormatInt(int64(kube.DefaultGracePeriod/time.Second), 10),
 	).Replace(`!variables.optedIn || !variables.valid || (!variables.native && !variables.binaryOK) || size(variables.targets) == 0 ? [] :
 variables.targets.map(i,

@@ -14,11 +14,24 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// editor changes a manifest in place: it splices text into the original bytes at the
-// positions of the parsed nodes, so that every byte it does not mean to change stays
-// as it was (comments, order, quoting, indentation, separators). Each change is also
-// made to the node tree, and the caller checks that the edited text parses to that tree.
-type editor struct {
+// editor is how the plan changes a pod template: each change is made to the node tree,
+// and to what the editor keeps besides. Two editors: textEditor (Inject) splices the
+// manifest's text, treeEditor (Patch) records JSON Patch operations.
+type editor interface {
+	// put sets key: value in mapping m: in place of a null value, or added at the end.
+	put(m *yaml.Node, key string, value *yaml.Node, compact bool) error
+	// appendItem adds item at the end of sequence s.
+	appendItem(s, item *yaml.Node, compact bool) error
+	// setInt replaces scalar n with the integer v.
+	setInt(n *yaml.Node, v int64) error
+}
+
+// textEditor changes a manifest in place: it splices text into the original bytes at
+// the positions of the parsed nodes, so that every byte it does not mean to change
+// stays as it was (comments, order, quoting, indentation, separators). Each change is
+// also made to the node tree, and the caller checks that the edited text parses to that
+// tree.
+type textEditor struct {
 	src   []byte
 	lines []int // byte offset of the start of each line (0-based index = line-1)
 	nl    string
@@ -26,22 +39,84 @@ type editor struct {
 	ends  map[*yaml.Node]int // where a block collection's text ends, before any edit
 	// finalBreak: a line break was added at the end of a source that had none.
 	finalBreak bool
-	// tree: no text, only the tree (Patch); each change is recorded as a JSON Patch
-	// operation on the path of the node it changes.
-	tree  bool
+}
+
+// treeEditor changes the node tree alone (a pod an API server sent: no text to keep)
+// and records each change as a JSON Patch operation on the path of the node it changes.
+type treeEditor struct {
 	ops   []Op
 	paths map[*yaml.Node]string
 }
 
-// newTreeEditor edits the tree under root alone and records JSON Patch operations.
-func newTreeEditor(root *yaml.Node) *editor {
-	e := &editor{tree: true, paths: map[*yaml.Node]string{}}
+var (
+	_ editor = (*textEditor)(nil)
+	_ editor = (*treeEditor)(nil)
+)
+
+// newTreeEditor edits the tree under root and records JSON Patch operations.
+func newTreeEditor(root *yaml.Node) *treeEditor {
+	e := &treeEditor{paths: map[*yaml.Node]string{}}
 	e.index(root, "")
 	return e
 }
 
+func (e *treeEditor) put(m *yaml.Node, key string, value *yaml.Node, _ bool) error {
+	kind := "add"
+	i := nullAt(m, key)
+	if i >= 0 {
+		kind = "replace"
+	}
+	if err := e.op(kind, m, "/"+pointerEscape.Replace(key), value); err != nil {
+		return err
+	}
+	setValue(m, i, key, value)
+	return nil
+}
+
+func (e *treeEditor) appendItem(s, item *yaml.Node, _ bool) error {
+	if err := e.op("add", s, "/-", item); err != nil {
+		return err
+	}
+	if item.Kind == yaml.MappingNode || item.Kind == yaml.SequenceNode {
+		e.index(item, e.paths[s]+"/"+strconv.Itoa(len(s.Content)))
+	}
+	s.Content = append(s.Content, item)
+	return nil
+}
+
+func (e *treeEditor) setInt(n *yaml.Node, v int64) error {
+	if err := e.op("replace", n, "", num(v)); err != nil {
+		return err
+	}
+	setScalarInt(n, v)
+	return nil
+}
+
+// nullAt is the index of key's null value in mapping m (`key:`, `~`, `null`), or -1.
+func nullAt(m *yaml.Node, key string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && isNull(m.Content[i+1]) {
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// setValue puts value in the tree: at index i of m (a null's), or as a new key.
+func setValue(m *yaml.Node, i int, key string, value *yaml.Node) {
+	if i >= 0 {
+		m.Content[i] = value
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, value)
+}
+
+func setScalarInt(n *yaml.Node, v int64) {
+	n.Value, n.Tag, n.Style = strconv.FormatInt(v, 10), "!!int", 0
+}
+
 // index records the JSON Pointer of n and everything under it.
-func (e *editor) index(n *yaml.Node, path string) {
+func (e *treeEditor) index(n *yaml.Node, path string) {
 	e.paths[n] = path
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -58,7 +133,7 @@ func (e *editor) index(n *yaml.Node, path string) {
 var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
 
 // op records a JSON Patch operation at path (the node's, then suffix) with value.
-func (e *editor) op(kind string, n *yaml.Node, suffix string, value *yaml.Node) error {
+func (e *treeEditor) op(kind string, n *yaml.Node, suffix string, value *yaml.Node) error {
 	path, ok := e.paths[n]
 	if !ok {
 		return fmt.Errorf("an edit of a node with no known path (please report this)")
@@ -118,8 +193,8 @@ type textEdit struct {
 	seq      int // then the order of creation
 }
 
-func newEditor(src []byte) *editor {
-	e := &editor{src: src, lines: []int{0}, nl: "\n", ends: map[*yaml.Node]int{}}
+func newEditor(src []byte) *textEditor {
+	e := &textEditor{src: src, lines: []int{0}, nl: "\n", ends: map[*yaml.Node]int{}}
 	for i, c := range src {
 		if c == '\n' {
 			e.lines = append(e.lines, i+1)
@@ -132,7 +207,7 @@ func newEditor(src []byte) *editor {
 }
 
 // offset is the byte offset of 1-based line and column (columns count characters).
-func (e *editor) offset(line, col int) (int, error) {
+func (e *textEditor) offset(line, col int) (int, error) {
 	if line < 1 || line > len(e.lines) {
 		return 0, fmt.Errorf("line %d out of range", line)
 	}
@@ -147,16 +222,16 @@ func (e *editor) offset(line, col int) (int, error) {
 	return off, nil
 }
 
-func (e *editor) add(off, del int, text string) { e.addAt(off, del, text, 0) }
+func (e *textEditor) add(off, del int, text string) { e.addAt(off, del, text, 0) }
 
-func (e *editor) addAt(off, del int, text string, indent int) {
+func (e *textEditor) addAt(off, del int, text string, indent int) {
 	e.edits = append(e.edits, textEdit{off: off, del: del, text: text, indent: indent, seq: len(e.edits)})
 }
 
 // apply returns the source with every edit made, in one pass over it: each edit is
 // copied in once, so that the cost grows with the source and the edits, not with their
 // product (a manifest of thousands of pod templates).
-func (e *editor) apply() []byte {
+func (e *textEditor) apply() []byte {
 	edits := slices.Clone(e.edits)
 	// By offset; at one offset the texts come out deepest first, then in the order
 	// they were created.
@@ -191,7 +266,7 @@ func isFlow(n *yaml.Node) bool { return n.Style&yaml.FlowStyle != 0 }
 // jsonish tells whether flow collection n is written as JSON (its first key, or its
 // first item's, is double-quoted; an empty one in a file that starts as JSON), so that
 // what goes into it is written the same way.
-func (e *editor) jsonish(n *yaml.Node) bool {
+func (e *textEditor) jsonish(n *yaml.Node) bool {
 	for n != nil && len(n.Content) > 0 {
 		if n.Kind == yaml.MappingNode {
 			return n.Content[0].Style&yaml.DoubleQuotedStyle != 0
@@ -206,13 +281,9 @@ func (e *editor) jsonish(n *yaml.Node) bool {
 }
 
 // setKey adds key: value at the end of mapping m (which has no such key).
-func (e *editor) setKey(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
-	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
-	if e.tree {
-		if err := e.op("add", m, "/"+pointerEscape.Replace(key), value); err != nil {
-			return err
-		}
-	} else if isFlow(m) {
+func (e *textEditor) setKey(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
+	k := str(key)
+	if isFlow(m) {
 		at, err := e.flowEnd(m)
 		if err != nil {
 			return err
@@ -237,7 +308,7 @@ func (e *editor) setKey(m *yaml.Node, key string, value *yaml.Node, compact bool
 		}
 		e.addAt(at, 0, e.block(indent, renderPair(key, value, compact)), indent)
 	}
-	m.Content = append(m.Content, k, value)
+	setValue(m, -1, key, value)
 	return nil
 }
 
@@ -245,28 +316,20 @@ func (e *editor) setKey(m *yaml.Node, key string, value *yaml.Node, compact bool
 // Kubernetes reads such a key as absent; Helm renders them often.
 func isNull(n *yaml.Node) bool { return n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
-// put sets key: value in mapping m: in place of a null value, or added at the end.
-func (e *editor) put(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key && isNull(m.Content[i+1]) {
-			replace := e.replaceNull
-			if e.tree {
-				replace = func(m, k, _, value *yaml.Node, _ bool) error {
-					return e.op("replace", m, "/"+pointerEscape.Replace(k.Value), value)
-				}
-			}
-			if err := replace(m, m.Content[i], m.Content[i+1], value, compact); err != nil {
-				return err
-			}
-			m.Content[i+1] = value
-			return nil
-		}
+func (e *textEditor) put(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
+	i := nullAt(m, key)
+	if i < 0 {
+		return e.setKey(m, key, value, compact)
 	}
-	return e.setKey(m, key, value, compact)
+	if err := e.replaceNull(m, m.Content[i-1], m.Content[i], value, compact); err != nil {
+		return err
+	}
+	setValue(m, i, key, value)
+	return nil
 }
 
 // replaceNull writes value where the null v of key k stands in mapping m.
-func (e *editor) replaceNull(m, k, v, value *yaml.Node, compact bool) error {
+func (e *textEditor) replaceNull(m, k, v, value *yaml.Node, compact bool) error {
 	if isFlow(m) {
 		// A flow or JSON mapping: the null is a token (null, ~) to replace.
 		off, err := e.offset(v.Line, v.Column)
@@ -339,16 +402,8 @@ func (e *editor) replaceNull(m, k, v, value *yaml.Node, compact bool) error {
 
 func nullToken(s string) bool { return s == "~" || s == "null" || s == "Null" || s == "NULL" }
 
-// appendItem adds item at the end of sequence s.
-func (e *editor) appendItem(s, item *yaml.Node, compact bool) error {
-	if e.tree {
-		if err := e.op("add", s, "/-", item); err != nil {
-			return err
-		}
-		if item.Kind == yaml.MappingNode || item.Kind == yaml.SequenceNode {
-			e.index(item, e.paths[s]+"/"+strconv.Itoa(len(s.Content)))
-		}
-	} else if isFlow(s) || len(s.Content) == 0 {
+func (e *textEditor) appendItem(s, item *yaml.Node, compact bool) error {
+	if isFlow(s) || len(s.Content) == 0 {
 		if !isFlow(s) {
 			return fmt.Errorf("an empty block sequence")
 		}
@@ -377,27 +432,20 @@ func (e *editor) appendItem(s, item *yaml.Node, compact bool) error {
 	return nil
 }
 
-// setInt replaces the text of scalar n with the integer v.
-func (e *editor) setInt(n *yaml.Node, v int64) error {
-	if e.tree {
-		if err := e.op("replace", n, "", num(v)); err != nil {
-			return err
-		}
-	} else {
-		off, err := e.offset(n.Line, n.Column)
-		if err != nil {
-			return err
-		}
-		end := scalarEnd(e.src, off)
-		e.add(off, end-off, strconv.FormatInt(v, 10))
+func (e *textEditor) setInt(n *yaml.Node, v int64) error {
+	off, err := e.offset(n.Line, n.Column)
+	if err != nil {
+		return err
 	}
-	n.Value, n.Tag, n.Style = strconv.FormatInt(v, 10), "!!int", 0
+	end := scalarEnd(e.src, off)
+	e.add(off, end-off, strconv.FormatInt(v, 10))
+	setScalarInt(n, v)
 	return nil
 }
 
 // block indents lines (rendered at column 0) to indent and ends each with the file's
 // line break.
-func (e *editor) block(indent int, lines []string) string {
+func (e *textEditor) block(indent int, lines []string) string {
 	var b strings.Builder
 	pad := strings.Repeat(" ", indent)
 	for _, l := range lines {
@@ -409,7 +457,7 @@ func (e *editor) block(indent int, lines []string) string {
 // blockEnd is the offset just after the last line of block collection n, whose entries
 // start at column indent (0-based): the line break of the last non-blank line before a
 // line indented less, or as much but not with "-" (a sibling key, the next document).
-func (e *editor) blockEnd(n *yaml.Node, indent int) (int, error) {
+func (e *textEditor) blockEnd(n *yaml.Node, indent int) (int, error) {
 	if at, ok := e.ends[n]; ok {
 		return at, nil
 	}
@@ -462,7 +510,7 @@ func (e *editor) blockEnd(n *yaml.Node, indent int) (int, error) {
 
 // skipProperties moves off, a node's position, past its anchor (&a) and tag (!t), if
 // any, to where its value starts.
-func (e *editor) skipProperties(off int) int {
+func (e *textEditor) skipProperties(off int) int {
 	for off < len(e.src) && (e.src[off] == '&' || e.src[off] == '!') {
 		for off < len(e.src) && !strings.ContainsRune(" \t\r\n", rune(e.src[off])) {
 			off++
@@ -476,7 +524,7 @@ func (e *editor) skipProperties(off int) int {
 
 // blockScalarHeader is the header of n when it is a literal or folded block scalar
 // ("|", ">+", "|2-"), and its offset; "" otherwise.
-func (e *editor) blockScalarHeader(n *yaml.Node) (string, int) {
+func (e *textEditor) blockScalarHeader(n *yaml.Node) (string, int) {
 	if n == nil || n.Kind != yaml.ScalarNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 		return "", 0
 	}
@@ -497,7 +545,7 @@ func (e *editor) blockScalarHeader(n *yaml.Node) (string, int) {
 
 // lastLine is the line where node n's text ends, as far as positions tell: the line of
 // its last scalar, or of the closing bracket of a flow collection; and that last node.
-func (e *editor) lastLine(n *yaml.Node) (int, *yaml.Node, error) {
+func (e *textEditor) lastLine(n *yaml.Node) (int, *yaml.Node, error) {
 	for {
 		if n.Line < 1 {
 			return 0, nil, fmt.Errorf("a node without a position")
@@ -525,7 +573,7 @@ func (e *editor) lastLine(n *yaml.Node) (int, *yaml.Node, error) {
 }
 
 // line is the text of 1-based line l without its line break.
-func (e *editor) line(l int) string {
+func (e *textEditor) line(l int) string {
 	start := e.lines[l-1]
 	end := len(e.src)
 	if l < len(e.lines) {
@@ -537,13 +585,13 @@ func (e *editor) line(l int) string {
 // flowEnd is where an entry goes in flow collection n: just after its last entry (so
 // that a pretty-printed JSON object keeps its closing brace on its own line), or just
 // after the opening bracket when it is empty.
-func (e *editor) flowEnd(n *yaml.Node) (int, error) {
+func (e *textEditor) flowEnd(n *yaml.Node) (int, error) {
 	at, _, err := e.flowBounds(n)
 	return at, err
 }
 
 // flowBounds returns flowEnd and the offset of the closing bracket.
-func (e *editor) flowBounds(n *yaml.Node) (int, int, error) {
+func (e *textEditor) flowBounds(n *yaml.Node) (int, int, error) {
 	off, err := e.offset(n.Line, n.Column)
 	if err != nil {
 		return 0, 0, err

@@ -338,7 +338,9 @@ func (p Plan) note(o *manifest.Object, line int, format string, args ...any) Not
 	return Note{File: o.File, Line: line, Msg: o.Ref() + ": " + fmt.Sprintf(format, args...)}
 }
 
-func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
+// injectObject runs the plan on one object, in named steps: the template and its plan,
+// the target containers, each container's mount and hook, the volume, the grace period.
+func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 	switch {
 	case o.Kind == "Job" || o.Kind == "CronJob":
 		return []Note{p.note(o, 0, "skipped: a %s runs to completion, it is not replaced while serving", o.Kind)}, nil
@@ -354,46 +356,89 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 	if err != nil {
 		return nil, err
 	}
-	// What an edit would change must belong to this template alone.
-	guard := func(n *yaml.Node, what string) error {
-		if n == nil || isNull(n) {
-			return nil
-		}
-		if n.Kind == yaml.AliasNode {
-			return &lineError{line: n.Line, err: fmt.Errorf("%s is the alias *%s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Value)}
-		}
-		if alias, ok := o.SharedBy(n); ok {
-			return &lineError{line: alias, err: fmt.Errorf("the alias here shares %s (line %d) of %s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Line, o.Ref())}
-		}
-		return nil
-	}
-	if err := guard(lookup(spec, "containers"), "containers"); err != nil {
+	t := &template{p: p, e: e, o: o, spec: spec}
+	if err := t.guard(lookup(spec, "containers"), "containers"); err != nil {
 		return nil, err
 	}
 	containers := lookup(spec, "containers")
 	if containers == nil || containers.Kind != yaml.SequenceNode || len(containers.Content) == 0 {
 		return []Note{p.note(o, 0, "skipped: no containers")}, nil
 	}
-	compact := !isFlow(containers) && containers.Column == keyColumn(spec, "containers")
-	var notes []Note
+	t.compact = !isFlow(containers) && containers.Column == keyColumn(spec, "containers")
 
 	arch, archNote := p.archOf(spec)
 	if archNote != "" && p.Delivery != DeliveryImage {
-		notes = append(notes, p.note(o, 0, "%s", archNote))
+		t.notes = append(t.notes, p.note(o, 0, "%s", archNote))
 	}
 	// An image volume too: nap's image has no other architecture for the kubelet to pull.
 	if p.Mode == ModeBinary && !slices.Contains(nap.Arches, arch) {
-		return append(notes, p.note(o, 0, "skipped: no nap binary for architecture %s", arch)), nil
+		return append(t.notes, p.note(o, 0, "skipped: no nap binary for architecture %s", arch)), nil
 	}
+	targets := t.targets(containers)
+	// A volume called nap that is not ours: leave the whole template alone.
+	if p.Mode == ModeBinary {
+		if v := findByName(lookup(spec, "volumes"), kube.VolumeName); v != nil && !p.ownVolume(v) {
+			return append(t.notes, p.note(o, v.Line, "skipped: it has a volume named %q that is not the nap ConfigMap", kube.VolumeName)), nil
+		}
+	}
+	for _, c := range targets {
+		if err := t.delay(c); err != nil {
+			return t.notes, err
+		}
+	}
+	if t.needVolume && findByName(lookup(spec, "volumes"), kube.VolumeName) == nil {
+		if err := t.volume(arch); err != nil {
+			return t.notes, err
+		}
+	}
+	if t.delayed {
+		if err := t.grace(); err != nil {
+			return t.notes, err
+		}
+	}
+	return t.notes, nil
+}
 
-	// Which containers, and whether they can take a hook.
-	type target struct {
-		node *yaml.Node
-		name string
+// template is one pod template under edit, and what the steps found so far.
+type template struct {
+	p       Plan
+	e       editor
+	o       *manifest.Object
+	spec    *yaml.Node
+	compact bool // block sequences written without indenting their "-" under the key
+	notes   []Note
+
+	delayed    bool          // a container has nap's hook, added or already there
+	longest    time.Duration // the longest preStop delay of the template, once delayed
+	needVolume bool          // a hook runs the binary
+}
+
+// container is a target container.
+type container struct {
+	node *yaml.Node
+	name string
+}
+
+// guard refuses an edit of n unless it belongs to this template alone.
+func (t *template) guard(n *yaml.Node, what string) error {
+	if n == nil || isNull(n) {
+		return nil
 	}
-	var targets []target
+	if n.Kind == yaml.AliasNode {
+		return &lineError{line: n.Line, err: fmt.Errorf("%s is the alias *%s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Value)}
+	}
+	if alias, ok := t.o.SharedBy(n); ok {
+		return &lineError{line: alias, err: fmt.Errorf("the alias here shares %s (line %d) of %s: nap cannot add a hook to one user of it and not the others; write it out", what, n.Line, t.o.Ref())}
+	}
+	return nil
+}
+
+// targets are the containers to delay: every regular container, or those the plan
+// names (sidecars, restartable init containers, only when named).
+func (t *template) targets(containers *yaml.Node) []container {
+	var out []container
 	all := containers.Content
-	if inits := lookup(spec, "initContainers"); inits != nil && len(p.Containers) > 0 {
+	if inits := lookup(t.spec, "initContainers"); inits != nil && len(t.p.Containers) > 0 {
 		for _, c := range inits.Content {
 			if rp := lookup(c, "restartPolicy"); rp != nil && rp.Value == "Always" {
 				all = append(all, c) // a sidecar, delayed only when named
@@ -409,143 +454,140 @@ func (p Plan) injectObject(e *editor, o *manifest.Object) ([]Note, error) {
 		if n := lookup(c, "name"); n != nil {
 			name = n.Value
 		}
-		if len(p.Containers) > 0 && !slices.Contains(p.Containers, name) {
+		if len(t.p.Containers) > 0 && !slices.Contains(t.p.Containers, name) {
 			continue
 		}
-		if len(p.Containers) == 0 && i >= len(containers.Content) {
+		if len(t.p.Containers) == 0 && i >= len(containers.Content) {
 			continue
 		}
 		found[name] = true
-		targets = append(targets, target{c, name})
+		out = append(out, container{c, name})
 	}
-	for _, want := range p.Containers {
+	for _, want := range t.p.Containers {
 		if !found[want] {
-			notes = append(notes, p.note(o, 0, "no container %q", want))
+			t.notes = append(t.notes, t.p.note(t.o, 0, "no container %q", want))
 		}
 	}
+	return out
+}
 
-	// A volume or mount called nap that is not ours: leave the whole template alone.
+// delay gives container c the plan's hook (and, for the binary, its mount), or counts
+// the hook nap gave it before; another hook is left alone, with a note.
+func (t *template) delay(c container) error {
+	p, o := t.p, t.o
+	lc := present(c.node, "lifecycle")
+	if lc != nil && lc.Kind != yaml.MappingNode {
+		t.notes = append(t.notes, p.note(o, lc.Line, "container %q: lifecycle is not a mapping; left alone", c.name))
+		return nil
+	}
+	if pre := present(lc, "preStop"); pre != nil {
+		if own, binary, d := p.ownPreStop(pre); own {
+			t.delayed, t.longest, t.needVolume = true, max(t.longest, d), t.needVolume || binary
+		} else {
+			t.notes = append(t.notes, p.note(o, pre.Line, "container %q already has a preStop hook; left alone", c.name))
+		}
+		return nil
+	}
 	if p.Mode == ModeBinary {
-		if v := findByName(lookup(spec, "volumes"), kube.ConfigMapName); v != nil && !p.ownVolume(v) {
-			return append(notes, p.note(o, v.Line, "skipped: it has a volume named %q that is not the nap ConfigMap", kube.ConfigMapName)), nil
+		mounted, err := t.mount(c)
+		if err != nil || !mounted {
+			return err
 		}
+		t.needVolume = true
 	}
+	if err := cmp.Or(t.guard(c.node, fmt.Sprintf("container %q", c.name)), t.guard(lc, fmt.Sprintf("container %q's lifecycle", c.name))); err != nil {
+		return err
+	}
+	var err error
+	if lc == nil {
+		err = t.e.put(c.node, "lifecycle", mapping("preStop", p.preStop()), t.compact)
+	} else {
+		err = t.e.put(lc, "preStop", p.preStop(), t.compact)
+	}
+	if err != nil {
+		return err
+	}
+	t.delayed, t.longest = true, max(t.longest, p.Duration)
+	return nil
+}
 
-	var delay time.Duration // the longest preStop delay of the template, once delayed
-	delayed := false
-	needVolume := false
-	for _, t := range targets {
-		lc := present(t.node, "lifecycle")
-		if lc != nil && lc.Kind != yaml.MappingNode {
-			notes = append(notes, p.note(o, lc.Line, "container %q: lifecycle is not a mapping; left alone", t.name))
-			continue
-		}
-		if pre := present(lc, "preStop"); pre != nil {
-			own, binary, d := p.ownPreStop(pre)
-			if own {
-				delayed = true
-				delay = max(delay, d)
-				needVolume = needVolume || binary
-			} else {
-				notes = append(notes, p.note(o, pre.Line, "container %q already has a preStop hook; left alone", t.name))
-			}
-			continue
-		}
-		if p.Mode == ModeBinary {
-			mounts := present(t.node, "volumeMounts")
-			if mounts != nil && mounts.Kind != yaml.SequenceNode {
-				notes = append(notes, p.note(o, mounts.Line, "container %q: volumeMounts is not a list; left alone", t.name))
-				continue
-			}
-			if m := findMount(mounts, kube.MountPath); m != nil {
-				if n := lookup(m, "name"); n == nil || n.Value != kube.ConfigMapName {
-					notes = append(notes, p.note(o, m.Line, "container %q mounts something else at %s; left alone", t.name, kube.MountPath))
-					continue
-				}
-			} else {
-				mount := mapping("name", str(kube.ConfigMapName), "mountPath", str(kube.MountPath), "readOnly", boolean(true))
-				if err := cmp.Or(guard(t.node, fmt.Sprintf("container %q", t.name)), guard(mounts, fmt.Sprintf("container %q's volumeMounts", t.name))); err != nil {
-					return notes, err
-				}
-				var err error
-				if mounts == nil {
-					err = e.put(t.node, "volumeMounts", sequence(false, mount), compact)
-				} else {
-					err = e.appendItem(mounts, mount, compact)
-				}
-				if err != nil {
-					return notes, err
-				}
-			}
-			needVolume = true
-		}
-		pre := p.preStop()
-		if err := cmp.Or(guard(t.node, fmt.Sprintf("container %q", t.name)), guard(lc, fmt.Sprintf("container %q's lifecycle", t.name))); err != nil {
-			return notes, err
-		}
-		var err error
-		if lc == nil {
-			err = e.put(t.node, "lifecycle", mapping("preStop", pre), compact)
-		} else {
-			err = e.put(lc, "preStop", pre, compact)
-		}
-		if err != nil {
-			return notes, err
-		}
-		delayed = true
-		delay = max(delay, p.Duration)
+// mount mounts nap's volume at kube.MountPath in container c, unless it is there;
+// false, with a note, when the container cannot take it.
+func (t *template) mount(c container) (bool, error) {
+	p, o := t.p, t.o
+	mounts := present(c.node, "volumeMounts")
+	if mounts != nil && mounts.Kind != yaml.SequenceNode {
+		t.notes = append(t.notes, p.note(o, mounts.Line, "container %q: volumeMounts is not a list; left alone", c.name))
+		return false, nil
 	}
+	if m := findMount(mounts, kube.MountPath); m != nil {
+		if n := lookup(m, "name"); n == nil || n.Value != kube.VolumeName {
+			t.notes = append(t.notes, p.note(o, m.Line, "container %q mounts something else at %s; left alone", c.name, kube.MountPath))
+			return false, nil
+		}
+		return true, nil
+	}
+	mount := mapping("name", str(kube.VolumeName), "mountPath", str(kube.MountPath), "readOnly", boolean(true))
+	if err := cmp.Or(t.guard(c.node, fmt.Sprintf("container %q", c.name)), t.guard(mounts, fmt.Sprintf("container %q's volumeMounts", c.name))); err != nil {
+		return false, err
+	}
+	if mounts == nil {
+		return true, t.e.put(c.node, "volumeMounts", sequence(false, mount), t.compact)
+	}
+	return true, t.e.appendItem(mounts, mount, t.compact)
+}
 
-	if needVolume && findByName(lookup(spec, "volumes"), kube.ConfigMapName) == nil {
-		vol := mapping("name", str(kube.ConfigMapName), "configMap", mapping(
-			"name", str(p.ConfigMap),
-			"defaultMode", octal(0o555),
-			"items", sequence(false, mapping("key", str(kube.KeyForArch(arch)), "path", str(kube.BinaryName))),
-		))
-		if p.Delivery == DeliveryImage {
-			// The kubelet pulls its node's architecture; the image holds /nap alone.
-			vol = mapping("name", str(kube.ConfigMapName), "image", mapping("reference", str(p.Image), "pullPolicy", str("IfNotPresent")))
-		}
-		if err := cmp.Or(guard(spec, "the pod spec"), guard(lookup(spec, "volumes"), "volumes")); err != nil {
-			return notes, err
-		}
-		var err error
-		if vols := lookup(spec, "volumes"); vols == nil || isNull(vols) {
-			err = e.put(spec, "volumes", sequence(false, vol), compact)
-		} else if vols.Kind != yaml.SequenceNode {
-			return notes, fmt.Errorf("volumes is not a list")
-		} else {
-			err = e.appendItem(vols, vol, compact)
-		}
-		if err != nil {
-			return notes, err
-		}
+// volume adds nap's volume: the ConfigMap's key for arch, or nap's image.
+func (t *template) volume(arch string) error {
+	p := t.p
+	vol := mapping("name", str(kube.VolumeName), "configMap", mapping(
+		"name", str(p.ConfigMap),
+		"defaultMode", octal(0o555),
+		"items", sequence(false, mapping("key", str(kube.KeyForArch(arch)), "path", str(kube.BinaryName))),
+	))
+	if p.Delivery == DeliveryImage {
+		// The kubelet pulls its node's architecture; the image holds /nap alone.
+		vol = mapping("name", str(kube.VolumeName), "image", mapping("reference", str(p.Image), "pullPolicy", str("IfNotPresent")))
 	}
+	if err := cmp.Or(t.guard(t.spec, "the pod spec"), t.guard(lookup(t.spec, "volumes"), "volumes")); err != nil {
+		return err
+	}
+	switch vols := lookup(t.spec, "volumes"); {
+	case vols == nil || isNull(vols):
+		return t.e.put(t.spec, "volumes", sequence(false, vol), t.compact)
+	case vols.Kind != yaml.SequenceNode:
+		return fmt.Errorf("volumes is not a list")
+	default:
+		return t.e.appendItem(vols, vol, t.compact)
+	}
+}
 
-	if delayed {
-		need := int64((delay + p.GraceExtra + time.Second - 1) / time.Second)
-		if g := lookup(spec, "terminationGracePeriodSeconds"); g != nil && !isNull(g) {
-			cur, err := strconv.ParseInt(g.Value, 10, 64)
-			if g.Kind != yaml.ScalarNode || err != nil {
-				notes = append(notes, p.note(o, g.Line, "terminationGracePeriodSeconds %q is not a number; left alone", g.Value))
-			} else if cur < need {
-				if err := guard(g, "terminationGracePeriodSeconds"); err != nil {
-					return notes, err
-				}
-				if err := e.setInt(g, need); err != nil {
-					return notes, err
-				}
-			}
-		} else if need > int64(kube.DefaultGracePeriod/time.Second) {
-			if err := guard(spec, "the pod spec"); err != nil {
-				return notes, err
-			}
-			if err := e.put(spec, "terminationGracePeriodSeconds", num(need), compact); err != nil {
-				return notes, err
-			}
+// grace raises terminationGracePeriodSeconds to cover the longest delay and the
+// plan's drain time, where it is shorter.
+func (t *template) grace() error {
+	need := int64((t.longest + t.p.GraceExtra + time.Second - 1) / time.Second)
+	g := lookup(t.spec, "terminationGracePeriodSeconds")
+	if g == nil || isNull(g) {
+		if need <= int64(kube.DefaultGracePeriod/time.Second) {
+			return nil
 		}
+		if err := t.guard(t.spec, "the pod spec"); err != nil {
+			return err
+		}
+		return t.e.put(t.spec, "terminationGracePeriodSeconds", num(need), t.compact)
 	}
-	return notes, nil
+	cur, err := strconv.ParseInt(g.Value, 10, 64)
+	switch {
+	case g.Kind != yaml.ScalarNode || err != nil:
+		t.notes = append(t.notes, t.p.note(t.o, g.Line, "terminationGracePeriodSeconds %q is not a number; left alone", g.Value))
+		return nil
+	case cur >= need:
+		return nil
+	}
+	if err := t.guard(g, "terminationGracePeriodSeconds"); err != nil {
+		return err
+	}
+	return t.e.setInt(g, need)
 }
 
 // preStop is the hook that the plan adds.

@@ -2,7 +2,8 @@ package kube
 
 // The nap ConfigMap and how pods mount it.
 const (
-	ConfigMapName = "nap"  // the ConfigMap (and the pod volume) holding the binaries
+	ConfigMapName = "nap"  // the ConfigMap holding the binaries (its default name)
+	VolumeName    = "nap"  // the pod volume nap's hook runs from: the ConfigMap or nap's image
 	MountPath     = "/nap" // where containers mount it read-only
 	BinaryName    = "nap"  // the binary's name inside the mount: /nap/nap
 	ArchLabel     = "kubernetes.io/arch"

@@ -25,14 +25,14 @@ func napChecks() []Check {
 // alias and only one of them got the volume).
 func napVolumeMissing(_ *Context, w *Workload) []Finding {
 	for _, v := range w.PodSpec.Volumes {
-		if v.Name == kube.ConfigMapName {
+		if v.Name == kube.VolumeName {
 			return nil
 		}
 	}
 	var out []Finding
 	for _, c := range append(slices.Clone(w.PodSpec.InitContainers), w.PodSpec.Containers...) {
 		for _, m := range c.VolumeMounts {
-			if m.Name == kube.ConfigMapName {
+			if m.Name == kube.VolumeName {
 				out = append(out, Finding{
 					Container: c.Name,
 					Line:      w.ContainerLine(c.Name),
