@@ -80,7 +80,7 @@ test: prereqs kube-bins ingress-bins containerd-bins build
 	$(GO) vet ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 	bash hack/cluster.sh up
-	$(GO) test -count=1 ./test/e2e; rc=$$?; bash hack/cluster.sh down; exit $$rc
+	$(GO) test -count=1 ./test/e2e; rc=$$?; [ $$rc -eq 0 ] || bash hack/cluster.sh failures; bash hack/cluster.sh down; exit $$rc
 	$(MAKE) fuzz
 
 unit:

@@ -506,7 +506,10 @@ case "${1:-}" in
   up) up ;;
   slow-node2) slow_node2 "${2:-}" ;;
   down) down ;;
+  # What the lab's logs say went wrong, printed before a failed run tears it down: the
+  # API server's failed webhook calls (a missed admission's cause), the last 40.
+  failures) grep -h "Failed calling webhook" "$D/logs/kube-apiserver.log" 2>/dev/null | tail -n 40 || true ;;
   env) echo "KUBECONFIG=$KCFG" ;;
   contained) contained ;;
-  *) echo "usage: $0 up|down|env|contained|slow-node2 [DURATION]" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|env|contained|failures|slow-node2 [DURATION]" >&2; exit 2 ;;
 esac
