@@ -62,6 +62,9 @@ var reasonOfCheck = map[string]Reason{
 	lint.NativeSleepUnsupported:  NativeSleepUnsupported,
 }
 
+// reporterChecks are reasonOfCheck's IDs, listed once (the scan runs them on every pod).
+var reporterChecks = slices.Sorted(maps.Keys(reasonOfCheck))
+
 // Finding is one workload's problem of one reason.
 type Finding struct {
 	Workload WorkloadRef
@@ -226,19 +229,20 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 			if k := p.Namespace + "/" + p.Name; eventPods[k] {
 				livePods[k] = w
 			}
-			if h, _ := hook.First(p.Spec); h.Kind != hook.None {
+			h, _ := hook.First(p.Spec)
+			if h.Kind != hook.None {
 				hookKinds[w] = h.Kind
 			}
 			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			if h, _ := hook.First(p.Spec); h.Kind != hook.None {
+			if h.Kind != hook.None {
 				// lint's termination checks, on the pod as it runs: its node's kubelet.
 				opts := lint.Options{KubeVersion: &apiserver}
 				if n, ok := nodes[p.Spec.NodeName]; ok {
 					opts.Nodes = []kube.Node{n}
 				}
-				for _, f := range lint.CheckPod(p.Namespace, p.Name, p.Spec, opts, slices.Collect(maps.Keys(reasonOfCheck))...) {
+				for _, f := range lint.CheckPod(p.Namespace, p.Name, p.Spec, opts, reporterChecks...) {
 					add(w, reasonOfCheck[f.ID], "", p.Name, f.Message)
 				}
 				continue

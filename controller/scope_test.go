@@ -193,20 +193,18 @@ func TestSelectorsFollowDecide(t *testing.T) {
 		scopeLabels = append(scopeLabels, string(s))
 	}
 	for _, installed := range scope.All() {
-		var hooks []struct {
+		type selectors struct {
 			path     string
 			ns, pods labels.Selector
 		}
+		var hooks []selectors
 		for _, h := range WebhookConfiguration("nap", "nap-system", "nap", nil, installed).Webhooks {
 			ns, err1 := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
 			obj, err2 := metav1.LabelSelectorAsSelector(h.ObjectSelector)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
-			hooks = append(hooks, struct {
-				path     string
-				ns, pods labels.Selector
-			}{*h.ClientConfig.Service.Path, ns, obj})
+			hooks = append(hooks, selectors{*h.ClientConfig.Service.Path, ns, obj})
 		}
 		for _, nsName := range []string{"shop", "nap-system", "kube-system"} {
 			for _, nsInject := range labelValues {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -181,8 +182,9 @@ func CheckPod(namespace, name string, spec corev1.PodSpec, opts Options, ids ...
 	c := &Context{Options: opts}
 	w := &Workload{Obj: &manifest.Object{Kind: "Pod", Namespace: namespace, Name: name}, PodSpec: spec, Replicas: 1}
 	var out []Finding
-	for _, chk := range Checks() {
-		if !slices.Contains(ids, chk.ID) || opts.Config.disabled(chk.ID) {
+	for _, id := range ids {
+		chk, ok := checksByID()[id]
+		if !ok || opts.Config.disabled(chk.ID) {
 			continue
 		}
 		for _, f := range chk.Run(c, w) {
@@ -192,6 +194,15 @@ func CheckPod(namespace, name string, spec corev1.PodSpec, opts Options, ids ...
 	}
 	return out
 }
+
+// checksByID is Checks by ID, made once: CheckPod runs on every pod of a cluster.
+var checksByID = sync.OnceValue(func() map[string]Check {
+	m := map[string]Check{}
+	for _, c := range Checks() {
+		m[c.ID] = c
+	}
+	return m
+})
 
 // ignoredChecks are the checks the object's annotation, or its pod template's, names.
 func ignoredChecks(o *manifest.Object) map[string]bool {

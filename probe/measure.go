@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"sync"
@@ -37,8 +38,9 @@ const (
 )
 
 // Measure runs m until it is done or ctx ends (what was measured until then is
-// reported), and returns the summary. An error that stops the prober is returned alone;
-// a command that could not be run is returned beside the summary, as err.
+// reported), and returns the summary. An error that stops it (options, a command that
+// cannot start, the prober's) comes with no summary; a command that failed while it ran
+// comes beside the summary as a *CommandError.
 func Measure(ctx context.Context, m Measurement) (Summary, error) {
 	opts := m.Options
 	if err := opts.Validate(); err != nil {
@@ -54,7 +56,7 @@ func Measure(ctx context.Context, m Measurement) (Summary, error) {
 		c.Stdout, c.Stderr = m.CommandOutput, m.CommandOutput
 		began := time.Now()
 		if err := c.Start(); err != nil {
-			return Summary{}, &CommandError{Err: err}
+			return Summary{}, fmt.Errorf("--during: %w", err)
 		}
 		opts.Duration = 0
 		wg.Add(1)
@@ -117,7 +119,8 @@ func Measure(ctx context.Context, m Measurement) (Summary, error) {
 	return s, cmdErr
 }
 
-// CommandError is a Measurement's command that could not be run or waited for.
+// CommandError is a Measurement's command that failed while it ran (not its exit code,
+// which the summary holds).
 type CommandError struct{ Err error }
 
 func (e *CommandError) Error() string { return "--during: " + e.Err.Error() }

@@ -146,7 +146,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		fmt.Fprintln(streams.ErrOut)
 	}
 	var cmdErr *probe.CommandError
-	if err != nil && (!errors.As(err, &cmdErr) || s.Total.Requests == 0 && s.Command == nil) {
+	if err != nil && !errors.As(err, &cmdErr) {
 		return err
 	}
 	var out bytes.Buffer
