@@ -65,13 +65,15 @@ e2e: cluster-up
 	$(GO) test -count=1 ./test/e2e
 
 # The downtime experiment: every traffic path (ClusterIP from node 1 and from node 2, the
-# ingress) × disruption (rolling restart, scale-down, node drain) × variant (none, nap,
-# native; and drain, nap + drain, the webhook on the first), 3 rounds each under napctl
-# probe at 200 req/s; the table goes to docs/downtime-results.md. One scenario:
+# ingress, the load balancer with externalTrafficPolicy Local and Cluster) × disruption
+# (rolling restart, scale-down, node drain) × variant (none, nap, native; and drain,
+# nap + drain, the webhook on the first; nap at calibrate's delay behind the load
+# balancer), 3 rounds each (1 behind the load balancer) under napctl probe at 200 req/s;
+# the table goes to docs/downtime-results.md. One scenario:
 # make e2e-downtime NAP_DOWNTIME_ONLY='ingress (Traefik), node drain'
 e2e-downtime: cluster-up
 	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md NAP_DOWNTIME_ONLY='$(NAP_DOWNTIME_ONLY)' \
-		$(GO) test -count=1 -timeout 90m -run TestDowntimeExperiment -v ./test/e2e
+		$(GO) test -count=1 -timeout 150m -run TestDowntimeExperiment -v ./test/e2e
 
 # The whole suite: unit and envtest tests, then the end-to-end tests on a cluster that is
 # started for them and torn down after, then bounded fuzzing. Nothing may skip for a

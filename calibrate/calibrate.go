@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +57,10 @@ type Options struct {
 	Paths  traffic.Config
 	Margin time.Duration // added to the longest tail; default 2s
 	Drain  time.Duration // the grace period beyond the delay; default 30s
-	Log    func(format string, args ...any)
+	// AcceptGrace is the longest grace period the user would accept: a recommendation
+	// beyond it comes with what to do about the path whose tail decided; default 60s.
+	AcceptGrace time.Duration
+	Log         func(format string, args ...any)
 }
 
 // The defaults of Options, which napctl calibrate's flags show.
@@ -69,6 +73,7 @@ const (
 	DefaultQuiet     = 10 * time.Second
 	DefaultMargin    = 2 * time.Second
 	DefaultDrain     = 30 * time.Second
+	DefaultAccept    = 60 * time.Second
 )
 
 func (o *Options) defaults() {
@@ -80,6 +85,7 @@ func (o *Options) defaults() {
 	o.Quiet = cmp.Or(o.Quiet, DefaultQuiet)
 	o.Margin = cmp.Or(o.Margin, DefaultMargin)
 	o.Drain = cmp.Or(o.Drain, DefaultDrain)
+	o.AcceptGrace = cmp.Or(o.AcceptGrace, DefaultAccept)
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
@@ -92,7 +98,7 @@ func (o Options) Validate() error {
 		return errors.New("the napctl image is required (it runs napctl serve)")
 	case o.Paths.Validate() != nil:
 		return o.Paths.Validate()
-	case o.Rounds < 0 || o.Replicas < 0 || o.Rate < 0 || o.Hold < 0 || o.Quiet < 0 || o.Margin < 0 || o.Drain < 0:
+	case o.Rounds < 0 || o.Replicas < 0 || o.Rate < 0 || o.Hold < 0 || o.Quiet < 0 || o.Margin < 0 || o.Drain < 0 || o.AcceptGrace < 0:
 		return errors.New("rounds, replicas, rate and durations must not be negative")
 	case o.Replicas == 1:
 		return errors.New("replicas 1: a deleted pod would leave nothing to serve")
@@ -106,10 +112,24 @@ type Path struct {
 	URL  string `json:"url"`
 }
 
+// The disruptions a round is made of.
+const (
+	// RollingRestart: a rolling restart (maxSurge 1, maxUnavailable 0), every round.
+	RollingRestart = "rolling restart"
+	// ScaleDown: the Deployment scaled to one replica and back, in every round when a
+	// load balancer path is measured: a rollout's new pods keep each node served (the
+	// ReplicaSet deletes first where more of its pods run), so only pods that leave a
+	// node without one (a scale-down, a drain) show how long a load balancer that
+	// checks nodes keeps sending to them.
+	ScaleDown = "scale-down"
+)
+
 // Round is one pod replaced in a round.
 type Round struct {
 	Round int    `json:"round"`
 	Pod   string `json:"pod"`
+	// Disruption is how the pod went: RollingRestart or ScaleDown.
+	Disruption string `json:"disruption"`
 	// Tails are, by path, how long after its termination began the pod's last answer on
 	// that path was: 0 when it answered there only before; absent when the path never
 	// sent it anything.
@@ -146,6 +166,9 @@ type Report struct {
 	GraceS float64       `json:"recommended_grace_period_seconds"`
 	// Longest names the path whose tail decided.
 	Longest string `json:"longest_path"`
+	// Advice, when Grace exceeds what the user would accept (Options.AcceptGrace): what
+	// shortens the deciding path's tail.
+	Advice string `json:"advice,omitempty"`
 }
 
 // Run calibrates: it creates the workload, restarts it opts.Rounds times while
@@ -342,7 +365,15 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 	a := &answers{tail: map[string]map[string]float64{}, answered: map[string]map[string]bool{}, lastSeen: map[string]time.Time{},
 		failed: map[string]map[probe.Kind]int{}, total: map[string]int{}, start: time.Now(), firstFail: map[string]float64{}}
 	for _, p := range paths {
-		if err := waitAnswers(ctx, p); err != nil {
+		wait := time.Minute
+		for _, tp := range traffic.All() {
+			if tp.Name == p.Name && tp.NodeChecked {
+				// A load balancer sends to a node once its checks passed, a cloud's
+				// after it provisioned it.
+				wait = cmp.Or(opts.Paths.LBWait, traffic.DefaultLBWait)
+			}
+		}
+		if err := waitAnswers(ctx, p, wait); err != nil {
 			return nil, err
 		}
 	}
@@ -369,6 +400,17 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 		if err != nil {
 			return nil, err
 		}
+		if scaleDowns(opts) {
+			if err := waitReady(ctx, cs, opts); err != nil {
+				return nil, err
+			}
+			time.Sleep(2 * time.Second)
+			more, err := scaleDown(ctx, cs, opts, a, round)
+			if err != nil {
+				return nil, err
+			}
+			rs = append(rs, more...)
+		}
 		a.mu.Lock()
 		for _, r := range rs {
 			for _, p := range paths {
@@ -383,7 +425,7 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 		}
 		a.mu.Unlock()
 		for _, r := range rs {
-			opts.Log("round %d of %d (%.1fs): pod %s, tails %v", round+1, opts.Rounds, time.Since(a.start).Seconds(), r.Pod, r.Tails)
+			opts.Log("round %d of %d (%.1fs): pod %s (%s), tails %v", round+1, opts.Rounds, time.Since(a.start).Seconds(), r.Pod, r.Disruption, r.Tails)
 		}
 		rep.Rounds = append(rep.Rounds, rs...)
 	}
@@ -419,15 +461,51 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 	rep.Delay = time.Duration(math.Ceil((longest + opts.Margin.Seconds()))) * time.Second
 	rep.Grace = rep.Delay + opts.Drain
 	rep.DelayS, rep.GraceS = rep.Delay.Seconds(), rep.Grace.Seconds()
+	if rep.Grace > opts.AcceptGrace {
+		rep.Advice = advice(rep, opts)
+	}
 	return rep, nil
 }
 
-// waitAnswers waits, one request at a time, until the path answers 200 three times in
-// a row: a new Service's rules reach every proxy a moment after it exists, and no load
+// scaleDowns tells whether the rounds include a scale-down: when a path is a load
+// balancer's.
+func scaleDowns(opts Options) bool {
+	for _, p := range traffic.Enabled(opts.Paths) {
+		if p.NodeChecked {
+			return true
+		}
+	}
+	return false
+}
+
+// advice says why the recommended grace period is long and what shortens it: the
+// deciding path's remedy, with the other paths' tails for comparison.
+func advice(rep *Report, opts Options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the recommended grace period %v is longer than %v: the %s path's tail decides it", rep.Grace, opts.AcceptGrace, rep.Longest)
+	for _, p := range traffic.All() {
+		if p.Name == rep.Longest && p.Remedy != "" {
+			fmt.Fprintf(&b, ". %s", p.Remedy)
+		}
+	}
+	var others []string
+	for _, s := range rep.Paths {
+		if s.Path.Name != rep.Longest && s.Samples > 0 {
+			others = append(others, fmt.Sprintf("%s max %.1fs", s.Path.Name, s.Max))
+		}
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(&b, " Measured here on the other paths: %s.", strings.Join(others, ", "))
+	}
+	return b.String()
+}
+
+// waitAnswers waits (at most wait), one request at a time, until the path answers 200
+// three times in a row: a new Service's rules reach every proxy a moment after it exists, and no load
 // starts before its target answers.
-func waitAnswers(ctx context.Context, p Path) error {
+func waitAnswers(ctx context.Context, p Path, wait time.Duration) error {
 	c := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(wait)
 	var err error
 	for ok := 0; ok < 3; {
 		var resp *http.Response
@@ -442,7 +520,7 @@ func waitAnswers(ctx context.Context, p Path) error {
 		}
 		ok = 0
 		if time.Now().After(deadline) {
-			return fmt.Errorf("path %s (%s) does not answer after a minute: %w", p.Name, p.URL, err)
+			return fmt.Errorf("path %s (%s) does not answer after %v: %w", p.Name, p.URL, wait, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -459,7 +537,7 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[max(0, min(len(sorted)-1, i))]
 }
 
-// restart is one round: a rolling restart of the calibration Deployment, as `kubectl
+// restart is a round's rolling restart of the calibration Deployment, as `kubectl
 // rollout restart` makes one (maxSurge 1, maxUnavailable 0: an old pod goes the moment
 // a new one is ready). Each old pod is a sample. A rollout, not a lone deletion:
 // kube-proxy applies changes at most once per minSyncPeriod, so the first change after
@@ -482,17 +560,55 @@ func restart(ctx context.Context, cs kubernetes.Interface, opts Options, a *answ
 	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return nil, fmt.Errorf("restarting the calibration Deployment: %w", err)
 	}
+	return follow(ctx, cs, opts, a, round, RollingRestart, old, len(old))
+}
+
+// scaleDown is a round's scale-down: the Deployment scaled to one replica (every other
+// pod deleted, and with them every node but one left without a pod) and, once those
+// pods are gone, back to opts.Replicas. Each deleted pod is a sample.
+func scaleDown(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers, round int) ([]Round, error) {
+	ns := opts.Namespace
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
+	if err != nil {
+		return nil, err
+	}
+	old := map[string]bool{}
+	for _, p := range pods.Items {
+		old[p.Name] = true
+	}
+	scale := func(n int32) error {
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+		if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("scaling the calibration Deployment to %d: %w", n, err)
+		}
+		return nil
+	}
+	if err := scale(1); err != nil {
+		return nil, err
+	}
+	out, err := follow(ctx, cs, opts, a, round, ScaleDown, old, len(old)-1)
+	if err != nil {
+		return out, err
+	}
+	return out, scale(opts.Replicas)
+}
+
+// follow waits until want of the pods in old have been deleted and their tails taken,
+// each removed at once when no EndpointSlice has it ready and no request has reached it
+// for opts.Quiet (or its hold ended).
+func follow(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers, round int, disruption string, old map[string]bool, want int) ([]Round, error) {
+	ns := opts.Namespace
 	deleted := map[string]time.Time{} // old pod → when its deletion was seen
 	var out []Round
 	deadline := time.Now().Add(opts.Hold + 3*time.Minute)
-	for len(out) < len(old) {
+	for len(out) < want {
 		select {
 		case <-ctx.Done():
 			return out, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return out, fmt.Errorf("the rolling restart of round %d has not replaced every pod after %v", round+1, opts.Hold+3*time.Minute)
+			return out, fmt.Errorf("the %s of round %d has not replaced every pod after %v", disruption, round+1, opts.Hold+3*time.Minute)
 		}
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
 		if err != nil {
@@ -514,7 +630,7 @@ func restart(ctx context.Context, cs kubernetes.Interface, opts Options, a *answ
 			if at.IsZero() {
 				continue // done
 			}
-			r := Round{Round: round + 1, Pod: name, Tails: map[string]float64{}}
+			r := Round{Round: round + 1, Pod: name, Disruption: disruption, Tails: map[string]float64{}}
 			if time.Since(at) > opts.Hold {
 				r.Censored = true
 			} else {

@@ -90,3 +90,20 @@ func TestNamespace(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// advice names the deciding path, says what shortens its tail, and gives the other
+// paths' tails to compare.
+func TestAdvice(t *testing.T) {
+	rep := &Report{Grace: 65 * time.Second, Longest: "lb-local", Paths: []Stats{
+		{Path: Path{Name: "clusterip"}, Samples: 5, Max: 1.2},
+		{Path: Path{Name: "lb-local"}, Samples: 5, Max: 33.1},
+		{Path: Path{Name: "lb-cluster"}, Samples: 5, Max: 1.3},
+	}}
+	got := advice(rep, Options{AcceptGrace: time.Minute})
+	for _, want := range []string{"1m5s is longer than 1m0s", "lb-local path's tail", "healthCheckNodePort", "externalTrafficPolicy Cluster",
+		"clusterip max 1.2s, lb-cluster max 1.3s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("advice lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -8,7 +8,10 @@
 # joined to the host by a veth, with its own containerd, kubelet (of the older
 # hack/kube-version-node2: mixed kubelet versions are real), containerd 2.x
 # (hack/containerd-version-node2: it mounts image volumes; node 1's Debian 1.6 does not)
-# and kube-proxy (its own iptables). docs/testing.md draws it.
+# and kube-proxy (its own iptables). The load balancer (nap-lb) is a third network
+# namespace: one HAProxy per Service of type LoadBalancer, configured by hack/lb, which
+# sends to the nodes' NodePorts and health-checks them as a cloud load balancer does.
+# docs/testing.md draws it.
 #
 #   hack/cluster.sh up     start it (idempotent: a running cluster is left as it is)
 #   hack/cluster.sh down   stop it and remove everything it made (idempotent)
@@ -43,6 +46,13 @@ NODE2_POD_CIDR=10.78.1.0/24
 BRIDGE2=nap1    # inside the namespace
 VETH2=nap-n2    # the host's end; the namespace's end is eth0
 D2=$D/node2
+# The load balancer: a network namespace with no default route, a veth to the host, its
+# own address (the source of its checks and connections) and the Services' addresses,
+# all in LB_CIDR, which the host and node 2 route to it.
+LB_NETNS=nap-lb
+LB_CIDR=10.77.1.0/24
+LB_IP=10.77.1.1
+VETH_LB=nap-lb  # the host's end; the namespace's end is eth0
 ETCD_PORT=23790
 KCFG=$D/admin.kubeconfig
 EGRESS_RULE=(-s "$POD_CIDR" ! -o "nap+" -m comment --comment "nap-lab: pods stay on this machine" -j DROP)
@@ -100,6 +110,8 @@ start() { # name command...
 # kubelet needs; nsenter switches the network namespace only.
 IN2=(nsenter --net="/run/netns/$NETNS2")
 in2() { "${IN2[@]}" "$@"; }
+INLB=(nsenter --net="/run/netns/$LB_NETNS")
+inlb() { "${INLB[@]}" "$@"; }
 
 wait_for() { # what seconds command...
   local what=$1 secs=$2; shift 2
@@ -179,6 +191,13 @@ contained() {
     [ "$dev" = "$VETH2" ] || { log "$NODE2_POD_CIDR routes to '${dev:-nothing}', not $VETH2"; return 1; }
     if in2 ip route get 192.0.2.1 >/dev/null 2>&1; then log "node 2 has a route off the machine"; return 1; fi
   fi
+  # The load balancers' range goes to their namespace, which has no route off the machine.
+  if ip netns list 2>/dev/null | grep -qw "$LB_NETNS"; then
+    last=$(python3 -c 'import ipaddress,sys; n=ipaddress.ip_network(sys.argv[1]); print(n.network_address+n.num_addresses-2)' "$LB_CIDR")
+    dev=$(ip route get "$last" 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -1)
+    [ "$dev" = "$VETH_LB" ] || { log "$LB_CIDR routes to '${dev:-nothing}', not $VETH_LB"; return 1; }
+    if inlb ip route get 192.0.2.1 >/dev/null 2>&1; then log "the load balancer has a route off the machine"; return 1; fi
+  fi
   return 0
 }
 
@@ -202,7 +221,23 @@ node2net() {
   # its own devices (contain). A ClusterIP needs a route before kube-proxy's DNAT.
   in2 ip route replace "$POD_CIDR" via "$NODE_IP" dev eth0 src "$NODE2_IP"
   in2 ip route replace "$SVC_CIDR" via "$NODE_IP" dev eth0 src "$NODE2_IP"
+  in2 ip route replace "$LB_CIDR" via "$NODE_IP" dev eth0 src "$NODE2_IP"
   in2 sysctl -qw net.ipv4.ip_forward=1
+}
+
+# lbnet makes the load balancer's network namespace: its veth, its own address, routes
+# to the nodes (node 2 through the host), and the host's route to LB_CIDR. hack/lb puts
+# each Service's address on the namespace's lo.
+lbnet() {
+  ip netns list | grep -qw "$LB_NETNS" || ip netns add "$LB_NETNS"
+  ip link show "$VETH_LB" >/dev/null 2>&1 || ip link add "$VETH_LB" type veth peer name eth0 netns "$LB_NETNS"
+  ip link set "$VETH_LB" up
+  ip route replace "$LB_CIDR" dev "$VETH_LB" src "$NODE_IP"
+  inlb ip link set lo up
+  inlb ip -4 addr show dev eth0 | grep -q " $LB_IP/32" || inlb ip addr add "$LB_IP/32" dev eth0
+  inlb ip link set eth0 up
+  inlb ip route replace "$NODE_IP/32" dev eth0 src "$LB_IP"
+  inlb ip route replace "$NODE2_IP/32" via "$NODE_IP" dev eth0 src "$LB_IP"
 }
 
 # containerd_conf DIR POD_CIDR BRIDGE writes a node's containerd 1.6 configuration (v2):
@@ -299,7 +334,7 @@ mode: iptables
 clusterCIDR: $POD_CIDR
 nodePortAddresses: ["$2/32"]
 bindAddress: 127.0.0.1
-healthzBindAddress: 127.0.0.1:10256
+healthzBindAddress: $2:10256
 metricsBindAddress: 127.0.0.1:10249
 clientConnection: {kubeconfig: "$D/kube-proxy.kubeconfig"}
 conntrack: {maxPerCore: 0}$slow
@@ -319,6 +354,7 @@ up() {
   fi
   contain
   node2net
+  lbnet
   contained || { log "a cluster range routes off the machine"; exit 1; }
   # Node 2's kubelet puts its pods under a cgroup of its own, beside node 1's /kubepods.
   for cg in /sys/fs/cgroup/*/; do
@@ -389,6 +425,12 @@ up() {
   done
   ingress
   wait_for "default ServiceAccount" 60 "$B/kubectl" --kubeconfig "$KCFG" -n default get serviceaccount default
+  # The load balancers: hack/lb, built once per up, runs one HAProxy per Service of
+  # type LoadBalancer in the load balancer's namespace.
+  mkdir -p "$D/bin" "$D/lb"
+  (cd "$repo" && go build -o "$D/bin/lb" ./hack/lb)
+  start lb "$D/bin/lb" --kubeconfig "$KCFG" --netns "$LB_NETNS" --range "$LB_CIDR" --dir "$D/lb" \
+    --haproxy "$(command -v haproxy || echo /usr/sbin/haproxy)"
   log "up: KUBECONFIG=$KCFG"
   echo "KUBECONFIG=$KCFG"
 }
@@ -398,7 +440,7 @@ down() {
   bins || true
   set +e +o pipefail # best effort, step by step; what is left is reported at the end
   # Pods first, through the kubelet, while it runs: their containers and netns go cleanly.
-  local procs="kube-proxy kube-proxy-node2 kubelet kubelet-node2 kube-scheduler kube-controller-manager kube-apiserver"
+  local procs="lb kube-proxy kube-proxy-node2 kubelet kubelet-node2 kube-scheduler kube-controller-manager kube-apiserver"
   for p in $procs; do
     if running "$p"; then kill "$(cat "$D/pids/$p")" 2>/dev/null || true; fi
   done
@@ -442,6 +484,12 @@ down() {
   done
   while iptables -D FORWARD "${EGRESS_RULE[@]}" 2>/dev/null; do :; done
   for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
+  # The load balancers (hack/lb stops its HAProxies when it stops; these are what a
+  # killed one left), their namespace, veth and route.
+  pkill -f "haproxy -f $D/lb/" 2>/dev/null || true
+  ip netns del "$LB_NETNS" 2>/dev/null || true
+  ip link del "$VETH_LB" 2>/dev/null || true
+  ip route del "$LB_CIDR" 2>/dev/null || true
   # Node 2's namespace, and with it its iptables, its bridge and the veth's other end.
   ip netns del "$NETNS2" 2>/dev/null || true
   ip link del "$VETH2" 2>/dev/null || true
@@ -465,8 +513,11 @@ down() {
   ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
   ip link show "$VETH2" >/dev/null 2>&1 && left+=("veth $VETH2")
   ip netns list 2>/dev/null | grep -qw "$NETNS2" && left+=("network namespace $NETNS2")
+  ip netns list 2>/dev/null | grep -qw "$LB_NETNS" && left+=("network namespace $LB_NETNS")
+  ip link show "$VETH_LB" >/dev/null 2>&1 && left+=("veth $VETH_LB")
+  pgrep -f "haproxy -f $D/lb/" >/dev/null && left+=("HAProxy")
   ls -d /sys/fs/cgroup/*/"$NODE2" >/dev/null 2>&1 && left+=("cgroups $NODE2")
-  for cidr in $CONTAINED_CIDRS $NODE2_POD_CIDR $NODE2_IP/32; do
+  for cidr in $CONTAINED_CIDRS $NODE2_POD_CIDR $NODE2_IP/32 $LB_CIDR; do
     ip route show "$cidr" | grep -q . && left+=("route $cidr")
   done
   iptables-save 2>/dev/null | grep -qE '(KUBE|CNI)-' && left+=("iptables chains")
@@ -498,7 +549,7 @@ slow_node2() {
     kill -9 "$pid" 2>/dev/null || true
   fi
   start kube-proxy-node2 "${IN2[@]}" "$B2/kube-proxy" --config="$D2/kube-proxy.yaml" --hostname-override="$NODE2"
-  wait_for "node 2's kube-proxy" 30 in2 curl -sf http://127.0.0.1:10256/healthz
+  wait_for "node 2's kube-proxy" 30 in2 curl -sf "http://$NODE2_IP:10256/healthz"
   log "node 2's kube-proxy: minSyncPeriod ${1:-1s (default)}"
 }
 

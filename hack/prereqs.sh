@@ -13,6 +13,7 @@
 #   openssl, curl     the local cluster's certificates and health checks
 #   python3           the benchmark reports
 #   chromium          renders napctl probe's HTML report in a test (headless screenshot)
+#   haproxy           the lab's load balancer (hack/lb runs one per LoadBalancer Service)
 #   skopeo            reads napctl image's layouts in a test, as users push them (local
 #                     transports only: oci-archive:, oci:)
 set -euo pipefail
@@ -38,6 +39,7 @@ have curl || need+=(curl)
 have python3 || need+=(python3)
 have chromium || need+=(chromium)
 have skopeo || need+=(skopeo)
+have haproxy || need+=(haproxy)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "prereqs: all present"

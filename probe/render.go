@@ -23,10 +23,13 @@ type Summary struct {
 	Modes           map[Mode]*Counts `json:"modes"`
 	Outages         []Outage         `json:"outages"`
 	LongestOutage   float64          `json:"longest_outage_seconds"`
-	Latency         Percentiles      `json:"latency"`
-	SendLag         Percentiles      `json:"send_lag"`
-	Buckets         []Bucket         `json:"buckets"`
-	Command         *CommandResult   `json:"command,omitempty"`
+	// FirstErrors are, by failed kind, the first failure's error as the client saw it:
+	// what an "other" was, which address refused.
+	FirstErrors map[Kind]string `json:"first_errors,omitempty"`
+	Latency     Percentiles     `json:"latency"`
+	SendLag     Percentiles     `json:"send_lag"`
+	Buckets     []Bucket        `json:"buckets"`
+	Command     *CommandResult  `json:"command,omitempty"`
 	// Watch names what --watch watched; Events are what happened to it, in time order.
 	Watch  string  `json:"watch,omitempty"`
 	Events []Event `json:"events,omitempty"`
@@ -80,8 +83,25 @@ func (r *Report) Summarize(opts Options, elapsed time.Duration, cmd *CommandResu
 	return Summary{
 		URL: opts.URL, Rate: opts.Rate, Retry: opts.Retry, MaxInFlight: opts.MaxInFlight, BucketSeconds: r.Bucket.Seconds(), DurationSeconds: elapsed.Seconds(),
 		Total: r.Total(), Modes: r.Totals, Outages: outages, LongestOutage: r.LongestOutage().Seconds(),
-		Latency: r.Latency(), SendLag: r.Lag(), Buckets: buckets, Command: cmd,
+		Latency: r.Latency(), SendLag: r.Lag(), Buckets: buckets, Command: cmd, FirstErrors: r.firstErrors(),
 	}
+}
+
+// firstErrors is, by kind, the error of the first failure of that kind that had one.
+func (r *Report) firstErrors() map[Kind]string {
+	var out map[Kind]string
+	for _, f := range r.fails {
+		if f.Err == "" {
+			continue
+		}
+		if _, ok := out[f.Kind]; !ok {
+			if out == nil {
+				out = map[Kind]string{}
+			}
+			out[f.Kind] = f.Err
+		}
+	}
+	return out
 }
 
 // JSON writes s as indented JSON.
@@ -144,6 +164,11 @@ func Text(w io.Writer, s Summary) error {
 	}
 	if codes := statusesOf(s.Total, ""); codes != "" {
 		fmt.Fprintf(&b, "status codes  %s\n", codes)
+	}
+	for _, k := range Kinds {
+		if e, ok := s.FirstErrors[k]; ok {
+			fmt.Fprintf(&b, "first %-7s %s\n", k, e)
+		}
 	}
 	if s.Retry {
 		b.WriteString("keep-alive    a request on a closed keep-alive connection was resent once, silently (--retry), as Go clients do\n")

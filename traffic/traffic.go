@@ -1,10 +1,13 @@
 package traffic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -22,6 +25,37 @@ type Config struct {
 	// IngressClass is the class of the Ingress the ingress path creates; IngressURL is
 	// where that controller answers (http://ADDR). Both, or neither and no ingress path.
 	IngressClass, IngressURL string
+	// LoadBalancers are the externalTrafficPolicies of the load balancer paths: each is a
+	// Service of type LoadBalancer of its own, which the cloud (or the lab's load
+	// balancer) gives an address.
+	LoadBalancers []corev1.ServiceExternalTrafficPolicy
+	// LBAnnotations go on those Services: the cloud's load balancer settings (scheme,
+	// health check timings).
+	LBAnnotations map[string]string
+	// LBWait bounds the wait for a load balancer's address and its first answers;
+	// default DefaultLBWait.
+	LBWait time.Duration
+}
+
+// DefaultLBWait is how long a load balancer path waits for its address and its first
+// answers: a cloud provisions a load balancer in minutes.
+const DefaultLBWait = 5 * time.Minute
+
+// ParseLoadBalancers reads a list of externalTrafficPolicies, "local,cluster" (any case).
+func ParseLoadBalancers(s string) ([]corev1.ServiceExternalTrafficPolicy, error) {
+	var out []corev1.ServiceExternalTrafficPolicy
+	for _, f := range strings.Split(s, ",") {
+		switch strings.ToLower(strings.TrimSpace(f)) {
+		case "":
+		case "local":
+			out = append(out, corev1.ServiceExternalTrafficPolicyLocal)
+		case "cluster":
+			out = append(out, corev1.ServiceExternalTrafficPolicyCluster)
+		default:
+			return nil, fmt.Errorf("load balancer %q: want local, cluster or both (local,cluster)", f)
+		}
+	}
+	return out, nil
 }
 
 // Validate names what is off.
@@ -53,6 +87,12 @@ type Path struct {
 	Open func(ctx context.Context, cs kubernetes.Interface, cfg Config, t Target, svc *corev1.Service) (string, error)
 	// Close deletes what Open created; nothing there is no error.
 	Close func(ctx context.Context, cs kubernetes.Interface, t Target) error
+	// NodeChecked: the path sends to nodes and learns which to send to only from their
+	// health checks, so only a pod that leaves its node without one (a scale-down, a
+	// drain) shows its tail; a rollout keeps every node served.
+	NodeChecked bool
+	// Remedy is what shortens the path's tail, for a recommendation that is too long.
+	Remedy string
 }
 
 // The paths. Adding one: an entry here and in All, and its test.
@@ -67,7 +107,7 @@ var (
 			}
 			return hostURL(svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), nil
 		},
-		Close: nothing}
+		Close: nothing, Remedy: remedyProxy}
 	// NodePort: a node's address and the Service's NodePort, through that node's
 	// kube-proxy (what an external load balancer sends to).
 	NodePort = Path{Name: "nodeport", Title: "NodePort", Needs: corev1.ServiceTypeNodePort,
@@ -85,7 +125,7 @@ var (
 			}
 			return hostURL(addr, svc.Spec.Ports[0].NodePort), nil
 		},
-		Close: nothing}
+		Close: nothing, Remedy: remedyProxy}
 	// Ingress: an Ingress of the configured class routing Target.Prefix to the Service;
 	// the controller routes to pod IPs from the EndpointSlices it watches.
 	Ingress = Path{Name: "ingress", Title: "ingress", Needs: corev1.ServiceTypeClusterIP,
@@ -107,11 +147,81 @@ var (
 				return nil
 			}
 			return err
-		}}
+		},
+		Remedy: "The ingress controller routes from the EndpointSlices it watches, on its own schedule " +
+			"(a reload, a throttle on changes): look at how it applies endpoint changes."}
+	// LoadBalancerLocal: an external load balancer in front of a Service with
+	// externalTrafficPolicy Local. It sends to the NodePorts of nodes whose health check
+	// (the Service's healthCheckNodePort, served by kube-proxy) passes: a node has a
+	// ready pod of the Service. When a node's last pod terminates, kube-proxy fails the
+	// check and keeps sending to the terminating pod; the load balancer stops sending to
+	// the node only after its own checks fail (an AWS NLB's defaults: 3 checks 10 s
+	// apart), the longest tail users meet.
+	LoadBalancerLocal = loadBalancer(corev1.ServiceExternalTrafficPolicyLocal, "lb-local", "load balancer (Local)",
+		"The load balancer keeps sending to a node until its health checks of the Service's healthCheckNodePort fail "+
+			"(interval × unhealthy threshold: 30 s on an AWS NLB's defaults). Shorten them (AWS: the "+
+			"service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval and -unhealthy-threshold annotations), "+
+			"or use externalTrafficPolicy Cluster (the load balancer then checks kube-proxy, and every node routes to "+
+			"ready pods), or a load balancer that sends to pods and gates their readiness on its own state (the AWS "+
+			"Load Balancer Controller's pod readiness gate, GKE's container-native load balancing).")
+	// LoadBalancerCluster: the same with externalTrafficPolicy Cluster: the load
+	// balancer checks kube-proxy itself (:10256/healthz) and keeps sending to every node,
+	// whose kube-proxy routes to any ready pod of the Service.
+	LoadBalancerCluster = loadBalancer(corev1.ServiceExternalTrafficPolicyCluster, "lb-cluster", "load balancer (Cluster)",
+		"The load balancer sends to every node whose kube-proxy is healthy, and each node's kube-proxy routes to "+
+			"ready pods: a long tail here is kube-proxy's (see the NodePort path), not the load balancer's checks.")
 )
 
+// loadBalancer is the path through a Service of type LoadBalancer with policy, named
+// TARGET-NAME beside the target's own Service.
+func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remedy string) Path {
+	svcName := func(t Target) string { return t.Service + "-" + name }
+	return Path{Name: name, Title: title, Needs: corev1.ServiceTypeClusterIP, NodeChecked: true, Remedy: remedy,
+		Enabled: func(c Config) bool { return slices.Contains(c.LoadBalancers, policy) },
+		Open: func(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service) (string, error) {
+			lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svcName(t), Labels: svc.Labels, Annotations: c.LBAnnotations},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: policy, Selector: svc.Spec.Selector}}
+			for _, p := range svc.Spec.Ports {
+				lb.Spec.Ports = append(lb.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort})
+			}
+			if _, err := cs.CoreV1().Services(t.Namespace).Create(ctx, lb, metav1.CreateOptions{}); err != nil {
+				return "", fmt.Errorf("creating the Service %s/%s: %w", t.Namespace, lb.Name, err)
+			}
+			wait := cmp.Or(c.LBWait, DefaultLBWait)
+			deadline := time.Now().Add(wait)
+			for {
+				got, err := cs.CoreV1().Services(t.Namespace).Get(ctx, lb.Name, metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				for _, in := range got.Status.LoadBalancer.Ingress {
+					if host := cmp.Or(in.IP, in.Hostname); host != "" {
+						return hostURL(host, got.Spec.Ports[0].Port), nil
+					}
+				}
+				if time.Now().After(deadline) {
+					return "", fmt.Errorf("the Service %s/%s of type LoadBalancer has no address after %v: does the cluster provision load balancers (a cloud controller, MetalLB)?", t.Namespace, lb.Name, wait)
+				}
+				select {
+				case <-ctx.Done():
+					return "", ctx.Err()
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		},
+		Close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
+			err := cs.CoreV1().Services(t.Namespace).Delete(ctx, svcName(t), metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}}
+}
+
 // All is every path, in the order reports list them.
-func All() []Path { return []Path{ClusterIP, NodePort, Ingress} }
+func All() []Path {
+	return []Path{ClusterIP, NodePort, Ingress, LoadBalancerLocal, LoadBalancerCluster}
+}
 
 // Enabled is the paths cfg asks for.
 func Enabled(cfg Config) []Path {
@@ -137,6 +247,10 @@ func ServiceType(paths []Path) corev1.ServiceType {
 }
 
 func nothing(context.Context, kubernetes.Interface, Target) error { return nil }
+
+// remedyProxy is the ClusterIP's and the NodePort's: kube-proxy's.
+const remedyProxy = "kube-proxy applies EndpointSlice changes at most once per minSyncPeriod (1 s by default), " +
+	"and a large rule set takes long to sync: look at its sync duration (kubeproxy_sync_proxy_rules_duration_seconds)."
 
 func hostURL(host string, port int32) string {
 	if strings.Contains(host, ":") {

@@ -2,12 +2,15 @@ package traffic
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -79,5 +82,95 @@ func TestOpenClose(t *testing.T) {
 	}
 	if url, _ := NodePort.Open(ctx, cs, Config{NodeAddress: "fd00::1"}, tgt, svc); url != "http://[fd00::1]:30123/" {
 		t.Errorf("NodePort on an IPv6 address: %s", url)
+	}
+}
+
+// TestLoadBalancer: each load balancer path creates its own Service of type LoadBalancer
+// with its externalTrafficPolicy and the annotations, waits for the address the cloud
+// writes, and deletes the Service; with no cloud, it says so within LBWait.
+func TestLoadBalancer(t *testing.T) {
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop", Labels: map[string]string{"app": "app"}},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.79.0.20", Selector: map[string]string{"app": "app"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30123, TargetPort: intstr.FromInt32(8080)}}}}
+	tgt := Target{Namespace: "shop", Service: "app"}
+	cfg := Config{NodeAddress: "-", LoadBalancers: []corev1.ServiceExternalTrafficPolicy{"Local", "Cluster"},
+		LBAnnotations: map[string]string{"lb.example/scheme": "internal"}, LBWait: 5 * time.Second}
+	cs := fake.NewClientset()
+	// The cloud: an address for every Service of type LoadBalancer, a moment after it exists.
+	cloud, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		for n := 1; cloud.Err() == nil; time.Sleep(20 * time.Millisecond) {
+			l, _ := cs.CoreV1().Services("shop").List(cloud, metav1.ListOptions{})
+			for _, s := range l.Items {
+				if s.Spec.Type == corev1.ServiceTypeLoadBalancer && len(s.Status.LoadBalancer.Ingress) == 0 {
+					s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: fmt.Sprintf("10.77.1.%d", 10+n)}}
+					n++
+					cs.CoreV1().Services("shop").UpdateStatus(cloud, &s, metav1.UpdateOptions{})
+				}
+			}
+		}
+	}()
+	var names []string
+	for _, p := range Enabled(cfg) {
+		names = append(names, p.Name)
+		if p.Name == ClusterIP.Name {
+			continue
+		}
+		url, err := p.Open(ctx, cs, cfg, tgt, svc)
+		if err != nil || !strings.HasPrefix(url, "http://10.77.1.") {
+			t.Errorf("%s: Open = %q, %v", p.Name, url, err)
+			continue
+		}
+		lb, err := cs.CoreV1().Services("shop").Get(ctx, "app-"+p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]corev1.ServiceExternalTrafficPolicy{"lb-local": "Local", "lb-cluster": "Cluster"}[p.Name]
+		if lb.Spec.Type != corev1.ServiceTypeLoadBalancer || lb.Spec.ExternalTrafficPolicy != want || lb.Annotations["lb.example/scheme"] != "internal" ||
+			lb.Spec.Selector["app"] != "app" || len(lb.Spec.Ports) != 1 || lb.Spec.Ports[0].NodePort != 0 || lb.Spec.Ports[0].TargetPort.IntVal != 8080 {
+			t.Errorf("%s: the Service: %+v %v", p.Name, lb.Spec, lb.Annotations)
+		}
+		if err := p.Close(ctx, cs, tgt); err != nil {
+			t.Errorf("%s: Close: %v", p.Name, err)
+		}
+		if _, err := cs.CoreV1().Services("shop").Get(ctx, "app-"+p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the Service after Close: %v", p.Name, err)
+		}
+	}
+	if got := strings.Join(names, ","); got != "clusterip,lb-local,lb-cluster" {
+		t.Errorf("Enabled = %s", got)
+	}
+	stop()
+	cfg.LBWait = 300 * time.Millisecond
+	if _, err := LoadBalancerLocal.Open(ctx, fake.NewClientset(), cfg, tgt, svc); err == nil || !strings.Contains(err.Error(), "no address after 300ms") {
+		t.Errorf("no cloud: %v", err)
+	}
+}
+
+func TestParseLoadBalancers(t *testing.T) {
+	for in, want := range map[string]string{"": "", "local": "Local", "Cluster": "Cluster", "local, cluster": "Local,Cluster", "nlb": "error"} {
+		ps, err := ParseLoadBalancers(in)
+		got := fmt.Sprint(ps)
+		if err != nil {
+			got = "error"
+		} else {
+			got = strings.Trim(strings.ReplaceAll(got, " ", ","), "[]")
+		}
+		if got != want {
+			t.Errorf("ParseLoadBalancers(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Every path says what shortens its tail (calibrate's advice), and has a unique name.
+func TestPathsComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range All() {
+		if p.Remedy == "" || p.Title == "" || p.Open == nil || p.Close == nil || p.Enabled == nil || seen[p.Name] {
+			t.Errorf("path %q: incomplete or a duplicate name", p.Name)
+		}
+		seen[p.Name] = true
 	}
 }

@@ -225,3 +225,65 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestLoadBalancerCalibrated: behind the lab's load balancer (HAProxy, hack/lb) with
+// externalTrafficPolicy Local and checks 1 s apart, napctl calibrate --lb local measures
+// the load balancer's tail (only a scale-down shows it: a rollout keeps every node
+// served), and a scale-down seen through the load balancer loses no request over new
+// connections with the recommended delay, and loses some with a fifth of it: the load
+// balancer keeps sending to a node left without a pod until its checks fail.
+func TestLoadBalancerCalibrated(t *testing.T) {
+	cs := client(t)
+	ns := "nap-calibrate-lb"
+	var flags []string
+	for k, v := range lbLocalQuick.checks {
+		flags = append(flags, "--lb-annotation", k+"="+v)
+	}
+	cmd := exec.Command(napctl(t), append([]string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns,
+		"--image", controllerImage, "--rounds", "1", "--quiet", "5s", "--nodeport", "-", "--lb", "local", "-o", "json"}, flags...)...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("napctl calibrate --lb local: %v\n%s", err, out.String())
+	}
+	t.Logf("calibrated through the load balancer:\n%s", out.String())
+	var rep calibration
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var lb float64
+	for _, p := range rep.Paths {
+		if p.Failed != 0 || p.Samples != 5 {
+			t.Errorf("path %s: %d samples (want 3 of the rollout, 2 of the scale-down), %d of %d requests failed", p.Path.Name, p.Samples, p.Failed, p.Requests)
+		}
+		if p.Path.Name == "lb-local" {
+			lb = p.Max
+		}
+	}
+	// 3 failed checks 1 s apart: the node is out 2 to 3 s after kube-proxy failed its
+	// check (its sync, up to a second after the pod went unready).
+	if rep.Longest != "lb-local" || lb < 2 || lb > 5 {
+		t.Fatalf("longest tail %s, the load balancer's %.2fs: want the load balancer's, 2 s to 5 s", rep.Longest, lb)
+	}
+	delay := int(rep.Delay)
+	for _, c := range []struct {
+		delay   int
+		wantNew bool // requests over new connections fail
+	}{{delay, false}, {max(1, delay/5), true}} {
+		v := variant{name: fmt.Sprintf("nap preStop %ds", c.delay), mode: "plain",
+			inject: &inject.Options{Mode: inject.ModeBinary, Delay: fmt.Sprintf("%ds", c.delay)}}
+		if c.delay == delay {
+			v.name += " (recommended)"
+		}
+		m := measure(t, cs, scenario{path: lbLocalQuick, disruption: scaleDown, variant: v, rounds: 1}, 200)
+		t.Log(m.row())
+		failedNew := 0
+		if n := m.summary.Modes[probe.New]; n != nil {
+			failedNew = n.Failed
+		}
+		if (failedNew > 0) != c.wantNew {
+			t.Errorf("%s: %d requests over new connections failed (want failures: %v); load balancer tail calibrated %.2fs; outages %+v",
+				m.scenario, failedNew, c.wantNew, lb, m.summary.Outages)
+		}
+	}
+}

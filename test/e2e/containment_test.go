@@ -144,3 +144,32 @@ func TestContainmentNode2(t *testing.T) {
 		t.Errorf("FORWARD has no rule %s:\n%s", want, rules)
 	}
 }
+
+// TestContainmentLoadBalancer: the load balancers' range routes to their network
+// namespace, from this host and from node 2; the namespace itself has no route off the
+// machine, nor to an address of the range that no load balancer holds.
+func TestContainmentLoadBalancer(t *testing.T) {
+	client(t) // the cluster is up
+	veth := clusterSetting(t, "VETH_LB")
+	netns := "--net=/run/netns/" + clusterSetting(t, "LB_NETNS")
+	lbs := netip.MustParsePrefix(clusterSetting(t, "LB_CIDR"))
+	free := lastAddr(lbs).String() // hack/lb hands out addresses from the bottom
+	if dev := routeDev(t, free); dev != veth {
+		t.Errorf("%s, a load balancer address, routes to %s, want %s", free, dev, veth)
+	}
+	if out, err := exec.Command("nsenter", "--net="+node2NetNS, "ip", "route", "get", free).CombinedOutput(); err != nil || !strings.Contains(string(out), "dev eth0") {
+		t.Errorf("node 2 routes %s: %v: %s, want through eth0 to this host", free, err, out)
+	}
+	for _, addr := range []string{"203.0.113.77", "8.8.8.8", free} { // nothing is sent
+		out, err := exec.Command("nsenter", netns, "ip", "route", "get", addr).CombinedOutput()
+		if err == nil {
+			t.Errorf("the load balancer's namespace has a route to %s: %s", addr, out)
+		} else if !strings.Contains(string(out), "unreachable") {
+			t.Errorf("ip route get %s in the load balancer's namespace: %v: %s", addr, err, out)
+		}
+	}
+	// The check can tell: the nodes are reachable from there.
+	if out, err := exec.Command("nsenter", netns, "ip", "route", "get", node2IP).CombinedOutput(); err != nil {
+		t.Errorf("the load balancer cannot route to node 2: %v: %s", err, out)
+	}
+}

@@ -3,9 +3,11 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +47,9 @@ type variant struct {
 	// nodeSelector pins the pods (nap's image volume: node 2's containerd 2.x mounts
 	// them, node 1's 1.6 does not).
 	nodeSelector map[string]string
+	// calibrated: nap's binary at the delay napctl calibrate recommends for the lab's
+	// load balancer paths, measured once per experiment (inject.Delay is set then).
+	calibrated bool
 }
 
 // expectation is what a variant must show.
@@ -78,6 +83,8 @@ var (
 	napImage = variant{name: "nap preStop (image volume, node 2)", mode: "plain",
 		inject:       &inject.Options{Mode: inject.ModeBinary, Delay: "5s", Delivery: inject.DeliveryImage, Image: napImageRef},
 		nodeSelector: map[string]string{"kubernetes.io/hostname": node2}, expect: newClean}
+	// nap at the delay calibrate recommends (TestDowntimeExperiment measures it).
+	napCalibrated = variant{name: "nap preStop at the calibrated delay", mode: "plain", calibrated: true, expect: newClean}
 	// The same, installed with --admission policy: the API server injects (CEL).
 	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, admission: "policy",
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
@@ -112,7 +119,16 @@ func (d downtime) check(t *testing.T) {
 type labPath struct {
 	path  traffic.Path
 	node2 bool // from node 2's network namespace, through its own kube-proxy
+	// checks are the lab load balancer's health check timings (hack/lb's annotations),
+	// when not its NLB-shaped defaults.
+	checks map[string]string
 }
+
+// The lab load balancer's annotations (hack/lb).
+const (
+	lbInterval  = "lb.lab.nap.dev/health-check-interval"
+	lbUnhealthy = "lb.lab.nap.dev/unhealthy-threshold"
+)
 
 // The lab's paths.
 var (
@@ -125,6 +141,16 @@ var (
 	// viaIngress: Traefik in the cluster, which routes to pod IPs from the EndpointSlices
 	// it watches; probed at its Service from node 1.
 	viaIngress = labPath{path: traffic.Ingress}
+	// lbLocal and lbCluster: the lab's load balancer (HAProxy in its own network
+	// namespace, hack/lb) in front of a Service with externalTrafficPolicy Local or
+	// Cluster, with an AWS NLB's health check defaults (3 checks 10 s apart).
+	lbLocal   = labPath{path: traffic.LoadBalancerLocal}
+	lbCluster = labPath{path: traffic.LoadBalancerCluster}
+	// lbLocalQuick: the same with Local and checks 1 s apart, quick enough for every
+	// make test. One interval, not more: a node is out 2 to 3 checks after its last pod
+	// went unready, so one calibration sample can fall an interval short of the worst
+	// case, and calibrate's 2 s margin covers a 1 s interval.
+	lbLocalQuick = labPath{path: traffic.LoadBalancerLocal, checks: map[string]string{lbInterval: "1s", lbUnhealthy: "3"}}
 )
 
 func (p labPath) String() string {
@@ -133,6 +159,10 @@ func (p labPath) String() string {
 		return "ingress (Traefik)"
 	case p.node2:
 		return p.path.Title + " from node 2"
+	case p.path.NodeChecked && p.checks != nil:
+		return fmt.Sprintf("%s, checks every %s", p.path.Title, p.checks[lbInterval])
+	case p.path.NodeChecked:
+		return p.path.Title + ", NLB-like checks"
 	}
 	return p.path.Title + " from node 1"
 }
@@ -264,12 +294,19 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 	}
 	waitRolledOut(t, cs, ns)
-	cfg := traffic.Config{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, "")}
+	cfg := traffic.Config{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, ""), LBAnnotations: sc.path.checks,
+		LoadBalancers: []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster}}
 	url, err := sc.path.path.Open(ctx, cs, cfg, traffic.Target{Namespace: ns, Service: "app", Prefix: "/" + ns + "/"}, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	target := vantage{url: url, node2: sc.path.node2}
+	lbName := "app-" + sc.path.path.Name // traffic's load balancer Service
+	lbLocal := sc.path.path.Name == traffic.LoadBalancerLocal.Name
+	if sc.path.path.NodeChecked {
+		t.Cleanup(func() { sc.path.path.Close(context.Background(), cs, traffic.Target{Namespace: ns, Service: "app"}) })
+		waitLoadBalanced(t, cs, ns, lbName, lbLocal)
+	}
 	if sc.disruption == nodeDrain {
 		if n := podsByNode(t, cs, ns); n[node2] == 0 {
 			t.Fatalf("no pod of the demo service on %s to drain: %v", node2, n)
@@ -279,15 +316,34 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		waitNoPodStopping(t, cs, node2)
 	}
 
+	clearSynSent(t)
 	start := time.Now()
 	pr := startProbe(t, target, rate)
 	time.Sleep(2 * time.Second)
+	var settle func()
+	if sc.path.path.NodeChecked {
+		// Behind a load balancer, a round lasts until it has taken out the nodes left
+		// without a pod (Local) and, at its end, taken them back: what it sends to a
+		// node meanwhile is what the measurement is about.
+		settle = func() { waitLoadBalanced(t, cs, ns, lbName, lbLocal) }
+	}
 	for i := range sc.rounds {
-		disrupt(t, cs, ns, sc.disruption, i)
+		disrupt(t, cs, ns, sc.disruption, i, settle)
+		if settle != nil {
+			settle()
+		}
 	}
 	time.Sleep(2 * time.Second)
 	s := pr.stop(t)
 	t.Logf("%s: probed for %v", sc, time.Since(start).Round(time.Second))
+	if len(s.FirstErrors) > 0 {
+		t.Logf("%s: first errors %q", sc, s.FirstErrors)
+	}
+	if c := s.Modes[probe.New]; c != nil && c.ByKind[probe.Timeout] > 0 && v.expect != fails {
+		// What the nodes' connection tracking held right after (docs/downtime.md: stale
+		// SYN_SENT entries were the suspects of timeouts with a delay).
+		t.Logf("%s: %d timeouts over new connections; SYN_SENT entries now: node 1 %q, node 2 %q", sc, c.ByKind[probe.Timeout], synSent(t, false), synSent(t, true))
+	}
 	return downtime{ns: ns, scenario: sc, summary: s}
 }
 
@@ -296,7 +352,13 @@ func (sc scenario) String() string {
 }
 
 // disrupt runs round i of d on the demo service in ns and waits until it is whole again.
-func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i int) {
+// settle, when not nil, runs once the service is at its smallest (the old pods gone, the
+// Deployment scaled down, the node drained), before it grows back: routes that learn
+// late (a load balancer's checks) have settled on what is left.
+func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i int, settle func()) {
+	if settle == nil {
+		settle = func() {}
+	}
 	t.Helper()
 	ctx := context.Background()
 	switch d {
@@ -306,9 +368,11 @@ func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i 
 			t.Fatal(err)
 		}
 		waitRolledOut(t, cs, ns)
+		settle()
 	case scaleDown:
 		scale(t, cs, ns, 1)
 		waitRolledOut(t, cs, ns)
+		settle()
 		scale(t, cs, ns, d.replicas())
 		waitRolledOut(t, cs, ns)
 	case nodeDrain:
@@ -316,6 +380,7 @@ func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i 
 		t.Cleanup(func() { kubectl(t, nil, "uncordon", node2) })
 		t.Log(strings.TrimSpace(kubectl(t, nil, "drain", node2, "--pod-selector", "app=app", "--timeout", "3m", "--ignore-daemonsets", "--delete-emptydir-data")))
 		waitRolledOut(t, cs, ns)
+		settle()
 		kubectl(t, nil, "uncordon", node2)
 		if n := podsByNode(t, cs, ns); n[node2] != 0 {
 			t.Errorf("pods on %s after draining it: %v", node2, n)
@@ -487,22 +552,61 @@ func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 // disruption, and the other variants on the first path and disruption.
 func experiment(rounds int) []scenario {
 	var scs []scenario
-	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress} {
+	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress, lbLocal, lbCluster} {
 		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
 			vs := []variant{noDelay, napBinary, napNative}
 			if p.String() == clusterIPNode1.String() && d == rollingRestart {
 				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
+			if p.path.NodeChecked {
+				// Behind a load balancer the lab's 5 s is expected to fail where a
+				// node is left without a pod (Local: a scale-down, a drain); the
+				// calibrated delay must not.
+				vs = []variant{noDelay, lbExpect(napBinary, p, d), lbExpect(napNative, p, d), napCalibrated}
+			}
 			for _, v := range vs {
 				r := rounds
-				if d == nodeDrain {
-					r = 1 // a drained node's pods do not come back by themselves
+				if d == nodeDrain || p.path.NodeChecked {
+					// A drained node's pods do not come back by themselves; a load
+					// balancer's round takes a minute (its checks take nodes out
+					// and in): one round each.
+					r = 1
 				}
 				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r})
 			}
 		}
 	}
 	return scs
+}
+
+// lbExpect is what v (a 5 s delay) must show on load balancer path p under d: with
+// Local, a node left without a pod (a scale-down, a drain) stays in the load balancer
+// for three 10 s checks after its pods stopped, and requests fail; a rollout keeps
+// every node served, and with Cluster every node routes to ready pods.
+func lbExpect(v variant, p labPath, d disruption) variant {
+	if p.path.Name == traffic.LoadBalancerLocal.Name && d != rollingRestart {
+		v.expect = fails
+	}
+	return v
+}
+
+// calibrateLoadBalancers is napctl calibrate --lb local,cluster on the lab's load
+// balancer at its NLB-shaped defaults, one round: the delay it recommends.
+func calibrateLoadBalancers(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-experiment",
+		"--image", controllerImage, "--rounds", "1", "--nodeport", "-", "--lb", "local,cluster", "-o", "json")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("napctl calibrate --lb local,cluster: %v\n%s", err, out.String())
+	}
+	t.Logf("calibrated through the load balancers:\n%s", out.String())
+	var rep calibration
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%gs", rep.Delay)
 }
 
 // TestDowntimeExperiment is `make e2e-downtime`: every scenario of experiment,
@@ -524,9 +628,17 @@ func TestDowntimeExperiment(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(tableHeader)
 	installed, uninstall := "", func() {}
+	calibrated := ""
 	for _, sc := range experiment(rounds) {
 		if !strings.Contains(sc.String(), only) {
 			continue
+		}
+		if sc.variant.calibrated {
+			if calibrated == "" {
+				calibrated = calibrateLoadBalancers(t)
+			}
+			sc.variant.inject = &inject.Options{Mode: inject.ModeBinary, Delay: calibrated}
+			sc.variant.name += " (" + calibrated + ")"
 		}
 		if want := cmp.Or(sc.variant.admission, "webhook"); sc.variant.webhook && installed != want {
 			uninstall()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,4 +198,110 @@ func podsByNode(t *testing.T, cs *kubernetes.Clientset, ns string) map[string]in
 		}
 	}
 	return n
+}
+
+// waitLoadBalanced waits (at most 2 minutes) until the lab's load balancer of Service
+// ns/name (hack/lb: one HAProxy each, its runtime API on a socket) has in service exactly
+// the nodes it should send to: with Local, the nodes with a ready pod labelled app=app;
+// with Cluster, every node. A load balancer takes a node in only after its checks pass,
+// and out only after they fail (threshold × interval): a measurement starts with every
+// route open, and a disruption ends when the routes have settled.
+func waitLoadBalanced(t *testing.T, cs *kubernetes.Clientset, ns, name string, local bool) {
+	t.Helper()
+	sock := filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		want := map[string]bool{node1: true, node2: true}
+		if local {
+			want = map[string]bool{}
+			for n := range podsByNode(t, cs, ns) {
+				want[n] = true
+			}
+		}
+		up, err := lbServersUp(sock)
+		same := len(up) == len(want)
+		for n := range want {
+			same = same && up[n]
+		}
+		if err == nil && same {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the load balancer of %s/%s has not settled on %v after 2 minutes: in service %v, %v", ns, name, want, up, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// lbServersUp asks a lab load balancer which nodes are in service (HAProxy's `show
+// servers state`: operational state 2).
+func lbServersUp(sock string) (map[string]bool, error) {
+	conn, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte("show servers state\n")); err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		return nil, err
+	}
+	up := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 5 && !strings.HasPrefix(line, "#") && f[5] == "2" {
+			up[f[3]] = true
+		}
+	}
+	return up, nil
+}
+
+// synSent lists the TCP connection tracking entries in state SYN_SENT on a node (node 2:
+// in its network namespace): connections whose SYN got no answer yet. A rollout without
+// a delay leaves some, DNATed to pods that had exited; each lives 120 s
+// (nf_conntrack_tcp_timeout_syn_sent) and is renewed by a SYN that matches it.
+func synSent(t *testing.T, onNode2 bool) []string {
+	t.Helper()
+	args := []string{"conntrack", "-L", "-p", "tcp", "--state", "SYN_SENT"}
+	if onNode2 {
+		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+	}
+	out, err := exec.Command(args[0], args[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	var entries []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "tcp") {
+			entries = append(entries, l)
+		}
+	}
+	return entries
+}
+
+// clearSynSent deletes the SYN_SENT entries of both nodes (between measurements, with
+// no load running): a measurement starts with none left by the one before it, whatever
+// the order of the variants. It logs what it found.
+func clearSynSent(t *testing.T) {
+	t.Helper()
+	for _, onNode2 := range []bool{false, true} {
+		found := synSent(t, onNode2)
+		if len(found) == 0 {
+			continue
+		}
+		args := []string{"conntrack", "-D", "-p", "tcp", "--state", "SYN_SENT"}
+		if onNode2 {
+			args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+		}
+		// Exit status 1 when an entry went by itself meanwhile: nothing to report.
+		exec.Command(args[0], args[1:]...).Run()
+		node := node1
+		if onNode2 {
+			node = node2
+		}
+		t.Logf("%d SYN_SENT conntrack entries on %s before this measurement, deleted; the first: %s", len(found), node, found[0])
+	}
 }

@@ -51,7 +51,7 @@ func TestProbeWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second)
-	disrupt(t, cs, ns, rollingRestart, 0)
+	disrupt(t, cs, ns, rollingRestart, 0, nil)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("napctl probe --watch: %v", err)
 	}

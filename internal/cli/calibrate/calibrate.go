@@ -16,26 +16,31 @@ import (
 	"github.com/nap-k8s/nap/calibrate"
 	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 type flags struct {
 	opts       calibrate.Options
 	kubeconfig string
 	output     string
+	lbs        string
 }
 
 // NewCommand returns the calibrate command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "calibrate [--kubeconfig FILE] [-n NAMESPACE] [--rounds 5] [--ingress-class CLASS --ingress-url URL] [-o text|json]",
+		Use:   "calibrate [--kubeconfig FILE] [-n NAMESPACE] [--rounds 5] [--ingress-class CLASS --ingress-url URL] [--lb local,cluster] [-o text|json]",
 		Short: "Measure how long traffic reaches a terminating pod on each path, and recommend the preStop delay",
 		Long: "Deploy napctl serve (3 replicas, a NodePort Service, and an Ingress with --ingress-class),\n" +
 			"probe every path from where this runs — the ClusterIP, a node's NodePort, the ingress —\n" +
 			"and restart it --rounds times as a rollout does: a new pod ready, then an old one deleted\n" +
 			"(a lone deletion in a quiet cluster understates the tail). A deleted pod keeps serving\n" +
 			"through a long preStop hold and says in each answer how long ago its termination began:\n" +
-			"the last answer on a path is that path's tail. Over the rounds it reports p50 / p99 / max\n" +
+			"the last answer on a path is that path's tail. With --lb it also creates a Service of type\n" +
+			"LoadBalancer per externalTrafficPolicy named, probes its address, and adds to each round a\n" +
+			"scale-down to one replica and back: only a pod that leaves its node without one shows how\n" +
+			"long a load balancer that health-checks nodes keeps sending there. Over the rounds it reports p50 / p99 / max\n" +
 			"per path and recommends the preStop delay (the longest tail plus --margin, whole seconds)\n" +
 			"and the grace period (the delay plus --drain), as napctl inject and napctl install flags.\n\n" +
 			"It creates namespace -n (default nap-calibrate) and deletes it at the end, also on\n" +
@@ -58,6 +63,10 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.Paths.NodeAddress, "nodeport", "", "the node address of the NodePort path (default: the first node's InternalIP; - for none)")
 	fl.StringVar(&o.Paths.IngressClass, "ingress-class", "", "also create an Ingress of this class and probe it")
 	fl.StringVar(&o.Paths.IngressURL, "ingress-url", "", "where that ingress controller answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
+	fl.StringVar(&f.lbs, "lb", "", "also measure load balancer paths: local, cluster or local,cluster (their externalTrafficPolicy)")
+	fl.StringToStringVar(&o.Paths.LBAnnotations, "lb-annotation", nil, "annotations for the load balancer Services (KEY=VALUE,...): the cloud's settings")
+	fl.DurationVar(&o.Paths.LBWait, "lb-wait", traffic.DefaultLBWait, "how long a load balancer may take to get an address and answer")
+	fl.DurationVar(&o.AcceptGrace, "accept-grace", calibrate.DefaultAccept, "the longest grace period you would accept: a longer recommendation comes with advice")
 	fl.DurationVar(&o.Margin, "margin", calibrate.DefaultMargin, "added to the longest tail for the recommended delay")
 	fl.DurationVar(&o.Drain, "drain", calibrate.DefaultDrain, "the grace period beyond the delay that the recommendation leaves for draining")
 	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
@@ -71,6 +80,11 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	if f.output != "text" && f.output != "json" {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-o %q: want text or json", f.output)}
 	}
+	lbs, err := traffic.ParseLoadBalancers(f.lbs)
+	if err != nil {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--lb: %w", err)}
+	}
+	f.opts.Paths.LoadBalancers = lbs
 	if err := f.opts.Validate(); err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
@@ -111,9 +125,19 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 }
 
 func text(b *bytes.Buffer, r *calibrate.Report, o calibrate.Options) {
-	fmt.Fprintf(b, "%d pods replaced in %d rolling restarts; traffic tail after termination began, per path:\n", len(r.Rounds), o.Rounds)
+	by := map[string]int{}
+	for _, rd := range r.Rounds {
+		by[rd.Disruption]++
+	}
+	var kinds []string
+	for _, d := range []string{calibrate.RollingRestart, calibrate.ScaleDown} {
+		if by[d] > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", d, by[d]))
+		}
+	}
+	fmt.Fprintf(b, "%d pods replaced in %d rounds (%s); traffic tail after termination began, per path:\n", len(r.Rounds), o.Rounds, strings.Join(kinds, ", "))
 	for _, p := range r.Paths {
-		fmt.Fprintf(b, "  %-9s %-40s p50 %5.2fs  p99 %5.2fs  max %5.2fs  (%d samples; %d of %d requests failed)\n",
+		fmt.Fprintf(b, "  %-10s %-40s p50 %5.2fs  p99 %5.2fs  max %5.2fs  (%d samples; %d of %d requests failed)\n",
 			p.Path.Name, p.Path.URL, p.P50, p.P99, p.Max, p.Samples, p.Failed, p.Requests)
 	}
 	for _, rd := range r.Rounds {
@@ -125,6 +149,9 @@ func text(b *bytes.Buffer, r *calibrate.Report, o calibrate.Options) {
 		r.Delay, r.Longest, o.Margin, r.Grace, o.Drain)
 	fmt.Fprintf(b, "  napctl inject --delay %v --grace-extra %v -f MANIFESTS\n", r.Delay, o.Drain)
 	fmt.Fprintf(b, "  napctl install --delay %v\n", r.Delay)
+	if r.Advice != "" {
+		fmt.Fprintf(b, "note: %s\n", r.Advice)
+	}
 	var failed []string
 	for _, p := range r.Paths {
 		if p.Failed > 0 {

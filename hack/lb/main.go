@@ -1,0 +1,470 @@
+// Command lb is the lab's cloud load balancer (lab code, as cloud-provider-kind is): for
+// every Service of type LoadBalancer it runs one HAProxy, in the load balancer's own
+// network namespace, on an address of its own; HAProxy sends to every node's NodePort
+// and health-checks what a cloud load balancer checks (the Service's healthCheckNodePort
+// with externalTrafficPolicy Local, kube-proxy's :10256/healthz with Cluster); this
+// program writes the address to the Service's status.loadBalancer.ingress. No proxy of
+// nap's is in the data path: HAProxy is.
+//
+// Like a cloud load balancer it learns of a terminating pod only by its health checks,
+// with cloud-like timings (the defaults are shaped like an AWS NLB's: a check every
+// 10 s, a node out after 3 failures and back after 3 successes) that a Service can set
+// by annotation (lb.lab.nap.dev/...); a node starts out of service until its checks
+// pass, as a new target does; a node out of service keeps its open connections for the
+// deregistration delay, then they are closed.
+//
+//	go run ./hack/lb --kubeconfig K --netns nap-lb --range 10.77.1.0/24 --dir DIR
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The annotations a Service sets its load balancer's timings with.
+const (
+	annotationPrefix   = "lb.lab.nap.dev/"
+	annInterval        = annotationPrefix + "health-check-interval" // a duration
+	annUnhealthy       = annotationPrefix + "unhealthy-threshold"   // failed checks that take a node out
+	annHealthy         = annotationPrefix + "healthy-threshold"     // passed checks that bring it back
+	annDeregistration  = annotationPrefix + "deregistration-delay"  // how long a node out keeps its open connections
+	excludeFromLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+	// kubeProxyHealthPort is kube-proxy's /healthz, what a cloud load balancer checks
+	// with externalTrafficPolicy Cluster.
+	kubeProxyHealthPort = 10256
+)
+
+// timings are a load balancer's health checking and deregistration.
+type timings struct {
+	Interval       time.Duration
+	Unhealthy      int
+	Healthy        int
+	Deregistration time.Duration
+}
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
+	netns := flag.String("netns", "nap-lb", "the load balancer's network namespace (ip netns)")
+	cidr := flag.String("range", "10.77.1.0/24", "the load balancers' addresses (the first ten are the network's own)")
+	dir := flag.String("dir", "", "where each load balancer's HAProxy configuration, socket and pid live")
+	haproxy := flag.String("haproxy", "haproxy", "the HAProxy binary")
+	def := timings{}
+	flag.DurationVar(&def.Interval, "interval", 10*time.Second, "default health check interval")
+	flag.IntVar(&def.Unhealthy, "unhealthy", 3, "default failed checks before a node is out")
+	flag.IntVar(&def.Healthy, "healthy", 3, "default passed checks before a node is in")
+	flag.DurationVar(&def.Deregistration, "deregistration-delay", 300*time.Second, "default time a node out keeps its open connections")
+	flag.Parse()
+	if *dir == "" {
+		log.Fatal("--dir is required")
+	}
+	prefix, err := netip.ParsePrefix(*cidr)
+	if err != nil {
+		log.Fatalf("--range: %v", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := &controller{cs: cs, netns: *netns, prefix: prefix, dir: *dir, haproxy: *haproxy, def: def,
+		running: map[string]*balancer{}}
+	c.run(ctx)
+	c.stopAll()
+}
+
+// controller keeps one balancer per LoadBalancer Service.
+type controller struct {
+	cs      kubernetes.Interface
+	netns   string
+	prefix  netip.Prefix
+	dir     string
+	haproxy string
+	def     timings
+	running map[string]*balancer // namespace/name → its balancer
+}
+
+// balancer is one Service's HAProxy.
+type balancer struct {
+	key    string
+	vip    netip.Addr
+	dir    string
+	config string
+	down   map[string]time.Time // server → when it was first seen out of service
+	closed map[string]bool      // server → its sessions were shut down after the deregistration delay
+	t      timings
+}
+
+// run reconciles every 500 ms until ctx ends: a lab has a few Services, and a poll
+// cannot miss an event.
+func (c *controller) run(ctx context.Context) {
+	for {
+		if err := c.reconcile(ctx); err != nil && ctx.Err() == nil {
+			log.Printf("reconcile: %v", err)
+		}
+		c.deregister()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (c *controller) reconcile(ctx context.Context) error {
+	svcs, err := c.cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var addrs []backend
+	for _, n := range nodes.Items {
+		if _, excluded := n.Labels[excludeFromLBLabel]; excluded {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				addrs = append(addrs, backend{name: n.Name, addr: a.Address})
+				break
+			}
+		}
+	}
+	slices.SortFunc(addrs, func(a, b backend) int { return strings.Compare(a.name, b.name) })
+	want := map[string]bool{}
+	var errs []error
+	for i := range svcs.Items {
+		s := &svcs.Items[i]
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Spec.LoadBalancerClass != nil || s.DeletionTimestamp != nil {
+			continue
+		}
+		key := s.Namespace + "/" + s.Name
+		want[key] = true
+		if err := c.ensure(ctx, s, addrs); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+	}
+	for key, b := range c.running {
+		if !want[key] {
+			c.remove(b)
+			delete(c.running, key)
+			log.Printf("%s: removed %s", key, b.vip)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type backend struct{ name, addr string }
+
+// ensure makes s's balancer match s and the nodes, and s's status name its address.
+func (c *controller) ensure(ctx context.Context, s *corev1.Service, nodes []backend) error {
+	key := s.Namespace + "/" + s.Name
+	t, err := c.timings(s)
+	if err != nil {
+		return err
+	}
+	b := c.running[key]
+	if b == nil {
+		vip, err := c.allocate(s)
+		if err != nil {
+			return err
+		}
+		b = &balancer{key: key, vip: vip, dir: filepath.Join(c.dir, s.Namespace+"_"+s.Name), down: map[string]time.Time{}, closed: map[string]bool{}}
+		if err := os.MkdirAll(b.dir, 0o755); err != nil {
+			return err
+		}
+		if err := c.ip("addr", "replace", vip.String()+"/32", "dev", "lo"); err != nil {
+			return err
+		}
+		c.running[key] = b
+	}
+	b.t = t
+	config := render(b, s, nodes, t)
+	if config != b.config {
+		if err := c.start(b, config); err != nil {
+			return err
+		}
+		log.Printf("%s: HAProxy on %s (%s), nodes %v, %+v", key, b.vip, s.Spec.ExternalTrafficPolicy, nodes, t)
+	}
+	want := []corev1.LoadBalancerIngress{{IP: b.vip.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeProxy)}}
+	if len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == want[0].IP &&
+		s.Status.LoadBalancer.Ingress[0].IPMode != nil && *s.Status.LoadBalancer.Ingress[0].IPMode == corev1.LoadBalancerIPModeProxy {
+		return nil
+	}
+	// ipMode Proxy: kube-proxy does not short-circuit the address to the Service's
+	// endpoints, so that traffic to it goes through the load balancer, as a cloud's
+	// proxying load balancer's does.
+	s = s.DeepCopy()
+	s.Status.LoadBalancer.Ingress = want
+	_, err = c.cs.CoreV1().Services(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{})
+	return err
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// timings are s's, from its annotations over the defaults.
+func (c *controller) timings(s *corev1.Service) (timings, error) {
+	t := c.def
+	a := s.Annotations
+	var err error
+	dur := func(k string, d *time.Duration) {
+		if v, ok := a[k]; ok && err == nil {
+			if *d, err = time.ParseDuration(v); err == nil && *d <= 0 {
+				err = fmt.Errorf("%s: %q is not positive", k, v)
+			}
+		}
+	}
+	num := func(k string, n *int) {
+		if v, ok := a[k]; ok && err == nil {
+			if *n, err = strconv.Atoi(v); err == nil && *n <= 0 {
+				err = fmt.Errorf("%s: %q is not positive", k, v)
+			}
+		}
+	}
+	dur(annInterval, &t.Interval)
+	num(annUnhealthy, &t.Unhealthy)
+	num(annHealthy, &t.Healthy)
+	dur(annDeregistration, &t.Deregistration)
+	return t, err
+}
+
+// allocate gives s an address: the one its status has, when it is free and in range,
+// else the first free one after the network's own ten.
+func (c *controller) allocate(s *corev1.Service) (netip.Addr, error) {
+	taken := map[netip.Addr]bool{}
+	for _, b := range c.running {
+		taken[b.vip] = true
+	}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil && c.prefix.Contains(a) && !taken[a] {
+			return a, nil
+		}
+	}
+	a := c.prefix.Masked().Addr()
+	for range 10 {
+		a = a.Next()
+	}
+	for ; c.prefix.Contains(a); a = a.Next() {
+		if !taken[a] && c.prefix.Contains(a.Next()) { // not the broadcast address
+			return a, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("no address left in %s", c.prefix)
+}
+
+// render is b's HAProxy configuration: TCP, like a network load balancer, a frontend
+// and a backend per port, every node a server checked over HTTP at the port a cloud
+// load balancer checks.
+func render(b *balancer, s *corev1.Service, nodes []backend, t timings) string {
+	checkPort := kubeProxyHealthPort
+	if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && s.Spec.HealthCheckNodePort != 0 {
+		checkPort = int(s.Spec.HealthCheckNodePort)
+	}
+	var w strings.Builder
+	fmt.Fprintf(&w, `# %s: written by hack/lb
+global
+  daemon
+  maxconn 4000
+  stats socket %s mode 600 level admin
+  server-state-file %s
+defaults
+  mode tcp
+  load-server-state-from-file global
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+  timeout check %s
+  # A network load balancer forwards a connection once: no retry on another node.
+  retries 0
+`, b.key, filepath.Join(b.dir, "admin.sock"), filepath.Join(b.dir, "state"), min(t.Interval, 5*time.Second))
+	for _, p := range s.Spec.Ports {
+		if p.NodePort == 0 || p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
+			continue
+		}
+		name := fmt.Sprintf("port%d", p.Port)
+		fmt.Fprintf(&w, "frontend %s\n  bind %s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), name)
+		fmt.Fprintf(&w, "backend %s\n  # A flow hash spreads connections as a network load balancer does: at random.\n  balance random\n  option httpchk GET /healthz\n  http-check expect status 200\n", name)
+		fmt.Fprintf(&w, "  default-server check port %d inter %dms fall %d rise %d\n", checkPort, t.Interval.Milliseconds(), t.Unhealthy, t.Healthy)
+		for _, n := range nodes {
+			fmt.Fprintf(&w, "  server %s %s\n", n.name, net.JoinHostPort(n.addr, strconv.Itoa(int(p.NodePort))))
+		}
+	}
+	return w.String()
+}
+
+// start runs b's HAProxy with config in the load balancer's network namespace: the
+// first time, with every node out of service until its checks pass (a new target is not
+// sent to before it is healthy); over a running one (-sf), with the servers' states
+// carried over, the old process finishing its connections.
+func (c *controller) start(b *balancer, config string) error {
+	cfgPath := filepath.Join(b.dir, "haproxy.cfg")
+	pidPath := filepath.Join(b.dir, "haproxy.pid")
+	old, _ := os.ReadFile(pidPath)
+	fresh := len(old) == 0
+	if fresh {
+		if err := os.WriteFile(filepath.Join(b.dir, "state"), nil, 0o644); err != nil {
+			return err
+		}
+	} else {
+		state, err := c.socket(b, "show servers state")
+		if err != nil {
+			return fmt.Errorf("saving the servers' state: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(b.dir, "state"), []byte(state), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		return err
+	}
+	args := []string{"--net=/run/netns/" + c.netns, c.haproxy, "-f", cfgPath, "-p", pidPath}
+	if !fresh {
+		args = append(args, "-sf", strings.TrimSpace(string(old)))
+	}
+	if out, err := exec.Command("nsenter", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("haproxy: %v: %s", err, out)
+	}
+	b.config = config
+	if fresh {
+		servers, err := c.servers(b)
+		if err != nil {
+			return err
+		}
+		for _, s := range servers {
+			if _, err := c.socket(b, "set server "+s.backend+"/"+s.name+" health down"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// server is one line of `show servers state`.
+type server struct {
+	backend, name string
+	up            bool
+}
+
+func (c *controller) servers(b *balancer) ([]server, error) {
+	out, err := c.socket(b, "show servers state")
+	if err != nil {
+		return nil, err
+	}
+	var servers []server
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		// be_id be_name srv_id srv_name srv_addr srv_op_state ...; op state 2 is running.
+		if len(f) < 6 || strings.HasPrefix(line, "#") || f[0] == "1" && len(f) == 1 {
+			continue
+		}
+		if _, err := strconv.Atoi(f[0]); err != nil {
+			continue
+		}
+		servers = append(servers, server{backend: f[1], name: f[3], up: f[5] == "2"})
+	}
+	return servers, nil
+}
+
+// deregister closes the sessions of every server out of service for longer than its
+// balancer's deregistration delay, once.
+func (c *controller) deregister() {
+	for _, b := range c.running {
+		servers, err := c.servers(b)
+		if err != nil {
+			continue
+		}
+		for _, s := range servers {
+			id := s.backend + "/" + s.name
+			if s.up {
+				delete(b.down, id)
+				delete(b.closed, id)
+				continue
+			}
+			if _, ok := b.down[id]; !ok {
+				b.down[id] = time.Now()
+			}
+			if !b.closed[id] && time.Since(b.down[id]) >= b.t.Deregistration {
+				if _, err := c.socket(b, "shutdown sessions server "+id); err == nil {
+					b.closed[id] = true
+					log.Printf("%s: %s out for %v: its connections closed", b.key, id, b.t.Deregistration)
+				}
+			}
+		}
+	}
+}
+
+// socket sends one command to b's HAProxy's runtime API and returns the answer.
+func (c *controller) socket(b *balancer, cmd string) (string, error) {
+	var last error
+	for range 50 { // a HAProxy just started binds its socket a moment later
+		conn, err := net.DialTimeout("unix", filepath.Join(b.dir, "admin.sock"), time.Second)
+		if err != nil {
+			last = err
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprintf(conn, "%s\n", cmd)
+		var out strings.Builder
+		r := bufio.NewReader(conn)
+		_, err = r.WriteTo(&out)
+		conn.Close()
+		if err != nil {
+			return "", err
+		}
+		return out.String(), nil
+	}
+	return "", fmt.Errorf("%s's runtime API: %w", b.key, last)
+}
+
+// remove stops b's HAProxy and releases its address.
+func (c *controller) remove(b *balancer) {
+	if pid, err := os.ReadFile(filepath.Join(b.dir, "haproxy.pid")); err == nil {
+		for _, p := range strings.Fields(string(pid)) {
+			if n, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(n, syscall.SIGTERM)
+			}
+		}
+	}
+	c.ip("addr", "del", b.vip.String()+"/32", "dev", "lo")
+	os.RemoveAll(b.dir)
+}
+
+func (c *controller) stopAll() {
+	for key, b := range c.running {
+		c.remove(b)
+		delete(c.running, key)
+	}
+}
+
+// ip runs `ip -n NETNS args...`.
+func (c *controller) ip(args ...string) error {
+	out, err := exec.Command("ip", append([]string{"-n", c.netns}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestStaleSynSent settles what a stale connection tracking entry can do (docs/downtime.md,
+// "Reading it"). A rollout without a delay sends SYNs to pods that have exited; their
+// entries stay in SYN_SENT for 120 s. The test plants two such entries on node 1 with
+// conntrack -I, as a rollout leaves them, then connects to a live Service from the ports
+// they name:
+//   - an entry of the same Service (its ClusterIP and the client's port), DNATed to a
+//     pod IP that is gone: a new connection from that port matches it, follows its old
+//     DNAT and times out; from the next port it is served;
+//   - an entry of another Service (a ClusterIP that is not this one), whose reply side
+//     is the live pod this Service sends to (a pod IP reused): the kernel gives the new
+//     connection another port for its reply and it is served.
+//
+// So a stale entry harms only later connections to the same Service from the same port,
+// within 120 s; a measurement on a Service of its own (every scenario of the experiment)
+// cannot meet the entries an earlier one left. The experiment deletes them between
+// measurements anyway (clearSynSent).
+func TestStaleSynSent(t *testing.T) {
+	cs := client(t)
+	ctx := context.Background()
+	ns := namespace(t, cs)
+	d := demoDeployment(t, []byte(serviceDeployment))
+	d.Spec.Replicas = ptr.To(int32(1))
+	d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node1}
+	d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "APP_MODE", Value: "plain"}}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "app"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, cs, ns)
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the pod: %v %v", pods, err)
+	}
+	live, cip := pods.Items[0].Status.PodIP, svc.Spec.ClusterIP
+	url := "http://" + cip + "/"
+	waitServing(t, url)
+	src := routeSrc(t, cip) // the host's address toward the ClusterIP: node 1's bridge
+	// Ports outside the ephemeral range: no other connection of this machine takes them.
+	const base = 61200
+	// In node 1's pod range, held by no pod (its IPAM hands out from the bottom).
+	gone := lastAddr(netip.MustParsePrefix(clusterSetting(t, "NODE_POD_CIDR"))).String()
+
+	plant := func(port int, dst, reply string) {
+		t.Helper()
+		p := strconv.Itoa(port)
+		out, err := exec.Command("conntrack", "-I", "-p", "tcp", "-s", src, "-d", dst, "--sport", p, "--dport", "80",
+			"-r", reply, "-q", src, "--reply-port-src", "8080", "--reply-port-dst", p,
+			"--state", "SYN_SENT", "-t", "120", "--dst-nat", reply).CombinedOutput()
+		if err != nil {
+			t.Fatalf("conntrack -I: %v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("conntrack", "-D", "-p", "tcp", "--orig-port-src", p).Run() })
+	}
+	get := func(port int) error {
+		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+			DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src), Port: port}}).DialContext}}
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+
+	plant(base, cip, gone)
+	if err := get(base); err == nil || !strings.Contains(err.Error(), "Timeout") {
+		t.Errorf("from port %d, named by a stale entry of this Service: %v, want a timeout", base, err)
+	}
+	if err := get(base + 1); err != nil {
+		t.Errorf("from port %d, named by no entry: %v", base+1, err)
+	}
+	_, services, _ := clusterRanges(t)
+	other := lastAddr(services).Prev().String() // not this Service's ClusterIP
+	if other == cip {
+		t.Fatalf("pick another address than %s", cip)
+	}
+	plant(base+2, other, live)
+	if err := get(base + 2); err != nil {
+		t.Errorf("from port %d, named by a stale entry of another Service whose reply side is the live pod %s: %v", base+2, live, err)
+	}
+}
+
+// routeSrc is the source address this host uses toward addr.
+func routeSrc(t *testing.T, addr string) string {
+	t.Helper()
+	out, err := exec.Command("ip", "route", "get", addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip route get %s: %v: %s", addr, err, out)
+	}
+	f := strings.Fields(string(out))
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "src" {
+			return f[i+1]
+		}
+	}
+	t.Fatalf("ip route get %s names no source: %s", addr, out)
+	return ""
+}
