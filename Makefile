@@ -13,11 +13,13 @@ FUZZ_PARSE  ?= 200000x
 FUZZ_DIFF   ?= 600x
 FUZZ_READ   ?= 40000x
 FUZZ_INJECT ?= 30000x
+FUZZ_SNMP   ?= 100000x
 ifdef FUZZTIME
 FUZZ_PARSE  := $(FUZZTIME)
 FUZZ_DIFF   := $(FUZZTIME)
 FUZZ_READ   := $(FUZZTIME)
 FUZZ_INJECT := $(FUZZTIME)
+FUZZ_SNMP   := $(FUZZTIME)
 endif
 
 .PHONY: all build prereqs kube-bins ingress-bins containerd-bins cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
@@ -90,6 +92,7 @@ unit:
 
 fuzz:
 	$(GO) test ./sleeper/spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PARSE) -fuzzminimizetime 2s
+	$(GO) test ./sleeper/spec -run '^$$' -fuzz '^FuzzPassiveOpens$$' -fuzztime $(FUZZ_SNMP) -fuzzminimizetime 2s
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZ_DIFF) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ) -fuzzminimizetime 2s
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZ_INJECT) -fuzzminimizetime 2s

@@ -28,9 +28,14 @@ const (
 type Hook struct {
 	Kind Kind
 	// Delay is how long it holds the container before SIGTERM, when Known: a native
-	// sleep, nap's arguments, sleep's, or a shell's `sleep N`.
+	// sleep, nap's arguments, sleep's, or a shell's `sleep N`. For nap's adaptive wait,
+	// the longest it may hold (MAX, at least MIN).
 	Delay time.Duration
 	Known bool
+	// Adaptive: nap's adaptive wait, which holds from MinDelay to Delay, ending when the
+	// pod's traffic has (sleeper/spec).
+	Adaptive bool
+	MinDelay time.Duration
 	// Sleep is the native action (NativeSleep); Command the exec's (Nap, Shell, Exec).
 	Sleep   *corev1.SleepAction
 	Command []string
@@ -55,7 +60,11 @@ func Of(c corev1.Container) Hook {
 		case NeedsShell(h.Exec.Command):
 			out.Kind = Shell
 		}
-		out.Delay, out.Known = execDelay(h.Exec.Command)
+		if out.Kind == Nap {
+			out.nap(h.Exec.Command[1:])
+		} else {
+			out.Delay, out.Known = execDelay(h.Exec.Command)
+		}
 		return out
 	case h.Exec != nil:
 		return Hook{Kind: Exec}
@@ -74,11 +83,24 @@ func First(spec corev1.PodSpec) (Hook, string) {
 	return Hook{}, ""
 }
 
-// execDelay finds the length of an exec sleep: nap's arguments, sleep's, or "sleep N"
-// inside a shell's -c script.
+// nap reads nap's arguments, as nap does (sleeper/spec): its delay, or its adaptive
+// wait's bounds.
+func (h *Hook) nap(args []string) {
+	r, err := spec.Parse(args)
+	if err != nil || r.Infinite {
+		return
+	}
+	h.Known, h.Delay = true, r.Duration
+	if r.Adaptive {
+		h.Adaptive, h.MinDelay, h.Delay = true, r.Duration, max(r.Max, r.Duration)
+	}
+}
+
+// execDelay finds the length of an exec sleep: sleep's arguments, or "sleep N" inside a
+// shell's -c script.
 func execDelay(cmd []string) (time.Duration, bool) {
 	switch base := path.Base(cmd[0]); {
-	case base == kube.BinaryName || base == "sleep":
+	case base == "sleep":
 		return sleepArgs(cmd[1:])
 	case shells[base] && len(cmd) >= 3 && cmd[1] == "-c":
 		f := strings.Fields(strings.NewReplacer(";", " ; ", "&&", " && ").Replace(cmd[2]))
@@ -91,14 +113,14 @@ func execDelay(cmd []string) (time.Duration, bool) {
 	return 0, false
 }
 
-// sleepArgs reads sleep's or nap's arguments with nap's own parser (GNU sleep's
-// suffixes s, m, h are a subset; "d" is not).
+// sleepArgs reads sleep's arguments with nap's own parser (GNU sleep's suffixes s, m, h
+// are a subset; "d" is not; nap's flags are not sleep's).
 func sleepArgs(args []string) (time.Duration, bool) {
 	if len(args) == 0 {
 		return spec.Default, true
 	}
 	r, err := spec.Parse(args)
-	if err != nil || r.Infinite {
+	if err != nil || r.Infinite || r.Adaptive {
 		return 0, false
 	}
 	return r.Duration, true

@@ -25,6 +25,11 @@ func TestOf(t *testing.T) {
 		{name: "nap", h: exec("/nap/nap", "4.5"), kind: Nap, delay: 4500 * time.Millisecond, known: true},
 		{name: "nap default", h: exec("/nap/nap"), kind: Nap, delay: 10 * time.Second, known: true},
 		{name: "nap forever", h: exec("/nap/nap", "inf"), kind: Nap},
+		{name: "nap adaptive", h: exec("/nap/nap", "2s", "--quiet", "1s", "--max", "45s", "--allow", "3"), kind: Nap, delay: 45 * time.Second, known: true},
+		{name: "nap adaptive, MAX under MIN", h: exec("/nap/nap", "20s", "--max", "5s"), kind: Nap, delay: 20 * time.Second, known: true},
+		{name: "nap adaptive, default MAX", h: exec("/nap/nap", "--quiet", "1s"), kind: Nap, delay: time.Minute, known: true},
+		{name: "nap, a bad flag", h: exec("/nap/nap", "--quiet"), kind: Nap},
+		{name: "sleep with nap's flags", h: exec("sleep", "--max", "3"), kind: Shell},
 		{name: "shell sleep", h: exec("/bin/sh", "-c", "echo bye; sleep 5"), kind: Shell, delay: 5 * time.Second, known: true},
 		{name: "sleep binary", h: exec("sleep", "3"), kind: Shell, delay: 3 * time.Second, known: true},
 		{name: "shell script", h: exec("bash", "-c", "/stop.sh"), kind: Shell},
@@ -119,5 +124,42 @@ func TestWorkloadOfName(t *testing.T) {
 		if got := WorkloadOfName("ns", pod).String(); got != want {
 			t.Errorf("WorkloadOfName(%q) = %s, want %s", pod, got, want)
 		}
+	}
+}
+
+// An adaptive nap hook holds from MIN to MAX: both are read.
+func TestOfAdaptive(t *testing.T) {
+	c := corev1.Container{Name: "app", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"/nap/nap", "2s", "--quiet", "1s", "--max", "45s"}}}}}
+	if h := Of(c); !h.Adaptive || h.MinDelay != 2*time.Second || h.Delay != 45*time.Second {
+		t.Errorf("Of = %+v, want adaptive from 2s to 45s", h)
+	}
+	c.Lifecycle.PreStop.Exec.Command = []string{"/nap/nap", "5s"}
+	if h := Of(c); h.Adaptive || h.MinDelay != 0 || h.Delay != 5*time.Second {
+		t.Errorf("Of = %+v, want a fixed 5s", h)
+	}
+}
+
+func TestBackground(t *testing.T) {
+	for _, tc := range []struct {
+		quiet   time.Duration
+		periods []time.Duration
+		want    int64
+	}{
+		{2 * time.Second, nil, 0},
+		{2 * time.Second, []time.Duration{time.Second}, 3},
+		{2 * time.Second, []time.Duration{time.Second, 0}, 4}, // 0: the default 10 s
+		{2 * time.Second, []time.Duration{5 * time.Second, 5 * time.Second}, 2},
+		{1500 * time.Millisecond, []time.Duration{time.Second}, 2},
+	} {
+		if got := Background(tc.quiet, tc.periods); got != tc.want {
+			t.Errorf("Background(%v, %v) = %d, want %d", tc.quiet, tc.periods, got, tc.want)
+		}
+	}
+	// The command nap reads back as the same wait.
+	w := Wait{Min: 2 * time.Second, Quiet: 1500 * time.Millisecond, Max: 45 * time.Second, Allow: 3}
+	c := corev1.Container{Name: "app", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: w.Command()}}}}
+	if h := Of(c); !h.Adaptive || h.MinDelay != w.Min || h.Delay != w.Max {
+		t.Errorf("%q reads as %+v", w.Command(), h)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	nap "github.com/nap-k8s/nap/sleeper/spec"
@@ -45,7 +46,22 @@ type Options struct {
 	// where the cluster mounts them (Kube and Nodes say so), else the ConfigMap.
 	Delivery Delivery
 	Image    string // nap's image (napctl image), for DeliveryImage and DeliveryAuto
+	// Wait is WaitFixed (the default: the hook holds for Delay) or WaitAdaptive (nap's
+	// adaptive wait: at least MinDelay, until the pod's traffic has been quiet for
+	// Quiet, at most Delay; nap's binary only).
+	Wait     Wait
+	MinDelay string // nap's syntax; default 0
+	Quiet    string // nap's syntax; default sleeper/spec's DefaultQuiet
 }
+
+// Wait is how long the hook holds.
+type Wait string
+
+// The waits.
+const (
+	WaitFixed    Wait = "fixed"    // Delay
+	WaitAdaptive Wait = "adaptive" // until the pod's new connections stop, within Delay
+)
 
 // Delivery is how the nap binary reaches the container.
 type Delivery string
@@ -80,6 +96,11 @@ type Plan struct {
 	Image      string
 	// DeliveryWhy says why DeliveryAuto chose the ConfigMap ("" otherwise).
 	DeliveryWhy string
+	// Adaptive: nap's adaptive wait, from MinDuration to Duration, quiet for Quiet (its
+	// ALLOW is each template's probes'; see hook.Background).
+	Adaptive    bool
+	MinDuration time.Duration
+	Quiet       time.Duration
 
 	// What the mode of each pod template is chosen from: native where every kubelet
 	// that may run it has the sleep action (auto), or checked there (native).
@@ -99,14 +120,41 @@ func NewPlan(opts Options) (Plan, error) {
 	if opts.GraceExtra != nil {
 		p.GraceExtra = *opts.GraceExtra
 	}
+	switch opts.Wait {
+	case WaitFixed, "":
+	case WaitAdaptive:
+		p.Adaptive = true
+	default:
+		return Plan{}, fmt.Errorf("--wait %q: want fixed or adaptive", opts.Wait)
+	}
 	if p.Delay == "" {
 		p.Delay = kube.DefaultDelay
+		if p.Adaptive {
+			p.Delay = nap.DefaultMax.String()
+		}
 	}
-	r, err := nap.Parse([]string{p.Delay})
-	if err != nil || r.Infinite || strings.HasPrefix(p.Delay, "-") {
-		return Plan{}, fmt.Errorf("--delay %q: want a duration nap reads, such as 10s, 1.5 or 500ms", p.Delay)
+	duration := func(flag, s string) (time.Duration, error) {
+		r, err := nap.Parse([]string{s})
+		if err != nil || r.Infinite || r.Adaptive || strings.HasPrefix(s, "-") {
+			return 0, fmt.Errorf("%s %q: want a duration nap reads, such as 10s, 1.5 or 500ms", flag, s)
+		}
+		return r.Duration, nil
 	}
-	p.Duration = r.Duration
+	var err error
+	if p.Duration, err = duration("--delay", p.Delay); err != nil {
+		return Plan{}, err
+	}
+	if p.Adaptive {
+		if p.MinDuration, err = duration("--min", cmp.Or(opts.MinDelay, "0")); err != nil {
+			return Plan{}, err
+		}
+		if p.Quiet, err = duration("--quiet", cmp.Or(opts.Quiet, nap.DefaultQuiet.String())); err != nil {
+			return Plan{}, err
+		}
+		if p.MinDuration > p.Duration {
+			return Plan{}, fmt.Errorf("--min %v is longer than --delay %v, the longest the adaptive wait may hold", p.MinDuration, p.Duration)
+		}
+	}
 	if p.GraceExtra < 0 {
 		return Plan{}, fmt.Errorf("--grace-extra %v: must not be negative", p.GraceExtra)
 	}
@@ -135,6 +183,13 @@ func NewPlan(opts Options) (Plan, error) {
 			return fmt.Errorf("a native sleep of 0 seconds needs Kubernetes %v, not %v", kube.NativeSleepZeroSince, *opts.Kube)
 		}
 		return nil
+	}
+	switch {
+	case p.Adaptive && opts.Mode == ModeNative:
+		return Plan{}, errors.New("--mode native: the native sleep action cannot wait for the pod's traffic; --wait adaptive needs nap's binary (--mode binary or auto)")
+	case p.Adaptive && (opts.Mode == ModeAuto || opts.Mode == ""):
+		p.Mode = ModeBinary
+		return p, nil
 	}
 	switch opts.Mode {
 	case ModeNative:
@@ -500,9 +555,9 @@ func (t *template) delay(c container) error {
 	}
 	var err error
 	if lc == nil {
-		err = t.e.put(c.node, "lifecycle", mapping("preStop", p.preStop()), t.compact)
+		err = t.e.put(c.node, "lifecycle", mapping("preStop", t.preStop()), t.compact)
 	} else {
-		err = t.e.put(lc, "preStop", p.preStop(), t.compact)
+		err = t.e.put(lc, "preStop", t.preStop(), t.compact)
 	}
 	if err != nil {
 		return err
@@ -590,12 +645,56 @@ func (t *template) grace() error {
 	return t.e.setInt(g, need)
 }
 
-// preStop is the hook that the plan adds.
-func (p Plan) preStop() *yaml.Node {
-	if p.Mode == ModeNative {
+// preStop is the hook that the plan adds to this template: an adaptive wait's ALLOW is
+// what the template's probes open (hook.Background).
+func (t *template) preStop() *yaml.Node {
+	p := t.p
+	cmd := []string{kube.MountPath + "/" + kube.BinaryName, p.Delay}
+	switch {
+	case p.Mode == ModeNative:
 		return mapping("sleep", mapping("seconds", num(int64(p.Duration/time.Second))))
+	case p.Adaptive:
+		cmd = hook.Wait{Min: p.MinDuration, Quiet: p.Quiet, Max: p.Duration, Allow: hook.Background(p.Quiet, t.probePeriods())}.Command()
 	}
-	return mapping("exec", mapping("command", sequence(true, str(kube.MountPath+"/"+kube.BinaryName), str(p.Delay))))
+	var args []*yaml.Node
+	for _, a := range cmd {
+		args = append(args, str(a))
+	}
+	return mapping("exec", mapping("command", sequence(true, args...)))
+}
+
+// probePeriods are the periods of the template's probes that open a connection to the
+// pod (HTTP, TCP, gRPC readiness and liveness probes of its containers and sidecars):
+// they go on while it terminates. Exec probes open none; startup probes are over.
+func (t *template) probePeriods() []time.Duration {
+	var periods []time.Duration
+	var cs []*yaml.Node
+	if c := lookup(t.spec, "containers"); c != nil {
+		cs = append(cs, c.Content...)
+	}
+	if inits := lookup(t.spec, "initContainers"); inits != nil {
+		for _, c := range inits.Content {
+			if rp := lookup(c, "restartPolicy"); rp != nil && rp.Value == "Always" {
+				cs = append(cs, c)
+			}
+		}
+	}
+	for _, c := range cs {
+		for _, kind := range []string{"readinessProbe", "livenessProbe"} {
+			pr := lookup(c, kind)
+			if pr == nil || lookup(pr, "httpGet") == nil && lookup(pr, "tcpSocket") == nil && lookup(pr, "grpc") == nil {
+				continue
+			}
+			period := hook.DefaultProbePeriod
+			if v := lookup(pr, "periodSeconds"); v != nil {
+				if n, err := strconv.ParseInt(v.Value, 10, 64); err == nil && n > 0 {
+					period = time.Duration(n) * time.Second
+				}
+			}
+			periods = append(periods, period)
+		}
+	}
+	return periods
 }
 
 // ownPreStop tells whether a preStop hook is one that nap adds (in any mode, with any
@@ -616,8 +715,11 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 			args = append(args, a.Value)
 		}
 		r, err := nap.Parse(args)
-		if err != nil || r.Infinite {
+		switch {
+		case err != nil || r.Infinite:
 			r.Duration = nap.Default
+		case r.Adaptive:
+			r.Duration = max(r.Max, r.Duration) // the longest it may hold
 		}
 		return true, true, r.Duration
 	}

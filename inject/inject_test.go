@@ -55,6 +55,11 @@ var injectCases = []struct {
 	{"json-image", "deployment.json", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1", Delay: "2.5"}},
 	// auto with nodes that mount image volumes: the image; a node that cannot: the
 	// ConfigMap (DeliveryWhy says why; TestDelivery).
+	// The adaptive wait: ALLOW from each template's probes (api: HTTP every 1 s, TCP
+	// every 10 s; mesh: gRPC every 2 s, counted with its sidecar; worker's exec probe
+	// opens no connection): 3+1+2 = 6 per 2 s.
+	{"probes-adaptive", "probes.yaml", Options{Wait: WaitAdaptive}},
+	{"deployment-adaptive", "deployment.yaml", Options{Wait: WaitAdaptive, Delay: "45s", MinDelay: "2s", Quiet: "1.5s", Kube: &kube.Version{Major: 1, Minor: 36}}},
 	{"helm-image-auto", "helm.yaml", Options{Delivery: DeliveryAuto, Image: "registry.example/nap:1", Kube: &kube.Version{Major: 1, Minor: 36},
 		Nodes: []kube.Node{{Name: "a", Kubelet: kube.Version{Major: 1, Minor: 35}, Runtime: "containerd://2.1.4"}}, Mode: ModeBinary}},
 }
@@ -427,5 +432,29 @@ func TestDelivery(t *testing.T) {
 				t.Errorf("delivery %s (%q), want %s (%q)", p.Delivery, p.DeliveryWhy, tc.want, tc.why)
 			}
 		})
+	}
+}
+
+// TestAdaptivePlan: --wait adaptive takes nap's binary (auto), is refused with the
+// native sleep, and names the option that is off.
+func TestAdaptivePlan(t *testing.T) {
+	p, err := NewPlan(Options{Wait: WaitAdaptive, Kube: &kube.Version{Major: 1, Minor: 36}})
+	if err != nil || p.Mode != ModeBinary || !p.Adaptive || p.Duration != spec.DefaultMax || p.Quiet != spec.DefaultQuiet || p.MinDuration != 0 {
+		t.Errorf("adaptive, auto: %+v, %v; want the binary, 60s, quiet 2s, min 0", p, err)
+	}
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Wait: WaitAdaptive, Mode: ModeNative}, "cannot wait for the pod's traffic"},
+		{Options{Wait: "sometimes"}, `--wait "sometimes"`},
+		{Options{Wait: WaitAdaptive, Delay: "10s", MinDelay: "20s"}, "--min 20s is longer than --delay 10s"},
+		{Options{Wait: WaitAdaptive, Quiet: "soon"}, `--quiet "soon"`},
+		{Options{Wait: WaitAdaptive, MinDelay: "inf"}, `--min "inf"`},
+		{Options{Delay: "--max"}, `--delay "--max"`},
+	} {
+		if _, err := NewPlan(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
 	}
 }

@@ -10,13 +10,16 @@ import (
 
 // Linux x86-64 system call numbers (native 64-bit ABI, never int 0x80).
 const (
+	amd64SysRead           = 0
 	amd64SysWrite          = 1
+	amd64SysClose          = 3
 	amd64SysPoll           = 7
 	amd64SysRtSigaction    = 13
 	amd64SysNanosleep      = 35
 	amd64SysClockNanosleep = 230
 	amd64SysExitGroup      = 231
 	amd64SysPpoll          = 271
+	amd64SysOpenat         = 257
 )
 
 // Shared by both programs.
@@ -33,14 +36,25 @@ const (
 	clockMonotonic = 1
 	pollOut        = 4
 	errEAGAIN      = 11
+	atFDCWD        = -100
+	// The adaptive wait's slots, just below the stack the program starts with: MIN,
+	// then QUIET, MAX and ALLOW at the offsets the word table gives their flags.
+	slotsSize  = 32
+	slotQuiet  = 8
+	slotMax    = 16
+	slotAllow  = 24
+	pollNs     = int64(spec.PollInterval)
+	// snmpBuf is the adaptive wait's read buffer: spec.SnmpRead bytes and a NUL.
+	snmpBuf = spec.SnmpRead + 8
 )
 
 // The registers, named as in the manual.
 var (
 	rax, rcx, rdx, rsp, rbp, rsi, rdi = x.RAX, x.RCX, x.RDX, x.RSP, x.RBP, x.RSI, x.RDI
-	r9, r10, r11, r12, r14            = x.R9, x.R10, x.R11, x.R12, x.R14
+	r8, r9, r10, r11, r12, r13, r14   = x.R8, x.R9, x.R10, x.R11, x.R12, x.R13, x.R14
+	r15, rbx                          = x.R15, x.RBX
 	eax, ecx, edx, ebx, esi, edi, ebp = x.EAX, x.ECX, x.EDX, x.EBX, x.ESI, x.EDI, x.EBP
-	r9d, r10d                         = x.R9D, x.R10D
+	r8d, r9d, r10d, r14d              = x.R8D, x.R9D, x.R10D, x.R14D
 	al, bl, bh                        = x.AL, x.BL, x.BH
 )
 
@@ -57,9 +71,9 @@ type block struct {
 // assembler's branch relaxation). Every branch takes its 2-byte form. TestBlockLayout
 // fails if moving or swapping blocks would save a byte.
 var amd64Layout = []asm.Label{
-	"help", "entry", "term", "matched", "next_arg", "scale", "bare", "unit", "digits_done", "pad",
-	"invalid", "default", "tail", "args_done", "sleep", "sleep_timespec", "slept", "done", "say",
-	"write_all", "wait", "on_signal", "exit_edi",
+	"nap_ts", "entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
+	"invalid", "default", "tail", "args_done", "fixed", "sleep", "timed", "slept", "done", "say", "write_all", "wait",
+	"on_signal", "exit_edi", "adaptive", "poll", "traffic", "count", "unreadable",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -105,14 +119,29 @@ func amd64Blocks() []block {
 	return []block{
 		{"entry", "next_arg", func(b *x.Builder) {
 			// Linux starts a process with every general register zero (x86-64
-			// ELF_PLAT_INIT; rax is execve's result, 0), so the total (r12), the exit
-			// status (rbp), the argument (r14) and oldact (rdx) start 0.
+			// ELF_PLAT_INIT; rax is execve's result, 0), so the exit status (rbp), the
+			// argument (r14), the adaptive flag (r8) and oldact (rdx) start 0.
+			//
+			// The DURATIONs add up in the slot MIN, a flag's value in its own slot (r13
+			// points at the slot being added to, r15 at MIN): four qwords pushed first,
+			// which nothing writes once the arguments are read (the stack pointer is
+			// above them then). ALLOW, MAX, QUIET and MIN start at their defaults (60 s
+			// is 30 × 2 s: no imm32 holds it).
+			b.MOV(eax, x.Imm(int64(spec.DefaultQuiet)))
+			b.PUSH(x.Imm(spec.DefaultAllow))
+			b.IMUL3(rcx, rax, x.Imm(int64(spec.DefaultMax/spec.DefaultQuiet)))
+			b.PUSH(rcx)
+			b.PUSH(rax)
+			b.PUSH(x.Imm(0))
+			b.PUSH(rsp)
+			b.POP(r15)
+			b.MOV(r13, r15)
 			//
 			// Signals 15 down to 1 run on_signal, which exits 128+signal (SIGKILL's call
 			// fails, harmlessly). A handler (not the default action) is what makes PID 1
 			// of a PID namespace hear them. x86-64 cannot deliver to a handler without
 			// SA_RESTORER; on_signal never returns, so it is its own restorer. struct
-			// sigaction is handler, flags, restorer, mask: the mask overlaps argc, and
+			// sigaction is handler, flags, restorer, mask: the mask overlaps MIN, and
 			// only applies while on_signal runs, which exits.
 			b.MOV(ecx, x.Addr("on_signal"))
 			b.PUSH(rcx)
@@ -130,10 +159,11 @@ func amd64Blocks() []block {
 			b.SYSCALL()
 			b.DEC(edi)
 			b.J(x.NE, "sigaction")
-			// Drop the sigaction, then argc and argv[0]; each argument is popped in turn
-			// (the slots left behind are free stack). With argc 0 (kernels before 5.18),
-			// argv[0] is the NULL that ends argv: next_arg finds no argument.
-			b.ADD(rsp, x.Imm(3*8))
+			// Drop the sigaction and the slots, then argc and argv[0]; each argument is
+			// popped in turn (the slots left behind are free stack). With argc 0
+			// (kernels before 5.18), argv[0] is the NULL that ends argv: next_arg finds
+			// no argument.
+			b.ADD(rsp, x.Imm(3*8+slotsSize))
 			b.POP(rcx)
 			b.JRCXZ("next_arg")
 			b.POP(rcx)
@@ -170,12 +200,24 @@ func amd64Blocks() []block {
 		{"matched", "next_arg", func(b *x.Builder) { // rdi: after the word; rsi: its k and c
 			b.CMP(x.Byte(rdi, -1), x.Imm(0))
 			b.J(x.NE, "unit")
-			// A keyword (a word ending in NUL): the whole argument, no number.
+			// A keyword (a word ending in NUL): the whole argument, no number, and not
+			// a flag's value. k is 0 for inf, 1 for help, 2 for a flag.
 			b.CMP(r11, r14)
 			b.J(x.NE, "invalid")
-			b.CMP(x.Byte(rsi, 0), x.Imm(0))
-			b.J(x.NE, "help")
+			b.CMP(r13, r15)
+			b.J(x.NE, "invalid")
+			b.CMP(x.Byte(rsi, 0), x.Imm(1))
+			b.J(x.E, "help")
+			b.J(x.A, "flag")
 			b.OR(ebp, x.Imm(-1)) // inf: negative until an invalid argument sets 2
+		}},
+		// A flag: its value, the next argument, goes to its slot (c is its offset),
+		// which starts again from 0 (the last flag given wins).
+		{"flag", "next_arg", func(b *x.Builder) {
+			b.MOVZX(eax, x.Byte(rsi, 1))
+			b.LEA(r13, x.Mem{Bits: 64, Base: r15, Index: rax, Scale: 1})
+			b.AND(x.Qword(r13, 0), x.Imm(0))
+			b.INC(r8d) // adaptive
 		}},
 		// From word: no word after the number. It counts seconds (the table ends with their
 		// k and c, where rsi is) and must be the whole argument: text after it is read as
@@ -249,10 +291,11 @@ func amd64Blocks() []block {
 			b.ADD(rdx, rcx)
 			b.J(x.O, "invalid")
 			b.POP(rsi)
-			b.ADD(r12, rdx)
+			b.ADD(x.Qword(r13, 0), rdx)
 			b.J(x.O, "invalid")
 			b.CMP(x.Byte(rsi, 0), x.Imm(0))
 			b.J(x.NE, "term")
+			b.MOV(r13, r15) // the argument ends: DURATIONs again
 		}},
 		{"invalid", "default", func(b *x.Builder) { // from the checks above
 			b.MOV(rdi, r14) // strlen(arg)
@@ -277,21 +320,29 @@ func amd64Blocks() []block {
 			b.PUSH(x.Imm(exitInvalid))
 			b.POP(rbp)
 		}},
-		{"default", "sleep_timespec", func(b *x.Builder) { // from args_done and invalid: {10, 0}
+		{"default", "timed", func(b *x.Builder) { // from args_done and invalid: {10, 0}
 			b.PUSH(x.Imm(0))
 			b.PUSH(x.Imm(defaultNs / nsPerSecond))
 		}},
-		{"args_done", "sleep", func(b *x.Builder) { // from next_arg
+		{"args_done", "fixed", func(b *x.Builder) { // from next_arg
 			b.TEST(r14, r14)
 			b.J(x.E, "default") // no argument at all
+			b.CMP(r13, r15)
+			b.J(x.NE, "invalid") // a flag with no value (r14)
+			b.MOV(r12, x.Qword(r15, 0))
 			b.TEST(ebp, ebp)
-			b.J(x.E, "sleep")
+			b.J(x.E, "fixed")
 			b.PUSH(x.Imm(-1)) // inf: the longest sleep, 2^63-1 ns, again and again
 			b.POP(r12)
 			b.SHR(r12, x.Imm(1))
+			b.JMP("sleep")
+		}},
+		{"fixed", "sleep", func(b *x.Builder) { // from args_done: adaptive or not
+			b.TEST(r8d, r8d)
+			b.J(x.NE, "adaptive")
 		}},
 		// One relative sleep on the monotonic clock, of r12 ns; none for a total of zero.
-		{"sleep", "sleep_timespec", func(b *x.Builder) { // from args_done and slept
+		{"sleep", "timed", func(b *x.Builder) { // from args_done, slept and unreadable
 			b.MOV(rax, r12)
 			b.TEST(rax, rax)
 			b.J(x.E, "done")
@@ -301,25 +352,26 @@ func amd64Blocks() []block {
 			b.PUSH(rdx)
 			b.PUSH(rax)
 		}},
-		// The timespec is on the stack. nanosleep, and where the kernel refuses it (a
-		// seccomp profile), clock_nanosleep(CLOCK_MONOTONIC, 0, ts, NULL), then
-		// ppoll(_, 0, ts, NULL): a refused call never ends the delay early. A stop and
-		// continue does not end any of them early: the kernel restarts them itself with
-		// the original expiry. The remaining time (rsi or r10) is NULL.
-		{"sleep_timespec", "", func(b *x.Builder) { // also from default: {10, 0}
-			b.PUSH(rsp)
-			b.POP(rdi)
+		{"timed", "slept", func(b *x.Builder) { // the timespec on the stack
+			b.CALL("nap_ts")
+		}},
+		// nap_ts sleeps the timespec above its return address: nanosleep, and where the
+		// kernel refuses it (a seccomp profile), clock_nanosleep(CLOCK_MONOTONIC, 0, ts,
+		// NULL), then ppoll(_, 0, ts, NULL): a refused call never ends the delay early.
+		// A stop and continue does not end any of them early: the kernel restarts them
+		// itself with the original expiry. The remaining time (rsi or r10) is NULL.
+		{"nap_ts", "", func(b *x.Builder) {
+			b.LEA(rdi, x.Qword(rsp, 8))
 			b.PUSH(x.Imm(amd64SysNanosleep))
 			b.POP(rax)
 			b.MOV(ebx, x.Imm(amd64SysClockNanosleep|amd64SysPpoll<<16)) // the ways after it
 			b.Label("try")
-			b.PUSH(rsp)
-			b.POP(rdx)
+			b.LEA(rdx, x.Qword(rsp, 8))
 			b.XOR(esi, esi)
 			b.XOR(r10d, r10d)
 			b.SYSCALL()
 			b.TEST(eax, eax)
-			b.J(x.E, "slept")
+			b.J(x.E, "slept_ts")
 			b.MOV(esi, x.Addr("msg_refused"))
 			b.PUSH(x.Imm(len(spec.Refused)))
 			b.POP(rdx)
@@ -332,8 +384,10 @@ func amd64Blocks() []block {
 			b.TEST(eax, eax)
 			b.J(x.NE, "try")
 			b.JMP("exit_edi") // every way refused: exit 1 (edi), said on stderr
+			b.Label("slept_ts")
+			b.RET()
 		}},
-		{"slept", "done", func(b *x.Builder) { // from sleep_timespec
+		{"slept", "done", func(b *x.Builder) { // from timed
 			b.TEST(ebp, ebp)
 			b.J(x.S, "sleep") // inf
 		}},
@@ -388,6 +442,140 @@ func amd64Blocks() []block {
 			b.POP(rdi) // the fd in edi, POLLOUT above it: the kernel reads an int
 			b.POP(rsi)
 			b.POP(rdx)
+		}},
+		// The adaptive wait (spec: the package documentation). Registers: rbp the
+		// limit (MAX, at least MIN), r13 QUIET, r14 the clock (pollNs per reading), r9
+		// when the quiet window began, r12 the count then, r8 the read buffer; MIN and
+		// ALLOW (in ns) stay in their slots (r15). The stack moves below the slots,
+		// the buffer first; the timespec of one poll interval stays on it.
+		{"adaptive", "poll", func(b *x.Builder) { // from fixed
+			b.MOV(rbp, x.Qword(r15, slotMax))
+			b.CMP(rbp, r12)
+			b.CMOV(x.B, rbp, r12)
+			b.MOV(r13, x.Qword(r15, slotQuiet))
+			b.LEA(rsp, x.Qword(r15, -snmpBuf))
+			b.MOV(r8, rsp)
+			b.PUSH(x.Imm(pollNs))
+			b.PUSH(x.Imm(0))
+			b.XOR(r14d, r14d)
+			b.XOR(r9d, r9d)
+			b.CALL("count")
+			b.MOV(r12, rax)
+		}},
+		// Each reading: traffic when the count rose by more than ALLOW since the window
+		// began (count*1e9 against ALLOW in ns, unsigned: a count that went back, or one
+		// too large to scale, is traffic too); then quiet once the window is QUIET long
+		// and MIN has passed; at the limit in any case.
+		{"poll", "", func(b *x.Builder) {
+			b.CALL("nap_ts")
+			b.ADD(r14, x.Imm(pollNs))
+			b.CALL("count")
+			b.MOV(rcx, rax)
+			b.SUB(rax, r12)
+			b.MOV(edx, x.Imm(nsPerSecond))
+			b.MUL(rdx)
+			b.J(x.B, "traffic")
+			b.CMP(rax, x.Qword(r15, slotAllow))
+			b.J(x.A, "traffic")
+			b.MOV(rax, r14)
+			b.SUB(rax, r9)
+			b.CMP(rax, r13)
+			b.J(x.B, "until_limit")
+			b.CMP(r14, x.Qword(r15, 0)) // MIN
+			b.J(x.AE, "quiet")
+			b.Label("until_limit")
+			b.CMP(r14, rbp)
+			b.J(x.B, "poll")
+			b.Label("quiet")
+			b.XOR(edi, edi)
+			b.JMP("exit_edi")
+		}},
+		{"traffic", "until_limit", func(b *x.Builder) { // a new window, from here
+			b.MOV(r9, r14)
+			b.MOV(r12, rcx)
+		}},
+		// count reads /proc/net/snmp (one read of up to spec.SnmpRead bytes, into r8) and returns
+		// PassiveOpens in rax: see spec.PassiveOpens. Any failure is unreadable.
+		{"count", "", func(b *x.Builder) {
+			b.PUSH(x.Imm(atFDCWD))
+			b.POP(rdi)
+			b.MOV(esi, x.Addr("snmp_path"))
+			b.XOR(edx, edx) // O_RDONLY
+			b.MOV(eax, x.Imm(amd64SysOpenat))
+			b.SYSCALL()
+			b.TEST(eax, eax)
+			b.J(x.S, "unreadable")
+			b.MOV(edi, eax)
+			b.MOV(rsi, r8)
+			b.MOV(edx, x.Imm(spec.SnmpRead))
+			b.XOR(eax, eax) // read
+			b.SYSCALL()
+			b.TEST(eax, eax)
+			b.J(x.S, "unreadable")
+			b.MOV(x.ByteIndex(r8, rax), x.Imm(0)) // the text ends here
+			b.PUSH(x.Imm(amd64SysClose))
+			b.POP(rax)
+			b.SYSCALL()
+			b.MOV(rsi, r8)
+			// A line that begins with "Tcp: " and a digit or a minus.
+			b.Label("line")
+			b.MOV(rdx, rsi)
+			b.MOV(edi, x.Addr("tcp_head"))
+			b.PUSH(x.Imm(len(tcpHead)))
+			b.POP(rcx)
+			b.REPE_CMPSB()
+			b.J(x.NE, "next_line")
+			b.MOV(al, x.Byte(rsi, 0))
+			b.CMP(al, x.Imm('-'))
+			b.J(x.E, "fields")
+			b.SUB(al, x.Imm('0'))
+			b.CMP(al, x.Imm(9))
+			b.J(x.BE, "fields")
+			b.Label("next_line")
+			b.MOV(rsi, rdx)
+			b.Label("skip")
+			b.LODSB()
+			b.TEST(al, al)
+			b.J(x.E, "unreadable")
+			b.CMP(al, x.Imm('\n'))
+			b.J(x.NE, "skip")
+			b.JMP("line")
+			// Past five spaces, the digits of PassiveOpens, wrapping.
+			b.Label("fields")
+			b.PUSH(x.Imm(5))
+			b.POP(rcx)
+			b.Label("spaces")
+			b.LODSB()
+			b.TEST(al, al)
+			b.J(x.E, "unreadable")
+			b.CMP(al, x.Imm(' '))
+			b.J(x.NE, "spaces")
+			b.LOOP("spaces")
+			b.MOVZX(eax, x.Byte(rsi, 0))
+			b.SUB(eax, x.Imm('0'))
+			b.CMP(eax, x.Imm(9))
+			b.J(x.A, "unreadable") // no digit
+			b.Label("number")
+			b.IMUL3(rcx, rcx, x.Imm(10))
+			b.ADD(rcx, rax)
+			b.INC(rsi)
+			b.MOVZX(eax, x.Byte(rsi, 0))
+			b.SUB(eax, x.Imm('0'))
+			b.CMP(eax, x.Imm(9))
+			b.J(x.BE, "number")
+			b.XCHG(rax, rcx)
+			b.RET()
+		}},
+		// The count cannot be read: say so, wait until the limit, exit 3.
+		{"unreadable", "sleep", func(b *x.Builder) {
+			b.MOV(esi, x.Addr("msg_unreadable"))
+			b.PUSH(x.Imm(len(spec.Unreadable)))
+			b.POP(rdx)
+			b.CALL("say")
+			b.MOV(r12, rbp)
+			b.SUB(r12, r14)
+			b.PUSH(x.Imm(spec.ExitUnreadable))
+			b.POP(rbp)
 		}},
 		// on_signal is the handler of signals 1 to 15: the signal number comes in edi.
 		{"on_signal", "exit_edi", func(b *x.Builder) {

@@ -7,6 +7,9 @@ import (
 
 // Linux arm64 system call numbers (the generic table).
 const (
+	arm64SysOpenat         = 56
+	arm64SysClose          = 57
+	arm64SysRead           = 63
 	arm64SysWrite          = 64
 	arm64SysPpoll          = 73
 	arm64SysExitGroup      = 94
@@ -24,16 +27,30 @@ var (
 	x8, x9, x10, x11, x12, x13, x14 = a.X8, a.X9, a.X10, a.X11, a.X12, a.X13, a.X14
 	x15, x16, x17, x19, x20, x21    = a.X15, a.X16, a.X17, a.X19, a.X20, a.X21
 	x22, x23, x24, xzr, sp          = a.X22, a.X23, a.X24, a.XZR, a.SP
+	x25, x26, x27, x28, x29, x30    = a.X25, a.X26, a.X27, a.X28, a.X29, a.X30
 	w1, w2, w3, w4, w6, w7, w8      = a.W1, a.W2, a.W3, a.W4, a.W6, a.W7, a.W8
-	w13, w14                        = a.W13, a.W14
+	w13, w14, w29                   = a.W13, a.W14, a.W29
 )
+
+// movImm sets rd to v with a MOVZ and a MOVK for each further non-zero 16 bits.
+func movImm(b *a.Builder, rd a.Reg, v uint64) {
+	b.MOVZ(rd, uint16(v), 0)
+	for shift := uint(16); shift < 64; shift += 16 {
+		if part := uint16(v >> shift); part != 0 {
+			b.MOVK(rd, part, shift)
+		}
+	}
+}
 
 // programARM64 writes nap for arm64, in the shape of programAMD64. Register use:
 //
 //	x19  the next argv slot            x20  total nanoseconds
 //	x22  the last argument read        x21  non-zero after inf
 //	x23  exit status                   x6   10
-//	x24  the next way to sleep         x5   the descriptor write_all writes to
+//	x24  the next way to sleep; before it, non-zero when a flag makes the wait adaptive
+//	x5   the descriptor write_all writes to
+//	x25, x26, x27  QUIET, MAX, ALLOW (from their defaults); x29 the slot (c) a flag's
+//	value goes to, 0 for none, x28 MIN meanwhile (the value adds up in x20)
 //	per term: x10 number start, x11 number end, x9 text, x12 word table, x13 k, x14 c
 //	(the unit is c*10^k ns), x15 the number, x16 digit count, x17 1 after the dot,
 //	x7 carry, x8 scratch.
@@ -65,6 +82,8 @@ func programARM64(b *a.Builder, words []byte) {
 	// argv from argv[1], above the sigaction, argc and argv[0]; with argc 0 (kernels
 	// before 5.18) from argv[0], the NULL that ends argv: no argument.
 	b.MOVZ(x6, 10, 0)
+	movImm(b, x25, uint64(spec.DefaultQuiet))
+	movImm(b, x26, uint64(spec.DefaultMax))
 	b.ADDi(x19, sp, 16+8)
 	b.LDR(x1, sp, 16)
 	b.CBZ(x1, "next_arg")
@@ -109,12 +128,23 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("matched") // x9: after the word; x12: its k and c
 	b.LDURB(w1, x9, -1)
 	b.CBNZ(w1, "unit")
-	// A keyword (a word ending in NUL): the whole argument, no number.
+	// A keyword (a word ending in NUL): the whole argument, no number, and not a
+	// flag's value. k is 0 for inf, 1 for help, 2 for a flag.
 	b.CMP(x11, x22)
 	b.Bcond(a.NE, "invalid")
+	b.CBNZ(x29, "invalid")
 	b.LDRB(w13, x12, 0)
-	b.CBNZ(w13, "help")
+	b.CMPi(w13, 1)
+	b.Bcond(a.EQ, "help")
+	b.Bcond(a.HI, "flag")
 	b.MOVZ(x21, 1, 0) // inf
+	b.B("next_arg")
+	// A flag: its value, the next argument, adds up in x20 from 0, MIN aside in x28.
+	b.Label("flag")
+	b.LDRB(w29, x12, 1)
+	b.MOV(x28, x20)
+	b.MOV(x20, xzr)
+	b.MOVZ(x24, 1, 0) // adaptive
 	b.B("next_arg")
 
 	// No word after the number: it counts seconds (the table ends with their k and c),
@@ -186,11 +216,24 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Bcond(a.VS, "invalid")
 	b.LDRB(w1, x9, 0)
 	b.CBNZ(w1, "term")
+	// The argument ends. A flag's value goes to its slot (the last flag wins), and
+	// MIN back to x20.
+	b.CBZ(x29, "next_arg")
+	b.CMPi(x29, slotMax)
+	b.CSEL(x25, x20, x25, a.LO)
+	b.CSEL(x26, x20, x26, a.EQ)
+	b.CSEL(x27, x20, x27, a.HI)
+	b.MOV(x20, x28)
+	b.MOV(x29, xzr)
 	b.B("next_arg")
 
 	b.Label("args_done")
-	b.CBZ(x22, "default") // no argument at all
-	b.CBZ(x21, "sleep")
+	b.CBZ(x22, "default")  // no argument at all
+	b.CBNZ(x29, "invalid") // a flag with no value (x22)
+	b.CBNZ(x21, "inf")
+	b.CBNZ(x24, "adaptive")
+	b.B("sleep")
+	b.Label("inf")
 	b.MOVN(x20, 0x8000, 48) // inf: the longest sleep, 2^63-1 ns, again and again
 
 	// One relative sleep on the monotonic clock, of x20 ns; none for a total of zero.
@@ -201,10 +244,25 @@ func programARM64(b *a.Builder, words []byte) {
 	b.UDIV(x2, x20, x1)
 	b.MSUB(x3, x2, x1, x20)
 	b.STP(x2, x3, sp, -16, true)
-	// nanosleep, and where the kernel refuses it (a seccomp profile), clock_nanosleep(
-	// CLOCK_MONOTONIC, 0, ts, NULL), then ppoll(_, 0, ts, NULL): a refused call never
-	// ends the delay early. A stop and continue does not end any of them early: the
-	// kernel restarts them itself with the original expiry.
+	b.BL("nap_ts")
+	b.CBNZ(x21, "sleep")
+	b.Label("exit")
+	b.MOV(x0, x23)
+	b.Label("exit_x0")
+	b.MOVZ(x8, arm64SysExitGroup, 0)
+	b.SVC(0)
+	b.BRK(0)          // exit_group denied (a seccomp profile): nothing may run on
+	b.Label("cannot") // every way refused, said on stderr
+	b.MOVZ(x0, spec.ExitCannotSleep, 0)
+	b.B("exit_x0")
+
+	// nap_ts sleeps the timespec at sp: nanosleep, and where the kernel refuses it (a
+	// seccomp profile), clock_nanosleep(CLOCK_MONOTONIC, 0, ts, NULL), then ppoll(_, 0,
+	// ts, NULL): a refused call never ends the delay early. A stop and continue does
+	// not end any of them early: the kernel restarts them itself with the original
+	// expiry. The return address waits in x29 (say is called from here).
+	b.Label("nap_ts")
+	b.MOV(x29, x30)
 	b.ADR(x24, "sleep_calls")
 	b.ADDi(x0, sp, 0) // nanosleep's request
 	b.Label("try")
@@ -221,16 +279,134 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOVZ(x0, clockMonotonic, 0) // ppoll ignores it: it polls no file
 	b.B("try")
 	b.Label("slept")
-	b.CBNZ(x21, "sleep")
-	b.Label("exit")
-	b.MOV(x0, x23)
-	b.Label("exit_x0")
-	b.MOVZ(x8, arm64SysExitGroup, 0)
-	b.SVC(0)
-	b.BRK(0)          // exit_group denied (a seccomp profile): nothing may run on
-	b.Label("cannot") // every way refused, said on stderr
-	b.MOVZ(x0, spec.ExitCannotSleep, 0)
+	b.MOV(x30, x29)
+	b.RET()
+
+	// The adaptive wait (spec: the package documentation). Registers: x20 MIN, x25
+	// QUIET, x26 the limit (MAX, at least MIN), x27 ALLOW in ns, x22 the clock (x17 per
+	// reading), x19 when the quiet window began, x28 the count then, x16 the read
+	// buffer, x15 1e9. The system calls keep every register but x0.
+	b.Label("adaptive")
+	b.CMP(x26, x20)
+	b.CSEL(x26, x20, x26, a.LO)
+	b.SUBi(sp, sp, snmpBuf&^0xFFF)
+	b.SUBi(sp, sp, snmpBuf&0xFFF)
+	b.ADDi(x16, sp, 0)
+	movImm(b, x17, uint64(pollNs))
+	movImm(b, x15, nsPerSecond)
+	b.STP(xzr, x17, sp, -16, true) // {0 s, pollNs}
+	b.MOV(x22, xzr)
+	b.MOV(x19, xzr)
+	b.BL("count")
+	b.MOV(x28, x1)
+	// Each reading: traffic when the count rose by more than ALLOW since the window
+	// began (count*1e9 against ALLOW in ns, unsigned: a count that went back, or one
+	// too large to scale, is traffic too); then quiet once the window is QUIET long
+	// and MIN has passed; at the limit in any case.
+	b.Label("poll")
+	b.BL("nap_ts")
+	b.ADD(x22, x22, x17)
+	b.BL("count")
+	b.SUB(x2, x1, x28)
+	b.UMULH(x3, x2, x15)
+	b.CBNZ(x3, "traffic")
+	b.MUL(x2, x2, x15)
+	b.CMP(x2, x27)
+	b.Bcond(a.HI, "traffic")
+	b.SUB(x2, x22, x19)
+	b.CMP(x2, x25)
+	b.Bcond(a.LO, "until_limit")
+	b.CMP(x22, x20)
+	b.Bcond(a.HS, "quiet")
+	b.Label("until_limit")
+	b.CMP(x22, x26)
+	b.Bcond(a.LO, "poll")
+	b.Label("quiet")
+	b.MOV(x0, xzr)
 	b.B("exit_x0")
+	b.Label("traffic") // a new window, from here
+	b.MOV(x19, x22)
+	b.MOV(x28, x1)
+	b.B("until_limit")
+
+	// count reads /proc/net/snmp (one read of up to spec.SnmpRead bytes, into x16) and returns
+	// PassiveOpens in x1: see spec.PassiveOpens. Any failure is unreadable.
+	b.Label("count")
+	b.MOVN(x0, uint16(^atFDCWD), 0)
+	b.ADR(x1, "snmp_path")
+	b.MOV(x2, xzr) // O_RDONLY
+	b.MOVZ(x8, arm64SysOpenat, 0)
+	b.SVC(0)
+	b.TBNZ(x0, 63, "unreadable")
+	b.MOV(x4, x0)
+	b.MOV(x1, x16)
+	b.MOVZ(x2, spec.SnmpRead, 0)
+	b.MOVZ(x8, arm64SysRead, 0)
+	b.SVC(0)
+	b.TBNZ(x0, 63, "unreadable")
+	b.ADD(x1, x16, x0)
+	b.STP(xzr, xzr, x1, 0, false) // the text ends here
+	b.MOV(x0, x4)
+	b.MOVZ(x8, arm64SysClose, 0)
+	b.SVC(0)
+	b.MOV(x9, x16)
+	// A line that begins with "Tcp: " and a digit or a minus.
+	b.Label("line")
+	b.MOV(x10, x9)
+	b.ADR(x12, "tcp_head")
+	b.MOVZ(x2, uint16(len(tcpHead)), 0)
+	b.Label("tcp_cmp")
+	b.LDRBpost(w3, x12, 1)
+	b.LDRBpost(w1, x9, 1)
+	b.CMP(w3, w1)
+	b.Bcond(a.NE, "next_line")
+	b.SUBSi(x2, x2, 1)
+	b.Bcond(a.NE, "tcp_cmp")
+	b.LDRB(w1, x9, 0)
+	b.CMPi(w1, '-')
+	b.Bcond(a.EQ, "fields")
+	b.SUBi(w1, w1, '0')
+	b.CMPi(w1, 9)
+	b.Bcond(a.LS, "fields")
+	b.Label("next_line")
+	b.MOV(x9, x10)
+	b.Label("skip_line")
+	b.LDRBpost(w1, x9, 1)
+	b.CBZ(w1, "unreadable")
+	b.CMPi(w1, '\n')
+	b.Bcond(a.NE, "skip_line")
+	b.B("line")
+	// Past five spaces, the digits of PassiveOpens, wrapping.
+	b.Label("fields")
+	b.MOVZ(x2, 5, 0)
+	b.Label("spaces")
+	b.LDRBpost(w1, x9, 1)
+	b.CBZ(w1, "unreadable")
+	b.CMPi(w1, ' ')
+	b.Bcond(a.NE, "spaces")
+	b.SUBSi(x2, x2, 1)
+	b.Bcond(a.NE, "spaces")
+	b.MOV(x1, xzr)
+	b.LDRB(w3, x9, 0)
+	b.SUBi(w3, w3, '0')
+	b.CMPi(w3, 9)
+	b.Bcond(a.HI, "unreadable") // no digit
+	b.Label("number")
+	b.MADD(x1, x1, x6, x3)
+	b.LDRBpre(w3, x9, 1)
+	b.SUBi(w3, w3, '0')
+	b.CMPi(w3, 9)
+	b.Bcond(a.LS, "number")
+	b.RET()
+
+	// The count cannot be read: say so, wait until the limit, exit 3.
+	b.Label("unreadable")
+	b.ADR(x1, "msg_unreadable")
+	b.MOVZ(x2, uint16(len(spec.Unreadable)), 0)
+	b.BL("say")
+	b.SUB(x20, x26, x22)
+	b.MOVZ(x23, spec.ExitUnreadable, 0)
+	b.B("sleep")
 
 	b.Label("invalid") // prefix, the argument, suffix
 	b.SUBi(x1, x22, 1)

@@ -17,12 +17,14 @@ import (
 // 640 and 896 until the binaries learned to survive hostile conditions (sleep calls
 // refused by seccomp, short writes, signals 1 to 15, argc 0, headers that eu-elflint
 // accepts); robustness came first, and the budget moved to what that costs, rounded up
-// to 32 bytes.
-var Budget = map[string]int{"amd64": 832, "arm64": 1088}
+// to 32 bytes: 832 and 1,088. Then the adaptive wait (its flags, reading
+// /proc/net/snmp, the polling loop, its message; about 500 and 640 bytes) moved it
+// again, the same way.
+var Budget = map[string]int{"amd64": 1344, "arm64": 1696}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 815, "arm64": 1056}
+var Sizes = map[string]int{"amd64": 1318, "arm64": 1692}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

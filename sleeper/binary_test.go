@@ -125,6 +125,12 @@ func TestWordTable(t *testing.T) {
 		if c == 0 {
 			continue
 		}
+		if word != "" && word[len(word)-1] == 0 { // a flag: k 2, c the offset of its slot
+			if want := map[string]int64{spec.FlagQuiet: slotQuiet, spec.FlagMax: slotMax, spec.FlagAllow: slotAllow}[word[:len(word)-1]]; k != 2 || c != want {
+				t.Errorf("flag %q: k %d, c %d; want 2, %d", word, k, c, want)
+			}
+			continue
+		}
 		ns := c
 		for range k {
 			ns *= 10
@@ -142,7 +148,8 @@ func TestWordTable(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{"ns", "us", "ms", "s", "m", "h", "", "inf\x00", "infinity\x00", "-h\x00", "--help\x00"} {
+	for _, w := range []string{"ns", "us", "ms", "s", "m", "h", "", "inf\x00", "infinity\x00", "-h\x00", "--help\x00",
+		spec.FlagQuiet + "\x00", spec.FlagMax + "\x00", spec.FlagAllow + "\x00"} {
 		if !seen[w] {
 			t.Errorf("word %q missing", w)
 		}

@@ -11,13 +11,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 func invalidMsg(arg string) string {
 	return "nap: invalid duration \"" + arg + "\"\nnap: sleeping the default 10s\n"
 }
 
-const usageText = "usage: nap [DURATION]...\n"
+var usageText = spec.Usage
 
 // conformance is the contract as a table. Every implementation must produce exactly the
 // exit status and output, and end no earlier than sleep (and not much later). A case

@@ -50,6 +50,8 @@ var (
 	noise   = regexp.MustCompile(`(qword |dword |word |byte )?ptr | `)
 	hexes   = regexp.MustCompile(`-?0x[0-9a-f]+`)
 	numbers = regexp.MustCompile(`-?[0-9]+`)
+	// negDisp32 is a displacement of 2^31 or more, printed as +0x...]
+	negDisp32 = regexp.MustCompile(`\+0x[89a-f][0-9a-f]{7}\]`)
 )
 
 // normal makes our text and the decoder's comparable: no spaces or size words, label
@@ -66,6 +68,11 @@ func normal(text string, line asm.Line, labels map[asm.Label]uint64) string {
 		})
 		text = regexp.MustCompile(`\b`+name+`$`).ReplaceAllString(text, fmt.Sprintf("%#x", addr))
 	}
+	// A negative 32-bit displacement, which x86asm prints as its unsigned pattern.
+	text = negDisp32.ReplaceAllStringFunc(strings.ToLower(text), func(s string) string {
+		u, _ := strconv.ParseUint(s[1:len(s)-1], 0, 32)
+		return fmt.Sprintf("-%#x]", 1<<32-u)
+	})
 	text = hexes.ReplaceAllStringFunc(strings.ToLower(text), func(s string) string {
 		v, err := strconv.ParseInt(s, 0, 64)
 		if err != nil {
@@ -103,8 +110,10 @@ func sameText(a, b string) bool {
 // number is not a constant before it, at the label try, is each way to sleep in turn.
 func TestDisassembly(t *testing.T) {
 	wantCalls := map[string][]int64{
-		"amd64": {amd64SysWrite, amd64SysPoll, amd64SysRtSigaction, amd64SysNanosleep, amd64SysClockNanosleep, amd64SysPpoll, amd64SysExitGroup},
-		"arm64": {arm64SysWrite, arm64SysPpoll, arm64SysExitGroup, arm64SysNanosleep, arm64SysClockNanosleep, arm64SysRtSigaction},
+		"amd64": {amd64SysWrite, amd64SysPoll, amd64SysRtSigaction, amd64SysNanosleep, amd64SysClockNanosleep, amd64SysPpoll, amd64SysExitGroup,
+			amd64SysOpenat, amd64SysRead, amd64SysClose},
+		"arm64": {arm64SysWrite, arm64SysPpoll, arm64SysExitGroup, arm64SysNanosleep, arm64SysClockNanosleep, arm64SysRtSigaction,
+			arm64SysOpenat, arm64SysRead, arm64SysClose},
 	}
 	sleepWays := map[string][]int64{
 		"amd64": {amd64SysNanosleep, amd64SysClockNanosleep, amd64SysPpoll},
@@ -182,8 +191,8 @@ func TestDisassembly(t *testing.T) {
 }
 
 // amd64Consts follows constants in registers through straight-line x86-64 code: push
-// imm then pop reg, mov reg, imm (for al: the program keeps the rest of rax 0 there)
-// and mov reg, reg. Any other write forgets the registers it may change.
+// imm then pop reg, mov reg, imm (for al: the program keeps the rest of rax 0 there),
+// mov reg, reg and xor reg, reg. Any other write forgets the registers it may change.
 type amd64Consts struct {
 	known      map[string]int64 // by 64-bit register name
 	pending    int64            // pushed immediate, for the next pop
@@ -223,6 +232,13 @@ func (c *amd64Consts) step(in x86asm.Inst) (nr int64, syscall bool) {
 			delete(c.known, r)
 		}
 		return 0, false
+	case x86asm.XOR:
+		if dst, ok := reg(in.Args[0]); ok {
+			if src, ok := reg(in.Args[1]); ok && src == dst { // xor r, r: 0
+				c.known[dst] = 0
+				return 0, false
+			}
+		}
 	case x86asm.MOV:
 		if dst, ok := reg(in.Args[0]); ok {
 			switch src := in.Args[1].(type) {

@@ -140,6 +140,9 @@ func expect(args []string) observation {
 		return observation{Invalid: true, Sleep: int64(spec.Default), Exit: -1}
 	case req.Infinite:
 		return observation{Sleep: math.MaxInt64, Exit: -1} // the longest nanosleep, looped
+	case req.Adaptive:
+		// It reads this host's /proc/net/snmp, then sleeps one poll interval.
+		return observation{Sleep: int64(spec.PollInterval), Exit: -1}
 	case req.Duration == 0:
 		return observation{Exit: 0} // no sleep call at all
 	}
@@ -166,10 +169,14 @@ func FuzzDifferential(f *testing.F) {
 	for _, tc := range conformance {
 		f.Add(strings.Join(tc.args, "\n"))
 	}
+	for _, tc := range adaptiveCases {
+		f.Add(strings.Join(tc.args, "\n"))
+	}
 	for _, s := range []string{"1h1m1s1ms1us1ns", "0.00000000001666666666666666666667m", "0.00000000001666666666666666666666m",
 		"0.0000000000027777777777777778h", "9223372036854775807ns", "9223372036854775807ns\n0", "2562047h47m16.854775807s",
 		"2562047h47m16.854775808s", "18446744073709551616ns", "1844674407370955161.6s", "000000000000000000000001s", "1.5h\n30m\ninf",
-		"-h\nx", "1\n2\n3\n4", "1s.5", ".s", "5s5", "1ms1m", "1mss", "  ", "\t1", "0\n0ns", "inf\ninf", "inf\n0"} {
+		"-h\nx", "1\n2\n3\n4", "1s.5", ".s", "5s5", "1ms1m", "1mss", "  ", "\t1", "0\n0ns", "inf\ninf", "inf\n0",
+		"--quiet\n1s", "5s\n--max\n1m\n--allow\n3", "--quiet", "1s\n--max", "--max\ninf", "--allow\n--quiet\n1", "inf\n--quiet\n0"} {
 		f.Add(s)
 	}
 	ims := impls(f)[1:]

@@ -26,12 +26,12 @@ const denyEnv = "NAP_TEST_DENY_SYSCALL"
 // hostSyscall are the numbers the launcher and the tests need, for the host's
 // architecture.
 type hostSyscall struct {
-	seccomp, exitGroup, nanosleep, clockNanosleep, ppoll uintptr
+	seccomp, exitGroup, nanosleep, clockNanosleep, ppoll, openat uintptr
 }
 
 var hostSyscalls = map[string]hostSyscall{
-	"amd64": {seccomp: 317, exitGroup: 231, nanosleep: 35, clockNanosleep: 230, ppoll: 271},
-	"arm64": {seccomp: 277, exitGroup: 94, nanosleep: 101, clockNanosleep: 115, ppoll: 73},
+	"amd64": {seccomp: 317, exitGroup: 231, nanosleep: 35, clockNanosleep: 230, ppoll: 271, openat: 257},
+	"arm64": {seccomp: 277, exitGroup: 94, nanosleep: 101, clockNanosleep: 115, ppoll: 73, openat: 56},
 }
 
 // denied returns the command that runs cmd under the launcher, with nrs denied.
@@ -171,12 +171,19 @@ func TestSleepRefused(t *testing.T) {
 			code   int
 			stderr string
 			sleep  time.Duration
+			native bool // only where the binary runs natively
 		}{
 			{name: "nanosleep", deny: []uintptr{nums.nanosleep}, args: []string{"0.6"}, stderr: spec.Refused, sleep: request},
 			{name: "nanosleep and clock_nanosleep", deny: []uintptr{nums.nanosleep, nums.clockNanosleep}, args: []string{"600ms"}, stderr: strings.Repeat(spec.Refused, 2), sleep: request},
 			{name: "nanosleep, invalid argument", deny: []uintptr{nums.nanosleep}, args: []string{"x"}, code: 2, stderr: invalidMsg("x") + spec.Refused, sleep: spec.Default},
 			{name: "every way", deny: []uintptr{nums.nanosleep, nums.clockNanosleep, nums.ppoll}, args: []string{"5"}, code: spec.ExitCannotSleep, stderr: strings.Repeat(spec.Refused, 3)},
+			// The adaptive wait with its table refused: the longest wait, said, exit 3.
+			{name: "openat, adaptive", deny: []uintptr{nums.openat}, args: []string{"--quiet", "100ms", "--max", "600ms"},
+				code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: request, native: true},
 		} {
+			if tc.native && im.qemu != "" {
+				continue // qemu-user opens files of its own, which the profile would refuse it
+			}
 			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				o := run(denied(t, im.command(tc.args...), tc.deny...), 0, 0, false)

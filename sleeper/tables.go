@@ -68,6 +68,15 @@ func wordTable() ([]byte, error) {
 			return nil, err
 		}
 	}
+	// The adaptive wait's flags (k = 2), c the offset of the slot their value goes to.
+	for _, f := range []struct {
+		flag string
+		slot int64
+	}{{spec.FlagQuiet, slotQuiet}, {spec.FlagMax, slotMax}, {spec.FlagAllow, slotAllow}} {
+		if err := add(f.flag+"\x00", 2, f.slot); err != nil {
+			return nil, err
+		}
+	}
 	// The end: an empty word (length 0), whose k and c are those of seconds, for a bare
 	// number.
 	if err := unit("", unitNs["s"]); err != nil {
@@ -97,6 +106,9 @@ func data(b interface {
 		{"usage", []byte(spec.Usage)},
 		{"msg_invalid", []byte(spec.InvalidPrefix)},
 		{"msg_default", []byte(spec.InvalidSuffix)},
+		{"msg_unreadable", []byte(spec.Unreadable)},
+		{"snmp_path", []byte(spec.SnmpPath + "\x00")},
+		{"tcp_head", []byte(tcpHead)},
 	}, extra...)
 	n := 0
 	for _, d := range all {
@@ -113,6 +125,9 @@ func data(b interface {
 	}
 	b.Label("code")
 }
+
+// tcpHead begins the line of TCP counters in /proc/net/snmp (spec.PassiveOpens).
+const tcpHead = "Tcp: "
 
 // t/10 == (t*carryMul)>>carryShift for every t below carryLimit: the programs' carry
 // step t = c*digit + carry stays below it (checked by wordTable and the tests).

@@ -4,7 +4,7 @@
 //
 // The contract, identical on every architecture:
 //
-//	nap [DURATION]...
+//	nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N]
 //
 // With no argument nap sleeps 10s. A DURATION is a bare non-negative decimal number of
 // seconds (10, 2.5, .5, 3.), one or more number+unit terms with the units ns us ms s m h
@@ -29,6 +29,39 @@
 // any a container runtime may send as its stop signal) ends any sleep at once with exit
 // status 128+signal, also when nap is PID 1 of a PID namespace, where the default action
 // would be dropped. Stopping and continuing the process never shortens the sleep.
+//
+// # The adaptive wait
+//
+// Any of --quiet, --max and --allow makes the wait adaptive: it ends when the pod's
+// traffic has. Each flag takes the next argument as its value, a finite DURATION (a flag
+// given again replaces its value; a flag with no value, or a value that is not a finite
+// DURATION, is invalid as above). The flags not given take their defaults: QUIET
+// 2s, MAX 60s, N 0. MIN is the sum of the DURATIONs, 0 when there is none. N is read as
+// seconds and its whole part counts (--allow 3 is 3).
+//
+// The signal is the kernel's count of TCP connections accepted in nap's network
+// namespace (PassiveOpens in /proc/net/snmp; see [PassiveOpens]): for a preStop exec
+// hook, the pod's, whatever container nap runs in. Routing decides new connections, so
+// new connections are what tells that no route sends to the pod any more; open
+// keep-alive connections are the app's to drain. nap reads the count at its start and
+// then again each time it has slept 100 ms (PollInterval): its clock is the readings,
+// the k-th at k×100 ms (a little later in fact, never earlier). A quiet window begins at
+// the start; at each reading, if the count rose by more than N since the window began
+// (or went back), a new window begins there; otherwise, once the window is QUIET long
+// and MIN has passed, nap exits 0. It exits 0 at MAX at the latest, but never before
+// MIN. N is the background: the
+// connections a pod accepts whatever routes send it, per QUIET — the kubelet's HTTP, TCP
+// and gRPC probes, each a new connection from the node — which must neither keep the
+// wait open nor, below N, end it early. Traffic sparser than N per QUIET cannot be told
+// from them: MIN covers what it must.
+//
+// Never shorter than promised: when /proc/net/snmp cannot be opened, read or understood
+// (gVisor, a hardened /proc), at the start or at any reading, nap prints
+//
+//	nap: cannot read /proc/net/snmp; waiting --max
+//
+// on stderr, waits until MAX (never before MIN) and exits 3, so that the kubelet reports
+// the hook with that message. inf makes any wait, adaptive or not, last until a signal.
 //
 // A failed sleep call never ends the delay early. The tiny binaries wait with nanosleep;
 // if the kernel refuses it (a seccomp profile), they print Refused on stderr and wait with

@@ -32,6 +32,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		req, status = Request{Duration: Default}, 2
 	}
 
+	if req.Adaptive && !req.Infinite {
+		return adaptive(req, stderr, sig)
+	}
 	var timeout <-chan time.Time
 	if !req.Infinite {
 		// Go's timers run on the monotonic clock, so a stop/continue cannot shorten this.
@@ -45,4 +48,69 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case <-timeout:
 		return status
 	}
+}
+
+// adaptive is the adaptive wait (see the package documentation): at least MIN, then until
+// at most Allow new inbound TCP connections reached the network namespace for Quiet, at
+// most Max (never less than MIN). A signal ends it as any sleep.
+func adaptive(req Request, stderr io.Writer, sig <-chan os.Signal) int {
+	limit := max(req.Max, req.Duration)
+	now := time.Duration(0) // the clock: PollInterval per reading
+	// sleep waits d, or until a signal: it reports the signal's exit status, or 0.
+	sleep := func(d time.Duration) int {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case s := <-sig:
+			return 128 + int(s.(syscall.Signal))
+		case <-t.C:
+			return 0
+		}
+	}
+	unreadable := func() int {
+		io.WriteString(stderr, Unreadable)
+		if code := sleep(limit - now); code != 0 {
+			return code
+		}
+		return ExitUnreadable
+	}
+	last, ok := readPassiveOpens()
+	if !ok {
+		return unreadable()
+	}
+	window := time.Duration(0) // when the quiet window began, from start
+	for {
+		if code := sleep(PollInterval); code != 0 {
+			return code
+		}
+		now += PollInterval
+		n, ok := readPassiveOpens()
+		if !ok {
+			return unreadable()
+		}
+		if n-last > uint64(req.Allow) { // unsigned: a counter that went back is traffic too
+			window, last = now, n
+		} else if now-window >= req.Quiet && now >= req.Duration {
+			return 0
+		}
+		if now >= limit {
+			return 0
+		}
+	}
+}
+
+// readPassiveOpens reads SnmpPath, one read of up to SnmpRead bytes (the kernel gives
+// the whole table at once), and PassiveOpens in it.
+func readPassiveOpens() (uint64, bool) {
+	f, err := os.Open(SnmpPath)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	buf := make([]byte, SnmpRead)
+	n, err := f.Read(buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, false
+	}
+	return PassiveOpens(buf[:n])
 }

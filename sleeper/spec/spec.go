@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"math"
@@ -20,12 +21,43 @@ const Default = 10 * time.Second
 // The texts nap prints. The tiny binaries embed these same bytes: the invalid-input
 // message is InvalidPrefix, the argument, InvalidSuffix.
 const (
-	Usage         = "usage: nap [DURATION]...\n"
+	Usage         = "usage: nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N]\n"
 	InvalidPrefix = `nap: invalid duration "`
 	InvalidSuffix = "\"\nnap: sleeping the default 10s\n"
 	// Refused is printed each time the kernel refuses a way to sleep (see the package
 	// documentation); only the tiny binaries make those calls themselves.
 	Refused = "nap: sleep call refused\n"
+	// Unreadable is printed when an adaptive wait cannot read SnmpPath: it then waits
+	// its longest (MAX) and exits ExitUnreadable.
+	Unreadable = "nap: cannot read /proc/net/snmp; waiting --max\n"
+)
+
+// The adaptive wait (see the package documentation).
+const (
+	// SnmpPath is the kernel's TCP counters of the network namespace nap runs in: the
+	// pod's, for a preStop hook.
+	SnmpPath = "/proc/net/snmp"
+	// SnmpRead is the most one read of SnmpPath asks for, the only read: the kernel
+	// gives the whole table (about 1.2 KiB) at once, the Tcp lines in its first few
+	// hundred bytes (after Ip, Icmp and IcmpMsg).
+	SnmpRead = 4096
+	// PollInterval is how often the adaptive wait reads SnmpPath.
+	PollInterval = 100 * time.Millisecond
+	// The flags' defaults, when one of them makes the wait adaptive.
+	DefaultQuiet = 2 * time.Second
+	DefaultMax   = 60 * time.Second
+	DefaultAllow = 0
+	// ExitUnreadable is the exit status of an adaptive wait that could not read
+	// SnmpPath and waited MAX: non-zero, so that the kubelet reports the hook, with the
+	// message, as failed (it did wait).
+	ExitUnreadable = 3
+)
+
+// The flags of the adaptive wait, each followed by its value as the next argument.
+const (
+	FlagQuiet = "--quiet"
+	FlagMax   = "--max"
+	FlagAllow = "--allow"
 )
 
 // ExitCannotSleep is the exit status when every way to sleep was refused.
@@ -53,8 +85,16 @@ func (e *InvalidError) Error() string { return `invalid duration "` + e.Arg + `"
 
 // Request is what the arguments ask for.
 type Request struct {
-	Duration time.Duration // sum of the finite arguments; Default when there are none
-	Infinite bool          // inf or infinity was given: sleep until a signal
+	// Duration is the sum of the finite DURATIONs: Default when there are no arguments
+	// at all; 0 when there are only flags. In an adaptive wait it is MIN.
+	Duration time.Duration
+	Infinite bool // inf or infinity was given: sleep until a signal
+	// Adaptive: one of the flags was given; Quiet, Max and Allow are then set, to the
+	// flags' values or their defaults.
+	Adaptive bool
+	Quiet    time.Duration
+	Max      time.Duration
+	Allow    int64
 }
 
 // Parse reads nap's arguments left to right (see the package documentation).
@@ -63,22 +103,47 @@ func Parse(args []string) (Request, error) {
 		return Request{Duration: Default}, nil
 	}
 	var r Request
-	var total int64
-	for _, a := range args {
+	// The sum the DURATIONs add to (MIN), and the flags' values (the last given wins).
+	var total, quiet, maxWait, allow int64
+	flags := map[string]*int64{FlagQuiet: &quiet, FlagMax: &maxWait, FlagAllow: &allow}
+	given := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		into := &total
 		switch a {
 		case "-h", "--help":
 			return Request{}, ErrHelp
 		case "inf", "infinity":
 			r.Infinite = true
 			continue
+		case FlagQuiet, FlagMax, FlagAllow:
+			r.Adaptive, given[a], into = true, true, flags[a]
+			*into = 0
+			if i+1 == len(args) {
+				return Request{}, &InvalidError{Arg: a} // a flag with no value
+			}
+			i++
+			a = args[i] // the value: a finite DURATION
 		}
 		ns, ok := parseArg(a)
-		if !ok || ns > math.MaxInt64-total {
+		if !ok || ns > math.MaxInt64-*into {
 			return Request{}, &InvalidError{Arg: a}
 		}
-		total += ns
+		*into += ns
 	}
 	r.Duration = time.Duration(total)
+	if r.Adaptive {
+		r.Quiet, r.Max, r.Allow = DefaultQuiet, DefaultMax, DefaultAllow
+		if given[FlagQuiet] {
+			r.Quiet = time.Duration(quiet)
+		}
+		if given[FlagMax] {
+			r.Max = time.Duration(maxWait)
+		}
+		if given[FlagAllow] {
+			r.Allow = allow / int64(time.Second) // N, read as seconds: its whole part
+		}
+	}
 	return r, nil
 }
 
@@ -146,3 +211,51 @@ func termNs(num string, mult int64) (*big.Int, bool) {
 	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(frac))), nil)
 	return v.Quo(v, scale), true // v >= 0, so Quo is floor
 }
+
+// PassiveOpens reads the TCP counter PassiveOpens (connections this network namespace
+// accepted) from the text of SnmpPath, up to its first NUL byte if it has one (the
+// programs read it as a string). The values are on the first line that begins with
+// "Tcp: " and a digit or a minus (the line before it names them). After "Tcp: ", it
+// skips past five spaces (RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens); the counter
+// is the decimal digits that follow, up to the first other byte, in unsigned 64-bit
+// arithmetic that wraps. ok is false without such a line, with fewer than five spaces
+// after it, or when no digit follows the fifth.
+func PassiveOpens(text []byte) (n uint64, ok bool) {
+	if i := bytes.IndexByte(text, 0); i >= 0 {
+		text = text[:i]
+	}
+	head := []byte("Tcp: ")
+	for off := 0; off < len(text); {
+		line := text[off:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i+1]
+		}
+		if v, found := bytes.CutPrefix(line, head); found && len(v) > 0 && (isDigit(v[0]) || v[0] == '-') {
+			return sixthField(text[off+len(head):])
+		}
+		off += len(line)
+	}
+	return 0, false
+}
+
+func sixthField(text []byte) (n uint64, ok bool) {
+	for range 5 {
+		sp := bytes.IndexByte(text, ' ')
+		if sp < 0 {
+			return 0, false
+		}
+		text = text[sp+1:]
+	}
+	if len(text) == 0 || !isDigit(text[0]) {
+		return 0, false
+	}
+	for _, c := range text {
+		if !isDigit(c) {
+			break
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,21 @@ func TestParse(t *testing.T) {
 		{name: "overflow", args: []string{"9223372036854775808ns"}, bad: true, invalid: "9223372036854775808ns"},
 		{name: "overflowing sum", args: []string{"9223372036854775807ns", "1ns"}, bad: true, invalid: "1ns"},
 		{name: "first invalid wins", args: []string{"1s", "bad", "worse"}, bad: true, invalid: "bad"},
+		{name: "adaptive", args: []string{"5s", "--quiet", "1.5s", "--max", "1m", "--allow", "3"},
+			want: Request{Duration: 5 * time.Second, Adaptive: true, Quiet: 1500 * time.Millisecond, Max: time.Minute, Allow: 3}},
+		{name: "adaptive defaults", args: []string{"--quiet", "1s"}, want: Request{Adaptive: true, Quiet: time.Second, Max: DefaultMax}},
+		{name: "max alone", args: []string{"--max", "30"}, want: Request{Adaptive: true, Quiet: DefaultQuiet, Max: 30 * time.Second}},
+		{name: "flags anywhere, MIN adds up", args: []string{"1s", "--allow", "2.9", "2s"}, want: Request{Duration: 3 * time.Second, Adaptive: true, Quiet: DefaultQuiet, Max: DefaultMax, Allow: 2}},
+		{name: "the last flag wins", args: []string{"--quiet", "1s", "--quiet", "500ms"}, want: Request{Adaptive: true, Quiet: 500 * time.Millisecond, Max: DefaultMax}},
+		{name: "zero quiet", args: []string{"--quiet", "0"}, want: Request{Adaptive: true, Max: DefaultMax}},
+		{name: "inf with flags", args: []string{"inf", "--quiet", "1s"}, want: Request{Infinite: true, Adaptive: true, Quiet: time.Second, Max: DefaultMax}},
+		{name: "flag without value", args: []string{"5s", "--quiet"}, bad: true, invalid: "--quiet"},
+		{name: "inf as a value", args: []string{"--max", "inf"}, bad: true, invalid: "inf"},
+		{name: "help as a value", args: []string{"--max", "-h"}, bad: true, invalid: "-h"},
+		{name: "bad value", args: []string{"--allow", "x"}, bad: true, invalid: "x"},
+		{name: "flag as a value", args: []string{"--quiet", "--max", "1s"}, bad: true, invalid: "--max"},
+		{name: "overflowing flag", args: []string{"--max", "9223372036854775807ns1ns"}, bad: true, invalid: "9223372036854775807ns1ns"},
+		{name: "equals form is not a flag", args: []string{"--quiet=1s"}, bad: true, invalid: "--quiet=1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +144,62 @@ func FuzzParse(f *testing.F) {
 		}
 		if strings.ContainsAny(a, "eE+-") && a != "-h" && a != "--help" {
 			t.Fatalf("Parse(%q) accepted a sign or exponent", a)
+		}
+	})
+}
+
+func TestPassiveOpens(t *testing.T) {
+	linux := "Ip: Forwarding DefaultTTL\nIp: 1 64\nIcmpMsg: InType3\nIcmpMsg: 97\n" +
+		"Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n" +
+		"Tcp: 1 200 120000 -1 200703 38074 3771 12011 181 3901186 3958667 3647 0 13256 0\n" +
+		"Udp: InDatagrams NoPorts\nUdp: 571 0\n"
+	for _, tc := range []struct {
+		name, text string
+		n          uint64
+		ok         bool
+	}{
+		{"linux", linux, 38074, true},
+		{"first line", "Tcp: 1 2 3 -1 5 6 7", 6, true},
+		{"ends at the field", "Tcp: 1 2 3 -1 5 42", 42, true},
+		{"max conn first", "Tcp: -1 2 3 4 5 6\n", 6, true},
+		{"wraps", "Tcp: 1 2 3 4 5 18446744073709551617\n", 1, true},
+		{"no values line", "Tcp: RtoAlgorithm RtoMin\nUdp: 1 2\n", 0, false},
+		{"no Tcp", "Ip: 1 2 3 4 5 6\n", 0, false},
+		{"too few fields", "Tcp: 1 2 3\n", 0, false},
+		{"not a number", "Tcp: 1 2 3 4 5 x\n", 0, false},
+		{"empty", "", 0, false},
+		{"not at a line start", "xTcp: 1 2 3 4 5 6\n", 0, false},
+		{"the text ends at a NUL", "Tcp: 1 2 3 4 5\x006\n", 0, false},
+		{"digits end at a NUL", "Tcp: 1 2 3 4 5 67\x008\n", 67, true},
+		{"spaces are counted past the line", "Tcp: 1 2\n3 4 5 6 7\n", 7, true},
+	} {
+		n, ok := PassiveOpens([]byte(tc.text))
+		if n != tc.n || ok != tc.ok {
+			t.Errorf("%s: PassiveOpens = %d, %v; want %d, %v", tc.name, n, ok, tc.n, tc.ok)
+		}
+	}
+}
+
+// FuzzPassiveOpens: never panics, and agrees with a reading of the text by fields
+// wherever the values line is well formed.
+func FuzzPassiveOpens(f *testing.F) {
+	f.Add([]byte("Tcp: 1 200 120000 -1 200703 38074 3771\n"))
+	f.Add([]byte("Tcp: a b\nTcp: 1 2 3 4 5 6\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		n, ok := PassiveOpens(text)
+		str, _, _ := strings.Cut(string(text), "\x00")
+		for _, line := range strings.Split(str, "\n") {
+			v, found := strings.CutPrefix(line, "Tcp: ")
+			if !found || v == "" || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+				continue
+			}
+			f := strings.Split(v, " ")
+			if len(f) >= 6 && f[5] != "" && len(f[5]) < 19 && strings.Trim(f[5], "0123456789") == "" {
+				if want, _ := strconv.ParseUint(f[5], 10, 64); !ok || n != want {
+					t.Fatalf("PassiveOpens(%q) = %d, %v; the sixth field is %q", text, n, ok, f[5])
+				}
+			}
+			break
 		}
 	})
 }

@@ -287,3 +287,26 @@ func TestLoadBalancerCalibrated(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveLoadBalancer: behind the lab's load balancer with externalTrafficPolicy
+// Local and checks 3 s apart (a node out 6 to 9 s after its last pod went unready),
+// a scale-down loses no request over new connections with nap's adaptive wait, whose
+// hold ends 2 s after the load balancer stopped sending (not at its 60 s MAX), and
+// loses some with the 5 s that covers the lab's in-cluster paths.
+func TestAdaptiveLoadBalancer(t *testing.T) {
+	cs := client(t)
+	for _, v := range []variant{napAdaptive, lbExpect(napBinary, lbLocal, scaleDown)} {
+		m := measure(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: v, rounds: 1}, 200)
+		t.Log(m.row())
+		m.check(t)
+		if v.name != napAdaptive.name {
+			continue
+		}
+		// 3 pods went. The longest hold: the checks (up to 9 s after the pod went
+		// unready, plus kube-proxy's sync), QUIET (2 s), a reading, and the API's
+		// whole-second timestamps.
+		if n := len(m.terminations); n != 3 || m.terminations[n-1] > 14*time.Second {
+			t.Errorf("%s: pods from deletion to exit %v; want 3, each within 14 s (the wait ended with the traffic, not at its 60 s)", m.scenario, m.terminations)
+		}
+	}
+}

@@ -83,6 +83,9 @@ var (
 	napImage = variant{name: "nap preStop (image volume, node 2)", mode: "plain",
 		inject:       &inject.Options{Mode: inject.ModeBinary, Delay: "5s", Delivery: inject.DeliveryImage, Image: napImageRef},
 		nodeSelector: map[string]string{"kubernetes.io/hostname": node2}, expect: newClean}
+	// nap's adaptive wait: until no new connection has reached the pod for 2 s (beyond
+	// its readiness probe's, which inject counts), at most 60 s.
+	napAdaptive = variant{name: "nap adaptive wait", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: inject.WaitAdaptive, Delay: "60s"}, expect: newClean}
 	// nap at the delay calibrate recommends (TestDowntimeExperiment measures it).
 	napCalibrated = variant{name: "nap preStop at the calibrated delay", mode: "plain", calibrated: true, expect: newClean}
 	// The same, installed with --admission policy: the API server injects (CEL).
@@ -151,6 +154,9 @@ var (
 	// went unready, so one calibration sample can fall an interval short of the worst
 	// case, and calibrate's 2 s margin covers a 1 s interval.
 	lbLocalQuick = labPath{path: traffic.LoadBalancerLocal, checks: map[string]string{lbInterval: "1s", lbUnhealthy: "3"}}
+	// lbLocalSlow: checks 3 s apart, a node out 6 to 9 s after its last pod went: slower
+	// than the in-cluster paths' calibrated 5 s, quick enough for every make test.
+	lbLocalSlow = labPath{path: traffic.LoadBalancerLocal, checks: map[string]string{lbInterval: "3s", lbUnhealthy: "3"}}
 )
 
 func (p labPath) String() string {
@@ -246,6 +252,9 @@ type downtime struct {
 	ns       string
 	scenario scenario
 	summary  probe.Summary
+	// terminations are the pods' times from deletion to their app's exit (whole
+	// seconds: the API's timestamps), sorted.
+	terminations []time.Duration
 }
 
 // measure deploys sc's variant behind a Service (and an Ingress for the ingress path),
@@ -317,6 +326,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	}
 
 	clearSynSent(t)
+	term := watchTerminations(t, cs, ns)
 	start := time.Now()
 	pr := startProbe(t, target, rate)
 	time.Sleep(2 * time.Second)
@@ -335,7 +345,8 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	}
 	time.Sleep(2 * time.Second)
 	s := pr.stop(t)
-	t.Logf("%s: probed for %v", sc, time.Since(start).Round(time.Second))
+	took := term.stop()
+	t.Logf("%s: probed for %v; pods from deletion to exit: %v", sc, time.Since(start).Round(time.Second), took)
 	if len(s.FirstErrors) > 0 {
 		t.Logf("%s: first errors %q", sc, s.FirstErrors)
 	}
@@ -344,7 +355,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		// SYN_SENT entries were the suspects of timeouts with a delay).
 		t.Logf("%s: %d timeouts over new connections; SYN_SENT entries now: node 1 %q, node 2 %q", sc, c.ByKind[probe.Timeout], synSent(t, false), synSent(t, true))
 	}
-	return downtime{ns: ns, scenario: sc, summary: s}
+	return downtime{ns: ns, scenario: sc, summary: s, terminations: took}
 }
 
 func (sc scenario) String() string {
@@ -554,7 +565,7 @@ func experiment(rounds int) []scenario {
 	var scs []scenario
 	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress, lbLocal, lbCluster} {
 		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
-			vs := []variant{noDelay, napBinary, napNative}
+			vs := []variant{noDelay, napBinary, napNative, napAdaptive}
 			if p.String() == clusterIPNode1.String() && d == rollingRestart {
 				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
@@ -562,7 +573,7 @@ func experiment(rounds int) []scenario {
 				// Behind a load balancer the lab's 5 s is expected to fail where a
 				// node is left without a pod (Local: a scale-down, a drain); the
 				// calibrated delay must not.
-				vs = []variant{noDelay, lbExpect(napBinary, p, d), lbExpect(napNative, p, d), napCalibrated}
+				vs = []variant{noDelay, lbExpect(napBinary, p, d), lbExpect(napNative, p, d), napCalibrated, napAdaptive}
 			}
 			for _, v := range vs {
 				r := rounds
@@ -649,6 +660,9 @@ func TestDowntimeExperiment(t *testing.T) {
 		t.Log(d.row())
 		b.WriteString(d.row() + "\n")
 		d.check(t)
+		// Each scenario's pods go once it is measured: together they would pass a
+		// node's pod limit (110) before the experiment ends.
+		cs.CoreV1().Namespaces().Delete(context.Background(), d.ns, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 	}
 	if only != "" {
 		t.Logf("NAP_DOWNTIME_ONLY=%q: %s not written\n%s", only, out, b.String())

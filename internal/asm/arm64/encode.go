@@ -340,8 +340,11 @@ func LDRpost(xt, rn Reg, off int32) (asm.Inst, error) {
 // first adds off to rn (writeback).
 func STP(xt1, xt2, rn Reg, off int32, pre bool) (asm.Inst, error) {
 	txt := fmt.Sprintf("stp %v, %v, [%v, #%d]", xt1, xt2, rn, off)
-	if pre {
+	switch {
+	case pre:
 		txt += "!"
+	case off == 0:
+		txt = fmt.Sprintf("stp %v, %v, [%v]", xt1, xt2, rn)
 	}
 	if err := errors.Join(gp(xt1, xt2), base(rn)); err != nil {
 		return fail(txt, "%v", err)

@@ -27,13 +27,15 @@ type flags struct {
 	configMap   string
 	delivery    string
 	image       string
+	wait        string
+	min, quiet  string
 }
 
 // NewCommand returns the inject command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "inject [-f FILE|DIR|-]... [--delay 10s] [--mode auto|native|binary] [--kube-version X.Y | --cluster KUBECONFIG] [--container NAME]... [--arch amd64|arm64] [--grace-extra 30s]",
+		Use:   "inject [-f FILE|DIR|-]... [--delay 10s] [--wait fixed|adaptive] [--mode auto|native|binary] [--kube-version X.Y | --cluster KUBECONFIG] [--container NAME]... [--arch amd64|arm64] [--grace-extra 30s]",
 		Short: "Add a preStop delay to every pod template in manifests",
 		Long: "Add a preStop delay to the pod templates of Pods, Deployments, StatefulSets,\n" +
 			"DaemonSets, ReplicaSets and ReplicationControllers, and write the manifests to stdout\n" +
@@ -42,12 +44,20 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"nap from the nap ConfigMap (napctl configmap), or with --delivery image from nap's image\n" +
 			"as an image volume (napctl image), and runs it; auto (default) picks native\n" +
 			"when --kube-version or --cluster says it is there and the delay is whole seconds.\n" +
-			"terminationGracePeriodSeconds is raised to at least the delay plus --grace-extra.\n" +
+			"terminationGracePeriodSeconds is raised to at least the delay plus --grace-extra.\n\n" +
+			"--wait adaptive: nap waits at least --min, then until no new connection has reached\n" +
+			"the pod for --quiet (beyond what its probes open), at most --delay (default 60s then):\n" +
+			"a preStop that ends when the pod's traffic has. nap's binary only.\n\n" +
 			"Containers that already have a preStop, Jobs and CronJobs are left alone (noted on\n" +
 			"stderr). Running it again changes nothing.\n\n" +
 			"  kustomize build . | napctl inject --kube-version 1.31 | kubectl apply -f -",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.wait == string(inject.WaitAdaptive) && !cmd.Flags().Changed("delay") {
+				f.delay = "" // the adaptive wait's own default longest
+			}
+			return run(streams, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory or - for stdin (repeatable; default stdin)")
@@ -61,6 +71,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how nap reaches the container (binary mode): configmap, image (an image volume of --image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (image where --cluster shows every node can, else configmap)")
 	fl.StringVar(&f.image, "image", "", "nap's image reference, for --delivery image or auto (napctl image writes it)")
+	fl.StringVar(&f.wait, "wait", string(inject.WaitFixed), "fixed (the hook holds for --delay) or adaptive (until the pod's traffic has stopped, at most --delay)")
+	fl.StringVar(&f.min, "min", "0", "--wait adaptive: the least it holds")
+	fl.StringVar(&f.quiet, "quiet", spec.DefaultQuiet.String(), "--wait adaptive: how long no new connection must reach the pod")
 	return cmd
 }
 
@@ -68,6 +81,7 @@ func run(streams cli.IOStreams, f *flags) error {
 	opts := inject.Options{
 		Delay: f.delay, Mode: inject.Mode(f.mode), Containers: f.containers, Arch: f.arch,
 		GraceExtra: &f.graceExtra, ConfigMap: f.configMap, Delivery: inject.Delivery(f.delivery), Image: f.image,
+		Wait: inject.Wait(f.wait), MinDelay: f.min, Quiet: f.quiet,
 	}
 	switch {
 	case f.kubeVersion != "" && f.cluster != "":

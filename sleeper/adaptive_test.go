@@ -1,0 +1,162 @@
+package sleeper
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/sleeper/spec"
+)
+
+// snmpText is /proc/net/snmp as Linux writes it, with passive connections opened.
+func snmpText(passive int) string {
+	return "Ip: Forwarding DefaultTTL InReceives\nIp: 1 64 4727426\n" +
+		"IcmpMsg: InType3 OutType3\nIcmpMsg: 97 87\n" +
+		"Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n" +
+		fmt.Sprintf("Tcp: 1 200 120000 -1 200703 %d 3771 12011 181 3901186 3958667 3647 0 13256 0\n", passive) +
+		"Udp: InDatagrams NoPorts\nUdp: 571 0\n"
+}
+
+// step is what the kernel's table says from a moment of the run on: the text of
+// /proc/net/snmp, or none (gone).
+type step struct {
+	at   time.Duration
+	text string
+	gone bool
+}
+
+// traffic is a table whose count rises by by every every from 0 to until (its
+// connections), then stays.
+func traffic(every, until time.Duration, by int) []step {
+	var s []step
+	n := 100
+	for at := time.Duration(0); at <= until; at += every {
+		s = append(s, step{at: at, text: snmpText(n)})
+		n += by
+	}
+	return s
+}
+
+// adaptiveCases: the adaptive wait against a synthetic /proc/net/snmp, which the test
+// rewrites as the run goes (each implementation runs chrooted beside its own copy).
+// sleep is when the run must end (within the implementation's slack, never before).
+var adaptiveCases = []struct {
+	name   string
+	args   []string
+	table  []step
+	signal syscall.Signal
+	after  time.Duration
+	code   int
+	stderr string
+	sleep  time.Duration
+}{
+	{name: "quiet from the start", args: []string{"--quiet", "300ms", "--max", "5s"},
+		table: []step{{text: snmpText(12)}}, sleep: 300 * time.Millisecond},
+	{name: "MIN first", args: []string{"1s", "--quiet", "200ms", "--max", "5s"},
+		table: []step{{text: snmpText(12)}}, sleep: time.Second},
+	// The last connection at 1.5 s, QUIET 500 ms: 2 s, less up to a reading, as the
+	// program may start (and read) up to that much after the table's clock.
+	{name: "traffic, then quiet", args: []string{"--quiet", "500ms", "--max", "6s"},
+		table: traffic(50*time.Millisecond, 1500*time.Millisecond, 5), sleep: 2*time.Second - spec.PollInterval},
+	{name: "background within ALLOW", args: []string{"--quiet", "500ms", "--max", "6s", "--allow", "4"},
+		table: traffic(200*time.Millisecond, 6*time.Second, 1), sleep: 500 * time.Millisecond},
+	{name: "background above ALLOW holds to MAX", args: []string{"--quiet", "500ms", "--max", "2s", "--allow", "1"},
+		table: traffic(100*time.Millisecond, 6*time.Second, 1), sleep: 2 * time.Second},
+	{name: "MAX under MIN: MIN", args: []string{"1.5s", "--max", "300ms"},
+		table: traffic(50*time.Millisecond, 6*time.Second, 1), sleep: 1500 * time.Millisecond},
+	{name: "a count that goes back is traffic", args: []string{"--quiet", "300ms", "--max", "1500ms"},
+		table: traffic(100*time.Millisecond, 6*time.Second, -1), sleep: 1500 * time.Millisecond},
+	{name: "no table: MAX, exit 3", args: []string{"--quiet", "100ms", "--max", "800ms"},
+		table: []step{{gone: true}}, code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: 800 * time.Millisecond},
+	{name: "table gone later: MAX, exit 3", args: []string{"--quiet", "5s", "--max", "1200ms"},
+		table: []step{{text: snmpText(7)}, {at: 300 * time.Millisecond, gone: true}}, code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: 1200 * time.Millisecond},
+	{name: "no TCP line: MAX, exit 3", args: []string{"--max", "700ms"},
+		table: []step{{text: "Ip: 1 2 3\nUdp: 1 2 3 4 5 6\n"}}, code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: 700 * time.Millisecond},
+	{name: "SIGTERM ends it", args: []string{"--quiet", "10s", "--max", "20s"}, table: traffic(50*time.Millisecond, 6*time.Second, 1),
+		signal: syscall.SIGTERM, after: 400 * time.Millisecond, code: 143},
+	{name: "inf wins", args: []string{"inf", "--quiet", "100ms"}, table: []step{{text: snmpText(1)}},
+		signal: syscall.SIGINT, after: 700 * time.Millisecond, code: 130},
+}
+
+// TestAdaptiveConformance runs every case on every implementation at once, each in a
+// root of its own (chroot: the binary, qemu-user if needed, and proc/net/snmp, a regular
+// file the test replaces at each step with a rename).
+func TestAdaptiveConformance(t *testing.T) {
+	testenv.RequireRoot(t)
+	ims := impls(t)
+	got := make([][]outcome, len(ims))
+	var wg sync.WaitGroup
+	for i, im := range ims {
+		got[i] = make([]outcome, len(adaptiveCases))
+		for j, tc := range adaptiveCases {
+			root := t.TempDir()
+			copyFile(t, im.path, filepath.Join(root, "nap"), 0o555)
+			inside := []string{"/nap"}
+			if im.qemu != "" {
+				copyFile(t, im.qemu, filepath.Join(root, "qemu"), 0o555)
+				inside = []string{"/qemu", "/nap"}
+			}
+			dir := filepath.Join(root, "proc", "net")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			put := func(s step) {
+				path := filepath.Join(dir, "snmp")
+				if s.gone {
+					os.Remove(path)
+					return
+				}
+				tmp := path + ".new"
+				if err := os.WriteFile(tmp, []byte(s.text), 0o444); err == nil {
+					os.Rename(tmp, path)
+				}
+			}
+			put(tc.table[0])
+			cmd := exec.Command("chroot", append([]string{root}, append(inside, tc.args...)...)...)
+			cmd.Dir = "/"
+			wg.Go(func() {
+				// The table's clock starts with the process (a little before it runs).
+				start, stop := time.Now(), make(chan struct{})
+				go func() {
+					for _, s := range tc.table[1:] {
+						select {
+						case <-stop:
+							return
+						case <-time.After(time.Until(start.Add(s.at))):
+							put(s)
+						}
+					}
+				}()
+				got[i][j] = run(cmd, tc.signal, tc.after, im.qemu != "")
+				close(stop)
+			})
+		}
+	}
+	wg.Wait()
+	for i, im := range ims {
+		for j, tc := range adaptiveCases {
+			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
+				o := got[i][j]
+				if o.err != nil {
+					t.Fatal(o.err)
+				}
+				if o.code != tc.code || o.stdout != "" || o.stderr != tc.stderr {
+					t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stderr %q", o.code, o.stdout, o.stderr, tc.code, tc.stderr)
+				}
+				lo, hi := tc.sleep, tc.sleep+im.slack
+				if tc.signal != 0 {
+					lo, hi = tc.after, tc.after+im.slack
+				}
+				if o.elapsed < lo || o.elapsed > hi {
+					t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)
+				}
+			})
+		}
+	}
+}
