@@ -64,7 +64,7 @@ cluster-down:
 
 # The end-to-end tests on the local cluster; it stays up afterwards (make cluster-down).
 e2e: cluster-up
-	$(GO) test -count=1 ./test/e2e
+	$(GO) test -count=1 -timeout 30m ./test/e2e
 
 # The downtime experiment: every traffic path (ClusterIP from node 1 and from node 2, the
 # ingress, the load balancer with externalTrafficPolicy Local and Cluster) × disruption
@@ -84,7 +84,7 @@ test: prereqs kube-bins ingress-bins containerd-bins build
 	$(GO) vet ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 	bash hack/cluster.sh up
-	$(GO) test -count=1 ./test/e2e; rc=$$?; [ $$rc -eq 0 ] || bash hack/cluster.sh failures; bash hack/cluster.sh down; exit $$rc
+	$(GO) test -count=1 -timeout 30m ./test/e2e; rc=$$?; [ $$rc -eq 0 ] || bash hack/cluster.sh failures; bash hack/cluster.sh down; exit $$rc
 	$(MAKE) fuzz
 
 unit:
