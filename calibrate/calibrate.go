@@ -548,13 +548,9 @@ func quantile(sorted []float64, q float64) float64 {
 // has reached it for opts.Quiet (or its hold ended).
 func restart(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers, round int) ([]Round, error) {
 	ns := opts.Namespace
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
+	old, err := podNames(ctx, cs, ns)
 	if err != nil {
 		return nil, err
-	}
-	old := map[string]bool{}
-	for _, p := range pods.Items {
-		old[p.Name] = true
 	}
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, RoundAnnotation, strconv.Itoa(round+1))
 	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -563,18 +559,27 @@ func restart(ctx context.Context, cs kubernetes.Interface, opts Options, a *answ
 	return follow(ctx, cs, opts, a, round, RollingRestart, old, len(old))
 }
 
+// podNames are the calibration pods there are now.
+func podNames(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]bool, error) {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, p := range pods.Items {
+		names[p.Name] = true
+	}
+	return names, nil
+}
+
 // scaleDown is a round's scale-down: the Deployment scaled to one replica (every other
 // pod deleted, and with them every node but one left without a pod) and, once those
 // pods are gone, back to opts.Replicas. Each deleted pod is a sample.
 func scaleDown(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers, round int) ([]Round, error) {
 	ns := opts.Namespace
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
+	old, err := podNames(ctx, cs, ns)
 	if err != nil {
 		return nil, err
-	}
-	old := map[string]bool{}
-	for _, p := range pods.Items {
-		old[p.Name] = true
 	}
 	scale := func(n int32) error {
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)

@@ -106,20 +106,3 @@ func TestStaleSynSent(t *testing.T) {
 		t.Errorf("from port %d, named by a stale entry of another Service whose reply side is the live pod %s: %v", base+2, live, err)
 	}
 }
-
-// routeSrc is the source address this host uses toward addr.
-func routeSrc(t *testing.T, addr string) string {
-	t.Helper()
-	out, err := exec.Command("ip", "route", "get", addr).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip route get %s: %v: %s", addr, err, out)
-	}
-	f := strings.Fields(string(out))
-	for i := 0; i+1 < len(f); i++ {
-		if f[i] == "src" {
-			return f[i+1]
-		}
-	}
-	t.Fatalf("ip route get %s names no source: %s", addr, out)
-	return ""
-}

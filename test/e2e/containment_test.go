@@ -38,7 +38,13 @@ func clusterRanges(t *testing.T) (pods, services netip.Prefix, bridge string) {
 
 // routeDev is the device the kernel would send a packet to addr through. `ip route get`
 // sends nothing.
-func routeDev(t *testing.T, addr string) string {
+func routeDev(t *testing.T, addr string) string { return route(t, addr, "dev") }
+
+// routeSrc is the source address this host uses toward addr.
+func routeSrc(t *testing.T, addr string) string { return route(t, addr, "src") }
+
+// route is the value of field (dev, src) in `ip route get addr`.
+func route(t *testing.T, addr, field string) string {
 	t.Helper()
 	out, err := exec.Command("ip", "route", "get", addr).CombinedOutput()
 	if err != nil {
@@ -46,11 +52,11 @@ func routeDev(t *testing.T, addr string) string {
 	}
 	f := strings.Fields(string(out))
 	for i := 0; i+1 < len(f); i++ {
-		if f[i] == "dev" {
+		if f[i] == field {
 			return f[i+1]
 		}
 	}
-	t.Fatalf("ip route get %s names no device: %s", addr, out)
+	t.Fatalf("ip route get %s names no %s: %s", addr, field, out)
 	return ""
 }
 
