@@ -95,13 +95,7 @@ func TestAdaptiveConformance(t *testing.T) {
 	for i, im := range ims {
 		got[i] = make([]outcome, len(adaptiveCases))
 		for j, tc := range adaptiveCases {
-			root := t.TempDir()
-			copyFile(t, im.path, filepath.Join(root, "nap"), 0o555)
-			inside := []string{"/nap"}
-			if im.qemu != "" {
-				copyFile(t, im.qemu, filepath.Join(root, "qemu"), 0o555)
-				inside = []string{"/qemu", "/nap"}
-			}
+			root, inside := rootWith(t, im)
 			dir := filepath.Join(root, "proc", "net")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)

@@ -134,13 +134,7 @@ func TestEmptyReadOnlyRoot(t *testing.T) {
 	for _, im := range impls(t)[1:] {
 		for _, user := range []string{"0:0", "65534:65534"} {
 			t.Run(im.name+"/uid "+user, func(t *testing.T) {
-				root := t.TempDir()
-				copyFile(t, im.path, filepath.Join(root, "nap"), 0o555)
-				inside := []string{"/nap"}
-				if im.qemu != "" {
-					copyFile(t, im.qemu, filepath.Join(root, "qemu"), 0o555)
-					inside = []string{"/qemu", "/nap"}
-				}
+				root, inside := rootWith(t, im)
 				if err := os.Chmod(root, 0o555); err != nil {
 					t.Fatal(err)
 				}
@@ -170,6 +164,19 @@ exec chroot --userspec="$user" "$root" "$@"`
 			})
 		}
 	}
+}
+
+// rootWith makes a directory holding im as /nap (and qemu-user as /qemu where im needs
+// it) and returns it with the command that runs nap chrooted there.
+func rootWith(t *testing.T, im impl) (root string, inside []string) {
+	t.Helper()
+	root = t.TempDir()
+	copyFile(t, im.path, filepath.Join(root, "nap"), 0o555)
+	if im.qemu == "" {
+		return root, []string{"/nap"}
+	}
+	copyFile(t, im.qemu, filepath.Join(root, "qemu"), 0o555)
+	return root, []string{"/qemu", "/nap"}
 }
 
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {

@@ -14,9 +14,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/inject"
-	"github.com/nap-k8s/nap/probe"
 )
 
 // TestCalibrate: napctl calibrate on the lab measures the tail of every path (the
@@ -170,28 +170,7 @@ func TestCalibrateSlowedPath(t *testing.T) {
 	if longest < 2 || longest > slowedSync.Seconds()+1.5 {
 		t.Fatalf("longest tail %.2fs from node 2 with a minSyncPeriod of %v: want 2 s to %v", longest, slowedSync, slowedSync+1500*time.Millisecond)
 	}
-	delay := int(rep.Delay)
-	fraction := max(1, delay/5)
-	for _, c := range []struct {
-		delay   int
-		wantNew bool // requests over new connections fail
-	}{{delay, false}, {fraction, true}} {
-		v := variant{name: fmt.Sprintf("nap preStop %ds", c.delay), mode: "plain",
-			inject: &inject.Options{Mode: inject.ModeBinary, Delay: fmt.Sprintf("%ds", c.delay)}}
-		if c.delay == delay {
-			v.name += " (recommended)"
-		}
-		m := measure(t, cs, scenario{path: clusterIPNode2, disruption: rollingRestart, variant: v, rounds: 2}, 200)
-		t.Log(m.row())
-		failedNew := 0
-		if n := m.summary.Modes[probe.New]; n != nil {
-			failedNew = n.Failed
-		}
-		if (failedNew > 0) != c.wantNew {
-			t.Errorf("%s: %d requests over new connections failed (want failures: %v); longest tail calibrated %.2fs; outages %+v",
-				m.scenario, failedNew, c.wantNew, longest, m.summary.Outages)
-		}
-	}
+	recommendedAndFifth(t, cs, clusterIPNode2, rollingRestart, 2, int(rep.Delay), longest)
 }
 
 // slowNode2Proxy restarts node 2's kube-proxy with minSyncPeriod d
@@ -265,27 +244,7 @@ func TestLoadBalancerCalibrated(t *testing.T) {
 	if rep.Longest != "lb-local" || lb < 2 || lb > 5 {
 		t.Fatalf("longest tail %s, the load balancer's %.2fs: want the load balancer's, 2 s to 5 s", rep.Longest, lb)
 	}
-	delay := int(rep.Delay)
-	for _, c := range []struct {
-		delay   int
-		wantNew bool // requests over new connections fail
-	}{{delay, false}, {max(1, delay/5), true}} {
-		v := variant{name: fmt.Sprintf("nap preStop %ds", c.delay), mode: "plain",
-			inject: &inject.Options{Mode: inject.ModeBinary, Delay: fmt.Sprintf("%ds", c.delay)}}
-		if c.delay == delay {
-			v.name += " (recommended)"
-		}
-		m := measure(t, cs, scenario{path: lbLocalQuick, disruption: scaleDown, variant: v, rounds: 1}, 200)
-		t.Log(m.row())
-		failedNew := 0
-		if n := m.summary.Modes[probe.New]; n != nil {
-			failedNew = n.Failed
-		}
-		if (failedNew > 0) != c.wantNew {
-			t.Errorf("%s: %d requests over new connections failed (want failures: %v); load balancer tail calibrated %.2fs; outages %+v",
-				m.scenario, failedNew, c.wantNew, lb, m.summary.Outages)
-		}
-	}
+	recommendedAndFifth(t, cs, lbLocalQuick, scaleDown, 1, int(rep.Delay), lb)
 }
 
 // TestAdaptiveLoadBalancer: behind the lab's load balancer with externalTrafficPolicy
@@ -307,6 +266,30 @@ func TestAdaptiveLoadBalancer(t *testing.T) {
 		// whole-second timestamps.
 		if n := len(m.terminations); n != 3 || m.terminations[n-1] > 14*time.Second {
 			t.Errorf("%s: pods from deletion to exit %v; want 3, each within 14 s (the wait ended with the traffic, not at its 60 s)", m.scenario, m.terminations)
+		}
+	}
+}
+
+// recommendedAndFifth measures disruption d on path with nap at the delay calibrate
+// recommended (seconds), which must lose no request over new connections, and at a
+// fifth of it (at least 1 s), which must lose some; tail is the calibrated tail, for
+// the message.
+func recommendedAndFifth(t *testing.T, cs *kubernetes.Clientset, path labPath, d disruption, rounds, delay int, tail float64) {
+	t.Helper()
+	for _, c := range []struct {
+		delay   int
+		wantNew bool // requests over new connections fail
+	}{{delay, false}, {max(1, delay/5), true}} {
+		v := variant{name: fmt.Sprintf("nap preStop %ds", c.delay), mode: "plain",
+			inject: &inject.Options{Mode: inject.ModeBinary, Delay: fmt.Sprintf("%ds", c.delay)}}
+		if c.delay == delay {
+			v.name += " (recommended)"
+		}
+		m := measure(t, cs, scenario{path: path, disruption: d, variant: v, rounds: rounds}, 200)
+		t.Log(m.row())
+		if n := m.failedNew(); (n > 0) != c.wantNew {
+			t.Errorf("%s: %d requests over new connections failed (want failures: %v); tail calibrated %.2fs; outages %+v",
+				m.scenario, n, c.wantNew, tail, m.summary.Outages)
 		}
 	}
 }

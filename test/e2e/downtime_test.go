@@ -93,14 +93,19 @@ var (
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
 )
 
+// failedNew is how many requests over new connections failed.
+func (d downtime) failedNew() int {
+	if c := d.summary.Modes[probe.New]; c != nil {
+		return c.Failed
+	}
+	return 0
+}
+
 // check fails the test when d does not show what its variant expects.
 func (d downtime) check(t *testing.T) {
 	t.Helper()
 	s := d.summary
-	failedNew := 0
-	if c := s.Modes[probe.New]; c != nil {
-		failedNew = c.Failed
-	}
+	failedNew := d.failedNew()
 	switch d.scenario.variant.expect {
 	case fails:
 		if s.Total.Failed == 0 {
