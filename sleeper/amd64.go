@@ -39,11 +39,11 @@ const (
 	atFDCWD        = -100
 	// The adaptive wait's slots, just below the stack the program starts with: MIN,
 	// then QUIET, MAX and ALLOW at the offsets the word table gives their flags.
-	slotsSize  = 32
-	slotQuiet  = 8
-	slotMax    = 16
-	slotAllow  = 24
-	pollNs     = int64(spec.PollInterval)
+	slotsSize = 32
+	slotQuiet = 8
+	slotMax   = 16
+	slotAllow = 24
+	pollNs    = int64(spec.PollInterval)
 	// snmpBuf is the adaptive wait's read buffer: spec.SnmpRead bytes and a NUL.
 	snmpBuf = spec.SnmpRead + 8
 )
