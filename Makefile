@@ -64,7 +64,7 @@ cluster-down:
 
 # The end-to-end tests on the local cluster; it stays up afterwards (make cluster-down).
 e2e: cluster-up
-	$(GO) test -count=1 -timeout 30m ./test/e2e
+	$(GO) test -count=1 -timeout 30m -parallel 3 ./test/e2e
 
 # The downtime experiment: every traffic path (ClusterIP from node 1 and from node 2, the
 # ingress, the load balancer with externalTrafficPolicy Local and Cluster) × disruption
@@ -77,14 +77,12 @@ e2e-downtime: cluster-up
 	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md NAP_DOWNTIME_ONLY='$(NAP_DOWNTIME_ONLY)' \
 		$(GO) test -count=1 -timeout 150m -run TestDowntimeExperiment -v ./test/e2e
 
-# The whole suite: unit and envtest tests, then the end-to-end tests on a cluster that is
-# started for them and torn down after, then bounded fuzzing. Nothing may skip for a
+# The whole suite: unit and envtest tests (while the lab starts beside them), then the
+# end-to-end tests on it, torn down after (hack/test.sh), then bounded fuzzing. Nothing may skip for a
 # missing prerequisite (see internal/testenv).
 test: prereqs kube-bins ingress-bins containerd-bins build
 	$(GO) vet ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
-	bash hack/cluster.sh up
-	$(GO) test -count=1 -timeout 30m ./test/e2e; rc=$$?; [ $$rc -eq 0 ] || bash hack/cluster.sh failures; bash hack/cluster.sh down; exit $$rc
+	GO=$(GO) bash hack/test.sh
 	$(MAKE) fuzz
 
 unit:

@@ -141,7 +141,7 @@ func TestWindowHang(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	url := serve(t, &flaky{start: start, fail: func(http.ResponseWriter, *http.Request) { time.Sleep(time.Second) }})
-	probeWindow(t, url, start, 300*time.Millisecond, Timeout)
+	probeWindow(t, url, start, 600*time.Millisecond, Timeout) // below the 1 s hang, above a loaded machine's hiccups
 }
 
 // Nothing listens during the window: new connections are refused, pooled ones cut.

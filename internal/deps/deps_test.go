@@ -18,29 +18,34 @@ type pkg struct {
 	ImportPath string
 	Standard   bool
 	Imports    []string
+	Deps       []string // everything it links, recursively
 }
 
-// list returns every package of the module, and every package each links.
+// list returns every package of the module, and every package each links (itself
+// first): one `go list` for the whole module.
 func list(t *testing.T) (own []string, deps map[string][]pkg) {
 	t.Helper()
-	out, err := exec.Command("go", "list", module+"/...").Output()
+	out, err := exec.Command("go", "list", "-deps", "-json", module+"/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	own = strings.Fields(string(out))
+	all := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var d pkg
+		if err := dec.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		all[d.ImportPath] = d
+		if d.ImportPath == module || strings.HasPrefix(d.ImportPath, module+"/") {
+			own = append(own, d.ImportPath)
+		}
+	}
 	deps = map[string][]pkg{}
 	for _, p := range own {
-		out, err := exec.Command("go", "list", "-deps", "-json", p).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", p, err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(out)))
-		for dec.More() {
-			var d pkg
-			if err := dec.Decode(&d); err != nil {
-				t.Fatal(err)
-			}
-			deps[p] = append(deps[p], d)
+		deps[p] = append(deps[p], all[p])
+		for _, d := range all[p].Deps {
+			deps[p] = append(deps[p], all[d])
 		}
 	}
 	return own, deps

@@ -27,7 +27,7 @@ func TestCalibrate(t *testing.T) {
 	cs := client(t)
 	ctx := context.Background()
 	ns := "nap-calibrate-e2e"
-	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "2", "--quiet", "5s",
+	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", "5s",
 		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "-o", "json"}
 	cmd := exec.Command(napctl(t), args...)
 	var out strings.Builder
@@ -42,14 +42,14 @@ func TestCalibrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each round restarts the 3 replicas: a sample per replaced pod.
-	if len(rep.Rounds) != 6 || len(rep.Paths) != 3 {
-		t.Fatalf("%d samples, %d paths; want 6 (2 rounds of 3 pods) and 3 (clusterip, nodeport, ingress)", len(rep.Rounds), len(rep.Paths))
+	if len(rep.Rounds) != 3 || len(rep.Paths) != 3 {
+		t.Fatalf("%d samples, %d paths; want 3 (a round of 3 pods) and 3 (clusterip, nodeport, ingress)", len(rep.Rounds), len(rep.Paths))
 	}
 	longest := 0.0
 	for _, p := range rep.Paths {
 		// A tail is how long the path still sent to the pod after its termination
 		// began: 0 when routes forgot it first, never the whole hold.
-		if p.Samples != 6 || p.Max < 0 || p.Max >= 60 || p.Failed != 0 || p.Requests < 300 {
+		if p.Samples != 3 || p.Max < 0 || p.Max >= 60 || p.Failed != 0 || p.Requests < 300 {
 			t.Errorf("path %s: %d samples, max %.2fs, %d of %d requests failed", p.Path.Name, p.Samples, p.Max, p.Failed, p.Requests)
 		}
 		longest = max(longest, p.Max)
@@ -61,6 +61,10 @@ func TestCalibrate(t *testing.T) {
 	}
 	if rep.Delay < longest+2 || rep.Delay >= longest+3 || rep.Grace != rep.Delay+30 {
 		t.Errorf("recommended delay %gs and grace %gs for a longest tail of %.2fs", rep.Delay, rep.Grace, longest)
+	}
+	// Every path here is inside the cluster: the adaptive wait's MIN is the fixed delay.
+	if a := rep.Adaptive; a.Min != rep.Delay || a.Quiet != 2 || a.Max != max(60, 2*rep.Delay) || a.Grace != a.Max+30 {
+		t.Errorf("recommended adaptive wait %+v beside a fixed delay of %gs", a, rep.Delay)
 	}
 	// Nothing left: the namespace it created is deleted (it may still be terminating).
 	if n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
@@ -127,9 +131,15 @@ type calibration struct {
 		Failed   int     `json:"failed"`
 		Requests int     `json:"requests"`
 	} `json:"paths"`
-	Delay   float64 `json:"recommended_delay_seconds"`
-	Grace   float64 `json:"recommended_grace_period_seconds"`
-	Longest string  `json:"longest_path"`
+	Delay    float64 `json:"recommended_delay_seconds"`
+	Grace    float64 `json:"recommended_grace_period_seconds"`
+	Longest  string  `json:"longest_path"`
+	Adaptive struct {
+		Min   float64 `json:"min_seconds"`
+		Quiet float64 `json:"quiet_seconds"`
+		Max   float64 `json:"max_seconds"`
+		Grace float64 `json:"grace_period_seconds"`
+	} `json:"adaptive_wait"`
 }
 
 // slowedSync is node 2's kube-proxy's minSyncPeriod in TestCalibrateSlowedPath.
@@ -170,7 +180,7 @@ func TestCalibrateSlowedPath(t *testing.T) {
 	if longest < 2 || longest > slowedSync.Seconds()+1.5 {
 		t.Fatalf("longest tail %.2fs from node 2 with a minSyncPeriod of %v: want 2 s to %v", longest, slowedSync, slowedSync+1500*time.Millisecond)
 	}
-	recommendedAndFifth(t, cs, clusterIPNode2, rollingRestart, 2, int(rep.Delay), longest)
+	recommendedAndFifth(t, cs, clusterIPNode2, rollingRestart, 1, int(rep.Delay), longest)
 }
 
 // slowNode2Proxy restarts node 2's kube-proxy with minSyncPeriod d

@@ -1,5 +1,14 @@
-// Package e2e runs nap on a real single-node Kubernetes (hack/cluster.sh, `make
-// cluster-up`): the preStop hooks that napctl writes run in shell-less pods, and the
-// usual `sh -c sleep` does not. Without a running cluster the tests fail (in CI) with
-// the make target that starts one.
+// Package e2e runs nap on the real two-node lab (hack/cluster.sh, `make cluster-up`):
+// the preStop hooks that napctl writes run in shell-less pods, and the usual `sh -c
+// sleep` does not; the downtime pairs count the requests each traffic path loses with
+// and without nap. Without a running cluster the tests fail (in CI) with the make target
+// that starts one.
+//
+// Order: the tests run one at a time, in file order, but for a few light ones: the
+// preStop hook tests and probe --watch call t.Parallel and run together at the end
+// (make test: -parallel 3). They probe at most 20 req/s, or watch a rollout whose
+// outage they expect, and only add their own namespace. The downtime pairs never run
+// beside another test: run three at once, each lost requests to multi-second timeouts
+// on new and kept-alive connections alike (the 2-core machine saturated), with the
+// delays that lose none alone.
 package e2e

@@ -282,26 +282,48 @@ func synSent(t *testing.T, onNode2 bool) []string {
 	return entries
 }
 
-// clearSynSent deletes the SYN_SENT entries of both nodes (between measurements, with
-// no load running): a measurement starts with none left by the one before it, whatever
-// the order of the variants. It logs what it found.
+// clearSynSent deletes the stale SYN_SENT entries of both nodes (before a measurement):
+// a measurement starts with none left by the one before it, whatever the order of the
+// variants. Stale: unanswered for more than staleSynSent; a younger one may be another
+// test's connection being made (tests run in parallel), which it leaves alone. It logs
+// what it found.
 func clearSynSent(t *testing.T) {
 	t.Helper()
 	for _, onNode2 := range []bool{false, true} {
-		found := synSent(t, onNode2)
-		if len(found) == 0 {
-			continue
+		var stale []string
+		for _, e := range synSent(t, onNode2) {
+			// tcp 6 TIMEOUT SYN_SENT src=S dst=D sport=P dport=Q ...: TIMEOUT counts down
+			// from nf_conntrack_tcp_timeout_syn_sent, renewed by each SYN.
+			f := strings.Fields(e)
+			left, err := strconv.Atoi(f[2])
+			if err != nil || left > int((synSentTimeout-staleSynSent).Seconds()) {
+				continue
+			}
+			stale = append(stale, e)
+			args := []string{"conntrack", "-D", "-p", "tcp"}
+			for _, kv := range f[4:8] { // the original direction's addresses and ports
+				k, v, _ := strings.Cut(kv, "=")
+				args = append(args, map[string]string{"src": "--orig-src", "dst": "--orig-dst", "sport": "--orig-port-src", "dport": "--orig-port-dst"}[k], v)
+			}
+			if onNode2 {
+				args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+			}
+			// Exit status 1 when the entry went by itself meanwhile: nothing to report.
+			exec.Command(args[0], args[1:]...).Run()
 		}
-		args := []string{"conntrack", "-D", "-p", "tcp", "--state", "SYN_SENT"}
-		if onNode2 {
-			args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+		if len(stale) > 0 {
+			node := node1
+			if onNode2 {
+				node = node2
+			}
+			t.Logf("%d stale SYN_SENT conntrack entries on %s before this measurement, deleted; the first: %s", len(stale), node, stale[0])
 		}
-		// Exit status 1 when an entry went by itself meanwhile: nothing to report.
-		exec.Command(args[0], args[1:]...).Run()
-		node := node1
-		if onNode2 {
-			node = node2
-		}
-		t.Logf("%d SYN_SENT conntrack entries on %s before this measurement, deleted; the first: %s", len(found), node, found[0])
 	}
 }
+
+// synSentTimeout is the kernel's nf_conntrack_tcp_timeout_syn_sent; an entry unanswered
+// for staleSynSent is no connection being made (a SYN is retried after 1 s, 3 s, 7 s).
+const (
+	synSentTimeout = 120 * time.Second
+	staleSynSent   = 10 * time.Second
+)

@@ -227,6 +227,7 @@ const delay = 4 * time.Second
 // The nap binary, mounted from napctl's ConfigMap, holds a scratch pod's termination
 // for the delay: the hook runs and does not fail.
 func TestNapBinaryPreStop(t *testing.T) {
+	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
 	ns := namespace(t, cs)
 	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeBinary, Delay: "4s"}))
@@ -264,6 +265,7 @@ func TestNapBinaryPreStop(t *testing.T) {
 
 // The native sleep action does the same on this cluster (hack/kube-version).
 func TestNativeSleepPreStop(t *testing.T) {
+	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
 	ns := namespace(t, cs)
 	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeNative, Delay: "4s"}))
@@ -278,6 +280,7 @@ func TestNativeSleepPreStop(t *testing.T) {
 // reports FailedPreStopHook and the container gets SIGTERM at once — the dropped
 // requests nap exists to end.
 func TestShellPreStopFails(t *testing.T) {
+	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
 	ns := namespace(t, cs)
 	withShell := strings.Replace(appDeployment, "        readinessProbe:", `        lifecycle:

@@ -22,6 +22,7 @@ import (
 // Service's EndpointSlice and deletion, in that order, and every new pod's readiness;
 // the report names, under each outage, the pods whose termination explains it.
 func TestProbeWatch(t *testing.T) {
+	t.Parallel() // see doc.go: with the preStop tests, after the others
 	cs := client(t)
 	ctx := context.Background()
 	ns := namespace(t, cs)
