@@ -25,6 +25,7 @@ import (
 
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/serve"
+	nap "github.com/nap-k8s/nap/sleeper/spec"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -169,6 +170,29 @@ type Report struct {
 	// Advice, when Grace exceeds what the user would accept (Options.AcceptGrace): what
 	// shortens the deciding path's tail.
 	Advice string `json:"advice,omitempty"`
+	// Adaptive is the recommended adaptive wait, beside the fixed Delay.
+	Adaptive AdaptiveWait `json:"adaptive_wait"`
+}
+
+// AdaptiveWait is a recommended adaptive wait (napctl inject --wait adaptive; see
+// docs/adaptive.md): it holds at least Min, until the pod's new connections have stopped
+// for Quiet, at most Max; Grace is Max plus the drain time.
+//
+// Min covers the tails of the paths inside the cluster (ClusterIP, NodePort, the
+// ingress) as the fixed delay would: traffic that arrives rarely cannot end the wait
+// before a route that is still there has sent again. Quiet is nap's default. Max is
+// twice the fixed delay, at least nap's default MAX: room for a path slower than any
+// measured (a load balancer added later), which only a pod whose traffic does not stop
+// ever waits out.
+type AdaptiveWait struct {
+	Min    time.Duration `json:"-"`
+	Quiet  time.Duration `json:"-"`
+	Max    time.Duration `json:"-"`
+	Grace  time.Duration `json:"-"`
+	MinS   float64       `json:"min_seconds"`
+	QuietS float64       `json:"quiet_seconds"`
+	MaxS   float64       `json:"max_seconds"`
+	GraceS float64       `json:"grace_period_seconds"`
 }
 
 // Run calibrates: it creates the workload, restarts it opts.Rounds times while
@@ -434,7 +458,6 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	longest := 0.0
 	for _, p := range paths {
 		var tails []float64
 		for _, r := range rep.Rounds {
@@ -453,18 +476,43 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 			slices.Sort(tails)
 			s.P50, s.P99, s.Max = quantile(tails, 0.5), quantile(tails, 0.99), tails[len(tails)-1]
 		}
-		if s.Max >= longest && s.Samples > 0 {
-			longest, rep.Longest = s.Max, p.Name
-		}
 		rep.Paths = append(rep.Paths, s)
 	}
-	rep.Delay = time.Duration(math.Ceil((longest + opts.Margin.Seconds()))) * time.Second
+	recommend(rep, opts)
+	return rep, nil
+}
+
+// recommend fills in rep's recommendations from its paths' tails: the fixed delay and
+// its grace period (with advice past Options.AcceptGrace), and the adaptive wait.
+func recommend(rep *Report, opts Options) {
+	seconds := func(tail float64) time.Duration {
+		return time.Duration(math.Ceil(tail+opts.Margin.Seconds())) * time.Second
+	}
+	longest, inCluster := 0.0, 0.0
+	for _, s := range rep.Paths {
+		if s.Samples == 0 {
+			continue
+		}
+		if s.Max >= longest {
+			longest, rep.Longest = s.Max, s.Path.Name
+		}
+		if p, ok := traffic.Lookup(s.Path.Name); ok && !p.NodeChecked {
+			inCluster = max(inCluster, s.Max)
+		}
+	}
+	rep.Delay = seconds(longest)
 	rep.Grace = rep.Delay + opts.Drain
 	rep.DelayS, rep.GraceS = rep.Delay.Seconds(), rep.Grace.Seconds()
 	if rep.Grace > opts.AcceptGrace {
 		rep.Advice = advice(rep, opts)
 	}
-	return rep, nil
+	a := AdaptiveWait{Quiet: nap.DefaultQuiet, Max: max(nap.DefaultMax, 2*rep.Delay)}
+	if inCluster > 0 {
+		a.Min = seconds(inCluster)
+	}
+	a.Grace = a.Max + opts.Drain
+	a.MinS, a.QuietS, a.MaxS, a.GraceS = a.Min.Seconds(), a.Quiet.Seconds(), a.Max.Seconds(), a.Grace.Seconds()
+	rep.Adaptive = a
 }
 
 // scaleDowns tells whether the rounds include a scale-down: when a path is a load
@@ -483,10 +531,8 @@ func scaleDowns(opts Options) bool {
 func advice(rep *Report, opts Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the recommended grace period %v is longer than %v: the %s path's tail decides it", rep.Grace, opts.AcceptGrace, rep.Longest)
-	for _, p := range traffic.All() {
-		if p.Name == rep.Longest && p.Remedy != "" {
-			fmt.Fprintf(&b, ". %s", p.Remedy)
-		}
+	if p, ok := traffic.Lookup(rep.Longest); ok && p.Remedy != "" {
+		fmt.Fprintf(&b, ". %s", p.Remedy)
 	}
 	var others []string
 	for _, s := range rep.Paths {

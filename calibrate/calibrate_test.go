@@ -107,3 +107,29 @@ func TestAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestRecommend: the fixed delay covers the longest tail; the adaptive wait's MIN the
+// in-cluster paths' (not the load balancer's), its MAX twice the fixed delay and at
+// least nap's default.
+func TestRecommend(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		paths                   []Stats
+		delay, min, max, aGrace time.Duration
+		longest                 string
+	}{
+		{"in-cluster only", []Stats{{Path: Path{Name: "clusterip"}, Samples: 6, Max: 1.2}, {Path: Path{Name: "ingress"}, Samples: 6, Max: 2.1}},
+			5 * time.Second, 5 * time.Second, time.Minute, 90 * time.Second, "ingress"},
+		{"behind an NLB", []Stats{{Path: Path{Name: "clusterip"}, Samples: 5, Max: 1.2}, {Path: Path{Name: "lb-local"}, Samples: 5, Max: 33.1}},
+			36 * time.Second, 4 * time.Second, 72 * time.Second, 102 * time.Second, "lb-local"},
+		{"the load balancer alone", []Stats{{Path: Path{Name: "lb-cluster"}, Samples: 2, Max: 4.5}, {Path: Path{Name: "clusterip"}, Samples: 0}},
+			7 * time.Second, 0, time.Minute, 90 * time.Second, "lb-cluster"},
+	} {
+		rep := &Report{Paths: tc.paths}
+		recommend(rep, Options{Margin: DefaultMargin, Drain: DefaultDrain, AcceptGrace: DefaultAccept})
+		a := rep.Adaptive
+		if rep.Delay != tc.delay || rep.Longest != tc.longest || a.Min != tc.min || a.Max != tc.max || a.Quiet != 2*time.Second || a.Grace != tc.aGrace || a.MaxS != tc.max.Seconds() {
+			t.Errorf("%s: delay %v on %s, adaptive %+v; want %v on %s, MIN %v QUIET 2s MAX %v grace %v", tc.name, rep.Delay, rep.Longest, a, tc.delay, tc.longest, tc.min, tc.max, tc.aGrace)
+		}
+	}
+}

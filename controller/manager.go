@@ -37,7 +37,7 @@ type ManagerOptions struct {
 	// Webhook: serve the injecting webhook, for an API server of version Kube.
 	Webhook bool
 	Kube    kube.Version
-	Delay   string      // the default preStop delay
+	Waits   Waits       // the default preStop waits
 	Scope   scope.Scope // for pods not opted in explicitly (default opt-in); see scope.Decide
 	// Delivery and NapImage: how the webhook delivers nap (inject.Delivery; default the
 	// ConfigMap): an image volume of NapImage (napctl image), or auto: the image where
@@ -143,7 +143,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
 	}
 	v := o.Kube
 	explicit := Injector{
-		Options:  inject.Options{Kube: &v, Delay: o.Delay, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage},
+		Options:  o.Waits.Options(inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}),
 		Nodes:    NodesFrom(mgr.GetCache()),
 		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
 	}

@@ -46,10 +46,31 @@ func policyCases(image string) []policyCase {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: annot, Labels: labels}, Spec: spec}
 	}
 	delay := func(d string) map[string]string { return map[string]string{DelayAnnotation: d} }
+	wait := func(w string, max string) map[string]string {
+		a := map[string]string{WaitAnnotation: w}
+		if max != "" {
+			a[DelayAnnotation] = max
+		}
+		return a
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	probe := func(h corev1.ProbeHandler, period int32) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: h, PeriodSeconds: period}
+	}
+	httpProbe := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}
+	probed := app("app")
+	probed.ReadinessProbe = probe(httpProbe, 1)
+	probed.LivenessProbe = probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, 0)
+	execProbed := app("app")
+	execProbed.ReadinessProbe = probe(corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/ready"}}}, 1)
+	execProbed.StartupProbe = probe(httpProbe, 1)
+	probedSidecar := app("sidecar")
+	probedSidecar.RestartPolicy = &always
+	probedSidecar.LivenessProbe = probe(corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}, 2)
+
 	one := corev1.PodSpec{Containers: []corev1.Container{app("app")}}
 	napVolume := corev1.Volume{Name: kube.ConfigMapName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	data := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
-	always := corev1.ContainerRestartPolicyAlways
 	foreignMount := app("mounts-nap-path")
 	foreignMount.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: kube.MountPath}}
 	withData := app("app")
@@ -95,6 +116,15 @@ func policyCases(image string) []policyCase {
 		{"grace-already-long", "opted-in", pod(nil, nil, corev1.PodSpec{Containers: []corev1.Container{app("app")}, TerminationGracePeriodSeconds: grace(90)}), true},
 		{"grace-short", "opted-in", pod(delay("10s"), nil, corev1.PodSpec{Containers: []corev1.Container{app("app")}, TerminationGracePeriodSeconds: grace(5)}), true},
 		{"bad-delay", "opted-in", pod(delay("soon"), nil, one), false},
+		{"fixed-by-annotation", "opted-in", pod(wait("fixed", "3s"), nil, one), true},
+		{"adaptive-no-probes", "opted-in", pod(wait("adaptive", ""), nil, one), true},
+		{"adaptive-probes", "opted-in", pod(wait(" adaptive ", ""), nil, corev1.PodSpec{Containers: []corev1.Container{probed}}), true},
+		{"adaptive-exec-and-startup-probes", "opted-in", pod(wait("adaptive", "45s"), nil, corev1.PodSpec{Containers: []corev1.Container{execProbed}}), true},
+		{"adaptive-sidecar-probes", "opted-in", pod(wait("adaptive", "1.5m"), nil, corev1.PodSpec{InitContainers: []corev1.Container{probedSidecar}, Containers: []corev1.Container{probed}}), true},
+		{"adaptive-max-ms", "opted-in", pod(wait("adaptive", "2500ms"), nil, corev1.PodSpec{Containers: []corev1.Container{probed}}), true},
+		{"adaptive-arm64", "opted-in", pod(wait("adaptive", "30"), nil, corev1.PodSpec{Containers: []corev1.Container{app("app")}, NodeSelector: map[string]string{kube.ArchLabel: "arm64"}}), true},
+		{"adaptive-max-below-min", "opted-in", pod(wait("adaptive", "500ms"), nil, one), false},
+		{"bad-wait", "opted-in", pod(wait("eventually", ""), nil, one), false},
 		{"negative-delay", "opted-in", pod(delay("-5s"), nil, one), false},
 		{"already-injected", "opted-in", pod(nil, nil, corev1.PodSpec{Containers: []corev1.Container{injected}, Volumes: []corev1.Volume{ownVolume}, TerminationGracePeriodSeconds: grace(37)}), false},
 		{"existing-lifecycle-poststart", "opted-in", pod(nil, nil, corev1.PodSpec{Containers: []corev1.Container{func() corev1.Container {
@@ -104,6 +134,9 @@ func policyCases(image string) []policyCase {
 		}()}}), true},
 	}
 }
+
+// policyWaits are the defaults both are configured with.
+var policyWaits = Waits{Delay: "5s", Min: "1s", Quiet: "2500ms"}
 
 // TestPolicyMatchesWebhook: one table of pods through the webhook and through the
 // MutatingAdmissionPolicy, each on a real API server: the same pod specs, case by
@@ -119,12 +152,12 @@ func TestPolicyMatchesWebhook(t *testing.T) {
 			}
 			cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
 			v := kube.Version{Major: 1, Minor: 37}
-			serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delay: "5s", Delivery: delivery, Image: image}}).Handler()})
+			serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: policyWaits.Options(inject.Options{Kube: &v, Delivery: delivery, Image: image})}).Handler()})
 			viaWebhook := admitCases(t, cfg, cases)
 			control := controlSpecs(t, cfg, cases)
 
 			cfg = kubeenv.APIServer(t)
-			policy, binding, err := AdmissionPolicy("nap", AdmissionPolicyOptions{Delay: "5s", Native: true, NativeZero: true, Image: image,
+			policy, binding, err := AdmissionPolicy("nap", AdmissionPolicyOptions{Waits: policyWaits, Native: true, NativeZero: true, Image: image,
 				Exclude: []string{"nap-system", "kube-system"}})
 			if err != nil {
 				t.Fatal(err)

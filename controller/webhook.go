@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,14 +29,16 @@ import (
 const (
 	// InjectLabel on a pod or its namespace opts in ("enabled") or out ("disabled").
 	InjectLabel = kube.InjectLabel
-	// DelayAnnotation on a pod sets the delay, in nap's syntax; default the Injector's.
+	// DelayAnnotation on a pod sets how long its hook may hold, in nap's syntax: the
+	// fixed delay, or the adaptive wait's MAX (see Waits); default the Injector's.
 	DelayAnnotation = "nap.dev/delay"
 )
 
 // Injector is the mutating admission webhook for Pod CREATE: the same injection as
 // `napctl inject`, on the pod's own JSON, answered as a JSON patch.
 type Injector struct {
-	// Options are napctl inject's; Delay is the default, DelayAnnotation overrides it.
+	// Options are napctl inject's, with the defaults of both waits (Waits.Options); a
+	// pod's WaitAnnotation and DelayAnnotation override them (ForPod).
 	Options inject.Options
 	// Nodes, when set, lists the cluster's nodes (from an informer cache: never an API
 	// call per admission), so that the native sleep goes only where every kubelet that
@@ -134,10 +135,7 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 			return admission.Allowed(d.Why)
 		}
 	}
-	opts := i.Options
-	if d := strings.TrimSpace(pod.Metadata.Annotations[DelayAnnotation]); d != "" {
-		opts.Delay = d
-	}
+	opts := ForPod(i.Options, pod.Metadata.Annotations)
 	if i.Nodes != nil && opts.Kube != nil {
 		if nodes, err := i.Nodes(ctx); err == nil {
 			opts.Nodes = nodes

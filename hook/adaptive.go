@@ -1,8 +1,12 @@
 package hook
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper/spec"
@@ -10,6 +14,47 @@ import (
 
 // DefaultProbePeriod is the kubelet's period for a probe that names none.
 const DefaultProbePeriod = 10 * time.Second
+
+// BackgroundProbes are the probes whose checks go on while a pod terminates (startup
+// probes are over by then), and ConnectingHandlers the handlers of theirs that open a
+// connection to the pod (an exec probe opens none): what hook.Background counts. By
+// their field names, so that napctl inject (on YAML), lint and the Reporter (on the
+// API's types) and the MutatingAdmissionPolicy (CEL) read one list.
+var (
+	BackgroundProbes   = []string{"readinessProbe", "livenessProbe"}
+	ConnectingHandlers = []string{"httpGet", "tcpSocket", "grpc"}
+)
+
+// ProbePeriods are the periods of spec's probes that open a connection to the pod
+// while it terminates (BackgroundProbes with a ConnectingHandler, of its containers and
+// its sidecars: init containers that restart Always).
+func ProbePeriods(spec corev1.PodSpec) []time.Duration {
+	cs := slices.Clone(spec.Containers)
+	for _, c := range spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			cs = append(cs, c)
+		}
+	}
+	var periods []time.Duration
+	for _, c := range cs {
+		var m map[string]any // the container by its field names
+		if b, err := json.Marshal(c); err != nil || json.Unmarshal(b, &m) != nil {
+			continue
+		}
+		for _, kind := range BackgroundProbes {
+			pr, _ := m[kind].(map[string]any)
+			if !slices.ContainsFunc(ConnectingHandlers, func(h string) bool { return pr[h] != nil }) {
+				continue
+			}
+			period := DefaultProbePeriod
+			if s, ok := pr["periodSeconds"].(float64); ok && s > 0 {
+				period = time.Duration(s) * time.Second
+			}
+			periods = append(periods, period)
+		}
+	}
+	return periods
+}
 
 // Background is the ALLOW of nap's adaptive wait for a pod whose probes open a new
 // connection every period of periods (the kubelet's HTTP, TCP and gRPC readiness and
@@ -37,14 +82,13 @@ type Wait struct {
 func (w Wait) Command() []string {
 	cmd := []string{kube.MountPath + "/" + kube.BinaryName}
 	if w.Min > 0 {
-		cmd = append(cmd, duration(w.Min))
+		cmd = append(cmd, Arg(w.Min))
 	}
-	return append(cmd, spec.FlagQuiet, duration(w.Quiet), spec.FlagMax, duration(w.Max), spec.FlagAllow, fmt.Sprint(w.Allow))
+	return append(cmd, spec.FlagQuiet, Arg(w.Quiet), spec.FlagMax, Arg(w.Max), spec.FlagAllow, fmt.Sprint(w.Allow))
 }
 
-// duration writes d in nap's syntax, in the largest unit that holds it whole: 60s,
-// 1500ms.
-func duration(d time.Duration) string {
+// Arg writes d in nap's syntax, in the largest unit that holds it whole: 60s, 1500ms.
+func Arg(d time.Duration) string {
 	switch {
 	case d%time.Second == 0:
 		return fmt.Sprintf("%ds", d/time.Second)

@@ -33,9 +33,12 @@ type Hook struct {
 	Delay time.Duration
 	Known bool
 	// Adaptive: nap's adaptive wait, which holds from MinDelay to Delay, ending when the
-	// pod's traffic has (sleeper/spec).
+	// pod's traffic has been quiet (no more than Allow new connections) for Quiet
+	// (sleeper/spec).
 	Adaptive bool
 	MinDelay time.Duration
+	Quiet    time.Duration
+	Allow    int64
 	// Sleep is the native action (NativeSleep); Command the exec's (Nap, Shell, Exec).
 	Sleep   *corev1.SleepAction
 	Command []string
@@ -93,6 +96,7 @@ func (h *Hook) nap(args []string) {
 	h.Known, h.Delay = true, r.Duration
 	if r.Adaptive {
 		h.Adaptive, h.MinDelay, h.Delay = true, r.Duration, max(r.Max, r.Duration)
+		h.Quiet, h.Allow = r.Quiet, r.Allow
 	}
 }
 

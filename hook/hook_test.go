@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -159,7 +160,38 @@ func TestBackground(t *testing.T) {
 	// The command nap reads back as the same wait.
 	w := Wait{Min: 2 * time.Second, Quiet: 1500 * time.Millisecond, Max: 45 * time.Second, Allow: 3}
 	c := corev1.Container{Name: "app", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: w.Command()}}}}
-	if h := Of(c); !h.Adaptive || h.MinDelay != w.Min || h.Delay != w.Max {
+	if h := Of(c); !h.Adaptive || h.MinDelay != w.Min || h.Delay != w.Max || h.Quiet != w.Quiet || h.Allow != w.Allow {
 		t.Errorf("%q reads as %+v", w.Command(), h)
+	}
+}
+
+// The probes that go on while a pod terminates and open a connection to it.
+func TestProbePeriods(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	http := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready"}}
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want []time.Duration
+	}{
+		{"none", corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}, nil},
+		{"readiness every second, liveness by default", corev1.PodSpec{Containers: []corev1.Container{{Name: "a",
+			ReadinessProbe: &corev1.Probe{ProbeHandler: http, PeriodSeconds: 1},
+			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}}}}},
+			[]time.Duration{time.Second, 10 * time.Second}},
+		{"exec and startup probes open nothing", corev1.PodSpec{Containers: []corev1.Container{{Name: "a",
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1},
+			StartupProbe:   &corev1.Probe{ProbeHandler: http, PeriodSeconds: 1}}}},
+			nil},
+		{"gRPC, a sidecar's, not a plain init container's", corev1.PodSpec{
+			InitContainers: []corev1.Container{
+				{Name: "init", ReadinessProbe: &corev1.Probe{ProbeHandler: http, PeriodSeconds: 3}},
+				{Name: "sidecar", RestartPolicy: &always, LivenessProbe: &corev1.Probe{ProbeHandler: http, PeriodSeconds: 5}}},
+			Containers: []corev1.Container{{Name: "a", ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9}}, PeriodSeconds: 2}}}},
+			[]time.Duration{2 * time.Second, 5 * time.Second}},
+	} {
+		if got := ProbePeriods(tc.spec); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: ProbePeriods = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -52,6 +52,10 @@ type Options struct {
 	Wait     Wait
 	MinDelay string // nap's syntax; default 0
 	Quiet    string // nap's syntax; default sleeper/spec's DefaultQuiet
+	// MaxDelay is the adaptive wait's MAX where it differs from the fixed wait's Delay
+	// (the webhook keeps a default of each); default Delay, else sleeper/spec's
+	// DefaultMax.
+	MaxDelay string
 }
 
 // Wait is how long the hook holds.
@@ -127,11 +131,11 @@ func NewPlan(opts Options) (Plan, error) {
 	default:
 		return Plan{}, fmt.Errorf("--wait %q: want fixed or adaptive", opts.Wait)
 	}
+	if p.Adaptive {
+		p.Delay = cmp.Or(opts.MaxDelay, opts.Delay, hook.Arg(nap.DefaultMax))
+	}
 	if p.Delay == "" {
 		p.Delay = kube.DefaultDelay
-		if p.Adaptive {
-			p.Delay = nap.DefaultMax.String()
-		}
 	}
 	duration := func(flag, s string) (time.Duration, error) {
 		r, err := nap.Parse([]string{s})
@@ -148,7 +152,7 @@ func NewPlan(opts Options) (Plan, error) {
 		if p.MinDuration, err = duration("--min", cmp.Or(opts.MinDelay, "0")); err != nil {
 			return Plan{}, err
 		}
-		if p.Quiet, err = duration("--quiet", cmp.Or(opts.Quiet, nap.DefaultQuiet.String())); err != nil {
+		if p.Quiet, err = duration("--quiet", cmp.Or(opts.Quiet, hook.Arg(nap.DefaultQuiet))); err != nil {
 			return Plan{}, err
 		}
 		if p.MinDuration > p.Duration {
@@ -663,9 +667,7 @@ func (t *template) preStop() *yaml.Node {
 	return mapping("exec", mapping("command", sequence(true, args...)))
 }
 
-// probePeriods are the periods of the template's probes that open a connection to the
-// pod (HTTP, TCP, gRPC readiness and liveness probes of its containers and sidecars):
-// they go on while it terminates. Exec probes open none; startup probes are over.
+// probePeriods are hook.ProbePeriods of the template, read from its YAML.
 func (t *template) probePeriods() []time.Duration {
 	var periods []time.Duration
 	var cs []*yaml.Node
@@ -680,9 +682,9 @@ func (t *template) probePeriods() []time.Duration {
 		}
 	}
 	for _, c := range cs {
-		for _, kind := range []string{"readinessProbe", "livenessProbe"} {
+		for _, kind := range hook.BackgroundProbes {
 			pr := lookup(c, kind)
-			if pr == nil || lookup(pr, "httpGet") == nil && lookup(pr, "tcpSocket") == nil && lookup(pr, "grpc") == nil {
+			if pr == nil || !slices.ContainsFunc(hook.ConnectingHandlers, func(h string) bool { return lookup(pr, h) != nil }) {
 				continue
 			}
 			period := hook.DefaultProbePeriod

@@ -74,6 +74,7 @@ const (
 	NapVolumeNotExecutable  = "nap-volume-not-executable"
 	NapArchMismatch         = "nap-arch-mismatch"
 	NapVolumeMissing        = "nap-volume-missing"
+	AdaptiveAllowTooLow     = "adaptive-allow-below-probes"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.

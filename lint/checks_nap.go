@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper/spec"
 )
@@ -17,7 +18,30 @@ func napChecks() []Check {
 		Check{ID: NapVolumeNotExecutable, Title: "The nap volume is not executable", Severity: Error, Run: napVolumeNotExecutable},
 		Check{ID: NapArchMismatch, Title: "The nap binary's architecture contradicts the nodeSelector", Severity: Error, Run: napArchMismatch},
 		Check{ID: NapVolumeMissing, Title: "A container mounts nap without a nap volume", Severity: Error, Run: napVolumeMissing},
+		Check{ID: AdaptiveAllowTooLow, Title: "nap's adaptive wait allows fewer connections than the pod's probes open", Severity: Warning, Run: adaptiveAllowTooLow},
 	}
+}
+
+// adaptiveAllowTooLow: an adaptive wait whose --allow is below what the pod's own
+// probes open in a quiet window (hook.Background) never sees quiet: every termination
+// holds to MAX. napctl inject and the webhook set it from the probes; it goes stale when
+// a probe is added or made more frequent by hand.
+func adaptiveAllowTooLow(_ *Context, w *Workload) []Finding {
+	periods := hook.ProbePeriods(w.PodSpec)
+	return perContainer(w, w.PodSpec.Containers, func(c corev1.Container) *Finding {
+		h := hook.Of(c)
+		if !h.Adaptive {
+			return nil
+		}
+		need := hook.Background(h.Quiet, periods)
+		if h.Allow >= need {
+			return nil
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q's adaptive wait allows %d new connections per %v quiet window, but the pod's probes open up to %d in one: the wait never sees quiet and holds the full %v on every termination", c.Name, h.Allow, h.Quiet, need, h.Delay),
+			Hint:    fmt.Sprintf("set --allow %d in the hook (napctl inject --wait adaptive reads the probes and sets it)", need),
+		}
+	})
 }
 
 // napVolumeMissing: a mount of the volume "nap" with no such volume in the pod, which

@@ -15,11 +15,14 @@ import (
 type Means string
 
 const (
-	Native  Means = "native sleep" // lifecycle.preStop.sleep
-	Binary  Means = "nap binary"   // an exec hook running nap
-	Webhook Means = "nap webhook"  // none in the template; nap's webhook adds it to each pod
-	OwnHook Means = "own hook"     // another exec or httpGet hook
-	None    Means = "none"
+	Native Means = "native sleep" // lifecycle.preStop.sleep
+	Binary Means = "nap binary"   // an exec hook running nap
+	// Adaptive is nap's adaptive wait: an exec hook running nap that ends when the
+	// pod's traffic has.
+	Adaptive Means = "nap adaptive"
+	Webhook  Means = "nap webhook" // none in the template; nap's webhook adds it to each pod
+	OwnHook  Means = "own hook"    // another exec or httpGet hook
+	None     Means = "none"
 )
 
 // Event is a FailedPreStopHook event of a pod.
@@ -156,12 +159,16 @@ func Compute(in Input) Report {
 // means is how the workload's serving containers get their delay: the first container
 // with a preStop hook decides.
 func means(w *lint.Workload) Means {
-	switch h, _ := hook.First(w.PodSpec); h.Kind {
+	h, _ := hook.First(w.PodSpec)
+	switch h.Kind {
 	case hook.None:
 		return None
 	case hook.NativeSleep:
 		return Native
 	case hook.Nap:
+		if h.Adaptive {
+			return Adaptive
+		}
 		return Binary
 	}
 	return OwnHook

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/nap-k8s/nap/manifest"
@@ -57,5 +58,30 @@ func TestComputeDecides(t *testing.T) {
 				t.Errorf("means %s, reasons %q, safe %v; want %s with %d reasons", w.Means, w.Reasons, w.Safe, tc.want, tc.reasons)
 			}
 		})
+	}
+}
+
+// TestMeans: how a workload's hook is counted, nap's adaptive wait apart from its fixed
+// delay.
+func TestMeans(t *testing.T) {
+	for _, tc := range []struct {
+		preStop string
+		want    Means
+	}{
+		{`{sleep: {seconds: 5}}`, Native},
+		{`{exec: {command: [/nap/nap, "5"]}}`, Binary},
+		{`{exec: {command: [/nap/nap, --quiet, 2s, --max, 60s, --allow, "1"]}}`, Adaptive},
+		{`{exec: {command: [/bin/drain]}}`, OwnHook},
+	} {
+		doc := strings.Replace(fleet, `readinessProbe: {httpGet: {path: /readyz, port: 8080}}}]`,
+			`readinessProbe: {httpGet: {path: /readyz, port: 8080}}, lifecycle: {preStop: `+tc.preStop+`}}]`, 1)
+		objs, err := manifest.Read("fleet.yaml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Compute(Input{Objects: objs})
+		if len(r.Namespaces) != 1 || r.Namespaces[0].Workloads[0].Means != tc.want {
+			t.Errorf("preStop %s: %+v, want means %s", tc.preStop, r.Namespaces, tc.want)
+		}
 	}
 }

@@ -223,6 +223,16 @@ func All() []Path {
 	return []Path{ClusterIP, NodePort, Ingress, LoadBalancerLocal, LoadBalancerCluster}
 }
 
+// Lookup is the path named name (Path.Name).
+func Lookup(name string) (Path, bool) {
+	for _, p := range All() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Path{}, false
+}
+
 // Enabled is the paths cfg asks for.
 func Enabled(cfg Config) []Path {
 	var out []Path

@@ -36,7 +36,7 @@ type Options struct {
 	// and a Certificate) and its CA injector fills the caBundle; otherwise the
 	// controller bootstraps and rotates its own (Certs).
 	CertManager bool
-	Delay       string // the webhook's default delay (default 10s)
+	Waits       controller.Waits // the webhook's and the policy's default preStop waits
 	// Scope is which pods get the delay without an explicit opt-in (default opt-in);
 	// scope.Label on a namespace overrides it there.
 	Scope scope.Scope
@@ -88,9 +88,6 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.Namespace == "" {
 		o.Namespace = controller.DefaultNamespace
 	}
-	if o.Delay == "" {
-		o.Delay = kube.DefaultDelay
-	}
 	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("namespace %q: %s", o.Namespace, errs[0])
 	}
@@ -103,7 +100,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.Delivery != inject.DeliveryConfigMap && (o.NapImage == "" || strings.ContainsAny(o.NapImage, " \t\n\"'")) {
 		return nil, fmt.Errorf("--delivery %s needs --nap-image, nap's image reference (napctl image writes it), not %q", o.Delivery, o.NapImage)
 	}
-	if _, err := inject.NewPlan(inject.Options{Delay: o.Delay, Delivery: o.Delivery, Image: o.NapImage}); err != nil {
+	if err := o.Waits.Check(inject.Options{Delivery: o.Delivery, Image: o.NapImage}); err != nil {
 		return nil, err
 	}
 	if _, err := labels.Parse(o.NamespaceSelector); err != nil {
@@ -202,12 +199,14 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	args := []string{"controller",
 		"--namespace=" + ns,
-		"--delay=" + o.Delay,
-		"--" + scope.Flag + "=" + string(installed),
+	}
+	args = append(args, o.Waits.Args()...)
+	args = append(args,
+		"--"+scope.Flag+"="+string(installed),
 		fmt.Sprintf("--webhook-port=%d", controller.WebhookPort),
 		fmt.Sprintf("--metrics-bind-address=:%d", controller.MetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", controller.HealthPort),
-	}
+	)
 	if o.NamespaceSelector != "" {
 		args = append(args, "--namespace-selector="+o.NamespaceSelector)
 	}
@@ -290,7 +289,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		// kubelet the skew policy allows beside an API server with this API has (1.31+
 		// beside 1.34); a sleep of 0 seconds needs 1.33 kubelets, allowed beside 1.36.
 		mp, mpb, err := controller.AdmissionPolicy(controller.Name, controller.AdmissionPolicyOptions{
-			APIVersion: o.PolicyAPIVersion, Delay: o.Delay, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: policyImage(o),
+			APIVersion: o.PolicyAPIVersion, Waits: o.Waits, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: policyImage(o),
 			Exclude: []string{ns, "kube-system"}})
 		if err != nil {
 			return nil, err

@@ -334,7 +334,7 @@ func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d tim
 	alone(t)
 	cfg := kubeenv.APIServer(t)
 	ctx := context.Background()
-	policy, binding, err := controller.AdmissionPolicy("nap", controller.AdmissionPolicyOptions{Delay: "5s", Native: true, NativeZero: true,
+	policy, binding, err := controller.AdmissionPolicy("nap", controller.AdmissionPolicyOptions{Waits: controller.Waits{Delay: "5s"}, Native: true, NativeZero: true,
 		Exclude: []string{"nap-system", "kube-system"}})
 	if err != nil {
 		t.Fatal(err)

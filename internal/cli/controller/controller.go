@@ -41,7 +41,7 @@ type flags struct {
 	webhookService    string
 	webhookConfig     string
 	webhookPort       int
-	delay             string
+	waits             controller.Waits
 	policy            string
 	report            bool
 	rollMissed        bool
@@ -84,7 +84,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "with --roll-missed: at most one eviction per this interval")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how the webhook delivers nap: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the image where every node can mount it, at each admission)")
 	fl.StringVar(&f.napImage, "nap-image", "", "nap's image (napctl image), for --delivery image or auto")
-	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
+	cli.WaitFlags(fl, &f.waits)
 	return cmd
 }
 
@@ -97,7 +97,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--%s: %w", scope.Flag, err)}
 	}
-	if _, err := inject.NewPlan(inject.Options{Delay: f.delay, Delivery: inject.Delivery(f.delivery), Image: f.napImage}); err != nil {
+	if err := f.waits.Check(inject.Options{Delivery: inject.Delivery(f.delivery), Image: f.napImage}); err != nil {
 		return err
 	}
 	if f.namespace == "" {
@@ -134,7 +134,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	o := controller.ManagerOptions{
 		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Version: version.Version,
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
-		Webhook: f.webhook, Delay: f.delay, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
+		Webhook: f.webhook, Waits: f.waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
 		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, Log: log,
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
@@ -73,7 +74,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.image, "image", "", "nap's image reference, for --delivery image or auto (napctl image writes it)")
 	fl.StringVar(&f.wait, "wait", string(inject.WaitFixed), "fixed (the hook holds for --delay) or adaptive (until the pod's traffic has stopped, at most --delay)")
 	fl.StringVar(&f.min, "min", "0", "--wait adaptive: the least it holds")
-	fl.StringVar(&f.quiet, "quiet", spec.DefaultQuiet.String(), "--wait adaptive: how long no new connection must reach the pod")
+	fl.StringVar(&f.quiet, "quiet", hook.Arg(spec.DefaultQuiet), "--wait adaptive: how long no new connection must reach the pod")
 	return cmd
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
-	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -60,7 +59,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVarP(&o.Namespace, "namespace", "n", controller.DefaultNamespace, "the controller's namespace")
 	fl.StringVar(&o.Image, "image", install.DefaultImage, "the controller's image (napctl)")
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
-	fl.StringVar(&o.Delay, "delay", kube.DefaultDelay, "the webhook's default preStop delay")
+	cli.WaitFlags(fl, &o.Waits)
 	fl.StringVar((*string)(&o.Scope), scope.Flag, string(scope.OptIn), "which pods get the delay without an explicit opt-in: "+scope.Help())
 	fl.StringVar(&admission, "admission", string(install.AdmissionWebhook), "how pods get the delay: webhook (the controller's), policy (a MutatingAdmissionPolicy the API server runs; Kubernetes 1.36, or 1.34+ with the beta API), or auto (policy where the cluster serves it, asked through --kubeconfig)")
 	fl.StringVar(&o.PolicyAPIVersion, "policy-api", controller.PolicyAPIV1, "with --admission policy: the MutatingAdmissionPolicy API to write ("+controller.PolicyAPIV1+", or "+controller.PolicyAPIV1beta+" where a 1.34 or 1.35 cluster enabled it)")
