@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
@@ -45,6 +46,12 @@ func New(o Options) (*corev1.ConfigMap, error) {
 	}
 	if o.ManagedBy == "" {
 		o.ManagedBy = "napctl"
+	}
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return nil, fmt.Errorf("name %q: %s", o.Name, errs[0])
+	}
+	if errs := validation.IsDNS1123Label(o.Namespace); o.Namespace != "" && len(errs) > 0 {
+		return nil, fmt.Errorf("namespace %q: %s", o.Namespace, errs[0])
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},

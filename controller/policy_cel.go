@@ -192,6 +192,10 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 		// (hook.Background of hook.ProbePeriods).
 		v("allow", celAllow(o.Waits)),
 		v("native", native),
+		// A Windows pod (inject.IsWindows): the native sleep or nothing, nap's binary is a
+		// Linux executable.
+		v("windows", fmt.Sprintf(`(has(object.spec.os) && object.spec.os.name == %[1]s) ||
+  (has(object.spec.nodeSelector) && object.spec.nodeSelector[?%[2]s].orValue('') == %[1]s)`, q(kube.Windows), q(kube.OSLabel))),
 		// The grace period the delay needs: the delay plus the drain time, whole seconds
 		// rounded up.
 		v("need", fmt.Sprintf(`(variables.duration + duration(%s)).getSeconds() + ((variables.duration + duration(%s)) > duration(string((variables.duration + duration(%s)).getSeconds()) + 's') ? 1 : 0)`,
@@ -240,7 +244,7 @@ func celPatch(o AdmissionPolicyOptions) string {
 		"NAPPATH", q(kube.MountPath),
 		"NAPNAME", q(kube.VolumeName),
 		"DEFAULTGRACE", strconv.FormatInt(int64(kube.DefaultGracePeriod/time.Second), 10),
-	).Replace(`!variables.optedIn || !variables.valid || (!variables.native && !variables.binaryOK) || size(variables.targets) == 0 ? [] :
+	).Replace(`!variables.optedIn || !variables.valid || (!variables.native && (variables.windows || !variables.binaryOK)) || size(variables.targets) == 0 ? [] :
 variables.targets.map(i,
   (variables.native ? [] :
     !has(object.spec.containers[i].volumeMounts) ?

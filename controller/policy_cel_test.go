@@ -53,6 +53,8 @@ func policyCases(image string) []policyCase {
 		}
 		return a
 	}
+	windows := corev1.PodSpec{Containers: []corev1.Container{app("iis")}, NodeSelector: map[string]string{kube.OSLabel: kube.Windows}}
+	windowsOS := corev1.PodSpec{Containers: []corev1.Container{app("iis")}, OS: &corev1.PodOS{Name: corev1.Windows}}
 	always := corev1.ContainerRestartPolicyAlways
 	probe := func(h corev1.ProbeHandler, period int32) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: h, PeriodSeconds: period}
@@ -125,6 +127,10 @@ func policyCases(image string) []policyCase {
 		{"adaptive-arm64", "opted-in", pod(wait("adaptive", "30"), nil, corev1.PodSpec{Containers: []corev1.Container{app("app")}, NodeSelector: map[string]string{kube.ArchLabel: "arm64"}}), true},
 		{"adaptive-max-below-min", "opted-in", pod(wait("adaptive", "500ms"), nil, one), false},
 		{"bad-wait", "opted-in", pod(wait("eventually", ""), nil, one), false},
+		{"windows-native", "opted-in", pod(nil, nil, windows), true},
+		{"windows-os-native", "opted-in", pod(delay("20s"), nil, windowsOS), true},
+		{"windows-subsecond", "opted-in", pod(delay("1.5"), nil, windows), false},
+		{"windows-adaptive", "opted-in", pod(wait("adaptive", ""), nil, windowsOS), false},
 		{"negative-delay", "opted-in", pod(delay("-5s"), nil, one), false},
 		{"already-injected", "opted-in", pod(nil, nil, corev1.PodSpec{Containers: []corev1.Container{injected}, Volumes: []corev1.Volume{ownVolume}, TerminationGracePeriodSeconds: grace(37)}), false},
 		{"existing-lifecycle-poststart", "opted-in", pod(nil, nil, corev1.PodSpec{Containers: []corev1.Container{func() corev1.Container {

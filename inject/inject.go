@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -111,6 +112,31 @@ type Plan struct {
 	kube  *kube.Version
 	nodes []kube.Node
 	auto  bool
+	// named are the containers of Containers that some template had (shared by the
+	// plan's copies, for Unmatched).
+	named map[string]bool
+	// fromConfigMap are the namespaces of the templates given a hook that runs nap from
+	// the ConfigMap ("" for a template with none), for ConfigMapNamespaces.
+	fromConfigMap map[string]bool
+}
+
+// ConfigMapNamespaces are the namespaces where templates injected with the plan run nap
+// from the nap ConfigMap, which must be there ("" for a template that names none: the
+// namespace it is applied to), sorted.
+func (p Plan) ConfigMapNamespaces() []string {
+	return slices.Sorted(maps.Keys(p.fromConfigMap))
+}
+
+// Unmatched are the names of Options.Containers that no pod template injected with the
+// plan had: a typo, most likely.
+func (p Plan) Unmatched() []string {
+	var out []string
+	for _, c := range p.Containers {
+		if !p.named[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // DefaultGraceExtra is the time beyond the preStop delay that Inject leaves the
@@ -120,7 +146,7 @@ const DefaultGraceExtra = kube.DefaultGracePeriod
 // NewPlan checks opts and resolves the mode.
 func NewPlan(opts Options) (Plan, error) {
 	p := Plan{Delay: opts.Delay, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
-		kube: opts.Kube, nodes: opts.Nodes}
+		kube: opts.Kube, nodes: opts.Nodes, named: map[string]bool{}, fromConfigMap: map[string]bool{}}
 	if opts.GraceExtra != nil {
 		p.GraceExtra = *opts.GraceExtra
 	}
@@ -139,7 +165,10 @@ func NewPlan(opts Options) (Plan, error) {
 	}
 	duration := func(flag, s string) (time.Duration, error) {
 		r, err := nap.Parse([]string{s})
-		if err != nil || r.Infinite || r.Adaptive || strings.HasPrefix(s, "-") {
+		if err == nil && r.Infinite {
+			return 0, fmt.Errorf("%s %q: nap reads it as forever, which a preStop hook must not be (the kubelet kills it at the grace period, and the pod takes that long to go); want a duration, such as 10s", flag, s)
+		}
+		if err != nil || r.Adaptive || strings.HasPrefix(s, "-") {
 			return 0, fmt.Errorf("%s %q: want a duration nap reads, such as 10s, 1.5 or 500ms", flag, s)
 		}
 		return r.Duration, nil
@@ -289,6 +318,34 @@ func (p Plan) forTemplate(spec *yaml.Node) (Plan, error) {
 	return p, nil
 }
 
+// IsWindows tells whether a pod spec runs on Windows nodes (spec.os.name, or a
+// nodeSelector on kubernetes.io/os), where nap's binary, a Linux executable, cannot run.
+func IsWindows(spec *yaml.Node) bool {
+	if n := lookup(lookup(spec, "os"), "name"); n != nil && n.Value == kube.Windows {
+		return true
+	}
+	n := lookup(lookup(spec, "nodeSelector"), kube.OSLabel)
+	return n != nil && n.Value == kube.Windows
+}
+
+// forWindows is the plan for a Windows pod: the native sleep action, which the kubelet
+// runs on any node; or why there is none (the adaptive wait and fractions of a second
+// need nap's binary; a cluster known to lack the action).
+func (p Plan) forWindows() (Plan, string) {
+	switch {
+	case p.Mode == ModeNative:
+		return p, ""
+	case p.Adaptive:
+		return p, "the adaptive wait needs nap's binary, a Linux executable"
+	case p.Duration%time.Second != 0:
+		return p, fmt.Sprintf("nap's binary is a Linux executable, and the native sleep action takes whole seconds, not %v", p.Duration)
+	case p.kube != nil && p.kube.Less(kube.NativeSleepSince):
+		return p, fmt.Sprintf("nap's binary is a Linux executable, and the native sleep action needs Kubernetes %v, not %v", kube.NativeSleepSince, *p.kube)
+	}
+	p.Mode = ModeNative
+	return p, ""
+}
+
 // Inject adds the plan's preStop delay to every pod template in one manifest and
 // returns the manifest with nothing else changed. Objects it cannot or should not
 // change are left as they are, with a note.
@@ -415,7 +472,15 @@ func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &template{p: p, e: e, o: o, spec: spec}
+	var osNotes []Note
+	if IsWindows(spec) {
+		var skip string
+		if p, skip = p.forWindows(); skip != "" {
+			return []Note{p.note(o, 0, "skipped: a Windows pod: %s", skip)}, nil
+		}
+		osNotes = []Note{p.note(o, 0, "a Windows pod: the native sleep action, not nap's binary (a Linux executable)")}
+	}
+	t := &template{p: p, e: e, o: o, spec: spec, notes: osNotes}
 	if err := t.guard(lookup(spec, "containers"), "containers"); err != nil {
 		return nil, err
 	}
@@ -444,6 +509,9 @@ func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 		if err := t.delay(c); err != nil {
 			return t.notes, err
 		}
+	}
+	if t.needVolume && p.Delivery == DeliveryConfigMap && p.fromConfigMap != nil {
+		p.fromConfigMap[o.Namespace] = true
 	}
 	if t.needVolume && findByName(lookup(spec, "volumes"), kube.VolumeName) == nil {
 		if err := t.volume(arch); err != nil {
@@ -520,6 +588,9 @@ func (t *template) targets(containers *yaml.Node) []container {
 			continue
 		}
 		found[name] = true
+		if t.p.named != nil {
+			t.p.named[name] = true
+		}
 		out = append(out, container{c, name})
 	}
 	for _, want := range t.p.Containers {

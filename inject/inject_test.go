@@ -60,6 +60,11 @@ var injectCases = []struct {
 	// opens no connection): 3+1+2 = 6 per 2 s.
 	{"probes-adaptive", "probes.yaml", Options{Wait: WaitAdaptive}},
 	{"deployment-adaptive", "deployment.yaml", Options{Wait: WaitAdaptive, Delay: "45s", MinDelay: "2s", Quiet: "1.5s", Kube: &kube.Version{Major: 1, Minor: 36}}},
+	// Windows pods: the native sleep where it can be, else skipped with a note.
+	{"windows", "windows.yaml", Options{}},
+	{"windows-subsecond", "windows.yaml", Options{Delay: "2500ms"}},
+	{"windows-adaptive", "windows.yaml", Options{Wait: WaitAdaptive}},
+	{"windows-old-cluster", "windows.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 29}}},
 	{"helm-image-auto", "helm.yaml", Options{Delivery: DeliveryAuto, Image: "registry.example/nap:1", Kube: &kube.Version{Major: 1, Minor: 36},
 		Nodes: []kube.Node{{Name: "a", Kubelet: kube.Version{Major: 1, Minor: 35}, Runtime: "containerd://2.1.4"}}, Mode: ModeBinary}},
 }

@@ -7,6 +7,8 @@ const (
 	MountPath     = "/nap" // where containers mount it read-only
 	BinaryName    = "nap"  // the binary's name inside the mount: /nap/nap
 	ArchLabel     = "kubernetes.io/arch"
+	OSLabel       = "kubernetes.io/os" // "windows": nodes that cannot run nap's Linux binary
+	Windows       = "windows"
 	// ControllerImageNapPath is where the controller's image carries the nap sleeper,
 	// for the controller's own preStop delay.
 	ControllerImageNapPath = "/nap"

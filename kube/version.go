@@ -107,3 +107,9 @@ func ImageVolumes(n Node) (bool, string) {
 	}
 	return true, ""
 }
+
+// IsWindows tells whether pods of spec run on Windows nodes (spec.os.name, or a
+// nodeSelector on OSLabel), where nap's binary, a Linux executable, cannot run.
+func IsWindows(spec corev1.PodSpec) bool {
+	return spec.OS != nil && spec.OS.Name == Windows || spec.NodeSelector[OSLabel] == Windows
+}

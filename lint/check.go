@@ -75,6 +75,7 @@ const (
 	NapArchMismatch         = "nap-arch-mismatch"
 	NapVolumeMissing        = "nap-volume-missing"
 	AdaptiveAllowTooLow     = "adaptive-allow-below-probes"
+	NapOnWindows            = "nap-on-windows"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.

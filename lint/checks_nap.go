@@ -18,8 +18,26 @@ func napChecks() []Check {
 		Check{ID: NapVolumeNotExecutable, Title: "The nap volume is not executable", Severity: Error, Run: napVolumeNotExecutable},
 		Check{ID: NapArchMismatch, Title: "The nap binary's architecture contradicts the nodeSelector", Severity: Error, Run: napArchMismatch},
 		Check{ID: NapVolumeMissing, Title: "A container mounts nap without a nap volume", Severity: Error, Run: napVolumeMissing},
+		Check{ID: NapOnWindows, Title: "nap's binary in a pod that runs on Windows", Severity: Error, Run: napOnWindows},
 		Check{ID: AdaptiveAllowTooLow, Title: "nap's adaptive wait allows fewer connections than the pod's probes open", Severity: Warning, Run: adaptiveAllowTooLow},
 	}
+}
+
+// napOnWindows: nap's binary is a Linux executable; on a Windows node its hook fails
+// (FailedPreStopHook) and the container gets no delay.
+func napOnWindows(_ *Context, w *Workload) []Finding {
+	if !kube.IsWindows(w.PodSpec) {
+		return nil
+	}
+	return perContainer(w, w.PodSpec.Containers, func(c corev1.Container) *Finding {
+		if hook.Of(c).Kind != hook.Nap {
+			return nil
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q runs nap's binary, a Linux executable, but the pod runs on Windows nodes: the hook fails (FailedPreStopHook) and there is no delay", c.Name),
+			Hint:    "use the native sleep action, lifecycle.preStop.sleep (napctl inject gives Windows pods that)",
+		}
+	})
 }
 
 // adaptiveAllowTooLow: an adaptive wait whose --allow is below what the pod's own

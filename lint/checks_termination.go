@@ -3,6 +3,7 @@ package lint
 import (
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
@@ -54,7 +55,13 @@ func noPreStopDelay(_ *Context, w *Workload) []Finding {
 		return nil
 	}
 	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
-		if hook.Of(c).Kind != hook.None {
+		switch h := hook.Of(c); {
+		case h.Kind != hook.None && h.Known && h.Delay == 0 && !h.Adaptive:
+			return &Finding{
+				Message: fmt.Sprintf("container %q's preStop hook holds 0 s: it gets SIGTERM while Service %s may still route to it", c.Name, w.Services[0].Name),
+				Hint:    injectHint(w),
+			}
+		case h.Kind != hook.None:
 			return nil
 		}
 		return &Finding{
@@ -120,32 +127,40 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 	v := *c.KubeVersion
 	// The same rule as napctl inject and the webhook: every kubelet that may run the pod.
 	kubelet, node := kube.OldestKubelet(v, c.Nodes, w.PodSpec.NodeSelector)
+	windows := kube.IsWindows(w.PodSpec)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
 		d := hook.Of(ct)
-		switch {
-		case d.Kind != hook.NativeSleep:
+		f := func() *Finding {
+			switch {
+			case d.Kind != hook.NativeSleep:
+				return nil
+			case v.Less(kube.NativeSleepSince):
+				return &Finding{
+					Message: fmt.Sprintf("container %q uses the native preStop sleep action, which Kubernetes %d.%d does not have (1.30+)", ct.Name, v.Major, v.Minor),
+					Hint:    "use the nap binary: napctl inject --mode binary -f " + w.Obj.File,
+				}
+			case d.Sleep.Seconds == 0 && v.Less(kube.NativeSleepZeroSince):
+				return &Finding{
+					Message: fmt.Sprintf("container %q sleeps 0 seconds natively, which Kubernetes %d.%d rejects (1.33+)", ct.Name, v.Major, v.Minor),
+					Hint:    "remove the preStop hook or sleep at least 1 second",
+				}
+			case kubelet.Less(kube.NativeSleepSince) && node != "":
+				return &Finding{
+					Message: fmt.Sprintf("container %q uses the native preStop sleep action, which node %s's kubelet %v does not have (1.30+)", ct.Name, node, kubelet),
+					Hint:    "use the nap binary (napctl inject --mode binary), or a nodeSelector that keeps the pod on newer nodes",
+				}
+			case kubelet.Less(kube.NativeSleepSince):
+				return &Finding{
+					Message: fmt.Sprintf("container %q uses the native preStop sleep action; with Kubernetes %v, kubelets may be as old as %v (the version skew policy), which do not have it (1.30+)", ct.Name, v, kubelet),
+					Hint:    "use the nap binary (napctl inject --mode binary), or lint with the cluster's nodes known",
+				}
+			}
 			return nil
-		case v.Less(kube.NativeSleepSince):
-			return &Finding{
-				Message: fmt.Sprintf("container %q uses the native preStop sleep action, which Kubernetes %d.%d does not have (1.30+)", ct.Name, v.Major, v.Minor),
-				Hint:    "use the nap binary: napctl inject --mode binary -f " + w.Obj.File,
-			}
-		case d.Sleep.Seconds == 0 && v.Less(kube.NativeSleepZeroSince):
-			return &Finding{
-				Message: fmt.Sprintf("container %q sleeps 0 seconds natively, which Kubernetes %d.%d rejects (1.33+)", ct.Name, v.Major, v.Minor),
-				Hint:    "remove the preStop hook or sleep at least 1 second",
-			}
-		case kubelet.Less(kube.NativeSleepSince) && node != "":
-			return &Finding{
-				Message: fmt.Sprintf("container %q uses the native preStop sleep action, which node %s's kubelet %v does not have (1.30+)", ct.Name, node, kubelet),
-				Hint:    "use the nap binary (napctl inject --mode binary), or a nodeSelector that keeps the pod on newer nodes",
-			}
-		case kubelet.Less(kube.NativeSleepSince):
-			return &Finding{
-				Message: fmt.Sprintf("container %q uses the native preStop sleep action; with Kubernetes %v, kubelets may be as old as %v (the version skew policy), which do not have it (1.30+)", ct.Name, v, kubelet),
-				Hint:    "use the nap binary (napctl inject --mode binary), or lint with the cluster's nodes known",
-			}
+		}()
+		if f != nil && windows && strings.Contains(f.Hint, "nap binary") {
+			// nap's binary is a Linux executable: on Windows only newer kubelets help.
+			f.Hint = "run the pods on kubelets 1.30+ (a nodeSelector, or upgrade the Windows nodes): on Windows, nap's binary (a Linux executable) cannot run"
 		}
-		return nil
+		return f
 	})
 }

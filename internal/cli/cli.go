@@ -31,3 +31,14 @@ func (e *ExitError) Error() string {
 }
 
 func (e *ExitError) Unwrap() error { return e.Err }
+
+// VerdictAnnotation marks a command whose exit status 1 is its verdict (lint's
+// findings, status's unprotected workloads, probe's failed requests): its other errors
+// exit 2, so that a script can tell "found something" from "could not look".
+const VerdictAnnotation = "nap.dev/exit-1-is-a-verdict"
+
+// UsageError is a mistake in how a command was called (a flag, an argument): exit 2,
+// with a pointer to the command's help.
+func UsageError(cmd interface{ CommandPath() string }, err error) error {
+	return &ExitError{Code: 2, Err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
+}

@@ -27,7 +27,7 @@ func TestCalibrate(t *testing.T) {
 	cs := client(t)
 	ctx := context.Background()
 	ns := "nap-calibrate-e2e"
-	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", "5s",
+	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", "3s",
 		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "-o", "json"}
 	cmd := exec.Command(napctl(t), args...)
 	var out strings.Builder
@@ -157,7 +157,7 @@ func TestCalibrateSlowedPath(t *testing.T) {
 	slowNode2Proxy(t, slowedSync)
 	ns := "nap-calibrate-slowed"
 	cmd := exec.Command("nsenter", "--net="+node2NetNS, napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns,
-		"--image", controllerImage, "--rounds", "2", "--quiet", "5s", "--nodeport", node2IP, "-o", "json")
+		"--image", controllerImage, "--rounds", "2", "--quiet", "3s", "--nodeport", node2IP, "-o", "json")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -229,7 +229,7 @@ func TestLoadBalancerCalibrated(t *testing.T) {
 		flags = append(flags, "--lb-annotation", k+"="+v)
 	}
 	cmd := exec.Command(napctl(t), append([]string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns,
-		"--image", controllerImage, "--rounds", "1", "--quiet", "5s", "--nodeport", "-", "--lb", "local", "-o", "json"}, flags...)...)
+		"--image", controllerImage, "--rounds", "1", "--quiet", "3s", "--nodeport", "-", "--lb", "local", "-o", "json"}, flags...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {

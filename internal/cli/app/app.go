@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,30 +35,59 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.AddCommand(binary.NewCommand(streams), calibratecmd.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), imagecmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
+	completeVocabulary(root)
 	return root
 }
 
-// Run runs napctl with args (without the program name) and returns the exit status:
-// 0 on success, the status an ExitError asks for, 1 for other errors.
+// Run runs napctl with args (without the program name) and returns the exit status
+// (docs/cli.md): 0 on success; 2 for a usage error (an unknown flag or command, a bad
+// argument) and for any error of a command whose 1 is a verdict (cli.VerdictAnnotation:
+// lint, status, probe); the status an ExitError asks for; 1 for other errors.
 func Run(streams cli.IOStreams, args []string) int { return RunAs("napctl", streams, args) }
 
-// RunAs is Run under another name: "kubectl nap" for the kubectl plugin, so that help
-// and errors show the command the user typed.
+// RunAs is Run under another name: "kubectl nap" for the kubectl plugin, so that help,
+// errors, the version and the hints in reports show the command the user typed.
 func RunAs(name string, streams cli.IOStreams, args []string) int {
 	root := NewRootCommand(streams)
-	root.Use = name
+	root.Use = name[strings.LastIndex(name, " ")+1:]
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	root.SetVersionTemplate(name + " version {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cli.UsageError(c, err) })
+	usageArgs(root)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
 	var exit *cli.ExitError
-	if errors.As(err, &exit) {
+	switch {
+	case errors.As(err, &exit):
 		if exit.Err != nil {
 			fmt.Fprintln(streams.ErrOut, name+":", exit.Err)
 		}
 		return exit.Code
+	case strings.HasPrefix(err.Error(), "unknown command"):
+		fmt.Fprintln(streams.ErrOut, name+":", cli.UsageError(cmd, err))
+		return 2
 	}
 	fmt.Fprintln(streams.ErrOut, name+":", err)
+	if cmd != nil && cmd.Annotations[cli.VerdictAnnotation] != "" {
+		return 2
+	}
 	return 1
+}
+
+// usageArgs makes every command's argument check a usage error.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return cli.UsageError(cmd, err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }

@@ -72,7 +72,7 @@ func TestConfigMapCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &cm); code != 0 || err != nil || cm.Name != "sleeper" || len(cm.BinaryData) != 1 || cm.BinaryData["nap-arm64"] == nil {
 		t.Errorf("--arch arm64 -o json: exit %d, %v, %d keys", code, err, len(cm.BinaryData))
 	}
-	for _, args := range [][]string{{"configmap", "--arch", "mips"}, {"configmap", "-o", "xml"}, {"configmap", "--arch", "amd64,amd64"}} {
+	for _, args := range [][]string{{"configmap", "--arch", "mips"}, {"configmap", "--arch", "amd64,amd64"}} {
 		if code, stdout, stderr := runNapctl(args...); code != 1 || stdout != "" || stderr == "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
@@ -231,5 +231,42 @@ func TestInjectThenLint(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// What a delay or a container name given by mistake gets: an error naming it, nothing
+// written; a delay of hours a warning; what auto chose, said.
+func TestInjectMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"inject", "-f", lintNoReady, "--delay", ""}, 2, `--delay "": want a duration`},
+		{[]string{"inject", "-f", lintNoReady, "--delay", "0"}, 2, `--delay "0": a preStop delay of 0 holds nothing`},
+		{[]string{"inject", "-f", lintNoReady, "--delay", "0s"}, 2, "holds nothing"},
+		{[]string{"inject", "-f", lintNoReady, "--delay", "inf"}, 1, `--delay "inf": nap reads it as forever`},
+		{[]string{"inject", "-f", lintNoReady, "--container", "ap"}, 1, `--container ap: no pod template has a container of that name`},
+	} {
+		code, stdout, stderr := runNapctl(tc.args...)
+		if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("napctl %q: exit %d, stdout %d bytes, stderr %q; want exit %d and %q", tc.args, code, len(stdout), stderr, tc.code, tc.want)
+		}
+	}
+	code, stdout, stderr := runNapctl("inject", "-f", lintNoReady, "--delay", "999999h")
+	if code != 0 || !strings.Contains(stdout, "/nap/nap") || !strings.Contains(stderr, "warning: --delay 999999h: every pod of a rollout, scale-down or drain may take 999999h0m0s to go") {
+		t.Errorf("--delay 999999h: exit %d, stderr %q; want a warning", code, stderr)
+	}
+	// The container named in one template of several: no error.
+	if code, _, stderr := runNapctl("inject", "-f", "../../../inject/testdata/inject/sidecar.yaml", "--container", "proxy"); code != 0 {
+		t.Errorf("--container proxy: exit %d: %s", code, stderr)
+	}
+	// auto without the cluster's version: the binary from the ConfigMap, and where it must be.
+	_, _, stderr = runNapctl("inject", "-f", lintNoReady)
+	if !strings.Contains(stderr, `--mode auto: nap's binary from the ConfigMap "nap" (the cluster's version is unknown`) || !strings.Contains(stderr, "it must be in the namespace you apply to") {
+		t.Errorf("inject in auto mode: stderr %q; want what it chose and where the ConfigMap must be", stderr)
+	}
+	if _, _, stderr = runNapctl("inject", "-f", lintNoReady, "--kube-version", "1.34"); strings.Contains(stderr, "ConfigMap") {
+		t.Errorf("inject with the native sleep: stderr %q; no ConfigMap is needed", stderr)
 	}
 }

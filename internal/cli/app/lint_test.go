@@ -70,7 +70,7 @@ spec: {selector: {app: w}, ports: [{port: 80}]}
 		{"bad output", "", []string{"lint", "-o", "xml"}, 2, "", `-o "xml"`},
 		{"bad fail-on", "", []string{"lint", "--fail-on", "info"}, 2, "", "--fail-on"},
 		{"bad kube-version", "", []string{"lint", "--kube-version", "1"}, 2, "", "--kube-version"},
-		{"args are refused", "", []string{"lint", "x.yaml"}, 1, "", "unknown command"},
+		{"args are paths", "", []string{"lint", "x.yaml"}, 2, "", "x.yaml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runNapctlIn(tc.stdin, tc.args...)

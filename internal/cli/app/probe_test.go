@@ -68,8 +68,9 @@ func TestProbeCommand(t *testing.T) {
 		{args: []string{"probe", srv.URL, "--max-in-flight", "-1"}, want: "--max-in-flight -1"},
 		{args: []string{"probe", srv.URL, "-n", "shop"}, want: "-n and --kubeconfig go with --watch"},
 	} {
-		if code, stdout, stderr := runNapctl(c.args...); code != 1 || stdout != "" || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, stdout, stderr, c.want)
+		// probe's 1 is its verdict (requests failed): its errors are 2.
+		if code, stdout, stderr := runNapctl(c.args...); code != 2 || stdout != "" || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, stdout, stderr, c.want)
 		}
 	}
 	// A cluster that cannot be read: exit 2 before any request.

@@ -21,16 +21,16 @@ type flags struct {
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "binary [--arch amd64|arm64] [-o FILE]",
+		Use:   "binary [--arch amd64|arm64] [--file FILE]",
 		Short: "Write the tiny static nap executable",
 		Long: "Write the nap sleeper for one architecture: a static Linux executable with no libc\n" +
 			"that needs no file at all, for preStop hooks in images without a shell.\n" +
-			"Without -o it goes to stdout; with -o the file is written atomically with mode 0755.",
+			"Without --file it goes to stdout; with --file the file is written atomically with mode 0755.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
 	}
 	cmd.Flags().StringVar(&f.arch, "arch", "amd64", "architecture: "+strings.Join(spec.Arches, ", "))
-	cmd.Flags().StringVarP(&f.output, "output", "o", "", "write to FILE instead of stdout")
+	cmd.Flags().StringVar(&f.output, "file", "", "write to FILE instead of stdout")
 	return cmd
 }
 
@@ -44,7 +44,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		return err
 	}
 	if err := fsutil.WriteFileAtomic(f.output, b, 0o755); err != nil {
-		return fmt.Errorf("-o %s: %w", f.output, err)
+		return fmt.Errorf("--file %s: %w", f.output, err)
 	}
 	return nil
 }

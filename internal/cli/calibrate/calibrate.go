@@ -47,7 +47,12 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"Ctrl-C (then exit 130); it refuses a namespace it did not create unless\n" +
 			"--use-existing-namespace. Exit 2 when it cannot calibrate.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.CheckOutput(cmd, f.output, "text", "json"); err != nil {
+				return err
+			}
+			return run(cmd.Context(), streams, f)
+		},
 	}
 	fl := cmd.Flags()
 	o := &f.opts
@@ -64,21 +69,19 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.Paths.IngressClass, "ingress-class", "", "also create an Ingress of this class and probe it")
 	fl.StringVar(&o.Paths.IngressURL, "ingress-url", "", "where that ingress controller answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
 	fl.StringVar(&f.lbs, "lb", "", "also measure load balancer paths: local, cluster or local,cluster (their externalTrafficPolicy)")
+	cli.Complete(cmd, "lb", "local", "cluster", "local,cluster")
 	fl.StringToStringVar(&o.Paths.LBAnnotations, "lb-annotation", nil, "annotations for the load balancer Services (KEY=VALUE,...): the cloud's settings")
 	fl.DurationVar(&o.Paths.LBWait, "lb-wait", traffic.DefaultLBWait, "how long a load balancer may take to get an address and answer")
 	fl.DurationVar(&o.AcceptGrace, "accept-grace", calibrate.DefaultAccept, "the longest grace period you would accept: a longer recommendation comes with advice")
 	fl.DurationVar(&o.Margin, "margin", calibrate.DefaultMargin, "added to the longest tail for the recommended delay")
 	fl.DurationVar(&o.Drain, "drain", calibrate.DefaultDrain, "the grace period beyond the delay that the recommendation leaves for draining")
-	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
+	cli.OutputFlag(cmd, &f.output, "text", "json")
 	return cmd
 }
 
 func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	if ctx == nil {
 		ctx = context.Background()
-	}
-	if f.output != "text" && f.output != "json" {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-o %q: want text or json", f.output)}
 	}
 	lbs, err := traffic.ParseLoadBalancers(f.lbs)
 	if err != nil {

@@ -1,7 +1,6 @@
 package configmap
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,22 +28,24 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"binary's sha256. Apply it in every namespace whose pods run nap:\n\n" +
 			"  napctl configmap --namespace shop | kubectl apply -f -",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.CheckOutput(cmd, f.output, "yaml", "json"); err != nil {
+				return err
+			}
+			return run(streams, f)
+		},
 	}
 	cmd.Flags().StringVar(&f.name, "name", kube.ConfigMapName, "the ConfigMap's name")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "the ConfigMap's namespace (default: none, kubectl's current)")
 	cmd.Flags().StringSliceVar(&f.arches, "arch", spec.Arches, "architectures to include: "+strings.Join(spec.Arches, ", "))
-	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
+	cli.OutputFlag(cmd, &f.output, "yaml", "json")
 	return cmd
 }
 
 func run(streams cli.IOStreams, f *flags) error {
-	if f.output != "yaml" && f.output != "json" {
-		return fmt.Errorf("-o %q: want yaml or json", f.output)
-	}
 	cm, err := configmap.New(configmap.Options{Name: f.name, Namespace: f.namespace, Arches: f.arches, Version: version.Version})
 	if err != nil {
-		return fmt.Errorf("--arch: %w", err)
+		return err
 	}
 	b, err := configmap.Manifest(cm, f.output)
 	if err != nil {

@@ -36,7 +36,7 @@ type flags struct {
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "inject [-f FILE|DIR|-]... [--delay 10s] [--wait fixed|adaptive] [--mode auto|native|binary] [--kube-version X.Y | --cluster KUBECONFIG] [--container NAME]... [--arch amd64|arm64] [--grace-extra 30s]",
+		Use:   "inject [-f FILE|DIR|-]... [PATH]... [--delay 10s] [--wait fixed|adaptive] [--mode auto|native|binary] [--kube-version X.Y | --cluster KUBECONFIG] [--container NAME]... [--arch amd64|arm64] [--grace-extra 30s]",
 		Short: "Add a preStop delay to every pod template in manifests",
 		Long: "Add a preStop delay to the pod templates of Pods, Deployments, StatefulSets,\n" +
 			"DaemonSets, ReplicaSets and ReplicationControllers, and write the manifests to stdout\n" +
@@ -52,11 +52,19 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"Containers that already have a preStop, Jobs and CronJobs are left alone (noted on\n" +
 			"stderr). Running it again changes nothing.\n\n" +
 			"  kustomize build . | napctl inject --kube-version 1.31 | kubectl apply -f -",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.wait == string(inject.WaitAdaptive) && !cmd.Flags().Changed("delay") {
 				f.delay = "" // the adaptive wait's own default longest
 			}
+			if err := checkDelay(cmd, f.delay); err != nil {
+				return err
+			}
+			paths, err := cli.Inputs(cmd, f.files, args, streams.In)
+			if err != nil {
+				return err
+			}
+			f.files = paths
 			return run(streams, f)
 		},
 	}
@@ -76,6 +84,24 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.min, "min", "0", "--wait adaptive: the least it holds")
 	fl.StringVar(&f.quiet, "quiet", hook.Arg(spec.DefaultQuiet), "--wait adaptive: how long no new connection must reach the pod")
 	return cmd
+}
+
+// LongDelay is the delay past which inject warns: each pod of a rollout, scale-down or
+// drain may take that long to go.
+const LongDelay = 10 * time.Minute
+
+// checkDelay refuses a --delay that holds nothing: given empty, or 0.
+func checkDelay(cmd *cobra.Command, delay string) error {
+	if !cmd.Flags().Changed("delay") {
+		return nil
+	}
+	switch r, err := spec.Parse([]string{strings.TrimSpace(delay)}); {
+	case strings.TrimSpace(delay) == "":
+		return cli.UsageError(cmd, fmt.Errorf("--delay %q: want a duration, such as 10s", delay))
+	case err == nil && !r.Infinite && r.Duration == 0:
+		return cli.UsageError(cmd, fmt.Errorf("--delay %q: a preStop delay of 0 holds nothing; want the time your routes take to forget a pod (napctl calibrate measures it)", delay))
+	}
+	return nil
 }
 
 func run(streams cli.IOStreams, f *flags) error {
@@ -104,14 +130,14 @@ func run(streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return err
 	}
+	if plan.Duration > LongDelay {
+		fmt.Fprintf(streams.ErrOut, "napctl inject: warning: --delay %s: every pod of a rollout, scale-down or drain may take %v to go (terminationGracePeriodSeconds %d)\n",
+			plan.Delay, plan.Duration, int64((plan.Duration + plan.GraceExtra).Seconds()))
+	}
 	if plan.DeliveryWhy != "" {
 		fmt.Fprintf(streams.ErrOut, "napctl inject: --delivery auto: the nap ConfigMap, not the image volume: %s\n", plan.DeliveryWhy)
 	}
-	paths := f.files
-	if len(paths) == 0 {
-		paths = []string{"-"}
-	}
-	files, err := manifest.ReadFiles(paths, streams.In)
+	files, err := manifest.ReadFiles(f.files, streams.In)
 	if err != nil {
 		return err
 	}
@@ -132,6 +158,25 @@ func run(streams cli.IOStreams, f *flags) error {
 			}
 		}
 		out.Write(b)
+	}
+	if un := plan.Unmatched(); len(un) > 0 {
+		return fmt.Errorf("--container %s: no pod template has a container of that name", strings.Join(un, ", "))
+	}
+	if nss := plan.ConfigMapNamespaces(); len(nss) > 0 && (opts.Mode == "" || opts.Mode == inject.ModeAuto) {
+		for i, ns := range nss {
+			if ns == "" {
+				nss[i] = "the namespace you apply to"
+			}
+		}
+		why := "the cluster's version is unknown (--kube-version or --cluster lets auto choose the native sleep)"
+		if opts.Kube != nil {
+			why = "the native sleep was not possible everywhere"
+		}
+		if plan.Adaptive {
+			why = "--wait adaptive needs it"
+		}
+		fmt.Fprintf(streams.ErrOut, "napctl inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: napctl configmap -n NAMESPACE | kubectl apply -f -\n",
+			plan.ConfigMap, why, strings.Join(nss, ", "))
 	}
 	if _, err := streams.Out.Write(out.Bytes()); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,13 +23,17 @@ type flags struct {
 	config      string
 	cluster     string
 	namespace   string
+	prog        string // the command the user typed: napctl, or kubectl nap
 }
+
+// formats are lint's -o.
+var formats = []string{"text", "json", "sarif"}
 
 // NewCommand returns the lint command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "lint [-f FILE|DIR|-]... | --cluster KUBECONFIG [-n NAMESPACE] [-o text|json|sarif] [--kube-version X.Y] [--fail-on warning|error] [--config FILE]",
+		Use:   "lint [-f FILE|DIR|-]... [PATH]... | --cluster KUBECONFIG [-n NAMESPACE] [-o text|json|sarif] [--kube-version X.Y] [--fail-on warning|error] [--config FILE]",
 		Short: "Find zero-downtime mistakes in manifests or in a live cluster",
 		Long: "Lint Kubernetes manifests (YAML, multi-document, JSON, Lists; helm template or\n" +
 			"kustomize build output on stdin) for the termination path: readiness, preStop delays,\n" +
@@ -37,15 +42,34 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"Services, PodDisruptionBudgets and HorizontalPodAutoscalers of the cluster (every\n" +
 			"namespace, or -n), with its real API server and kubelet versions; it only lists.\n" +
 			"Findings name the object as " + live.Prefix + "Kind/namespace/name.\n\n" +
-			"Exit status: 0 clean, 1 a finding at or above --fail-on, 2 unreadable input.\n" +
+			"Exit status: 0 clean, 1 a finding at or above --fail-on, 2 a usage error, no objects,\n" +
+			"unreadable input or output that could not be written.\n" +
 			"Skip checks on one object with the annotation " + nlint.IgnoreAnnotation + ": \"id,id\" (or \"*\").",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
+		Args:        cobra.ArbitraryArgs,
+		Annotations: map[string]string{cli.VerdictAnnotation: "1"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cli.CheckOutput(cmd, f.output, formats...); err != nil {
+				return err
+			}
+			f.prog = cmd.Root().DisplayName()
+			if f.cluster != "" && len(args) > 0 {
+				return cli.UsageError(cmd, fmt.Errorf("--cluster lints the cluster's objects: no paths with it (%s)", strings.Join(args, " ")))
+			}
+			if f.cluster == "" {
+				paths, err := cli.Inputs(cmd, f.files, args, streams.In)
+				if err != nil {
+					return err
+				}
+				f.files = paths
+			}
+			return run(streams, f)
+		},
 	}
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory or - for stdin (repeatable; default stdin)")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text, json or sarif")
+	cli.OutputFlag(cmd, &f.output, formats...)
 	cmd.Flags().StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for version-dependent checks")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding has this severity or higher: warning or error")
+	cli.Complete(cmd, "fail-on", "warning", "error")
 	cmd.Flags().StringVar(&f.config, "config", "", "configuration file: disable checks, change severities")
 	cmd.Flags().StringVar(&f.cluster, "cluster", "", "lint the live objects of the cluster of this kubeconfig (its current context) instead of files")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "with --cluster: only this namespace (default: every namespace)")
@@ -56,11 +80,6 @@ func run(streams cli.IOStreams, f *flags) error {
 	failOn, err := nlint.ParseSeverity(f.failOn)
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--fail-on: %w", err)}
-	}
-	switch f.output {
-	case "text", "json", "sarif":
-	default:
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-o %q: want text, json or sarif", f.output)}
 	}
 	if f.cluster == "" && f.namespace != "" {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--namespace goes with --cluster")}
@@ -85,16 +104,22 @@ func run(streams cli.IOStreams, f *flags) error {
 	if f.cluster != "" {
 		objs, err = readCluster(f, &opts)
 	} else {
-		files := f.files
-		if len(files) == 0 {
-			files = []string{"-"}
+		objs, err = manifest.ReadPaths(f.files, streams.In)
+		if err == nil && len(objs) == 0 {
+			// An empty file, /dev/null, a closed stdin, a helm template that failed: a
+			// pipeline that lints nothing must not pass.
+			err = fmt.Errorf("no objects in %s", strings.Join(f.files, ", "))
 		}
-		objs, err = manifest.ReadPaths(files, streams.In)
 	}
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
 	findings := nlint.Lint(objs, opts)
+	if f.prog != "" && f.prog != "napctl" { // the hints name the command the user runs
+		for i := range findings {
+			findings[i].Hint = strings.ReplaceAll(findings[i].Hint, "napctl ", f.prog+" ")
+		}
+	}
 	var out bytes.Buffer // nothing half-written: render fully, then write
 	switch f.output {
 	case "text":

@@ -58,8 +58,14 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"deleted; endpoint ready, terminating, removed.\n\n" +
 			"Exit status 1 when more than --max-failures requests failed (or the command failed).\n" +
 			"Ctrl-C stops and prints the report so far.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), streams, f, args[0]) },
+		Args:        cobra.ExactArgs(1),
+		Annotations: map[string]string{cli.VerdictAnnotation: "1"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cli.CheckOutput(cmd, f.output, "text", "json"); err != nil {
+				return err
+			}
+			return run(cmd.Context(), streams, f, args[0])
+		},
 	}
 	fl := cmd.Flags()
 	fl.Float64Var(&f.rate, "rate", probe.DefaultRate, "requests per second, all connection modes together")
@@ -69,7 +75,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.timeout, "timeout", probe.DefaultTimeout, "per-request timeout")
 	fl.StringSliceVar(&f.conns, "conn", []string{"new", "reuse"}, "connection modes: new (a connection per request), reuse (keep-alive)")
 	fl.DurationVar(&f.bucket, "bucket", 0, "timeline bucket (default: 100ms, doubled whenever the run passes 600 buckets)")
-	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
+	cli.OutputFlag(cmd, &f.output, "text", "json")
 	fl.StringVar(&f.plot, "plot", "", "also write a timeline plot: FILE.svg or FILE.html")
 	fl.IntVar(&f.maxFailures, "max-failures", 0, "exit 1 when more requests than this failed")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "requests waiting for an answer at most; one due beyond it is not sent and counts as unsent (default: 2 × rate × timeout + 64)")
@@ -93,9 +99,6 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		default:
 			return fmt.Errorf("--conn %q: want new or reuse", c)
 		}
-	}
-	if f.output != "text" && f.output != "json" {
-		return fmt.Errorf("-o %q: want text or json", f.output)
 	}
 	if ext := filepath.Ext(f.plot); f.plot != "" && ext != ".svg" && ext != ".html" {
 		return fmt.Errorf("--plot %q: want a .svg or .html file", f.plot)

@@ -39,22 +39,24 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"Works with or without nap's controller installed; it only reads.\n\n" +
 			"Exit status: 0, or 1 with --fail-on unprotected when a workload is unprotected; 2 when\n" +
 			"the cluster cannot be read.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{cli.VerdictAnnotation: "1"},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.CheckOutput(cmd, f.output, "text", "json"); err != nil {
+				return err
+			}
+			return run(streams, f)
+		},
 	}
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config); its current context")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	cli.OutputFlag(cmd, &f.output, "text", "json")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
+	cli.Complete(cmd, "fail-on", "unprotected")
 	return cmd
 }
 
 func run(streams cli.IOStreams, f *flags) error {
-	switch f.output {
-	case "text", "json":
-	default:
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-o %q: want text or json", f.output)}
-	}
 	if f.failOn != "" && f.failOn != "unprotected" {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--fail-on %q: want unprotected", f.failOn)}
 	}

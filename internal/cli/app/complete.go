@@ -1,0 +1,39 @@
+package app
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/sleeper/spec"
+)
+
+// vocabulary are the flags whose values come from a vocabulary package, completed by
+// the shell wherever a command has them. A command's own enumerations (-o, --fail-on)
+// are completed where they are defined (cli.OutputFlag, cli.Complete).
+func vocabulary() map[string][]string {
+	var scopes []string
+	for _, s := range scope.All() {
+		scopes = append(scopes, string(s))
+	}
+	return map[string][]string{
+		"mode":     {string(inject.ModeAuto), string(inject.ModeNative), string(inject.ModeBinary)},
+		"delivery": {string(inject.DeliveryConfigMap), string(inject.DeliveryImage), string(inject.DeliveryAuto)},
+		"wait":     {string(inject.WaitFixed), string(inject.WaitAdaptive)},
+		"arch":     spec.Arches,
+		scope.Flag: scopes,
+	}
+}
+
+// completeVocabulary registers vocabulary's completions on c and its subcommands.
+func completeVocabulary(c *cobra.Command) {
+	for flag, values := range vocabulary() {
+		if c.Flags().Lookup(flag) != nil {
+			cli.Complete(c, flag, values...)
+		}
+	}
+	for _, sub := range c.Commands() {
+		completeVocabulary(sub)
+	}
+}

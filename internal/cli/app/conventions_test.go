@@ -1,0 +1,239 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/nap-k8s/nap/internal/cli"
+)
+
+// run runs the command tree as name with stdin in.
+func runAs(name string, in *os.File, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	streams := cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	if in != nil {
+		streams.In = in
+	}
+	code = RunAs(name, streams, args)
+	return code, out.String(), errOut.String()
+}
+
+// A mistake in calling a command exits 2 and points to its help, whatever the command.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"binary", "--bogus"}, "unknown flag: --bogus\nSee 'napctl binary --help'."},
+		{[]string{"binary", "extra"}, `unknown command "extra" for "napctl binary"` + "\nSee 'napctl binary --help'."},
+		{[]string{"lint", "--bogus"}, "See 'napctl lint --help'."},
+		{[]string{"inject", "--delay"}, "flag needs an argument: --delay\nSee 'napctl inject --help'."},
+		{[]string{"nosuch"}, `unknown command "nosuch" for "napctl"` + "\nSee 'napctl --help'."},
+		{[]string{"lint", "-o", "xml", lintClean}, `-o "xml": want text, json or sarif`},
+		{[]string{"configmap", "-o", "toml"}, `-o "toml": want yaml or json`},
+		{[]string{"status", "-o", "yaml"}, `-o "yaml": want text or json`},
+		{[]string{"probe", "-o", "csv", "http://127.0.0.1:1/"}, `-o "csv": want text or json`},
+		{[]string{"probe"}, "accepts 1 arg(s), received 0\nSee 'napctl probe --help'."},
+		{[]string{"lint", "--cluster", "k", "a.yaml"}, "no paths with it"},
+	} {
+		code, stdout, stderr := runAs("napctl", nil, tc.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("napctl %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// Names are checked before anything is printed.
+func TestConfigMapNames(t *testing.T) {
+	for _, tc := range []struct{ args []string }{
+		{[]string{"configmap", "-n", "Bad_NS"}},
+		{[]string{"configmap", "--name", "Bad Name"}},
+	} {
+		code, stdout, stderr := runAs("napctl", nil, tc.args...)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, `"Bad`) {
+			t.Errorf("napctl %q: exit %d, stdout %d bytes, stderr %q; want exit 1 naming the bad name", tc.args, code, len(stdout), stderr)
+		}
+	}
+}
+
+// lint with nothing to lint fails: an empty file, /dev/null, a closed stdin (a helm
+// template that failed upstream of the pipe).
+func TestLintNoObjects(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(empty, []byte("# nothing\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	for _, tc := range []struct {
+		in   *os.File
+		args []string
+	}{
+		{nil, []string{"lint"}},
+		{nil, []string{"lint", "-f", "-"}},
+		{nil, []string{"lint", "-f", empty}},
+		{nil, []string{"lint", os.DevNull}},
+		{devnull, []string{"lint"}},
+	} {
+		code, stdout, stderr := runAs("napctl", tc.in, tc.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "no objects in ") {
+			t.Errorf("napctl %q: exit %d, stdout %q, stderr %q; want exit 2 and no objects", tc.args, code, stdout, stderr)
+		}
+	}
+}
+
+// Paths as arguments are read as -f's are (kube-score's and kube-linter's way).
+func TestPositionalPaths(t *testing.T) {
+	_, want, _ := runAs("napctl", nil, "lint", "-f", lintNoReady)
+	code, got, stderr := runAs("napctl", nil, "lint", lintNoReady)
+	if code != 1 || got != want || want == "" {
+		t.Errorf("napctl lint PATH: exit %d, stderr %q, output\n%s\nwant lint -f's\n%s", code, stderr, got, want)
+	}
+	_, want, _ = runAs("napctl", nil, "inject", "-f", lintNoReady)
+	code, got, stderr = runAs("napctl", nil, "inject", lintNoReady)
+	if code != 0 || got != want || !strings.Contains(got, "/nap/nap") {
+		t.Errorf("napctl inject PATH: exit %d, stderr %q, output\n%s", code, stderr, got)
+	}
+}
+
+// At a terminal with no -f, lint and inject say what they need instead of waiting for
+// stdin.
+func TestTerminalStdin(t *testing.T) {
+	tty := pty(t)
+	for _, args := range [][]string{{"lint"}, {"inject"}} {
+		code, stdout, stderr := runAs("napctl", tty, args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "must specify -f") {
+			t.Errorf("napctl %s at a terminal: exit %d, stdout %q, stderr %q; want exit 2, must specify -f", args[0], code, stdout, stderr)
+		}
+	}
+}
+
+// pty opens a pseudo-terminal and returns its terminal end.
+func pty(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
+}
+
+// failingWriter fails every write, as a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("write |1: broken pipe") }
+
+// A judging command that cannot write its report exits 2, not its verdict's 1.
+func TestVerdictCommandsErrors(t *testing.T) {
+	var errOut bytes.Buffer
+	code := Run(cli.IOStreams{In: strings.NewReader(""), Out: failingWriter{}, ErrOut: &errOut}, []string{"lint", lintNoReady})
+	if code != 2 || !strings.Contains(errOut.String(), "broken pipe") {
+		t.Errorf("lint into a broken pipe: exit %d, stderr %q; want 2", code, errOut.String())
+	}
+	// A command that makes things exits 1 on the same failure.
+	errOut.Reset()
+	code = Run(cli.IOStreams{In: strings.NewReader(""), Out: failingWriter{}, ErrOut: &errOut}, []string{"configmap"})
+	if code != 1 || !strings.Contains(errOut.String(), "broken pipe") {
+		t.Errorf("configmap into a broken pipe: exit %d, stderr %q; want 1", code, errOut.String())
+	}
+}
+
+// -o is the output format in every command, as in kubectl, and the shell completes
+// its values and every enumerated flag's.
+func TestOutputFlagAndCompletion(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if (f.Shorthand == "o") != (f.Name == "output") || f.Name == "output" && !strings.HasPrefix(f.Usage, "output format: ") {
+				t.Errorf("%s: flag --%s -%s %q: -o must be --output, the output format", c.CommandPath(), f.Name, f.Shorthand, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCommand(cli.IOStreams{}))
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"lint", "-o", ""}, []string{"text", "json", "sarif"}},
+		{[]string{"lint", "--fail-on", ""}, []string{"warning", "error"}},
+		{[]string{"configmap", "-o", ""}, []string{"yaml", "json"}},
+		{[]string{"configmap", "--arch", ""}, []string{"amd64", "arm64"}},
+		{[]string{"inject", "--mode", ""}, []string{"auto", "native", "binary"}},
+		{[]string{"inject", "--wait", ""}, []string{"fixed", "adaptive"}},
+		{[]string{"inject", "--delivery", ""}, []string{"configmap", "image", "auto"}},
+		{[]string{"install", "--policy", ""}, []string{"opt-in", "default", "audit"}},
+		{[]string{"install", "--admission", ""}, []string{"webhook", "policy", "auto"}},
+		{[]string{"controller", "--wait", ""}, []string{"fixed", "adaptive"}},
+		{[]string{"status", "--fail-on", ""}, []string{"unprotected"}},
+	} {
+		code, stdout, stderr := runAs("kubectl nap", nil, append([]string{cobra.ShellCompRequestCmd}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if code != 0 || len(lines) != len(tc.want)+1 || lines[len(lines)-1] != fmt.Sprintf(":%d", cobra.ShellCompDirectiveNoFileComp) {
+			t.Errorf("completing %q: exit %d, %q (stderr %q); want %q and no files", tc.args, code, lines, stderr, tc.want)
+			continue
+		}
+		for i, w := range tc.want {
+			if lines[i] != w {
+				t.Errorf("completing %q: %q, want %q", tc.args, lines, tc.want)
+				break
+			}
+		}
+	}
+	script, err := os.ReadFile("../../../cmd/kubectl-nap/kubectl_complete-nap")
+	if fi, _ := os.Stat("../../../cmd/kubectl-nap/kubectl_complete-nap"); err != nil || fi.Mode()&0o111 == 0 ||
+		!strings.Contains(string(script), `exec kubectl-nap __complete "$@"`) {
+		t.Errorf("kubectl_complete-nap: %v, not an executable that runs kubectl-nap __complete:\n%s", err, script)
+	}
+}
+
+// As a kubectl plugin, help, the version and lint's hints name "kubectl nap".
+func TestPluginName(t *testing.T) {
+	_, help, _ := runAs("kubectl nap", nil, "--help")
+	if !strings.Contains(help, "kubectl nap [command]") || !strings.Contains(help, "kubectl nap [command] --help") || strings.Contains(help, "kubectl [command]") {
+		t.Errorf("kubectl nap --help:\n%s", help)
+	}
+	_, help, _ = runAs("kubectl nap", nil, "inject", "--help")
+	if !strings.Contains(help, "kubectl nap inject [-f") {
+		t.Errorf("kubectl nap inject --help:\n%s", help)
+	}
+	if _, v, _ := runAs("kubectl nap", nil, "--version"); !strings.HasPrefix(v, "kubectl nap version ") {
+		t.Errorf("kubectl nap --version: %q", v)
+	}
+	if _, v, _ := runAs("napctl", nil, "--version"); !strings.HasPrefix(v, "napctl version ") {
+		t.Errorf("napctl --version: %q", v)
+	}
+	code, out, _ := runAs("kubectl nap", nil, "lint", "../../../lint/testdata/checks/no-prestop-delay.yaml", "--fail-on", "warning")
+	if code != 1 || !strings.Contains(out, "kubectl nap inject -f") || strings.Contains(out, "napctl") {
+		t.Errorf("kubectl nap lint: exit %d, hints should name kubectl nap:\n%s", code, out)
+	}
+}
