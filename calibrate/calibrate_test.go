@@ -108,8 +108,8 @@ func TestAdvice(t *testing.T) {
 	}
 }
 
-// TestRecommend: the fixed delay covers the longest tail; the adaptive wait's MIN the
-// in-cluster paths' (not the load balancer's), its MAX twice the fixed delay and at
+// TestRecommend: the fixed delay covers the longest tail; the adaptive wait's MIN is the
+// fixed delay (sparse traffic cannot end it early), its MAX twice the fixed delay and at
 // least nap's default.
 func TestRecommend(t *testing.T) {
 	for _, tc := range []struct {
@@ -121,9 +121,9 @@ func TestRecommend(t *testing.T) {
 		{"in-cluster only", []Stats{{Path: Path{Name: "clusterip"}, Samples: 6, Max: 1.2}, {Path: Path{Name: "ingress"}, Samples: 6, Max: 2.1}},
 			5 * time.Second, 5 * time.Second, time.Minute, 90 * time.Second, "ingress"},
 		{"behind an NLB", []Stats{{Path: Path{Name: "clusterip"}, Samples: 5, Max: 1.2}, {Path: Path{Name: "lb-local"}, Samples: 5, Max: 33.1}},
-			36 * time.Second, 4 * time.Second, 72 * time.Second, 102 * time.Second, "lb-local"},
+			36 * time.Second, 36 * time.Second, 72 * time.Second, 102 * time.Second, "lb-local"},
 		{"the load balancer alone", []Stats{{Path: Path{Name: "lb-cluster"}, Samples: 2, Max: 4.5}, {Path: Path{Name: "clusterip"}, Samples: 0}},
-			7 * time.Second, 0, time.Minute, 90 * time.Second, "lb-cluster"},
+			7 * time.Second, 7 * time.Second, time.Minute, 90 * time.Second, "lb-cluster"},
 	} {
 		rep := &Report{Paths: tc.paths}
 		recommend(rep, Options{Margin: DefaultMargin, Drain: DefaultDrain, AcceptGrace: DefaultAccept})

@@ -62,7 +62,7 @@ func TestCalibrate(t *testing.T) {
 	if rep.Delay < longest+2 || rep.Delay >= longest+3 || rep.Grace != rep.Delay+30 {
 		t.Errorf("recommended delay %gs and grace %gs for a longest tail of %.2fs", rep.Delay, rep.Grace, longest)
 	}
-	// Every path here is inside the cluster: the adaptive wait's MIN is the fixed delay.
+	// The adaptive wait's MIN is the fixed delay: sparse traffic cannot end it early.
 	if a := rep.Adaptive; a.Min != rep.Delay || a.Quiet != 2 || a.Max != max(60, 2*rep.Delay) || a.Grace != a.Max+30 {
 		t.Errorf("recommended adaptive wait %+v beside a fixed delay of %gs", a, rep.Delay)
 	}

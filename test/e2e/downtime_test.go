@@ -332,6 +332,10 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 
 	clearSynSent(t)
 	term := watchTerminations(t, cs, ns)
+	var scrapes *scraper
+	if v.inject != nil && v.inject.Wait == inject.WaitAdaptive {
+		scrapes = startScraper(t, cs, ns) // background the adaptive wait must not count on
+	}
 	start := time.Now()
 	pr := startProbe(t, target, rate)
 	time.Sleep(2 * time.Second)
@@ -352,6 +356,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	s := pr.stop(t)
 	took := term.stop()
 	t.Logf("%s: probed for %v; pods from deletion to exit: %v", sc, time.Since(start).Round(time.Second), took)
+	if scrapes != nil {
+		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)
+	}
 	if len(s.FirstErrors) > 0 {
 		t.Logf("%s: first errors %q", sc, s.FirstErrors)
 	}
@@ -640,6 +647,12 @@ func TestDowntimeExperiment(t *testing.T) {
 		rounds = n
 	}
 	only := os.Getenv("NAP_DOWNTIME_ONLY")
+	// NAP_DOWNTIME_RATE: the probe's requests per second (default 200); sparse traffic
+	// is the adaptive wait's hard case (docs/adaptive.md).
+	rate := 200.0
+	if r, err := strconv.ParseFloat(os.Getenv("NAP_DOWNTIME_RATE"), 64); err == nil && r > 0 && r <= 200 {
+		rate = r
+	}
 	cs := client(t)
 	var b strings.Builder
 	b.WriteString(tableHeader)
@@ -661,7 +674,7 @@ func TestDowntimeExperiment(t *testing.T) {
 			uninstall = installController(t, cs, "--admission", want)
 			installed = want
 		}
-		d := measure(t, cs, sc, 200)
+		d := measure(t, cs, sc, rate)
 		t.Log(d.row())
 		b.WriteString(d.row() + "\n")
 		d.check(t)

@@ -153,8 +153,8 @@ func text(b *bytes.Buffer, r *calibrate.Report, o calibrate.Options) {
 	fmt.Fprintf(b, "  napctl inject --delay %v --grace-extra %v -f MANIFESTS\n", r.Delay, o.Drain)
 	fmt.Fprintf(b, "  napctl install --delay %v\n", r.Delay)
 	ad := r.Adaptive
-	fmt.Fprintf(b, "or nap's adaptive wait: at least %v (the in-cluster paths' tail plus %v), until no new connection for %v, at most %v; grace period %v\n",
-		ad.Min, o.Margin, ad.Quiet, ad.Max, ad.Grace)
+	fmt.Fprintf(b, "or nap's adaptive wait: at least %v (the fixed delay), then until no new connection for %v, at most %v (room for a slower path); grace period %v\n",
+		ad.Min, ad.Quiet, ad.Max, ad.Grace)
 	fmt.Fprintf(b, "  napctl inject --wait adaptive --min %v --quiet %v --delay %v --grace-extra %v -f MANIFESTS\n", ad.Min, ad.Quiet, ad.Max, o.Drain)
 	fmt.Fprintf(b, "  napctl install --wait adaptive --min %v --quiet %v --max %v\n", ad.Min, ad.Quiet, ad.Max)
 	if r.Advice != "" {

@@ -15,15 +15,15 @@ func TestText(t *testing.T) {
 	r := &calibrate.Report{Delay: 36 * time.Second, Grace: 66 * time.Second, Longest: "lb-local",
 		Paths:    []calibrate.Stats{{Path: calibrate.Path{Name: "lb-local", URL: "http://10.77.1.1/"}, Samples: 2, Max: 33.1}},
 		Rounds:   []calibrate.Round{{Pod: "a", Disruption: calibrate.ScaleDown}},
-		Adaptive: calibrate.AdaptiveWait{Min: 4 * time.Second, Quiet: 2 * time.Second, Max: 72 * time.Second, Grace: 102 * time.Second}}
+		Adaptive: calibrate.AdaptiveWait{Min: 36 * time.Second, Quiet: 2 * time.Second, Max: 72 * time.Second, Grace: 102 * time.Second}}
 	var b bytes.Buffer
 	text(&b, r, o)
 	for _, want := range []string{
 		"recommended preStop delay 36s (the longest tail, on lb-local, plus 2s), grace period 1m6s",
 		"napctl inject --delay 36s --grace-extra 30s -f MANIFESTS",
-		"or nap's adaptive wait: at least 4s (the in-cluster paths' tail plus 2s), until no new connection for 2s, at most 1m12s; grace period 1m42s",
-		"napctl inject --wait adaptive --min 4s --quiet 2s --delay 1m12s --grace-extra 30s -f MANIFESTS",
-		"napctl install --wait adaptive --min 4s --quiet 2s --max 1m12s",
+		"or nap's adaptive wait: at least 36s (the fixed delay), then until no new connection for 2s, at most 1m12s (room for a slower path); grace period 1m42s",
+		"napctl inject --wait adaptive --min 36s --quiet 2s --delay 1m12s --grace-extra 30s -f MANIFESTS",
+		"napctl install --wait adaptive --min 36s --quiet 2s --max 1m12s",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, b.String())
