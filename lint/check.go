@@ -102,11 +102,21 @@ type Finding struct {
 	ID        string   `json:"id"`
 	Severity  Severity `json:"-"`
 	Object    string   `json:"object"` // Kind/namespace/name
+	// Kind, Namespace and Name are Object's parts (Namespace empty when the object names
+	// none).
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
 	Container string   `json:"container,omitempty"`
 	File      string   `json:"file"`
 	Line      int      `json:"line"`
 	Message   string   `json:"message"`
 	Hint      string   `json:"hint,omitempty"`
+}
+
+// of names o as the finding's object.
+func (f *Finding) of(o *manifest.Object) {
+	f.Object, f.Kind, f.Namespace, f.Name = o.Ref(), o.Kind, o.Namespace, o.Name
 }
 
 // Version is a Kubernetes minor version.
@@ -161,7 +171,7 @@ func CheckWorkloads(workloads []*Workload, opts Options) []Finding {
 			for _, f := range chk.Run(c, w) {
 				f.ID = chk.ID
 				f.Severity = opts.Config.severity(chk, f.Severity)
-				f.Object = w.Obj.Ref()
+				f.of(w.Obj)
 				f.File = w.Obj.File
 				if f.Line == 0 {
 					f.Line = w.Obj.Line
@@ -190,7 +200,8 @@ func CheckPod(namespace, name string, spec corev1.PodSpec, opts Options, ids ...
 			continue
 		}
 		for _, f := range chk.Run(c, w) {
-			f.ID, f.Severity, f.Object = chk.ID, opts.Config.severity(chk, f.Severity), w.Obj.Ref()
+			f.ID, f.Severity = chk.ID, opts.Config.severity(chk, f.Severity)
+			f.of(w.Obj)
 			out = append(out, f)
 		}
 	}

@@ -270,11 +270,16 @@ func TestConfig(t *testing.T) {
 func TestJSONHasExactlyTheFields(t *testing.T) {
 	var out bytes.Buffer
 	JSON(&out, Lint(read(t, "testdata/checks/no-readiness-probe.yaml"), Options{}))
+	var rep map[string]json.RawMessage
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep) != 3 || string(rep["apiVersion"]) != `"`+ReportAPIVersion+`"` || string(rep["kind"]) != `"`+ReportKind+`"` {
+		t.Fatalf("%v: not a %s %s with its findings: %s", err, ReportAPIVersion, ReportKind, out.String())
+	}
 	var got []map[string]any
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) == 0 {
+	if err := json.Unmarshal(rep["findings"], &got); err != nil || len(got) == 0 {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	want := []string{"container", "file", "hint", "id", "line", "message", "object", "severity"}
+	// The fixture's objects have no namespace: namespace is left out.
+	want := []string{"container", "file", "hint", "id", "kind", "line", "message", "name", "object", "severity"}
 	for _, f := range got {
 		if len(f) != len(want) {
 			t.Errorf("fields %v, want %v", f, want)

@@ -37,14 +37,27 @@ func Text(w io.Writer, fs []Finding) error {
 	return err
 }
 
-// JSON writes the findings as a JSON array.
+// JSON writes the findings as a versioned JSON report (Report).
 func JSON(w io.Writer, fs []Finding) error {
 	if fs == nil {
 		fs = []Finding{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(fs)
+	return enc.Encode(Report{APIVersion: ReportAPIVersion, Kind: ReportKind, Findings: fs})
+}
+
+// The JSON report's version: a change that breaks a reader of it is a new version.
+const (
+	ReportAPIVersion = "lint.nap.dev/v1"
+	ReportKind       = "LintReport"
+)
+
+// Report is napctl lint -o json: the findings under a versioned envelope.
+type Report struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Findings   []Finding `json:"findings"`
 }
 
 // SARIF writes the findings as a SARIF 2.1.0 log, for code-scanning tools.

@@ -218,11 +218,13 @@ func TestInjectThenLint(t *testing.T) {
 				t.Fatalf("%s: inject: %s", in, stderr)
 			}
 			_, out, stderr := runNapctlIn(injected, "lint", "-o", "json", "--kube-version", "1.34")
-			var findings []struct{ ID, Object string }
-			if err := json.Unmarshal([]byte(out), &findings); err != nil {
+			var rep struct {
+				Findings []struct{ ID, Object string }
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("%s: %v: %s", in, err, stderr)
 			}
-			for _, f := range findings {
+			for _, f := range rep.Findings {
 				switch f.ID {
 				case "no-prestop-delay", "grace-period-too-short", "native-sleep-exceeds-grace", "nap-volume-not-executable", "nap-arch-mismatch":
 					if !(f.Object == "Job/migrate" || f.Object == "CronJob/nightly") {

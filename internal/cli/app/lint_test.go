@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,9 +97,20 @@ func TestLintListAndJSONInput(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (no readiness probe)\n%s%s", code, stdout, stderr)
 	}
-	var findings []map[string]any
-	if err := json.Unmarshal([]byte(stdout), &findings); err != nil {
-		t.Fatalf("-o json is not a JSON array: %v\n%s", err, stdout)
+	var rep struct {
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Findings   []map[string]any `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.APIVersion != "lint.nap.dev/v1" || rep.Kind != "LintReport" {
+		t.Fatalf("-o json is not a lint.nap.dev/v1 LintReport: %v\n%s", err, stdout)
+	}
+	findings := rep.Findings
+	for _, f := range findings {
+		// The object by its parts, besides the packed Kind/namespace/name.
+		if f["kind"] == nil || f["name"] == nil || f["object"] != fmt.Sprintf("%s/%s", f["kind"], f["name"]) && f["object"] != fmt.Sprintf("%s/%s/%s", f["kind"], f["namespace"], f["name"]) {
+			t.Errorf("finding %v: kind, namespace and name do not make its object", f)
+		}
 	}
 	ids := map[any]bool{}
 	for _, f := range findings {
@@ -152,5 +164,21 @@ func TestLintDirectoryAndSARIF(t *testing.T) {
 	loc := r.Locations[0].Physical
 	if r.RuleID != "no-readiness-probe" || !strings.HasSuffix(loc.Artifact.URI, "sub/b.yml") || loc.Region.StartLine != 15 {
 		t.Errorf("SARIF result %+v", r)
+	}
+}
+
+// A pipeline names what it pipes in: file:line and SARIF's uri say the chart's path.
+func TestLintStdinFilename(t *testing.T) {
+	bad, err := os.ReadFile(lintNoReady)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runNapctlIn(string(bad), "lint", "--stdin-filename", "charts/shop/templates/api.yaml")
+	if code != 1 || !strings.Contains(out, "charts/shop/templates/api.yaml:15: error:") {
+		t.Errorf("exit %d, want file:line under the given name:\n%s", code, out)
+	}
+	_, out, _ = runNapctlIn(string(bad), "lint", "--stdin-filename", "charts/shop/templates/api.yaml", "-o", "sarif")
+	if !strings.Contains(out, `"uri": "charts/shop/templates/api.yaml"`) || strings.Contains(out, `"uri": "-"`) {
+		t.Errorf("SARIF uri not the given name:\n%s", out)
 	}
 }

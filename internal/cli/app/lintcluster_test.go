@@ -25,12 +25,12 @@ import (
 // none, live objects have the one they were applied to), sorted.
 func findingKeys(t *testing.T, stdout string) []string {
 	t.Helper()
-	var fs []nlint.Finding
-	if err := json.Unmarshal([]byte(stdout), &fs); err != nil {
-		t.Fatalf("lint -o json: %v\n%s", err, stdout)
+	var rep nlint.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.APIVersion != nlint.ReportAPIVersion {
+		t.Fatalf("lint -o json: %v, version %q\n%s", err, rep.APIVersion, stdout)
 	}
-	keys := make([]string, 0, len(fs))
-	for _, f := range fs {
+	keys := make([]string, 0, len(rep.Findings))
+	for _, f := range rep.Findings {
 		parts := strings.Split(f.Object, "/")
 		keys = append(keys, f.ID+" "+parts[0]+"/"+parts[len(parts)-1]+" "+f.Container)
 	}

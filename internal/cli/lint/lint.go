@@ -24,6 +24,7 @@ type flags struct {
 	cluster     string
 	namespace   string
 	prog        string // the command the user typed: napctl, or kubectl nap
+	stdinName   string
 }
 
 // formats are lint's -o.
@@ -70,6 +71,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for version-dependent checks")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding has this severity or higher: warning or error")
 	cli.Complete(cmd, "fail-on", "warning", "error")
+	cmd.Flags().StringVar(&f.stdinName, "stdin-filename", "", "the name findings give manifests read from stdin (default -): the chart's path, so that SARIF and file:line point into the repository")
 	cmd.Flags().StringVar(&f.config, "config", "", "configuration file: disable checks, change severities")
 	cmd.Flags().StringVar(&f.cluster, "cluster", "", "lint the live objects of the cluster of this kubeconfig (its current context) instead of files")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "with --cluster: only this namespace (default: every namespace)")
@@ -115,9 +117,12 @@ func run(streams cli.IOStreams, f *flags) error {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
 	findings := nlint.Lint(objs, opts)
-	if f.prog != "" && f.prog != "napctl" { // the hints name the command the user runs
-		for i := range findings {
+	for i := range findings {
+		if f.prog != "" && f.prog != "napctl" { // the hints name the command the user runs
 			findings[i].Hint = strings.ReplaceAll(findings[i].Hint, "napctl ", f.prog+" ")
+		}
+		if findings[i].File == "-" && f.stdinName != "" {
+			findings[i].File = f.stdinName
 		}
 	}
 	var out bytes.Buffer // nothing half-written: render fully, then write
