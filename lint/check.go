@@ -99,19 +99,19 @@ func Checks() []Check {
 
 // Finding is one problem found.
 type Finding struct {
-	ID        string   `json:"id"`
-	Severity  Severity `json:"-"`
-	Object    string   `json:"object"` // Kind/namespace/name
+	ID       string   `json:"id"`
+	Severity Severity `json:"-"`
+	Object   string   `json:"object"` // Kind/namespace/name
 	// Kind, Namespace and Name are Object's parts (Namespace empty when the object names
 	// none).
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	Container string   `json:"container,omitempty"`
-	File      string   `json:"file"`
-	Line      int      `json:"line"`
-	Message   string   `json:"message"`
-	Hint      string   `json:"hint,omitempty"`
+	Container string `json:"container,omitempty"`
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Message   string `json:"message"`
+	Hint      string `json:"hint,omitempty"`
 }
 
 // of names o as the finding's object.
