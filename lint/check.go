@@ -76,6 +76,7 @@ const (
 	NapVolumeMissing        = "nap-volume-missing"
 	AdaptiveAllowTooLow     = "adaptive-allow-below-probes"
 	NapOnWindows            = "nap-on-windows"
+	NapKeyMissing           = "nap-key-missing"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.

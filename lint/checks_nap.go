@@ -18,9 +18,32 @@ func napChecks() []Check {
 		Check{ID: NapVolumeNotExecutable, Title: "The nap volume is not executable", Severity: Error, Run: napVolumeNotExecutable},
 		Check{ID: NapArchMismatch, Title: "The nap binary's architecture contradicts the nodeSelector", Severity: Error, Run: napArchMismatch},
 		Check{ID: NapVolumeMissing, Title: "A container mounts nap without a nap volume", Severity: Error, Run: napVolumeMissing},
+		Check{ID: NapKeyMissing, Title: "The nap ConfigMap in the input lacks the key the pod mounts", Severity: Error, Run: napKeyMissing},
 		Check{ID: NapOnWindows, Title: "nap's binary in a pod that runs on Windows", Severity: Error, Run: napOnWindows},
 		Check{ID: AdaptiveAllowTooLow, Title: "nap's adaptive wait allows fewer connections than the pod's probes open", Severity: Warning, Run: adaptiveAllowTooLow},
 	}
+}
+
+// napKeyMissing: the nap ConfigMap is in the input, in the pod's namespace, but has no
+// key the pod's nap volume mounts (napctl configmap --arch amd64, a pod on arm64): the
+// kubelet cannot mount the volume, and the pod does not start.
+func napKeyMissing(_ *Context, w *Workload) []Finding {
+	var out []Finding
+	for _, v := range napVolumes(w.PodSpec) {
+		keys, ok := w.ConfigMapKeys[v.ConfigMap.Name]
+		if !ok {
+			continue // not in the input: nothing to say of it
+		}
+		for _, it := range v.ConfigMap.Items {
+			if !keys[it.Key] && (it.Path == kube.BinaryName || v.ConfigMap.Optional == nil || !*v.ConfigMap.Optional) {
+				out = append(out, Finding{
+					Message: fmt.Sprintf("volume %q mounts key %q of ConfigMap %s, which has no such key in this input: the pod's volume cannot be mounted", v.Name, it.Key, v.ConfigMap.Name),
+					Hint:    "add the architecture to the ConfigMap (napctl configmap --arch " + strings.Join(spec.Arches, ",") + ")",
+				})
+			}
+		}
+	}
+	return out
 }
 
 // napOnWindows: nap's binary is a Linux executable; on a Windows node its hook fails

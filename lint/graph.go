@@ -34,6 +34,9 @@ type Workload struct {
 	ServiceBackends []int32
 	PDBs            []PDB
 	HPAs            []autoscalingv2.HorizontalPodAutoscaler
+	// ConfigMapKeys are the keys (data and binaryData) of the ConfigMaps of the input in
+	// the workload's namespace, by name: what its ConfigMap volumes can mount.
+	ConfigMapKeys map[string]map[string]bool
 }
 
 // PDB is a PodDisruptionBudget with its source.
@@ -80,6 +83,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	pdbs := selectorIndex[PDB]{}
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
 	var mons monitors
+	configMaps := map[string]map[string]map[string]bool{} // namespace, name, key
 	for _, o := range objs {
 		switch {
 		case manifest.IsWorkload(o.Kind):
@@ -90,6 +94,22 @@ func Workloads(objs []*manifest.Object) []*Workload {
 			svcs = append(svcs, o)
 		case o.Kind == "ServiceMonitor" || o.Kind == "PodMonitor":
 			mons.add(o)
+		case o.Kind == "ConfigMap":
+			var cm corev1.ConfigMap
+			if o.Decode(&cm) != nil {
+				continue
+			}
+			keys := map[string]bool{}
+			for k := range cm.Data {
+				keys[k] = true
+			}
+			for k := range cm.BinaryData {
+				keys[k] = true
+			}
+			if configMaps[o.Namespace] == nil {
+				configMaps[o.Namespace] = map[string]map[string]bool{}
+			}
+			configMaps[o.Namespace][o.Name] = keys
 		case o.Kind == "PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
 			if o.Decode(&p) != nil {
@@ -119,6 +139,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 		w.Services = services.matches(w.Obj.Namespace, w.Labels)
 		w.PDBs = pdbs.matches(w.Obj.Namespace, w.Labels)
 		w.HPAs = append(w.HPAs, hpas[hpaKey{w.Obj.Namespace, w.Obj.Kind, w.Obj.Name}]...)
+		w.ConfigMapKeys = configMaps[w.Obj.Namespace]
 		n := w.MinReplicas()
 		if w.PerNode {
 			n = 2 // a DaemonSet: a pod on every node, never one for the whole Service
