@@ -22,7 +22,7 @@ FUZZ_INJECT := $(FUZZTIME)
 FUZZ_SNMP   := $(FUZZTIME)
 endif
 
-.PHONY: all build prereqs kube-bins ingress-bins containerd-bins cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
+.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
 
 all: build
 
@@ -60,6 +60,11 @@ ingress-bins:
 containerd-bins:
 	bash hack/containerd-bins.sh
 
+# helm and promtool (hack/tool-versions), built once into the cache: the tests run them
+# on the chart and the alerting rules as users do.
+tool-bins:
+	bash hack/tool-bins.sh
+
 # The two-node lab (hack/cluster.sh; needs root). Idempotent both ways.
 cluster-up: kube-bins ingress-bins containerd-bins
 	bash hack/cluster.sh up
@@ -85,7 +90,7 @@ e2e-downtime: cluster-up
 # The whole suite: unit and envtest tests (while the lab starts beside them), then the
 # end-to-end tests on it, torn down after (hack/test.sh), then bounded fuzzing. Nothing may skip for a
 # missing prerequisite (see internal/testenv).
-test: prereqs kube-bins ingress-bins containerd-bins build
+test: prereqs kube-bins ingress-bins containerd-bins tool-bins build
 	$(GO) vet ./...
 	GO=$(GO) bash hack/test.sh
 	$(MAKE) fuzz

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/serve"
 	nap "github.com/nap-k8s/nap/sleeper/spec"
@@ -319,14 +320,30 @@ func target(opts Options) traffic.Target {
 	return traffic.Target{Namespace: opts.Namespace, Service: Name, Prefix: "/" + Name}
 }
 
-// waitReady waits until the Deployment has every replica ready and no other pod.
+// ImagePullError is calibrate's pods failing to pull their image: said as soon as the
+// kubelet says so, not at the readiness deadline.
+type ImagePullError struct {
+	Image, Reason, Message string
+}
+
+func (e *ImagePullError) Error() string {
+	return fmt.Sprintf("the calibration pods cannot pull their image %s (%s: %s)", e.Image, e.Reason, e.Message)
+}
+
+// waitReady waits until the Deployment has every replica ready and no other pod; it
+// ends early with an ImagePullError.
 func waitReady(ctx context.Context, cs kubernetes.Interface, opts Options) error {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		d, err := cs.AppsV1().Deployments(opts.Namespace).Get(ctx, Name, metav1.GetOptions{})
+		pods, perr := cs.CoreV1().Pods(opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
+		if perr == nil {
+			if image, reason, msg := kube.ImagePullFailure(pods.Items); reason != "" {
+				return &ImagePullError{Image: image, Reason: reason, Message: msg}
+			}
+		}
 		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas == opts.Replicas && d.Status.Replicas == opts.Replicas {
-			pods, err := cs.CoreV1().Pods(opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + Name})
-			if err == nil && len(pods.Items) == int(opts.Replicas) {
+			if perr == nil && len(pods.Items) == int(opts.Replicas) {
 				return nil
 			}
 		}

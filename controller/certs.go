@@ -77,6 +77,9 @@ type Certs struct {
 	// Now is the clock (default time.Now); tests move it.
 	Now func() time.Time
 	Log logr.Logger
+	// Owners of the Secret it creates (the installation's ClusterRole: uninstalling
+	// nap removes it).
+	Owners []metav1.OwnerReference
 
 	cert atomic.Pointer[tls.Certificate]
 }
@@ -226,7 +229,7 @@ func (c *Certs) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 		if exists {
 			err = c.Client.Update(ctx, &s)
 		} else {
-			s.ObjectMeta = metav1.ObjectMeta{Name: c.SecretName, Namespace: c.Namespace, Labels: s.Labels}
+			s.ObjectMeta = metav1.ObjectMeta{Name: c.SecretName, Namespace: c.Namespace, Labels: s.Labels, OwnerReferences: c.Owners}
 			err = c.Client.Create(ctx, &s)
 		}
 		if err != nil {

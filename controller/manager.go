@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +31,9 @@ type ManagerOptions struct {
 	NamespaceSelector labels.Selector // the namespaces to publish into; nil: all
 	Exclude           []string        // namespaces never to publish into
 	Version           string          // the binaries' version, on the ConfigMap
+	// Owner is the installation's ClusterRole: it owns every ConfigMap published, so
+	// that uninstalling nap removes them from every namespace (the garbage collector).
+	Owner string
 
 	LeaderElect     bool
 	LeaderNamespace string
@@ -87,11 +93,21 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	for _, ns := range o.Exclude {
 		p.Exclude[strings.TrimSpace(ns)] = true
 	}
+	var owner *metav1.OwnerReference
+	if o.Owner != "" {
+		var cr rbacv1.ClusterRole
+		// The API reader: the cache does not hold ClusterRoles, nor need to.
+		if err := mgr.GetAPIReader().Get(context.Background(), client.ObjectKey{Name: o.Owner}, &cr); err != nil {
+			return nil, fmt.Errorf("the owner of the published ConfigMaps, ClusterRole %s: %w", o.Owner, err)
+		}
+		owner = &metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: cr.Name, UID: cr.UID}
+		p.OwnedBy(*owner)
+	}
 	if err := p.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if o.Webhook {
-		if err := addWebhook(mgr, cfg, o); err != nil {
+		if err := addWebhook(mgr, cfg, o, owner); err != nil {
 			return nil, err
 		}
 	}
@@ -118,7 +134,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // Certs runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owner *metav1.OwnerReference) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Not the manager's cached client: that would list and watch every Secret.
@@ -128,6 +144,9 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions) error {
 		}
 		certs := &Certs{Client: c, Namespace: o.Namespace, SecretName: o.SecretName,
 			Service: o.Service, WebhookConfiguration: o.Configuration, Log: o.Log.WithName("certs")}
+		if owner != nil {
+			certs.Owners = []metav1.OwnerReference{*owner}
+		}
 		if err := mgr.Add(certs); err != nil {
 			return err
 		}

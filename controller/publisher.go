@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -176,9 +177,25 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, nil
 	}
 	if p.matches(&have) {
-		return reconcile.Result{}, nil // no write when nothing changed
+		if p.owned(&have) {
+			return reconcile.Result{}, nil // no write when nothing changed
+		}
+		// A copy published before the installation owned its copies: adopt it.
+		adopted := have.DeepCopy()
+		adopted.OwnerReferences = append(adopted.OwnerReferences, p.Want.OwnerReferences...)
+		if err := p.Client.Update(ctx, adopted); err != nil {
+			if apierrors.IsConflict(err) || isTerminating(err) {
+				return reconcile.Result{Requeue: apierrors.IsConflict(err)}, nil
+			}
+			return reconcile.Result{}, err
+		}
+		lg.V(1).Info("the installation now owns the nap ConfigMap")
+		return reconcile.Result{}, nil
 	}
 	fixed := have.DeepCopy()
+	if !p.owned(fixed) {
+		fixed.OwnerReferences = append(fixed.OwnerReferences, p.Want.OwnerReferences...)
+	}
 	fixed.BinaryData = maps.Clone(p.Want.BinaryData)
 	fixed.Data = nil
 	fixed.Immutable = nil
@@ -223,6 +240,22 @@ func (p *Publisher) matches(cm *corev1.ConfigMap) bool {
 		}
 	}
 	return true
+}
+
+// owned tells whether a copy names the owners the Publisher gives its copies.
+func (p *Publisher) owned(cm *corev1.ConfigMap) bool {
+	for _, want := range p.Want.OwnerReferences {
+		if !slices.ContainsFunc(cm.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == want.UID }) {
+			return false
+		}
+	}
+	return true
+}
+
+// OwnedBy makes the cluster-scoped object ref the owner of every copy the Publisher
+// writes: deleting it (uninstalling nap) has the garbage collector remove them all.
+func (p *Publisher) OwnedBy(ref metav1.OwnerReference) {
+	p.Want.OwnerReferences = []metav1.OwnerReference{ref}
 }
 
 // isTerminating is the API server's refusal to create in a namespace being deleted.

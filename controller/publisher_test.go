@@ -8,13 +8,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nap-k8s/nap/configmap"
@@ -215,4 +218,64 @@ func TestPublisher(t *testing.T) {
 		}
 		consistently("no copy recreated in a terminating namespace", func() bool { _, err := get("shop-a"); return apierrors.IsNotFound(err) })
 	})
+}
+
+// TestPublisherOwner: with an owner (the installation's ClusterRole), every copy names
+// it, so that deleting it has the garbage collector remove them all; a copy published
+// without it is adopted, not counted as repaired.
+func TestPublisherOwner(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	// A second Publisher in this test binary: its controller's name again.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: CacheOptions(kube.ConfigMapName), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: Name}}
+	if err := c.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPublisher(mgr.GetClient(), mgr.GetEventRecorderFor("nap-controller"), kube.ConfigMapName, "v9.9.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy from before owners: the same content, no owner.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "old"}}); err != nil {
+		t.Fatal(err)
+	}
+	old := p.Want.DeepCopy()
+	old.Namespace = "old"
+	if err := c.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	p.OwnedBy(metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: owner.Name, UID: owner.UID})
+	if err := p.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(repaired)
+	go mgr.Start(ctx)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	ownedBy := func(ns string) bool {
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: kube.ConfigMapName}, &cm); err != nil {
+			return false
+		}
+		return len(cm.OwnerReferences) == 1 && cm.OwnerReferences[0].UID == owner.UID && cm.OwnerReferences[0].Kind == "ClusterRole" && p.matches(&cm)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !ownedBy("new") || !ownedBy("old"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s: copies owned by the ClusterRole: new %v, old %v", ownedBy("new"), ownedBy("old"))
+		}
+	}
+	if n := testutil.ToFloat64(repaired) - before; n != 0 {
+		t.Errorf("adopting a copy counted %v repairs", n)
+	}
 }

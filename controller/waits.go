@@ -47,6 +47,9 @@ func (w Waits) withDefaults() Waits {
 	return w
 }
 
+// Defaults is w with what it leaves unset filled in.
+func (w Waits) Defaults() Waits { return w.withDefaults() }
+
 // Options are opts with w's defaults.
 func (w Waits) Options(opts inject.Options) inject.Options {
 	w = w.withDefaults()

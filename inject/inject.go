@@ -68,6 +68,9 @@ const (
 	WaitAdaptive Wait = "adaptive" // until the pod's new connections stop, within Delay
 )
 
+// Waits are the waits, in the order help texts give them.
+var Waits = []Wait{WaitFixed, WaitAdaptive}
+
 // Delivery is how the nap binary reaches the container.
 type Delivery string
 
@@ -77,6 +80,9 @@ const (
 	DeliveryImage     Delivery = "image"     // an image volume: the kubelet pulls its node's architecture
 	DeliveryAuto      Delivery = "auto"      // image where every kubelet and runtime can, else configmap
 )
+
+// Deliveries are the deliveries, in the order help texts give them.
+var Deliveries = []Delivery{DeliveryConfigMap, DeliveryImage, DeliveryAuto}
 
 // Note is something Inject tells the user about the input without failing: a Job it
 // skipped, a preStop it left alone, an architecture it had to guess.

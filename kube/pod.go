@@ -1,5 +1,7 @@
 package kube
 
+import corev1 "k8s.io/api/core/v1"
+
 // The nap ConfigMap and how pods mount it.
 const (
 	ConfigMapName = "nap"  // the ConfigMap holding the binaries (its default name)
@@ -20,3 +22,22 @@ const InjectLabel = "nap.dev/inject"
 
 // KeyForArch is the ConfigMap key of the binary for arch ("nap-amd64").
 func KeyForArch(arch string) string { return "nap-" + arch }
+
+// pullFailures are the reasons the kubelet gives a container whose image it cannot get;
+// none of them passes by waiting a few seconds more.
+var pullFailures = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
+
+// ImagePullFailure is the first container of pods whose image the kubelet cannot pull:
+// its image and the kubelet's reason and message ("" when none).
+func ImagePullFailure(pods []corev1.Pod) (image, reason, message string) {
+	for _, p := range pods {
+		for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, s := range statuses {
+				if w := s.State.Waiting; w != nil && pullFailures[w.Reason] {
+					return s.Image, w.Reason, w.Message
+				}
+			}
+		}
+	}
+	return "", "", ""
+}

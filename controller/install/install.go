@@ -10,7 +10,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -58,6 +57,9 @@ type Options struct {
 	// every node mounts image volumes, at each admission).
 	Delivery inject.Delivery
 	NapImage string
+	// Replicas of the controller (default 2), and its Resources (default Resources()).
+	Replicas  int32
+	Resources *corev1.ResourceRequirements
 }
 
 // Admission is the way pods get their delay at admission.
@@ -81,7 +83,8 @@ var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
 //
 // The RBAC is the least the controller needs: cluster-wide, namespaces, nodes, Services
 // and pods (read), ConfigMaps (it publishes into every namespace; its cache lists only
-// its own name), Events (write; read FailedPreStopHook), pods/eviction only with
+// its own name; its own ClusterRole owns them, read by name), Events (write; read
+// FailedPreStopHook), pods/eviction only with
 // RollMissed, and its own MutatingWebhookConfiguration by name; in its namespace only, its
 // TLS Secret and its Lease. It cannot read any other Secret.
 func Objects(o Options) ([]runtime.Object, error) {
@@ -157,6 +160,9 @@ func Objects(o Options) ([]runtime.Object, error) {
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// The Reporter reads FailedPreStopHook events (its cache lists only those).
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}},
+			// Its own ClusterRole, the owner of the ConfigMaps it publishes: uninstalling
+			// nap removes them.
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{controller.Name}, Verbs: []string{"get"}},
 		}}
 	if o.RollMissed {
 		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})
@@ -199,6 +205,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	args := []string{"controller",
 		"--namespace=" + ns,
+		"--owner-cluster-role=" + controller.Name,
 	}
 	args = append(args, o.Waits.Args()...)
 	args = append(args,
@@ -233,7 +240,14 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	yes, no := true, false
 	uid := int64(65532)
-	replicas := int32(2)
+	replicas := cmp.Or(o.Replicas, 2)
+	if replicas < 1 {
+		return nil, fmt.Errorf("replicas %d: want at least 1", replicas)
+	}
+	resources := Resources()
+	if o.Resources != nil {
+		resources = *o.Resources
+	}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}, PeriodSeconds: 5}
 	}
@@ -267,10 +281,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 						Command: []string{kube.ControllerImageNapPath, "5s"}}}},
 					ReadinessProbe: probe("/readyz"),
 					LivenessProbe:  probe("/healthz"),
-					Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-						Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
-					},
+					Resources:      resources,
 					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
 						Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 					VolumeMounts: mounts,
@@ -334,12 +345,7 @@ func YAML(o Options) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		delete(u, "status") // nothing to say before the objects exist
-		if spec, ok := u["spec"].(map[string]any); ok && len(spec) == 0 {
-			delete(u, "spec")
-		}
-		dropNulls(u)
-		b, err := yaml.Marshal(u)
+		b, err := objectYAML(u)
 		if err != nil {
 			return nil, err
 		}
@@ -349,6 +355,16 @@ func YAML(o Options) ([]byte, error) {
 		out = append(out, b...)
 	}
 	return out, nil
+}
+
+// objectYAML is one object as YAML: no null fields, no empty status or spec.
+func objectYAML(u map[string]any) ([]byte, error) {
+	delete(u, "status") // nothing to say before the objects exist
+	if spec, ok := u["spec"].(map[string]any); ok && len(spec) == 0 {
+		delete(u, "spec")
+	}
+	dropNulls(u)
+	return yaml.Marshal(u)
 }
 
 // dropNulls removes null values (such as creationTimestamp) from v, recursively.
@@ -388,6 +404,20 @@ func DetectAdmission(d discovery.DiscoveryInterface) (a Admission, apiVersion, w
 		}
 	}
 	return AdmissionWebhook, "", "the API server serves no MutatingAdmissionPolicy API (Kubernetes 1.36+, or the beta API enabled on 1.34+)", nil
+}
+
+// NeedsWebhook says why o cannot be done by the MutatingAdmissionPolicy ("" when it
+// can): --admission auto then chooses the webhook, as the chart's nap.admission does.
+func NeedsWebhook(o Options) string {
+	switch {
+	case o.Scope.ByService():
+		return "--" + scope.Flag + " " + string(o.Scope) + " needs the webhook"
+	case o.Delivery == inject.DeliveryAuto:
+		return "--delivery auto needs the webhook"
+	case o.CertManager:
+		return "--cert-manager is for the webhook's certificate"
+	}
+	return ""
 }
 
 // policyImage is the image the policy delivers: NapImage with --delivery image, none

@@ -42,3 +42,13 @@ const VerdictAnnotation = "nap.dev/exit-1-is-a-verdict"
 func UsageError(cmd interface{ CommandPath() string }, err error) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
 }
+
+// ImageHint says how to get napctl's image into a registry the cluster pulls from, and
+// which flag then names it: until nap publishes its images, the default one is not.
+func ImageHint(flag string) string {
+	return "Build the image with\n" +
+		"  go run ./hack/images -o images.tar\n" +
+		"push it with\n" +
+		"  skopeo copy --all oci-archive:images.tar:docker.io/nap/napctl:e2e docker://REGISTRY/napctl:TAG\n" +
+		"and pass " + flag + " REGISTRY/napctl:TAG."
+}

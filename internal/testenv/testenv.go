@@ -3,6 +3,9 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -39,4 +42,38 @@ func RequireRoot(t testing.TB) {
 		}
 		t.Fatal(msg)
 	}
+}
+
+// Tool returns the path of a tool the tests run as users run it (hack/tool-versions:
+// helm, promtool), built into the cache by `make tool-bins`.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	versions := filepath.Join(filepath.Dir(file), "..", "..", "hack", "tool-versions")
+	b, err := os.ReadFile(versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != name {
+			continue
+		}
+		base := os.Getenv("NAP_CACHE")
+		if base == "" {
+			c := os.Getenv("XDG_CACHE_HOME")
+			if c == "" {
+				home, _ := os.UserHomeDir()
+				c = filepath.Join(home, ".cache")
+			}
+			base = filepath.Join(c, "nap")
+		}
+		p := filepath.Join(base, "tools", name+"-"+f[2], name)
+		if _, err := os.Stat(p); err != nil {
+			Missing(t, p, "tool-bins")
+		}
+		return p
+	}
+	t.Fatalf("%s names no tool %q", versions, name)
+	return ""
 }

@@ -115,6 +115,42 @@ func TestCalibrate(t *testing.T) {
 	}
 }
 
+// TestCalibrateImagePull: calibrate's pods cannot pull their image (a registry on the
+// nodes' loopback that refuses: no traffic leaves the machine). It says so within
+// seconds, naming the image and how to build and push one, exits 2, and deletes what
+// it created.
+func TestCalibrateImagePull(t *testing.T) {
+	t.Parallel()
+	cs := client(t)
+	ns := "nap-calibrate-pull"
+	image := "127.0.0.1:9/napctl:missing"
+	cmd := exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", image, "-o", "json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err := cmd.Run()
+	took := time.Since(began)
+	t.Logf("napctl calibrate with an image it cannot pull: %v after %v\n%s", err, took.Round(time.Second), stderr.String())
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("exit: %v, want 2", err)
+	}
+	for _, want := range []string{"cannot pull their image " + image, "go run ./hack/images", "--image REGISTRY/napctl:TAG"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q", want)
+		}
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout: %q, want nothing", stdout.String())
+	}
+	// Minutes was the readiness deadline; the kubelet says ErrImagePull within seconds.
+	if took > time.Minute {
+		t.Errorf("took %v to say the image cannot be pulled", took)
+	}
+	if n, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
+		t.Errorf("namespace %s left behind", ns)
+	}
+}
+
 // calibration is what napctl calibrate -o json reports.
 type calibration struct {
 	Rounds []struct {

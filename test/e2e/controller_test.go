@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,9 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/app"
+	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
@@ -53,19 +57,33 @@ func installController(t *testing.T, cs *kubernetes.Clientset, args ...string) (
 	}
 	manifests := out.Bytes()
 	policy := bytes.Contains(manifests, []byte("kind: MutatingAdmissionPolicy\n"))
-	// A namespace still terminating from an earlier run would refuse the new objects.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		ns, err := cs.CoreV1().Namespaces().Get(context.Background(), controller.DefaultNamespace, metav1.GetOptions{})
-		if err != nil || ns.DeletionTimestamp == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s is still terminating after a minute", controller.DefaultNamespace)
-		}
-	}
+	waitNamespaceGone(t, cs, controller.DefaultNamespace)
 	t.Log(strings.TrimSpace(kubectl(t, manifests, "apply", "-f", "-")))
 	uninstall = func() { kubectl(t, manifests, "delete", "--ignore-not-found", "--wait=false", "-f", "-") }
 	t.Cleanup(uninstall)
+	waitController(t, cs, policy)
+	return uninstall
+}
+
+// waitNamespaceGone waits while namespace ns is terminating (from an earlier test): it
+// would refuse new objects.
+func waitNamespaceGone(t *testing.T, cs *kubernetes.Clientset, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		ns, err := cs.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || ns.DeletionTimestamp == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s is still terminating after a minute", name)
+		}
+	}
+}
+
+// waitController waits until both of the controller's replicas are ready and, with the
+// webhook, its configuration's caBundle is set.
+func waitController(t *testing.T, cs *kubernetes.Clientset, policy bool) {
+	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -94,7 +112,6 @@ func installController(t *testing.T, cs *kubernetes.Clientset, args ...string) (
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	return uninstall
 }
 
 // dumpController logs the controller pods' state and logs, for a failed start.
@@ -182,14 +199,26 @@ func controllerMetric(t *testing.T, cs *kubernetes.Clientset, series string) flo
 	return total
 }
 
-// TestControllerRollout: nap installed as a user would (napctl install | kubectl apply),
-// a namespace opted in, a Deployment with no preStop of its own rolled out under load:
-// the controller published the ConfigMap, the webhook gave every pod the nap binary's
-// hook (a 4.5 s delay is not whole seconds, so not the native sleep), and no request
-// over a new connection failed (the plain app: see newClean).
+// TestControllerRollout: nap installed with its Helm chart (the real helm), a namespace
+// opted in, a Deployment with no preStop of its own rolled out under load: the
+// controller published the ConfigMap, the webhook gave every pod the nap binary's hook
+// (a 4.5 s delay is not whole seconds, so not the native sleep), and no request over a
+// new connection failed (the plain app: see newClean). Then `helm upgrade` rolls the
+// controller itself: its replicas hold on with nap's preStop until they are out of the
+// Service, so no admission misses the webhook. Then `helm uninstall` leaves nothing of
+// nap in the cluster: its objects, and the ConfigMap in every namespace, are gone.
 func TestControllerRollout(t *testing.T) {
 	cs := client(t)
-	installController(t, cs)
+	helm := helmCommand(t)
+	chart := filepath.Join(kubeenv.RepoRoot(), install.ChartDir)
+	ns := controller.DefaultNamespace
+	waitNamespaceGone(t, cs, ns)
+	colon := strings.LastIndex(controllerImage, ":")
+	t.Log(helm("install", "nap", chart, "--namespace", ns, "--create-namespace",
+		"--set", "image.repository="+controllerImage[:colon], "--set", "image.tag="+controllerImage[colon+1:], "--set", "wait.delay=5s"))
+	t.Cleanup(func() { helm("uninstall", "nap", "--namespace", ns, "--ignore-not-found") })
+	waitController(t, cs, false)
+
 	before := admissionsInjected(t, cs)
 	d := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaWebhook, rounds: 1}, 200)
 	t.Log(d.row())
@@ -200,11 +229,16 @@ func TestControllerRollout(t *testing.T) {
 		t.Errorf("the controllers' metrics count %d injections, want at least 6", n)
 	}
 
-	// The controller's own rollout: its replicas hold on with nap's preStop (/nap in its
-	// image) until they are out of the Service, so no admission misses the webhook.
+	// The controller's own rollout, by helm upgrade (a new default delay).
 	ctx := context.Background()
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"nap.dev/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
-	if _, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Patch(ctx, controller.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	old, err := cs.AppsV1().Deployments(ns).Get(ctx, controller.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgrade := exec.Command(testenv.Tool(t, "helm"), "--kubeconfig", kubeconfigPath(), "upgrade", "nap", chart, "--namespace", ns, "--reuse-values", "--set", "wait.delay=6s")
+	var upgradeOut bytes.Buffer
+	upgrade.Stdout, upgrade.Stderr = &upgradeOut, &upgradeOut
+	if err := upgrade.Start(); err != nil {
 		t.Fatal(err)
 	}
 	admitted, missed := 0, 0
@@ -213,27 +247,88 @@ func TestControllerRollout(t *testing.T) {
 		if !dryRunInjected(t, cs, d.ns, nil) {
 			missed++
 		}
-		dep, err := cs.AppsV1().Deployments(controller.DefaultNamespace).Get(ctx, controller.Name, metav1.GetOptions{})
+		dep, err := cs.AppsV1().Deployments(ns).Get(ctx, controller.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pods, err := cs.CoreV1().Pods(controller.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nap"})
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nap"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == 2 && dep.Status.ReadyReplicas == 2 && len(pods.Items) == 2 {
+		if dep.Generation > old.Generation && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == 2 && dep.Status.ReadyReplicas == 2 && len(pods.Items) == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
 			dumpController(t, cs)
-			t.Fatal("the controller's rollout is not done after 2 minutes")
+			t.Fatal("the controller's rollout is not done 2 minutes after helm upgrade")
 		}
 	}
+	if err := upgrade.Wait(); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, upgradeOut.String())
+	}
+	t.Log(upgradeOut.String())
 	t.Logf("during the controller's rollout: %d pod admissions, %d without the webhook", admitted, missed)
 	if missed > 0 {
 		t.Errorf("%d of %d pods admitted during the controller's rollout missed the webhook", missed, admitted)
 	}
-	noFailedPreStopHook(t, cs, controller.DefaultNamespace)
+	noFailedPreStopHook(t, cs, ns)
+
+	// helm uninstall: nothing of nap is left but the namespace helm created (and the
+	// controller's Lease in it, which client-go's leader election writes without owners).
+	t.Log(helm("uninstall", "nap", "--namespace", ns, "--wait"))
+	left := func() []string {
+		var out []string
+		sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + controller.Name}
+		if l, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, sel); err == nil && len(l.Items) > 0 {
+			out = append(out, "MutatingWebhookConfiguration")
+		}
+		if l, err := cs.RbacV1().ClusterRoles().List(ctx, sel); err == nil && len(l.Items) > 0 {
+			out = append(out, "ClusterRole")
+		}
+		if l, err := cs.RbacV1().ClusterRoleBindings().List(ctx, sel); err == nil && len(l.Items) > 0 {
+			out = append(out, "ClusterRoleBinding")
+		}
+		if l, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, s := range l.Items {
+				if s.Name == controller.TLSSecretName {
+					out = append(out, "Secret "+s.Name)
+				}
+			}
+		}
+		if l, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{}); err == nil && len(l.Items) > 0 {
+			out = append(out, "Deployment")
+		}
+		cms, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + kube.ConfigMapName})
+		if err != nil {
+			out = append(out, err.Error())
+		}
+		for _, cm := range cms.Items {
+			if cm.Labels[configmap.ManagedByLabel] == controller.ManagedBy {
+				out = append(out, "ConfigMap "+cm.Namespace+"/"+cm.Name)
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(time.Minute); len(left()) > 0; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after helm uninstall, left of nap: %v", left())
+		}
+	}
+}
+
+// helmCommand returns a runner of the real helm on the lab: its output, or the test
+// fails.
+func helmCommand(t *testing.T) func(args ...string) string {
+	t.Helper()
+	helm := testenv.Tool(t, "helm")
+	return func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(helm, append([]string{"--kubeconfig", kubeconfigPath()}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
 }
 
 // checkNapHook45: every demo pod in ns has the hook /nap/nap 4.5 (the webhook variants'

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -108,6 +109,10 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	if err != nil && ctx.Err() != nil {
 		// Interrupted: Run has deleted what it created; 130 as a shell reports SIGINT.
 		return &cli.ExitError{Code: 130, Err: fmt.Errorf("interrupted; what calibrate created in namespace %s is deleted", f.opts.Namespace)}
+	}
+	var pull *calibrate.ImagePullError
+	if errors.As(err, &pull) {
+		err = fmt.Errorf("%w; what calibrate created in namespace %s is deleted.\n%s", err, f.opts.Namespace, cli.ImageHint("--image"))
 	}
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}

@@ -30,6 +30,7 @@ type flags struct {
 	configMap         string
 	namespaceSelector string
 	exclude           []string
+	owner             string
 	leaderElect       bool
 	leaderNamespace   string
 	metricsAddr       string
@@ -67,6 +68,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the ConfigMap's name")
 	fl.StringVar(&f.namespaceSelector, "namespace-selector", "", "a label selector of the namespaces to publish into (default all)")
 	fl.StringSliceVar(&f.exclude, "exclude-namespaces", nil, "namespaces never to publish into")
+	fl.StringVar(&f.owner, "owner-cluster-role", "", "the installation's ClusterRole, made the owner of every ConfigMap published: deleting it (uninstalling nap) removes them from every namespace")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader (Lease), so that replicas can run side by side")
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "the Lease's namespace (default: the pod's)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics; 0 disables")
@@ -132,7 +134,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 		cfg.QPS = -1
 	}
 	o := controller.ManagerOptions{
-		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Version: version.Version,
+		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Owner: f.owner, Version: version.Version,
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
 		Webhook: f.webhook, Waits: f.waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,

@@ -46,11 +46,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			}
 			if !cmd.Flags().Changed("image") {
 				// Said on stderr, so that `napctl install | kubectl apply -f -` still works.
-				fmt.Fprintf(streams.ErrOut, "napctl install: note: %s is not published yet. Build the image with\n"+
-					"  go run ./hack/images -o images.tar\n"+
-					"push it with\n"+
-					"  skopeo copy --all oci-archive:images.tar:docker.io/nap/napctl:e2e docker://REGISTRY/napctl:TAG\n"+
-					"and install with --image REGISTRY/napctl:TAG.\n", install.DefaultImage)
+				fmt.Fprintf(streams.ErrOut, "napctl install: note: %s is not published yet. %s\n", install.DefaultImage, cli.ImageHint("--image"))
 			}
 			return nil
 		},
@@ -58,6 +54,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Namespace, "namespace", "n", controller.DefaultNamespace, "the controller's namespace")
 	fl.StringVar(&o.Image, "image", install.DefaultImage, "the controller's image (napctl)")
+	fl.Int32Var(&o.Replicas, "replicas", 2, "the controller's replicas")
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
 	cli.WaitFlags(fl, &o.Waits)
 	fl.StringVar((*string)(&o.Scope), scope.Flag, string(scope.OptIn), "which pods get the delay without an explicit opt-in: "+scope.Help())
@@ -92,8 +89,8 @@ func chooseAdmission(streams cli.IOStreams, o *install.Options, admission, kubec
 	if err != nil {
 		return fmt.Errorf("--admission auto: %w", err)
 	}
-	if a == install.AdmissionPolicy && o.Scope.ByService() {
-		a, why = install.AdmissionWebhook, why+", but --"+scope.Flag+" "+string(o.Scope)+" needs the webhook"
+	if need := install.NeedsWebhook(*o); a == install.AdmissionPolicy && need != "" {
+		a, why = install.AdmissionWebhook, why+", but "+need
 	}
 	o.Admission, o.PolicyAPIVersion = a, gv
 	fmt.Fprintf(streams.ErrOut, "napctl install: --admission auto: %s: %s\n", why, a)

@@ -1,0 +1,56 @@
+{{/* Generated (controller/install/chart.go): do not edit. */}}
+
+{{/* The controller's image: image.repository with image.digest, else image.tag (default the chart's appVersion). */}}
+{{- define "nap.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{/* admission.mode, auto resolved as napctl install --admission auto does: the
+MutatingAdmissionPolicy where the API server serves it, unless what the values ask needs
+the webhook (a policy that reads Services, delivery auto, cert-manager). */}}
+{{- define "nap.admission" -}}
+{{- if ne .Values.admission.mode "auto" -}}
+{{ .Values.admission.mode }}
+{{- else if and (or (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy")) (not (has .Values.policy (list "default" "audit"))) (ne .Values.delivery.mode "auto") (not .Values.certManager.enabled) -}}
+policy
+{{- else -}}
+webhook
+{{- end -}}
+{{- end }}
+
+{{/* A duration of the values in whole ms or s ("0", "1500ms", "2s"): nanoseconds, and as the hook's argument (hook.Arg). */}}
+{{- define "nap.ns" -}}
+{{- if eq . "0" -}}
+0
+{{- else if hasSuffix "ms" . -}}
+{{ mul (trimSuffix "ms" .) 1000000 }}
+{{- else -}}
+{{ mul (trimSuffix "s" .) 1000000000 }}
+{{- end -}}
+{{- end }}
+
+{{- define "nap.arg" -}}
+{{- $ns := include "nap.ns" . | int64 -}}
+{{- if eq (mod $ns 1000000000) 0 -}}
+{{ div $ns 1000000000 }}s
+{{- else -}}
+{{ div $ns 1000000 }}ms
+{{- end -}}
+{{- end }}
+
+{{/* The MutatingAdmissionPolicy's API: admission.policyAPIVersion, else the one the API server serves (v1 first). */}}
+{{- define "nap.policyAPIVersion" -}}
+{{- if .Values.admission.policyAPIVersion -}}
+{{ .Values.admission.policyAPIVersion }}
+{{- else if (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
+admissionregistration.k8s.io/v1
+{{- else if (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy") -}}
+admissionregistration.k8s.io/v1beta1
+{{- else -}}
+admissionregistration.k8s.io/v1
+{{- end -}}
+{{- end }}

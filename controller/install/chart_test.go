@@ -1,0 +1,213 @@
+package install
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/internal/testutil/golden"
+	"github.com/nap-k8s/nap/scope"
+)
+
+// charts/nap is what Chart generates (go test -update rewrites it), and nothing else.
+func TestChartGolden(t *testing.T) {
+	files, err := Chart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("..", "..", ChartDir)
+	var want []string
+	for name, b := range files {
+		want = append(want, name)
+		golden.Check(t, filepath.Join(dir, name), b)
+	}
+	var have []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			have = append(have, rel)
+		}
+		return nil
+	})
+	slices.Sort(want)
+	slices.Sort(have)
+	if !slices.Equal(want, have) {
+		t.Errorf("%s holds %v, the generator writes %v", dir, have, want)
+	}
+}
+
+// The chart and napctl install render the same objects for the same values (the chart
+// leaves the Namespace to helm install --create-namespace), and the chart refuses
+// what napctl install refuses, with its words: the real helm, helm template.
+func TestChartMatchesInstall(t *testing.T) {
+	helm := testenv.Tool(t, "helm")
+	// helm merges maps of values into the defaults: requests name both.
+	custom := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}}
+	const mapV1 = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
+	for _, tc := range []struct {
+		name, values string
+		apiVersions  []string // what the API server serves, for auto
+		namespace    string
+		opts         Options
+		refused      string // in helm's error
+		monitoring   bool   // and deploy/monitoring's objects
+	}{
+		{name: "defaults", opts: Options{}},
+		{name: "cert-manager", values: "certManager: {enabled: true}", opts: Options{CertManager: true}},
+		{name: "monitoring", namespace: "ops", values: "metrics: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboard: {enabled: true}}",
+			opts: Options{Namespace: "ops"}, monitoring: true},
+		{name: "custom", namespace: "platform-nap",
+			values: `image: {repository: registry.example/napctl, digest: "sha256:0123"}
+wait: {delay: 15s}
+namespaceSelector: team in (shop,search)
+excludeNamespaces: [kube-public, sandbox]
+rollMissed: true
+replicas: 3
+resources: {requests: {cpu: 50m, memory: 128Mi}, limits: {memory: 512Mi}}`,
+			opts: Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Waits: controller.Waits{Delay: "15s"},
+				NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}, RollMissed: true,
+				Replicas: 3, Resources: &custom}},
+		{name: "policy default", values: "policy: default", opts: Options{Scope: scope.Default}},
+		{name: "policy audit; tag", values: "policy: audit\nimage: {tag: v9}", opts: Options{Scope: scope.Audit, Image: "ghcr.io/nap-k8s/napctl:v9"}},
+		{name: "admission policy", values: "admission: {mode: policy}", opts: Options{Admission: AdmissionPolicy}},
+		{name: "admission policy beta", values: "admission: {mode: policy, policyAPIVersion: admissionregistration.k8s.io/v1beta1}\nwait: {delay: \"4.5\"}",
+			opts: Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Waits: controller.Waits{Delay: "4.5"}}},
+		{name: "delivery auto", values: "delivery: {mode: auto, napImage: registry.example/nap:1}", opts: Options{Delivery: inject.DeliveryAuto, NapImage: "registry.example/nap:1"}},
+		{name: "policy; delivery image", values: "admission: {mode: policy}\ndelivery: {mode: image, napImage: registry.example/nap:1}",
+			opts: Options{Admission: AdmissionPolicy, Delivery: inject.DeliveryImage, NapImage: "registry.example/nap:1"}},
+		{name: "adaptive", values: "wait: {mode: adaptive, max: 90s, min: 5s, quiet: 3s}",
+			opts: Options{Waits: controller.Waits{Wait: inject.WaitAdaptive, Max: "90s", Min: "5s", Quiet: "3s"}}},
+		{name: "policy adaptive", values: "admission: {mode: policy}\nwait: {mode: adaptive, max: 1500ms}",
+			opts: Options{Admission: AdmissionPolicy, Waits: controller.Waits{Wait: inject.WaitAdaptive, Max: "1500ms"}}},
+		{name: "policy adaptive; min and quiet", values: "admission: {mode: policy}\nwait: {mode: adaptive, max: 90s, min: 2500ms, quiet: 3000ms}",
+			opts: Options{Admission: AdmissionPolicy, Waits: controller.Waits{Wait: inject.WaitAdaptive, Max: "90s", Min: "2500ms", Quiet: "3000ms"}}},
+		{name: "refused: a quiet in ns", values: "wait: {quiet: 2000000000ns}", refused: "/wait/quiet"},
+		{name: "auto; served", values: "admission: {mode: auto}", apiVersions: []string{mapV1}, opts: Options{Admission: AdmissionPolicy}},
+		{name: "auto; default needs the webhook", values: "admission: {mode: auto}\npolicy: default", apiVersions: []string{mapV1},
+			opts: Options{Scope: scope.Default}},
+		{name: "auto; delivery auto needs the webhook", values: "admission: {mode: auto}\ndelivery: {mode: auto, napImage: registry.example/nap:1}", apiVersions: []string{mapV1},
+			opts: Options{Delivery: inject.DeliveryAuto, NapImage: "registry.example/nap:1"}},
+		{name: "auto; cert-manager needs the webhook", values: "admission: {mode: auto}\ncertManager: {enabled: true}", apiVersions: []string{mapV1},
+			opts: Options{CertManager: true}},
+		{name: "refused: policy and cert-manager", values: "admission: {mode: policy}\ncertManager: {enabled: true}",
+			refused: "--cert-manager issues the webhook's certificate"},
+		{name: "refused: policy audit", values: "admission: {mode: policy}\npolicy: audit", refused: "--policy audit needs the webhook"},
+		{name: "refused: policy; delivery auto", values: "admission: {mode: policy}\ndelivery: {mode: auto, napImage: r/nap:1}",
+			refused: "--delivery auto needs the webhook"},
+		{name: "refused: a delay", values: "wait: {delay: ten seconds}", refused: "/wait/delay"},
+		{name: "refused: a scope", values: "policy: everything", refused: "/policy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := cmp.Or(tc.namespace, controller.DefaultNamespace)
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(values, []byte(tc.values+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"template", "nap", filepath.Join("..", "..", ChartDir), "--namespace", ns, "-f", values}
+			for _, a := range tc.apiVersions {
+				args = append(args, "--api-versions", a)
+			}
+			out, err := exec.Command(helm, args...).Output()
+			if tc.refused != "" {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || !strings.Contains(string(ee.Stderr), tc.refused) {
+					t.Fatalf("helm template: want a refusal naming %q, got %v: %s", tc.refused, err, stderrOf(err))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("helm template: %v: %s", err, stderrOf(err))
+			}
+			got := docs(t, out)
+			want, err := YAML(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantDocs := docs(t, want)
+			if tc.monitoring {
+				mon, err := MonitoringObjects(ns)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, u := range mon {
+					b, err := objectYAML(u.Object)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantDocs = append(wantDocs, docs(t, b)...)
+				}
+			}
+			wantDocs = slices.DeleteFunc(wantDocs, func(d map[string]any) bool { return d["kind"] == "Namespace" })
+			key := func(d map[string]any) string { return fmt.Sprint(d["kind"]) }
+			slices.SortFunc(got, func(a, b map[string]any) int { return strings.Compare(key(a), key(b)) })
+			slices.SortFunc(wantDocs, func(a, b map[string]any) int { return strings.Compare(key(a), key(b)) })
+			if len(got) != len(wantDocs) {
+				t.Fatalf("helm template renders %d objects, napctl install %d (besides the Namespace):\n%s", len(got), len(wantDocs), out)
+			}
+			for i := range got {
+				if !reflect.DeepEqual(got[i], wantDocs[i]) {
+					g, _ := yaml.Marshal(got[i])
+					w, _ := yaml.Marshal(wantDocs[i])
+					t.Errorf("%s differs:\nhelm template:\n%s\nnapctl install:\n%s", key(got[i]), g, w)
+				}
+			}
+		})
+	}
+}
+
+// helm lint --strict finds nothing in the chart, with its defaults and with every
+// option set.
+func TestChartLint(t *testing.T) {
+	helm := testenv.Tool(t, "helm")
+	chart := filepath.Join("..", "..", ChartDir)
+	for _, set := range []string{"", "certManager.enabled=true,rollMissed=true,policy=default,wait.mode=adaptive,delivery.mode=auto,delivery.napImage=r/nap:1," +
+		"metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"} {
+		args := []string{"lint", "--strict", chart}
+		if set != "" {
+			args = append(args, "--set", set)
+		}
+		if out, err := exec.Command(helm, args...).CombinedOutput(); err != nil {
+			t.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
+}
+
+// docs are the objects of a YAML stream, as JSON would decode them.
+func docs(t *testing.T, stream []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, d := range strings.Split("\n"+string(stream), "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatalf("%v in\n%s", err, d)
+		}
+		if len(m) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
