@@ -22,7 +22,7 @@ FUZZ_INJECT := $(FUZZTIME)
 FUZZ_SNMP   := $(FUZZTIME)
 endif
 
-.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
+.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
 
 all: build
 
@@ -123,7 +123,14 @@ bench: prereqs build
 bench-controller: kube-bins
 	NAP_BENCH_CONTROLLER_OUT=$(CURDIR)/docs/controller-bench.md $(GO) test -count=1 -timeout 60m -run TestControllerBenchmarks -v ./internal/cli/controller
 
+# What a release publishes: the images (napctl with nap, nap alone; an OCI archive to push
+# with skopeo), the kubectl plugin for linux and darwin on amd64 and arm64 with their
+# sha256, and the krew manifest naming them. make dist VERSION=v0.1.0
+dist:
+	$(GO) run ./hack/dist -o dist -version $(VERSION)
+	$(GO) run ./hack/images -o dist/images.tar
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
 
 FORCE:
