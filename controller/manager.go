@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -62,6 +64,9 @@ type ManagerOptions struct {
 	Report       bool
 	RollMissed   bool
 	RollInterval time.Duration
+	// PolicyReports: the Reporter also keeps a policy report per namespace, in the
+	// format the API server serves (policyreport.Detect); none where it serves neither.
+	PolicyReports bool
 
 	Log logr.Logger
 }
@@ -119,6 +124,22 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		r := &Reporter{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Scope: installed, Kube: o.Kube,
 			Exclude: map[string]bool{o.Namespace: true, "kube-system": true}, Roll: o.RollMissed, RollInterval: o.RollInterval,
 			Log: o.Log.WithName("reporter")}
+		if o.PolicyReports {
+			d, err := discovery.NewDiscoveryClientForConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			f, ok, err := policyreport.Detect(d)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				r.Reports = &policyreport.Writer{Client: mgr.GetClient(), Format: f}
+				o.Log.Info("policy reports", "format", f.GroupVersion.WithKind(f.Kind).String())
+			} else {
+				o.Log.Info("policy reports: the API server serves neither OpenReports nor the wg-policy PolicyReport; none written")
+			}
+		}
 		if err := mgr.Add(r); err != nil {
 			return nil, err
 		}

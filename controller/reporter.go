@@ -19,6 +19,7 @@ import (
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -103,6 +104,10 @@ type Reporter struct {
 	Roll         bool
 	RollInterval time.Duration // default 1m
 
+	// Reports, when set, keeps a policy report per namespace of what is found
+	// (policyreport: OpenReports or the wg-policy PolicyReport).
+	Reports *policyreport.Writer
+
 	Log logr.Logger
 
 	reported map[findingKey]int // how many pods each finding had when last evented
@@ -145,6 +150,11 @@ func (r *Reporter) Pass(ctx context.Context) error {
 		return err
 	}
 	r.report(found)
+	if r.Reports != nil {
+		if err := r.Reports.Sync(ctx, Results(found)); err != nil {
+			r.Log.Error(err, "policy reports")
+		}
+	}
 	if r.Roll && len(notInjected) > 0 {
 		return r.roll(ctx, notInjected)
 	}
@@ -364,6 +374,25 @@ func (r *Reporter) roll(ctx context.Context, pods []corev1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// Results are the findings as policy report results, by namespace: one per workload,
+// reason and cause.
+func Results(found []Finding) map[string][]policyreport.Result {
+	out := map[string][]policyreport.Result{}
+	for _, f := range found {
+		severity := "medium"
+		if f.Reason == NotInjected || f.Reason == FailedPreStopHook {
+			severity = "high" // no delay at all
+		}
+		props := map[string]string{"pods": fmt.Sprint(len(f.Pods))}
+		if f.Cause != "" {
+			props["cause"] = f.Cause
+		}
+		out[f.Workload.Namespace] = append(out[f.Workload.Namespace], policyreport.Result{
+			Workload: *objectOf(f.Workload), Policy: string(f.Reason), Severity: severity, Message: f.Message, Properties: props})
+	}
+	return out
 }
 
 // objectOf is the workload as an event's involved object.

@@ -13,11 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -27,6 +31,10 @@ import (
 // then a roll.
 func TestReporter(t *testing.T) {
 	cfg, mgr := envtestManager(t)
+	crd := kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crd}}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go mgr.Start(ctx)
@@ -116,7 +124,8 @@ func TestReporter(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "api-2"}, Reason: "Killing", Type: corev1.EventTypeNormal})
 
 	rec := record.NewFakeRecorder(100)
-	r := &Reporter{Client: mgr.GetClient(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard()}
+	r := &Reporter{Client: mgr.GetClient(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard(),
+		Reports: &policyreport.Writer{Client: c, Format: policyreport.OpenReports}}
 	want := []string{
 		"Deployment/opted-in/api not-injected api-7d9f8c6b5-abcde,api-7d9f8c6b5-fghij",
 		"Deployment/plain/shell failed-prestop-hook/no-shell shell-6f7d8c9b4-q2w3e",
@@ -170,12 +179,35 @@ func TestReporter(t *testing.T) {
 	if v := testutil.ToFloat64(hookFailures.WithLabelValues("plain", "Deployment/shell", "no-shell")); v != 1 {
 		t.Errorf("nap_prestop_hook_failures{plain,Deployment/shell,no-shell} = %v, want 1", v)
 	}
-	// At rest: no new event.
+	// One OpenReports Report per namespace with findings, one result per finding.
+	report := func(ns string) (fails int64, rv string) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(policyreport.OpenReports.GroupVersion.WithKind(policyreport.OpenReports.Kind))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: policyreport.Name}, u); err != nil {
+			return -1, ""
+		}
+		fails, _, _ = unstructured.NestedInt64(u.Object, "summary", "fail")
+		return fails, u.GetResourceVersion()
+	}
+	rvs := map[string]string{}
+	for ns, want := range map[string]int64{"opted-in": 1, "defaulted": 1, "plain": 4, "opted-out": -1, "audited": -1} {
+		fails, rv := report(ns)
+		if fails != want {
+			t.Errorf("namespace %s: a report of %d failures, want %d (-1: none)", ns, fails, want)
+		}
+		rvs[ns] = rv
+	}
+	// At rest: no new event, no report written.
 	if err := r.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if e := drain(rec); len(e) != 0 {
 		t.Errorf("events at rest: %q", e)
+	}
+	for ns, rv := range rvs {
+		if _, now := report(ns); now != rv {
+			t.Errorf("namespace %s: the report was written at rest (%s → %s)", ns, rv, now)
+		}
 	}
 
 	// Rolling: one not-injected pod evicted per interval.

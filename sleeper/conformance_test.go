@@ -80,11 +80,18 @@ var conformance = []struct {
 	{name: "inf then invalid sleeps only the default", args: []string{"inf", "x"}, code: 2, stderr: invalidMsg("x"), sleep: 10 * time.Second},
 }
 
+// runtimeDeath tells whether a run ended in the Go runtime's own report of a signal
+// (a register and goroutine dump), which only comes before the program's main.
+func runtimeDeath(o outcome) bool {
+	return strings.Contains(o.stderr, "\nPC=") && strings.Contains(o.stderr, "\ngoroutine ")
+}
+
 // outcome is what one run did.
 type outcome struct {
 	code           int
 	stdout, stderr string
 	elapsed        time.Duration
+	after          time.Duration // when the signal was sent
 	err            error
 }
 
@@ -109,7 +116,7 @@ func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration, underQemu bool)
 		defer timer.Stop()
 	}
 	err := cmd.Wait()
-	o := outcome{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	o := outcome{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start), after: after}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
@@ -146,7 +153,16 @@ func TestConformance(t *testing.T) {
 	for i, im := range ims {
 		got[i] = make([]outcome, len(conformance))
 		for j, tc := range conformance {
-			wg.Go(func() { got[i][j] = run(im.command(tc.args...), tc.signal, tc.after, im.qemu != "") })
+			wg.Go(func() {
+				got[i][j] = run(im.command(tc.args...), tc.signal, tc.after, im.qemu != "")
+				// A signal that reached the reference (a Go program) before its main ran
+				// was the Go runtime's to handle, not the program's: under a heavy load
+				// its start can outlast `after`. Run such a case again, signalling later.
+				for after := tc.after; tc.signal != 0 && runtimeDeath(got[i][j]) && after < 8*time.Second; {
+					after *= 4
+					got[i][j] = run(im.command(tc.args...), tc.signal, after, im.qemu != "")
+				}
+			})
 		}
 	}
 	wg.Wait()
@@ -168,7 +184,7 @@ func TestConformance(t *testing.T) {
 				}
 				lo, hi := tc.sleep, tc.sleep+im.slack
 				if tc.signal != 0 {
-					lo, hi = tc.after, tc.after+im.slack
+					lo, hi = o.after, o.after+im.slack
 				}
 				if o.elapsed < lo || o.elapsed > hi {
 					t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)

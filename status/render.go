@@ -7,6 +7,11 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nap-k8s/nap/policyreport"
 )
 
 // Text writes the report for a person: a line per Service-backed workload, the
@@ -62,4 +67,63 @@ func oneLine(s string) string {
 		s = s[:117] + "..."
 	}
 	return s
+}
+
+// PolicyResults are r's unprotected workloads as policy report results, by namespace:
+// one per reason (lint's check ID; not-installed-webhook; failed-prestop-hook), the
+// vocabulary of the controller's reports where they overlap.
+func PolicyResults(r Report) map[string][]policyreport.Result {
+	out := map[string][]policyreport.Result{}
+	for _, ns := range r.Namespaces {
+		for _, w := range ns.Workloads {
+			if w.Safe {
+				continue
+			}
+			ref := corev1.ObjectReference{APIVersion: apiVersionOf(w.Kind), Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}
+			severity := "medium"
+			if w.Means == None || w.FailedPreStopHooks > 0 {
+				severity = "high" // no delay at all
+			}
+			props := map[string]string{"means": string(w.Means)}
+			for _, reason := range w.Reasons {
+				policy, msg, ok := strings.Cut(reason, ": ")
+				if !ok {
+					policy, msg = "webhook-not-installed", reason
+				}
+				out[w.Namespace] = append(out[w.Namespace], policyreport.Result{Workload: ref, Policy: policy, Severity: severity, Message: msg, Properties: props})
+			}
+			if w.FailedPreStopHooks > 0 {
+				out[w.Namespace] = append(out[w.Namespace], policyreport.Result{Workload: ref, Policy: "failed-prestop-hook", Severity: "high", Message: w.LastFailure,
+					Properties: map[string]string{"means": string(w.Means), "events": fmt.Sprint(w.FailedPreStopHooks), "cause": w.FailureCause}})
+			}
+		}
+	}
+	return out
+}
+
+// PolicyReports writes r as policy reports of format f, one YAML document each.
+func PolicyReports(w io.Writer, r Report, f policyreport.Format) error {
+	for i, rep := range policyreport.Reports(f, PolicyResults(r)) {
+		b, err := yaml.Marshal(rep.Object)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			io.WriteString(w, "---\n")
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func apiVersionOf(kind string) string {
+	switch kind {
+	case "Pod":
+		return "v1"
+	case "CronJob", "Job":
+		return "batch/v1"
+	}
+	return "apps/v1"
 }

@@ -1,10 +1,21 @@
 package status
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -82,6 +93,46 @@ func TestMeans(t *testing.T) {
 		r := Compute(Input{Objects: objs})
 		if len(r.Namespaces) != 1 || r.Namespaces[0].Workloads[0].Means != tc.want {
 			t.Errorf("preStop %s: %+v, want means %s", tc.preStop, r.Namespaces, tc.want)
+		}
+	}
+}
+
+// TestPolicyReports: the unprotected workloads as OpenReports Reports, one result per
+// reason and one for failed hooks (a golden file), and a real API server with
+// OpenReports' CRD accepts them (its schema).
+func TestPolicyReports(t *testing.T) {
+	objs, err := manifest.Read("fleet.yaml", []byte(fleet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Compute(Input{Objects: objs, NamespaceLabels: map[string]map[string]string{"shop": {scope.InjectLabel: scope.Enabled}},
+		Events: []Event{{Namespace: "shop", Pod: "api-7d9f8c6b5-abcde", Message: `exec: "/bin/sh": stat /bin/sh: no such file or directory`, Time: time.Unix(1e9, 0)}}})
+	var out bytes.Buffer
+	if err := PolicyReports(&out, r, policyreport.OpenReports); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/openreports.yaml", out.Bytes())
+	res := PolicyResults(r)["shop"]
+	if len(res) != 3 { // opted in without the webhook, no-prestop-delay, the failed hook
+		t.Errorf("%d results, want 3: %+v", len(res), res)
+	}
+
+	cfg := kubeenv.APIServer(t)
+	crd := kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crd}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rep := range policyreport.Reports(policyreport.OpenReports, PolicyResults(r)) {
+		if err := c.Create(ctx, rep, client.FieldValidation("Strict")); err != nil {
+			t.Errorf("the API server refuses %s/%s: %v", rep.GetNamespace(), rep.GetName(), err)
 		}
 	}
 }

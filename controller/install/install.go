@@ -24,6 +24,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -163,6 +164,9 @@ func Objects(o Options) ([]runtime.Object, error) {
 			// Its own ClusterRole, the owner of the ConfigMaps it publishes: uninstalling
 			// nap removes them.
 			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{controller.Name}, Verbs: []string{"get"}},
+			// The Reporter's policy reports, in whichever format the cluster serves.
+			{APIGroups: []string{policyreport.OpenReports.GroupVersion.Group, policyreport.WGPolicy.GroupVersion.Group},
+				Resources: []string{policyreport.OpenReports.Resource, policyreport.WGPolicy.Resource}, Verbs: []string{"get", "list", "create", "update", "delete"}},
 		}}
 	if o.RollMissed {
 		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})

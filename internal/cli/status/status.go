@@ -15,6 +15,7 @@ import (
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/live"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 	nstatus "github.com/nap-k8s/nap/status"
 )
@@ -30,7 +31,7 @@ type flags struct {
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "status [--kubeconfig FILE] [-n NAMESPACE] [-o text|json] [--fail-on unprotected]",
+		Use:   "status [--kubeconfig FILE] [-n NAMESPACE] [-o text|json|openreports|policyreport] [--fail-on unprotected]",
 		Short: "Show which Service-backed workloads terminate without dropping requests",
 		Long: "For every workload a Service sends traffic to (every namespace, or -n): whether its\n" +
 			"pods terminate safely (a preStop delay that fits the grace period, a readiness probe,\n" +
@@ -42,7 +43,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{cli.VerdictAnnotation: "1"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cli.CheckOutput(cmd, f.output, "text", "json"); err != nil {
+			if err := cli.CheckOutput(cmd, f.output, "text", "json", "openreports", "policyreport"); err != nil {
 				return err
 			}
 			return run(streams, f)
@@ -50,7 +51,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config); its current context")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
-	cli.OutputFlag(cmd, &f.output, "text", "json")
+	cli.OutputFlag(cmd, &f.output, "text", "json", "openreports", "policyreport")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
 	cli.Complete(cmd, "fail-on", "unprotected")
 	return cmd
@@ -66,9 +67,14 @@ func run(streams cli.IOStreams, f *flags) error {
 	}
 	r := nstatus.Compute(in)
 	var out bytes.Buffer // nothing half-written: render fully, then write
-	if f.output == "json" {
+	switch f.output {
+	case "json":
 		err = nstatus.JSON(&out, r)
-	} else {
+	case "openreports": // what the controller's Reporter writes, one Report per namespace
+		err = nstatus.PolicyReports(&out, r, policyreport.OpenReports)
+	case "policyreport":
+		err = nstatus.PolicyReports(&out, r, policyreport.WGPolicy)
+	default:
 		err = nstatus.Text(&out, r)
 	}
 	if err != nil {

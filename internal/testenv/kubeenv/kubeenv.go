@@ -2,6 +2,7 @@ package kubeenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -130,4 +131,15 @@ func APIServerWithWebhooks(t testing.TB, hooks ...*admissionregistrationv1.Mutat
 		}
 	})
 	return cfg, &env.WebhookInstallOptions
+}
+
+// ModuleFile is the path of a file of a module the build uses (as go.mod pins it), in
+// the module cache: for a dependency's CRDs.
+func ModuleFile(t testing.TB, module, rel string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		t.Fatalf("go list -m %s: %v", module, err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), rel)
 }
