@@ -23,7 +23,7 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/policyreport"
+	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -129,12 +129,12 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			if err != nil {
 				return nil, err
 			}
-			f, ok, err := policyreport.Detect(d)
+			f, ok, err := writer.Detect(d)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				r.Reports = &policyreport.Writer{Client: mgr.GetClient(), Format: f}
+				r.Reports = &writer.Writer{Client: mgr.GetClient(), Format: f}
 				o.Log.Info("policy reports", "format", f.GroupVersion.WithKind(f.Kind).String())
 			} else {
 				o.Log.Info("policy reports: the API server serves neither OpenReports nor the wg-policy PolicyReport; none written")

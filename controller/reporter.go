@@ -20,6 +20,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/policyreport"
+	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -106,7 +107,7 @@ type Reporter struct {
 
 	// Reports, when set, keeps a policy report per namespace of what is found
 	// (policyreport: OpenReports or the wg-policy PolicyReport).
-	Reports *policyreport.Writer
+	Reports *writer.Writer
 
 	Log logr.Logger
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/policyreport"
+	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -125,7 +126,7 @@ func TestReporter(t *testing.T) {
 
 	rec := record.NewFakeRecorder(100)
 	r := &Reporter{Client: mgr.GetClient(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard(),
-		Reports: &policyreport.Writer{Client: c, Format: policyreport.OpenReports}}
+		Reports: &writer.Writer{Client: c, Format: policyreport.OpenReports}}
 	want := []string{
 		"Deployment/opted-in/api not-injected api-7d9f8c6b5-abcde,api-7d9f8c6b5-fghij",
 		"Deployment/plain/shell failed-prestop-hook/no-shell shell-6f7d8c9b4-q2w3e",

@@ -1,0 +1,127 @@
+package writer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nap-k8s/nap/policyreport"
+)
+
+// Detect is the format the API server serves (OpenReports first), or ok false.
+func Detect(d discovery.DiscoveryInterface) (f policyreport.Format, ok bool, err error) {
+	for _, f := range policyreport.Formats {
+		l, err := d.ServerResourcesForGroupVersion(f.GroupVersion.String())
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return policyreport.Format{}, false, fmt.Errorf("asking the API server for %s: %w", f.GroupVersion, err)
+		}
+		for _, r := range l.APIResources {
+			if r.Name == f.Resource {
+				return f, true, nil
+			}
+		}
+	}
+	return policyreport.Format{}, false, nil
+}
+
+// content is what a report says, for comparing one written with one wanted.
+func content(u *unstructured.Unstructured) map[string]any {
+	out := map[string]any{}
+	for k, v := range u.Object {
+		if k != "metadata" && k != "apiVersion" && k != "kind" {
+			out[k] = v
+		}
+	}
+	b, _ := json.Marshal(out) // the API server's and ours, in the same JSON form
+	var norm map[string]any
+	json.Unmarshal(b, &norm)
+	return norm
+}
+
+// Writer keeps one report per namespace current.
+type Writer struct {
+	Client client.Client
+	Format policyreport.Format
+
+	written map[string]map[string]any // namespace → content, as last written or read
+}
+
+func (w *Writer) list() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(w.Format.GroupVersion.String())
+	l.SetKind(w.Format.Kind + "List")
+	return l
+}
+
+// Sync makes the reports say results (by namespace): created, updated where they
+// differ, deleted where a namespace has none left; nothing written where nothing
+// changed. The first Sync reads what an earlier run wrote.
+func (w *Writer) Sync(ctx context.Context, byNamespace map[string][]policyreport.Result) error {
+	if w.written == nil {
+		l := w.list()
+		if err := w.Client.List(ctx, l, client.MatchingLabels{policyreport.ManagedLabel: policyreport.ManagedBy}); err != nil {
+			return fmt.Errorf("listing %s: %w", w.Format.Resource, err)
+		}
+		w.written = map[string]map[string]any{}
+		for i := range l.Items {
+			if l.Items[i].GetName() == policyreport.Name {
+				w.written[l.Items[i].GetNamespace()] = content(&l.Items[i])
+			}
+		}
+	}
+	var errs []error
+	for ns := range w.written {
+		if len(byNamespace[ns]) > 0 {
+			continue
+		}
+		gone := policyreport.Report(w.Format, ns, nil)
+		if err := w.Client.Delete(ctx, gone); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		delete(w.written, ns)
+	}
+	for ns, results := range byNamespace {
+		if len(results) == 0 {
+			continue
+		}
+		want := policyreport.Report(w.Format, ns, results)
+		c := content(want)
+		if have, ok := w.written[ns]; ok && reflect.DeepEqual(have, c) {
+			continue
+		}
+		if err := w.put(ctx, want); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		w.written[ns] = c
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("writing %s: %v", w.Format.Resource, errs)
+	}
+	return nil
+}
+
+// put creates want, or updates the report there.
+func (w *Writer) put(ctx context.Context, want *unstructured.Unstructured) error {
+	err := w.Client.Create(ctx, want)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(w.Format.GroupVersion.WithKind(w.Format.Kind))
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return err
+	}
+	want.SetResourceVersion(have.GetResourceVersion())
+	return w.Client.Update(ctx, want)
+}

@@ -1,0 +1,102 @@
+package writer
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/policyreport"
+)
+
+var (
+	api = corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "api"}
+	web = corev1.ObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: "web", Name: "cache"}
+	r1  = policyreport.Result{Workload: api, Policy: "not-injected", Severity: "high", Message: "admitted while the webhook was down", Properties: map[string]string{"pods": "2"}}
+	r2  = policyreport.Result{Workload: api, Policy: "failed-prestop-hook", Severity: "high", Message: "exec: /bin/sh: not found", Properties: map[string]string{"pods": "1", "cause": "no-shell"}}
+	r3  = policyreport.Result{Workload: web, Policy: "grace-period-too-short", Severity: "medium", Message: "the grace period 10s does not cover the delay 15s"}
+)
+
+// On a real API server with OpenReports' CRD (its module's, as pinned in go.mod): Detect
+// finds it, the API server accepts the reports (its schema), Sync writes what changed
+// and only that, a new Writer (a restart) writes nothing that is already right, and a
+// namespace made clean loses its report.
+func TestWriterOpenReports(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := Detect(d); err != nil || ok {
+		t.Fatalf("Detect before the CRD: %v %v", ok, err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")}}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = discovery.NewDiscoveryClientForConfig(cfg)
+	f, ok, err := Detect(d)
+	if err != nil || !ok || f.Kind != policyreport.OpenReports.Kind {
+		t.Fatalf("Detect: %+v %v %v", f, ok, err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{"shop", "web"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(ns string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(f.GroupVersion.WithKind(f.Kind))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: policyreport.Name}, u); err != nil {
+			return nil
+		}
+		return u
+	}
+	fails := func(u *unstructured.Unstructured) int64 {
+		n, _, _ := unstructured.NestedInt64(u.Object, "summary", "fail")
+		return n
+	}
+	w := &Writer{Client: c, Format: f}
+	if err := w.Sync(ctx, map[string][]policyreport.Result{"shop": {r1, r2}, "web": {r3}}); err != nil {
+		t.Fatal(err)
+	}
+	shop, webRep := get("shop"), get("web")
+	if shop == nil || webRep == nil || fails(shop) != 2 || fails(webRep) != 1 {
+		t.Fatalf("reports after the first sync: shop %v, web %v", shop, webRep)
+	}
+	results, _, _ := unstructured.NestedSlice(shop.Object, "results")
+	if len(results) != 2 || results[0].(map[string]any)["policy"] != "failed-prestop-hook" {
+		t.Errorf("shop's results: %v", results)
+	}
+
+	// At rest: no write, from this Writer or from a new one.
+	for _, w := range []*Writer{w, {Client: c, Format: f}} {
+		if err := w.Sync(ctx, map[string][]policyreport.Result{"shop": {r2, r1}, "web": {r3}}); err != nil {
+			t.Fatal(err)
+		}
+		if s, r := get("shop"), get("web"); s.GetResourceVersion() != shop.GetResourceVersion() || r.GetResourceVersion() != webRep.GetResourceVersion() {
+			t.Errorf("a sync with nothing new wrote: shop %s → %s, web %s → %s", shop.GetResourceVersion(), s.GetResourceVersion(), webRep.GetResourceVersion(), r.GetResourceVersion())
+		}
+	}
+
+	// shop's hook is fixed, web is clean.
+	if err := w.Sync(ctx, map[string][]policyreport.Result{"shop": {r1}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := get("shop"); s == nil || fails(s) != 1 {
+		t.Errorf("shop after the fix: %v", s)
+	}
+	if r := get("web"); r != nil {
+		t.Errorf("web's report is left when web is clean")
+	}
+}
