@@ -77,8 +77,8 @@ const (
 	policyAPIHelper = `include "nap.policyAPIVersion" .`
 )
 
-func dimensions() []dimension {
-	var scopes, deliveries, waits []string
+// vocabularies are the names of the scopes, deliveries and waits.
+func vocabularies() (scopes, deliveries, waits []string) {
 	for _, s := range scope.All() {
 		scopes = append(scopes, string(s))
 	}
@@ -88,6 +88,11 @@ func dimensions() []dimension {
 	for _, w := range inject.Waits {
 		waits = append(waits, string(w))
 	}
+	return scopes, deliveries, waits
+}
+
+func dimensions() []dimension {
+	scopes, deliveries, waits := vocabularies()
 	return []dimension{
 		{values: []string{string(AdmissionWebhook), string(AdmissionPolicy)}, expr: eqExpr("(" + admissionHelper + ")"),
 			set: func(o *Options, v string) { o.Admission = Admission(v) }},
@@ -794,16 +799,7 @@ func indent(s, prefix string) string {
 // valuesSchema is values.schema.json: helm refuses what napctl's flags would.
 func valuesSchema() ([]byte, error) {
 	enum := func(vals []string) map[string]any { return map[string]any{"type": "string", "enum": vals} }
-	var scopes, deliveries, waits []string
-	for _, s := range scope.All() {
-		scopes = append(scopes, string(s))
-	}
-	for _, d := range inject.Deliveries {
-		deliveries = append(deliveries, string(d))
-	}
-	for _, w := range inject.Waits {
-		waits = append(waits, string(w))
-	}
+	scopes, deliveries, waits := vocabularies()
 	duration := map[string]any{"type": "string", "pattern": `^(([0-9]+[.]?[0-9]*|[.][0-9]+)|(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+)$`}
 	plain := map[string]any{"type": "string", "pattern": `^[^"'\s]*$`}
 	obj := func(props map[string]any, required ...string) map[string]any {

@@ -59,16 +59,7 @@ func Tool(t testing.TB, name string) string {
 		if len(f) != 3 || f[0] != name {
 			continue
 		}
-		base := os.Getenv("NAP_CACHE")
-		if base == "" {
-			c := os.Getenv("XDG_CACHE_HOME")
-			if c == "" {
-				home, _ := os.UserHomeDir()
-				c = filepath.Join(home, ".cache")
-			}
-			base = filepath.Join(c, "nap")
-		}
-		p := filepath.Join(base, "tools", name+"-"+f[2], name)
+		p := filepath.Join(Cache(), "tools", name+"-"+f[2], name)
 		if _, err := os.Stat(p); err != nil {
 			Missing(t, p, "tool-bins")
 		}
@@ -76,4 +67,18 @@ func Tool(t testing.TB, name string) string {
 	}
 	t.Fatalf("%s names no tool %q", versions, name)
 	return ""
+}
+
+// Cache is the folder the hack/*-bins.sh scripts build into: $NAP_CACHE, else
+// $XDG_CACHE_HOME/nap or ~/.cache/nap.
+func Cache() string {
+	if base := os.Getenv("NAP_CACHE"); base != "" {
+		return base
+	}
+	c := os.Getenv("XDG_CACHE_HOME")
+	if c == "" {
+		home, _ := os.UserHomeDir()
+		c = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(c, "nap")
 }

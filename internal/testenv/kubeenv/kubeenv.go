@@ -34,16 +34,7 @@ func KubeVersion() string {
 
 // KubeCache is where hack/kube-bins.sh puts the Kubernetes binaries of KubeVersion.
 func KubeCache() string {
-	base := os.Getenv("NAP_CACHE")
-	if base == "" {
-		c := os.Getenv("XDG_CACHE_HOME")
-		if c == "" {
-			home, _ := os.UserHomeDir()
-			c = filepath.Join(home, ".cache")
-		}
-		base = filepath.Join(c, "nap")
-	}
-	return filepath.Join(base, "kube", KubeVersion())
+	return filepath.Join(testenv.Cache(), "kube", KubeVersion())
 }
 
 // EnvtestAssets returns the folder holding etcd, kube-apiserver and kubectl for
