@@ -65,7 +65,7 @@ type ManagerOptions struct {
 	RollMissed   bool
 	RollInterval time.Duration
 	// PolicyReports: the Reporter also keeps a policy report per namespace, in the
-	// format the API server serves (policyreport.Detect); none where it serves neither.
+	// format the API server serves (writer.Detect); none where it serves neither.
 	PolicyReports bool
 
 	Log logr.Logger
@@ -98,21 +98,21 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	for _, ns := range o.Exclude {
 		p.Exclude[strings.TrimSpace(ns)] = true
 	}
-	var owner *metav1.OwnerReference
+	var owners []metav1.OwnerReference
 	if o.Owner != "" {
 		var cr rbacv1.ClusterRole
 		// The API reader: the cache does not hold ClusterRoles, nor need to.
 		if err := mgr.GetAPIReader().Get(context.Background(), client.ObjectKey{Name: o.Owner}, &cr); err != nil {
 			return nil, fmt.Errorf("the owner of the published ConfigMaps, ClusterRole %s: %w", o.Owner, err)
 		}
-		owner = &metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: cr.Name, UID: cr.UID}
-		p.OwnedBy(*owner)
+		owners = []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: cr.Name, UID: cr.UID}}
+		p.OwnedBy(owners[0])
 	}
 	if err := p.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if o.Webhook {
-		if err := addWebhook(mgr, cfg, o, owner); err != nil {
+		if err := addWebhook(mgr, cfg, o, owners); err != nil {
 			return nil, err
 		}
 	}
@@ -155,7 +155,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // Certs runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owner *metav1.OwnerReference) error {
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Not the manager's cached client: that would list and watch every Secret.
@@ -164,10 +164,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owner *met
 			return err
 		}
 		certs := &Certs{Client: c, Namespace: o.Namespace, SecretName: o.SecretName,
-			Service: o.Service, WebhookConfiguration: o.Configuration, Log: o.Log.WithName("certs")}
-		if owner != nil {
-			certs.Owners = []metav1.OwnerReference{*owner}
-		}
+			Service: o.Service, WebhookConfiguration: o.Configuration, Log: o.Log.WithName("certs"), Owners: owners}
 		if err := mgr.Add(certs); err != nil {
 			return err
 		}

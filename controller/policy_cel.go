@@ -73,7 +73,7 @@ func AdmissionPolicy(name string, o AdmissionPolicyOptions) (*admissionregistrat
 	if o.APIVersion != PolicyAPIV1 && o.APIVersion != PolicyAPIV1beta {
 		return nil, nil, fmt.Errorf("MutatingAdmissionPolicy API %q: want %s or %s", o.APIVersion, PolicyAPIV1, PolicyAPIV1beta)
 	}
-	o.Waits = o.Waits.withDefaults()
+	o.Waits = o.Waits.Defaults()
 	if o.ConfigMap == "" {
 		o.ConfigMap = kube.ConfigMapName
 	}

@@ -176,42 +176,37 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		lg.V(1).Info("published the nap ConfigMap")
 		return reconcile.Result{}, nil
 	}
-	if p.matches(&have) {
-		if p.owned(&have) {
-			return reconcile.Result{}, nil // no write when nothing changed
-		}
-		// A copy published before the installation owned its copies: adopt it.
-		adopted := have.DeepCopy()
-		adopted.OwnerReferences = append(adopted.OwnerReferences, p.Want.OwnerReferences...)
-		if err := p.Client.Update(ctx, adopted); err != nil {
-			if apierrors.IsConflict(err) || isTerminating(err) {
-				return reconcile.Result{Requeue: apierrors.IsConflict(err)}, nil
-			}
-			return reconcile.Result{}, err
-		}
-		lg.V(1).Info("the installation now owns the nap ConfigMap")
-		return reconcile.Result{}, nil
+	content := p.matches(&have)
+	if content && p.owned(&have) {
+		return reconcile.Result{}, nil // no write when nothing changed
 	}
 	fixed := have.DeepCopy()
 	if !p.owned(fixed) {
+		// A copy published before the installation owned its copies: adopt it.
 		fixed.OwnerReferences = append(fixed.OwnerReferences, p.Want.OwnerReferences...)
 	}
-	fixed.BinaryData = maps.Clone(p.Want.BinaryData)
-	fixed.Data = nil
-	fixed.Immutable = nil
-	if fixed.Labels == nil {
-		fixed.Labels = map[string]string{}
+	if !content {
+		fixed.BinaryData = maps.Clone(p.Want.BinaryData)
+		fixed.Data = nil
+		fixed.Immutable = nil
+		if fixed.Labels == nil {
+			fixed.Labels = map[string]string{}
+		}
+		if fixed.Annotations == nil {
+			fixed.Annotations = map[string]string{}
+		}
+		maps.Copy(fixed.Labels, p.Want.Labels)
+		maps.Copy(fixed.Annotations, p.Want.Annotations)
 	}
-	if fixed.Annotations == nil {
-		fixed.Annotations = map[string]string{}
-	}
-	maps.Copy(fixed.Labels, p.Want.Labels)
-	maps.Copy(fixed.Annotations, p.Want.Annotations)
 	if err := p.Client.Update(ctx, fixed); err != nil {
 		if apierrors.IsConflict(err) || isTerminating(err) {
 			return reconcile.Result{Requeue: apierrors.IsConflict(err)}, nil
 		}
 		return reconcile.Result{}, err
+	}
+	if content {
+		lg.V(1).Info("the installation now owns the nap ConfigMap")
+		return reconcile.Result{}, nil
 	}
 	repaired.Inc()
 	p.Recorder.Eventf(fixed, corev1.EventTypeNormal, "Repaired", "the nap ConfigMap was edited; its content was put back")

@@ -382,27 +382,24 @@ func (r *Reporter) roll(ctx context.Context, pods []corev1.Pod) error {
 func Results(found []Finding) map[string][]policyreport.Result {
 	out := map[string][]policyreport.Result{}
 	for _, f := range found {
-		severity := "medium"
+		severity := policyreport.Medium
 		if f.Reason == NotInjected || f.Reason == FailedPreStopHook {
-			severity = "high" // no delay at all
+			severity = policyreport.High // no delay at all
 		}
 		props := map[string]string{"pods": fmt.Sprint(len(f.Pods))}
 		if f.Cause != "" {
 			props["cause"] = f.Cause
 		}
 		out[f.Workload.Namespace] = append(out[f.Workload.Namespace], policyreport.Result{
-			Workload: *objectOf(f.Workload), Policy: string(f.Reason), Severity: severity, Message: f.Message, Properties: props})
+			Workload: f.Workload.Reference(), Policy: string(f.Reason), Severity: severity, Message: f.Message, Properties: props})
 	}
 	return out
 }
 
 // objectOf is the workload as an event's involved object.
 func objectOf(w WorkloadRef) *corev1.ObjectReference {
-	api := "apps/v1"
-	if w.Kind == "Pod" {
-		api = "v1"
-	}
-	return &corev1.ObjectReference{Kind: w.Kind, APIVersion: api, Namespace: w.Namespace, Name: w.Name}
+	ref := w.Reference()
+	return &ref
 }
 
 func firstN(s []string, n int) []string {

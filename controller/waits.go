@@ -37,8 +37,8 @@ const (
 	FlagQuiet = "quiet"
 )
 
-// withDefaults fills in what w leaves unset.
-func (w Waits) withDefaults() Waits {
+// Defaults is w with what it leaves unset filled in.
+func (w Waits) Defaults() Waits {
 	w.Wait = cmp.Or(w.Wait, inject.WaitFixed)
 	w.Delay = cmp.Or(strings.TrimSpace(w.Delay), kube.DefaultDelay)
 	w.Max = cmp.Or(strings.TrimSpace(w.Max), hook.Arg(nap.DefaultMax))
@@ -47,12 +47,9 @@ func (w Waits) withDefaults() Waits {
 	return w
 }
 
-// Defaults is w with what it leaves unset filled in.
-func (w Waits) Defaults() Waits { return w.withDefaults() }
-
 // Options are opts with w's defaults.
 func (w Waits) Options(opts inject.Options) inject.Options {
-	w = w.withDefaults()
+	w = w.Defaults()
 	opts.Wait, opts.Delay, opts.MaxDelay, opts.MinDelay, opts.Quiet = w.Wait, w.Delay, w.Max, w.Min, w.Quiet
 	return opts
 }
@@ -71,7 +68,7 @@ func (w Waits) Check(opts inject.Options) error {
 
 // Args are the controller's flags that give it w.
 func (w Waits) Args() []string {
-	w = w.withDefaults()
+	w = w.Defaults()
 	return []string{"--" + FlagWait + "=" + string(w.Wait), "--" + FlagDelay + "=" + w.Delay,
 		"--" + FlagMax + "=" + w.Max, "--" + FlagMin + "=" + w.Min, "--" + FlagQuiet + "=" + w.Quiet}
 }

@@ -15,6 +15,19 @@ type Workload struct {
 
 func (w Workload) String() string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
 
+// Reference is w as an object reference (an event's involved object, a report's
+// resource): its API version from its kind.
+func (w Workload) Reference() corev1.ObjectReference {
+	api := "apps/v1"
+	switch w.Kind {
+	case "Pod":
+		api = "v1"
+	case "Job", "CronJob":
+		api = "batch/v1"
+	}
+	return corev1.ObjectReference{Kind: w.Kind, APIVersion: api, Namespace: w.Namespace, Name: w.Name}
+}
+
 // WorkloadOf is the pod's controller; a ReplicaSet's pods belong to its Deployment,
 // whose name is the ReplicaSet's without the pod-template-hash suffix.
 func WorkloadOf(p *corev1.Pod) Workload {

@@ -71,6 +71,9 @@ const (
 // Waits are the waits, in the order help texts give them.
 var Waits = []Wait{WaitFixed, WaitAdaptive}
 
+// WaitNames are Waits' names.
+func WaitNames() []string { return names(Waits) }
+
 // Delivery is how the nap binary reaches the container.
 type Delivery string
 
@@ -83,6 +86,17 @@ const (
 
 // Deliveries are the deliveries, in the order help texts give them.
 var Deliveries = []Delivery{DeliveryConfigMap, DeliveryImage, DeliveryAuto}
+
+// DeliveryNames are Deliveries' names.
+func DeliveryNames() []string { return names(Deliveries) }
+
+func names[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
+}
 
 // Note is something Inject tells the user about the input without failing: a Job it
 // skipped, a preStop it left alone, an architecture it had to guess.

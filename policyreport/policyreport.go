@@ -39,6 +39,13 @@ const (
 	Category     = "zero-downtime termination"
 )
 
+// The severities nap gives: High where the pods get no delay at all, Medium where the
+// delay they get falls short.
+const (
+	High   = "high"
+	Medium = "medium"
+)
+
 // Result is one workload's finding of one kind.
 type Result struct {
 	Workload corev1.ObjectReference

@@ -66,8 +66,8 @@ type Options struct {
 	Retry bool
 }
 
-// withDefaults fills in what o leaves to Run: its timeout, modes and in-flight bound.
-func (o Options) withDefaults() Options {
+// Defaults fills in what o leaves to Run: its timeout, modes and in-flight bound.
+func (o Options) Defaults() Options {
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
@@ -130,7 +130,7 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	opts = opts.withDefaults()
+	opts = opts.Defaults()
 	slots := make(chan struct{}, opts.MaxInFlight)
 	req, err := http.NewRequest(http.MethodGet, opts.URL, nil)
 	if err != nil {

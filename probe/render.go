@@ -79,7 +79,7 @@ func (r *Report) Summarize(opts Options, elapsed time.Duration, cmd *CommandResu
 	for i := range buckets {
 		buckets[i].LatencyP99 = float64(r.bucketLat[i].quantile(0.99)) / float64(time.Millisecond)
 	}
-	opts = opts.withDefaults() // as Run used them
+	opts = opts.Defaults() // as Run used them
 	return Summary{
 		URL: opts.URL, Rate: opts.Rate, Retry: opts.Retry, MaxInFlight: opts.MaxInFlight, BucketSeconds: r.Bucket.Seconds(), DurationSeconds: elapsed.Seconds(),
 		Total: r.Total(), Modes: r.Totals, Outages: outages, LongestOutage: r.LongestOutage().Seconds(),

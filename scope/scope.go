@@ -73,6 +73,15 @@ func All() []Scope {
 	return out
 }
 
+// Names are All's names.
+func Names() []string {
+	names := make([]string, len(scopes))
+	for i, s := range scopes {
+		names[i] = string(s.scope)
+	}
+	return names
+}
+
 // Parse reads a scope's name.
 func Parse(s string) (Scope, error) {
 	for _, i := range scopes {
@@ -80,10 +89,7 @@ func Parse(s string) (Scope, error) {
 			return i.scope, nil
 		}
 	}
-	names := make([]string, len(scopes))
-	for i, s := range scopes {
-		names[i] = string(s.scope)
-	}
+	names := Names()
 	last := len(names) - 1
 	return "", fmt.Errorf("policy %q: want %s or %s", s, strings.Join(names[:last], ", "), names[last])
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/policyreport"
 )
 
@@ -79,10 +79,10 @@ func PolicyResults(r Report) map[string][]policyreport.Result {
 			if w.Safe {
 				continue
 			}
-			ref := corev1.ObjectReference{APIVersion: apiVersionOf(w.Kind), Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}
-			severity := "medium"
+			ref := hook.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Reference()
+			severity := policyreport.Medium
 			if w.Means == None || w.FailedPreStopHooks > 0 {
-				severity = "high" // no delay at all
+				severity = policyreport.High // no delay at all
 			}
 			props := map[string]string{"means": string(w.Means)}
 			for _, reason := range w.Reasons {
@@ -93,7 +93,7 @@ func PolicyResults(r Report) map[string][]policyreport.Result {
 				out[w.Namespace] = append(out[w.Namespace], policyreport.Result{Workload: ref, Policy: policy, Severity: severity, Message: msg, Properties: props})
 			}
 			if w.FailedPreStopHooks > 0 {
-				out[w.Namespace] = append(out[w.Namespace], policyreport.Result{Workload: ref, Policy: "failed-prestop-hook", Severity: "high", Message: w.LastFailure,
+				out[w.Namespace] = append(out[w.Namespace], policyreport.Result{Workload: ref, Policy: "failed-prestop-hook", Severity: policyreport.High, Message: w.LastFailure,
 					Properties: map[string]string{"means": string(w.Means), "events": fmt.Sprint(w.FailedPreStopHooks), "cause": w.FailureCause}})
 			}
 		}
@@ -116,14 +116,4 @@ func PolicyReports(w io.Writer, r Report, f policyreport.Format) error {
 		}
 	}
 	return nil
-}
-
-func apiVersionOf(kind string) string {
-	switch kind {
-	case "Pod":
-		return "v1"
-	case "CronJob", "Job":
-		return "batch/v1"
-	}
-	return "apps/v1"
 }

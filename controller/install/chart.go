@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -77,22 +78,8 @@ const (
 	policyAPIHelper = `include "nap.policyAPIVersion" .`
 )
 
-// vocabularies are the names of the scopes, deliveries and waits.
-func vocabularies() (scopes, deliveries, waits []string) {
-	for _, s := range scope.All() {
-		scopes = append(scopes, string(s))
-	}
-	for _, d := range inject.Deliveries {
-		deliveries = append(deliveries, string(d))
-	}
-	for _, w := range inject.Waits {
-		waits = append(waits, string(w))
-	}
-	return scopes, deliveries, waits
-}
-
 func dimensions() []dimension {
-	scopes, deliveries, waits := vocabularies()
+	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), inject.WaitNames()
 	return []dimension{
 		{values: []string{string(AdmissionWebhook), string(AdmissionPolicy)}, expr: eqExpr("(" + admissionHelper + ")"),
 			set: func(o *Options, v string) { o.Admission = Admission(v) }},
@@ -141,10 +128,29 @@ func dimensions() []dimension {
 // wait's MIN and QUIET in nanoseconds and as the hook's arguments (hook.Arg); the
 // chart's helpers compute both (values in whole ms or s).
 var policySubstitutions = []struct{ sentinel, expr string }{
-	{"1303000000", `{{ include "nap.ns" .Values.wait.min }}`},
-	{"2041000000", `{{ include "nap.ns" .Values.wait.quiet }}`},
+	{nanoseconds(sentMin), `{{ include "nap.ns" .Values.wait.min }}`},
+	{nanoseconds(sentQuiet), `{{ include "nap.ns" .Values.wait.quiet }}`},
 	{sentMin, `{{ include "nap.arg" .Values.wait.min }}`},
 	{sentQuiet, `{{ include "nap.arg" .Values.wait.quiet }}`},
+}
+
+func nanoseconds(d string) string {
+	v, err := time.ParseDuration(d)
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprint(v.Nanoseconds())
+}
+
+// leftovers are the forms a sentinel may take in Objects' output (its text; a
+// duration's number, nanoseconds and Go form): none may be left after substitution.
+func leftovers() []string {
+	out := []string{"sentinel", fmt.Sprint(sentReplicas)}
+	for _, d := range []string{sentDelay, sentMax, sentMin, sentQuiet} {
+		v, _ := time.ParseDuration(d)
+		out = append(out, strings.TrimRight(d, "ms"), nanoseconds(d), strings.TrimSuffix(v.String(), "s"))
+	}
+	return out
 }
 
 // substitutions turn a sentinel into the value's expression, in this order.
@@ -259,7 +265,7 @@ func Chart() (map[string][]byte, error) {
 		}
 	}
 
-	m := minimizer{dims: dims, variants: variants}
+	m := newMinimizer(dims, variants)
 	files := map[string][]byte{}
 	for _, s := range slots {
 		present := make([]bool, len(variants))
@@ -377,7 +383,7 @@ func substitute(kind, text string) (string, error) {
 		lines = append(lines[:i], append([]string{repl}, lines[j:]...)...)
 	}
 	text = strings.Join(lines, "\n")
-	for _, s := range []string{"sentinel", "7919", "11.0101", "61.0202", "1303", "2041", "1.303", "2.041"} {
+	for _, s := range leftovers() {
 		if strings.Contains(text, s) {
 			return "", fmt.Errorf("a sentinel (%s) is left where the chart does not know its value", s)
 		}
@@ -481,6 +487,32 @@ type literal struct {
 type minimizer struct {
 	dims     []dimension
 	variants [][]int
+	conjs    [][]literal // every conjunction of up to three literals of distinct dimensions
+}
+
+func newMinimizer(dims []dimension, variants [][]int) minimizer {
+	m := minimizer{dims: dims, variants: variants}
+	lits := m.literals()
+	for a := range lits {
+		m.conjs = append(m.conjs, []literal{lits[a]})
+	}
+	for a := range lits {
+		for b := a + 1; b < len(lits); b++ {
+			if lits[a].d != lits[b].d {
+				m.conjs = append(m.conjs, []literal{lits[a], lits[b]})
+			}
+		}
+	}
+	for a := range lits {
+		for b := a + 1; b < len(lits); b++ {
+			for c := b + 1; c < len(lits); c++ {
+				if lits[a].d != lits[b].d && lits[b].d != lits[c].d && lits[a].d != lits[c].d {
+					m.conjs = append(m.conjs, []literal{lits[a], lits[b], lits[c]})
+				}
+			}
+		}
+	}
+	return m
 }
 
 func (m minimizer) literals() []literal {
@@ -509,27 +541,7 @@ func (m minimizer) holds(conj []literal, vi int) bool {
 // on the others of universe (outside universe it may be either): one conjunction of up
 // to three literals where one does, else a disjunction of such conjunctions.
 func (m minimizer) condition(set, universe []bool) string {
-	lits := m.literals()
-	var conjs [][]literal
-	for a := range lits {
-		conjs = append(conjs, []literal{lits[a]})
-	}
-	for a := range lits {
-		for b := a + 1; b < len(lits); b++ {
-			if lits[a].d != lits[b].d {
-				conjs = append(conjs, []literal{lits[a], lits[b]})
-			}
-		}
-	}
-	for a := range lits {
-		for b := a + 1; b < len(lits); b++ {
-			for c := b + 1; c < len(lits); c++ {
-				if lits[a].d != lits[b].d && lits[b].d != lits[c].d && lits[a].d != lits[c].d {
-					conjs = append(conjs, []literal{lits[a], lits[b], lits[c]})
-				}
-			}
-		}
-	}
+	conjs := m.conjs
 	exact := func(conj []literal) (ok bool, covers int) {
 		for vi := range m.variants {
 			if !universe[vi] {
@@ -799,7 +811,7 @@ func indent(s, prefix string) string {
 // valuesSchema is values.schema.json: helm refuses what napctl's flags would.
 func valuesSchema() ([]byte, error) {
 	enum := func(vals []string) map[string]any { return map[string]any{"type": "string", "enum": vals} }
-	scopes, deliveries, waits := vocabularies()
+	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), inject.WaitNames()
 	duration := map[string]any{"type": "string", "pattern": `^(([0-9]+[.]?[0-9]*|[.][0-9]+)|(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+)$`}
 	plain := map[string]any{"type": "string", "pattern": `^[^"'\s]*$`}
 	obj := func(props map[string]any, required ...string) map[string]any {

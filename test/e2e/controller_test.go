@@ -235,7 +235,7 @@ func TestControllerRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upgrade := exec.Command(testenv.Tool(t, "helm"), "--kubeconfig", kubeconfigPath(), "upgrade", "nap", chart, "--namespace", ns, "--reuse-values", "--set", "wait.delay=6s")
+	upgrade := helmCmd(t, "upgrade", "nap", chart, "--namespace", ns, "--reuse-values", "--set", "wait.delay=6s")
 	var upgradeOut bytes.Buffer
 	upgrade.Stdout, upgrade.Stderr = &upgradeOut, &upgradeOut
 	if err := upgrade.Start(); err != nil {
@@ -316,14 +316,18 @@ func TestControllerRollout(t *testing.T) {
 	}
 }
 
-// helmCommand returns a runner of the real helm on the lab: its output, or the test
-// fails.
+// helmCmd is the real helm on the lab, with args.
+func helmCmd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	return exec.Command(testenv.Tool(t, "helm"), append([]string{"--kubeconfig", kubeconfigPath()}, args...)...)
+}
+
+// helmCommand returns a runner of helmCmd: its output, or the test fails.
 func helmCommand(t *testing.T) func(args ...string) string {
 	t.Helper()
-	helm := testenv.Tool(t, "helm")
 	return func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(helm, append([]string{"--kubeconfig", kubeconfigPath()}, args...)...).CombinedOutput()
+		out, err := helmCmd(t, args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}

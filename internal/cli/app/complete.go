@@ -13,22 +13,12 @@ import (
 // the shell wherever a command has them. A command's own enumerations (-o, --fail-on)
 // are completed where they are defined (cli.OutputFlag, cli.Complete).
 func vocabulary() map[string][]string {
-	var scopes, deliveries, waits []string
-	for _, s := range scope.All() {
-		scopes = append(scopes, string(s))
-	}
-	for _, d := range inject.Deliveries {
-		deliveries = append(deliveries, string(d))
-	}
-	for _, w := range inject.Waits {
-		waits = append(waits, string(w))
-	}
 	return map[string][]string{
 		"mode":     {string(inject.ModeAuto), string(inject.ModeNative), string(inject.ModeBinary)},
-		"delivery": deliveries,
-		"wait":     waits,
+		"delivery": inject.DeliveryNames(),
+		"wait":     inject.WaitNames(),
 		"arch":     spec.Arches,
-		scope.Flag: scopes,
+		scope.Flag: scope.Names(),
 	}
 }
 
