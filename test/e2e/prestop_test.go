@@ -276,16 +276,17 @@ func TestNativeSleepPreStop(t *testing.T) {
 	}
 }
 
-// The usual preStop, `sh -c "sleep 5"`, cannot run in a scratch image: the kubelet
+// The usual preStop, `sh -c "sleep 20"`, cannot run in a scratch image: the kubelet
 // reports FailedPreStopHook and the container gets SIGTERM at once — the dropped
-// requests nap exists to end.
+// requests nap exists to end. The sleep is long so that a slow deletion under the
+// parallel tests' load (5.2 s once, with no sleep at all) cannot pass for it.
 func TestShellPreStopFails(t *testing.T) {
 	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
 	ns := namespace(t, cs)
 	withShell := strings.Replace(appDeployment, "        readinessProbe:", `        lifecycle:
           preStop:
-            exec: {command: ["/bin/sh", "-c", "sleep 5"]}
+            exec: {command: ["/bin/sh", "-c", "sleep 20"]}
         readinessProbe:`, 1)
 	// A Service makes it a workload `napctl status` judges.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "app"},
@@ -299,8 +300,8 @@ func TestShellPreStopFails(t *testing.T) {
 	if !hasReason(reasons, "FailedPreStopHook") {
 		t.Errorf("no FailedPreStopHook event: %q", reasons)
 	}
-	if took >= 5*time.Second {
-		t.Errorf("terminated in %v: as if the shell had slept", took)
+	if took >= 15*time.Second {
+		t.Errorf("terminated in %v: as if the shell had slept (20 s)", took)
 	}
 
 	// napctl status shows the failure on the Deployment, with its cause.
@@ -319,7 +320,7 @@ func TestShellPreStopFails(t *testing.T) {
 	w := rep.Namespaces[0].Workloads[0]
 	// The kubelet's event gives no reason (so that no secret leaks): the cause comes
 	// from the hook.
-	if w.FailedPreStopHooks < 1 || !strings.Contains(w.FailureCause, `"/bin/sh -c sleep 5"`) || w.Safe {
+	if w.FailedPreStopHooks < 1 || !strings.Contains(w.FailureCause, `"/bin/sh -c sleep 20"`) || w.Safe {
 		t.Errorf("napctl status: %+v, want its FailedPreStopHook with the hook's /bin/sh as the cause, and not safe", w)
 	}
 	t.Logf("napctl status: %d FailedPreStopHook, last %q: %s", w.FailedPreStopHooks, w.LastFailure, w.FailureCause)
