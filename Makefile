@@ -4,8 +4,10 @@
 GO       ?= go
 BIN      := bin
 PKG      := github.com/nap-k8s/nap
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)
-LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
+# VERSION stamps a release (make dist VERSION=v0.1.0); unset, binaries carry
+# internal/version's, which the chart's appVersion and the lab's images share.
+VERSION  ?=
+LDFLAGS  := -s -w $(if $(VERSION),-X $(PKG)/internal/version.Version=$(VERSION))
 # Bounded fuzzing in `make test`, by input counts (5 to 12 s each on the 2-core machine):
 # a time bound can end while a worker minimises a new input, and Go's fuzzer then fails
 # with "context deadline exceeded" (seen in CI). For a longer local run: make fuzz FUZZTIME=10m
@@ -22,7 +24,7 @@ FUZZ_INJECT := $(FUZZTIME)
 FUZZ_SNMP   := $(FUZZTIME)
 endif
 
-.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime test unit fuzz bench bench-controller clean FORCE
+.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller clean FORCE
 
 all: build
 
@@ -87,6 +89,13 @@ e2e-downtime: cluster-up
 	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md NAP_DOWNTIME_ONLY='$(NAP_DOWNTIME_ONLY)' \
 		$(GO) test -count=1 -timeout 150m -run TestDowntimeExperiment -v ./test/e2e
 
+# The README's picture: TestIngressDowntime's two probe reports (a rolling restart behind
+# the ingress, without a delay and with nap's) into docs/proof, drawn as
+# docs/proof/rollout.svg by the probe's own plot.
+proof-picture: cluster-up
+	NAP_PROOF_OUT=$(CURDIR)/docs/proof $(GO) test -count=1 -timeout 10m -run 'TestIngressDowntime$$' -v ./test/e2e
+	$(GO) test -count=1 -run TestProofPicture ./probe -update
+
 # The whole suite: unit and envtest tests (while the lab starts beside them), then the
 # end-to-end tests on it, torn down after (hack/test.sh), then bounded fuzzing. Nothing may skip for a
 # missing prerequisite (see internal/testenv).
@@ -127,8 +136,9 @@ bench-controller: kube-bins
 # with skopeo), the kubectl plugin for linux and darwin on amd64 and arm64 with their
 # sha256, and the krew manifest naming them. make dist VERSION=v0.1.0
 dist:
+	$(if $(VERSION),,$(error make dist needs VERSION, such as make dist VERSION=v0.1.0))
 	$(GO) run ./hack/dist -o dist -version $(VERSION)
-	$(GO) run ./hack/images -o dist/images.tar
+	$(GO) run ./hack/images -version $(VERSION) -o dist/images.tar
 
 clean:
 	rm -rf $(BIN) dist

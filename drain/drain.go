@@ -60,6 +60,15 @@ type Server interface {
 	Close() error
 }
 
+// A Server may also say when the drain begins and what it cuts off. Run calls
+// StartDrain at the first signal, as readiness turns off (a gRPC health service then
+// reports NOT_SERVING); InFlight is what a CutOffError counts (by default the HTTP
+// requests of the server given to New).
+type (
+	StartDrainer interface{ StartDrain() }
+	InFlighter   interface{ InFlight() int64 }
+)
+
 // The phases of a Drainer.
 const (
 	phaseServing int32 = iota
@@ -78,7 +87,8 @@ type Drainer struct {
 }
 
 // New returns a Drainer for srv. srv.Handler (or http.DefaultServeMux) is wrapped when
-// serving starts, so handlers may be added to it after New.
+// serving starts, so handlers may be added to it after New. srv may be nil for a
+// Drainer that only Runs another Server (gRPC: package grpcdrain).
 func New(srv *http.Server, opts Options) *Drainer {
 	d := &Drainer{srv: srv, opts: opts, log: opts.Logger}
 	if d.log == nil {
@@ -145,7 +155,11 @@ func (d *Drainer) Liveness() http.Handler {
 
 // OnShutdown registers f to run when Shutdown starts, after the delay: the place to tell
 // hijacked connections (WebSockets), which Shutdown does not track, to close.
-func (d *Drainer) OnShutdown(f func()) { d.srv.RegisterOnShutdown(f) }
+func (d *Drainer) OnShutdown(f func()) {
+	if d.srv != nil {
+		d.srv.RegisterOnShutdown(f)
+	}
+}
 
 // wrap counts requests in flight and asks clients to leave while draining:
 // "Connection: close" ends an HTTP/1.1 connection after the response, and Go's HTTP/2
@@ -169,6 +183,9 @@ func (d *Drainer) wrap() {
 
 // ListenAndServe listens on srv.Addr (":http" if empty) and serves until drained.
 func (d *Drainer) ListenAndServe(ctx context.Context) error {
+	if d.srv == nil {
+		return errNoHTTP
+	}
 	l, err := listen(d.srv.Addr, ":http")
 	if err != nil {
 		return err
@@ -178,6 +195,9 @@ func (d *Drainer) ListenAndServe(ctx context.Context) error {
 
 // ListenAndServeTLS is ListenAndServe with TLS, as http.Server.ListenAndServeTLS.
 func (d *Drainer) ListenAndServeTLS(ctx context.Context, certFile, keyFile string) error {
+	if d.srv == nil {
+		return errNoHTTP
+	}
 	l, err := listen(d.srv.Addr, ":https")
 	if err != nil {
 		return err
@@ -199,6 +219,9 @@ func listen(addr, def string) (net.Listener, error) {
 // GetConfigForClient. A TLSConfig with none of them is an error: a server configured
 // for TLS never falls back to plain HTTP.
 func (d *Drainer) Serve(ctx context.Context, l net.Listener) error {
+	if d.srv == nil {
+		return errNoHTTP
+	}
 	if c := d.srv.TLSConfig; c != nil {
 		if len(c.Certificates) == 0 && c.GetCertificate == nil && c.GetConfigForClient == nil {
 			return errors.New("drain: srv.TLSConfig has no certificate source (Certificates, GetCertificate or GetConfigForClient)")
@@ -228,10 +251,12 @@ func (h httpServer) Serve() error {
 func (h httpServer) Shutdown(ctx context.Context) error { return h.srv.Shutdown(ctx) }
 func (h httpServer) Close() error                       { return h.srv.Close() }
 
+var errNoHTTP = errors.New("drain: no http.Server: New(nil, ...) only Runs other servers")
+
 // CutOffError is returned when the drain did not finish in time, or a second signal
 // forced it: the remaining connections were closed.
 type CutOffError struct {
-	Requests int64         // requests in flight when the connections were closed (HTTP only)
+	Requests int64         // requests (RPCs, streams) in flight when the connections were closed
 	After    time.Duration // time from the first signal
 	Forced   bool          // a second signal, not the timeout
 }
@@ -266,8 +291,15 @@ func (d *Drainer) Run(ctx context.Context, s Server) error {
 	}
 	start := d.opts.Clock.Now()
 	d.phase.Store(phaseDelaying)
+	if sd, ok := s.(StartDrainer); ok {
+		sd.StartDrain()
+	}
+	inflight := d.inflight.Load
+	if f, ok := s.(InFlighter); ok {
+		inflight = f.InFlight
+	}
 	forced := func() error {
-		n := d.inflight.Load()
+		n := inflight()
 		s.Close()
 		err := &CutOffError{Requests: n, After: d.opts.Clock.Now().Sub(start), Forced: true}
 		d.log.Error("drain: second signal", "err", err)
@@ -284,7 +316,7 @@ func (d *Drainer) Run(ctx context.Context, s Server) error {
 
 	d.phase.Store(phaseShuttingDown)
 	budget := d.opts.Timeout - d.opts.Delay
-	d.log.Info("drain: shutting down", "budget", budget, "in_flight", d.inflight.Load())
+	d.log.Info("drain: shutting down", "budget", budget, "in_flight", inflight())
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	shut := make(chan error, 1)
@@ -300,7 +332,7 @@ func (d *Drainer) Run(ctx context.Context, s Server) error {
 		d.log.Info("drain: done", "took", d.opts.Clock.Now().Sub(start))
 		return nil
 	case <-d.opts.Clock.After(budget):
-		n := d.inflight.Load()
+		n := inflight()
 		cancel()
 		s.Close()
 		err := &CutOffError{Requests: n, After: d.opts.Clock.Now().Sub(start)}

@@ -251,3 +251,23 @@ func serveLoopback(t *testing.T, d *Drainer) (net.Listener, context.CancelFunc, 
 	go func() { done <- d.Serve(ctx, l) }()
 	return l, cancel, done
 }
+
+// A Drainer made without an http.Server runs other servers only: its HTTP entry points
+// say so instead of panicking, and OnShutdown is a no-op.
+func TestNoHTTPServer(t *testing.T) {
+	d := New(nil, Options{Delay: time.Millisecond, Timeout: time.Second})
+	d.OnShutdown(func() {})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for name, err := range map[string]error{
+		"ListenAndServe": d.ListenAndServe(context.Background()),
+		"Serve":          d.Serve(context.Background(), l),
+	} {
+		if !errors.Is(err, errNoHTTP) {
+			t.Errorf("%s: %v, want %v", name, err, errNoHTTP)
+		}
+	}
+}

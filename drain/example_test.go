@@ -25,7 +25,8 @@ func ExampleDrainer_ListenAndServe() {
 	}
 }
 
-// grpcLike stands for a *grpc.Server: Serve(l), GracefulStop(), Stop().
+// grpcLike stands for a server of another kind: Serve(l), GracefulStop(), Stop() (for
+// gRPC itself, package drain/grpcdrain does all of this).
 type grpcLike interface {
 	Serve(net.Listener) error
 	GracefulStop()

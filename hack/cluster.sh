@@ -384,7 +384,7 @@ up() {
   if [ "$TRAEFIK" -nt "$D/ingress.tar" ]; then
     (cd "$repo" && go run ./hack/images -traefik "$TRAEFIK" -o "$D/ingress.new.tar")
   fi
-  images "$D/images" nap/napctl:e2e
+  images "$D/images" nap-k8s/napctl:
   images "$D/ingress" nap/traefik:e2e
 
   wait_for etcd 20 curl -sf "http://127.0.0.1:$ETCD_PORT/health"

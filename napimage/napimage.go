@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultName is the image of this version.
-var DefaultName = "ghcr.io/nap-k8s/nap:" + version.Version
+var DefaultName = version.Image(version.SleeperImage, version.Version)
 
 // Images are nap's image for each architecture, under one name: /nap (mode 0555) and
 // nothing else, with /nap as the entrypoint so that the image also runs as a container.

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"image"
 	"image/color"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,9 +20,7 @@ import (
 // screenshot must show, above the time axis, each failure kind in its colour, the p99
 // line, and the events as markers above the bars.
 func TestHTMLInBrowser(t *testing.T) {
-	chromium := testenv.LookPath(t, "chromium", "prereqs")
-	dir := t.TempDir()
-	page, shot := filepath.Join(dir, "rollout.html"), filepath.Join(dir, "shot.png")
+	page := filepath.Join(t.TempDir(), "rollout.html")
 	f, err := os.Create(page)
 	if err != nil {
 		t.Fatal(err)
@@ -29,33 +29,13 @@ func TestHTMLInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--force-color-profile=srgb", "--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1000,700",
-		"--screenshot="+shot, "file://"+page)
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	r, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	img, err := png.Decode(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hex := func(c color.Color) string {
-		r, g, b, _ := c.RGBA()
-		return string([]byte{'#', digits[r>>12], digits[r>>8&15], digits[g>>12], digits[g>>8&15], digits[b>>12], digits[b>>8&15]})
-	}
+	img := screenshot(t, page, "1000,700")
 	bounds := img.Bounds()
-	axis := axisRow(img, "#333333", hex)
-	if axis < 0 {
-		t.Fatal("no time axis in the screenshot")
+	axes := axisRows(img)
+	if len(axes) != 1 {
+		t.Fatalf("time axes at rows %v, want one", axes)
 	}
+	axis := axes[0]
 	// Count each colour above the axis only: the legend below it has a square of each.
 	above := func(c string) (n, top, bottom int) {
 		top = -1
@@ -86,24 +66,67 @@ func TestHTMLInBrowser(t *testing.T) {
 			t.Errorf("event markers (%s) reach row %d, into the bars (from row %d)", c, bottom, barsTop)
 		}
 	}
-	if t.Failed() {
-		keep := filepath.Join(os.TempDir(), "nap-probe-browser.png")
-		if b, err := os.ReadFile(shot); err == nil && os.WriteFile(keep, b, 0o644) == nil {
-			t.Logf("screenshot kept at %s", keep)
-		}
-	}
 }
 
 const digits = "0123456789abcdef"
 
-// axisRow is the row of the plot's time axis: the first with a run of c across most of
-// the picture's width.
-func axisRow(img image.Image, c string, hex func(color.Color) string) int {
+// screenshot is page (a file) as headless Chromium renders it in a window of size
+// ("W,H"); kept in the temporary folder when the test fails.
+func screenshot(t *testing.T, page, size string) image.Image {
+	t.Helper()
+	chromium := testenv.LookPath(t, "chromium", "prereqs")
+	dir := t.TempDir()
+	shot := filepath.Join(dir, "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--force-color-profile=srgb", "--user-data-dir="+filepath.Join(dir, "profile"), "--window-size="+size,
+		"--screenshot="+shot, "file://"+page)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			keep := filepath.Join(os.TempDir(), "nap-"+strings.ReplaceAll(t.Name(), "/", "-")+".png")
+			if os.WriteFile(keep, b, 0o644) == nil {
+				t.Logf("screenshot kept at %s", keep)
+			}
+		}
+	})
+	return img
+}
+
+// hex is c as #rrggbb.
+func hex(c color.Color) string {
+	r, g, b, _ := c.RGBA()
+	return string([]byte{'#', digits[r>>12], digits[r>>8&15], digits[g>>12], digits[g>>8&15], digits[b>>12], digits[b>>8&15]})
+}
+
+// axisRows are the rows of the plots' time axes, top to bottom: the first row of each
+// band with a run of dark grey across most of the picture's width (a one-unit line may
+// be smoothed over two rows, lighter than its colour).
+func axisRows(img image.Image) []int {
 	b := img.Bounds()
+	dark := func(c color.Color) bool {
+		r, g, bl, _ := c.RGBA()
+		r, g, bl = r>>8, g>>8, bl>>8
+		return r < 0xa0 && max(r, g, bl)-min(r, g, bl) < 16
+	}
+	var rows []int
+	last := -2
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		run, best := 0, 0
 		for x := b.Min.X; x < b.Max.X; x++ {
-			if hex(img.At(x, y)) == c {
+			if dark(img.At(x, y)) {
 				run++
 				best = max(best, run)
 			} else {
@@ -111,8 +134,11 @@ func axisRow(img image.Image, c string, hex func(color.Color) string) int {
 			}
 		}
 		if best > b.Dx()/2 {
-			return y
+			if y != last+1 {
+				rows = append(rows, y)
+			}
+			last = y
 		}
 	}
-	return -1
+	return rows
 }

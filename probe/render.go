@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -13,6 +15,9 @@ import (
 
 // Summary is the JSON report: see docs/probe.md for the schema.
 type Summary struct {
+	// Title names what was measured, for a person ("a rolling restart behind the
+	// ingress, no preStop"); the plot's heading when set.
+	Title           string           `json:"title,omitempty"`
 	URL             string           `json:"url"`
 	Rate            float64          `json:"rate"`
 	Retry           bool             `json:"keepalive_retry"` // Options.Retry: Go's silent resend on a closed keep-alive connection
@@ -152,6 +157,9 @@ func statusesOf(c Counts, k Kind) string {
 // Text writes the human summary.
 func Text(w io.Writer, s Summary) error {
 	var b strings.Builder
+	if s.Title != "" {
+		fmt.Fprintln(&b, s.Title)
+	}
 	fmt.Fprintf(&b, "%s: %d requests in %.1fs at %.0f/s, %d failed%s\n", s.URL, s.Total.Requests, s.DurationSeconds, s.Rate, s.Total.Failed, kindsLine(s.Total))
 	modes := make([]Mode, 0, len(s.Modes))
 	for m := range s.Modes {
@@ -260,7 +268,7 @@ func SVG(w io.Writer, s Summary) error {
 	y := func(v int) float64 { return H - bottom - float64(v)/float64(peak)*(H-bottom-plotTop) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" font-family="sans-serif" font-size="11">`+"\n", W, H)
-	title := fmt.Sprintf("%s — %d requests, %d failed, longest outage %.2fs", s.URL, s.Total.Requests, s.Total.Failed, s.LongestOutage)
+	title := fmt.Sprintf("%s — %d requests, %d failed, longest outage %.2fs", cmp.Or(s.Title, s.URL), s.Total.Requests, s.Total.Failed, s.LongestOutage)
 	if s.Watch != "" {
 		title += fmt.Sprintf("; %d events of %s", len(s.Events), s.Watch)
 	}
@@ -336,6 +344,41 @@ func SVG(w io.Writer, s Summary) error {
 	return err
 }
 
+// Stack writes the timelines of summaries one above the other as one SVG: a rollout
+// without a fix and with it, each with its Title.
+func Stack(w io.Writer, summaries ...Summary) error {
+	var b strings.Builder
+	const W, H = 900.0, 340.0 // SVG's
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g">`+"\n", W, H*float64(len(summaries)))
+	for i, s := range summaries {
+		var one bytes.Buffer
+		if err := SVG(&one, s); err != nil {
+			return err
+		}
+		// The plot nested at its place: its own viewBox scales it into the frame.
+		fmt.Fprintf(&b, `<svg x="0" y="%g" width="%g" height="%g"%s`, H*float64(i), W, H, strings.TrimPrefix(one.String(), "<svg"))
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ReadSummary reads a JSON report (-o json) back: to render it again, or several
+// together (Stack).
+func ReadSummary(r io.Reader) (Summary, error) {
+	var s Summary
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return Summary{}, fmt.Errorf("a probe report (napctl probe -o json): %w", err)
+	}
+	for i := range s.Events {
+		s.Events[i].Offset = seconds(s.Events[i].Seconds)
+	}
+	if s.BucketSeconds <= 0 {
+		return Summary{}, fmt.Errorf("a probe report (napctl probe -o json): no bucket_seconds")
+	}
+	return s, nil
+}
+
 // HTML writes a self-contained page: the SVG timeline and the text summary.
 func HTML(w io.Writer, s Summary) error {
 	var svg, text strings.Builder
@@ -346,7 +389,7 @@ func HTML(w io.Writer, s Summary) error {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>napctl probe: %s</title></head>\n<body style=\"font-family:sans-serif;max-width:960px;margin:2em auto\">\n%s<pre style=\"white-space:pre-wrap\">%s</pre>\n</body></html>\n",
-		html.EscapeString(s.URL), svg.String(), html.EscapeString(text.String()))
+		html.EscapeString(cmp.Or(s.Title, s.URL)), svg.String(), html.EscapeString(text.String()))
 	return err
 }
 

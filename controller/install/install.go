@@ -73,7 +73,7 @@ const (
 )
 
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
-var DefaultImage = "ghcr.io/nap-k8s/napctl:" + version.Version
+var DefaultImage = version.Image(version.ControllerImage, version.Version)
 
 // Objects returns every object of an installation, in the order to apply them:
 // Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget,

@@ -3,11 +3,15 @@
 //
 //	docker.io/nap/pause:e2e  the pod sandbox: the nap sleeper, sleeping forever
 //	docker.io/nap/app:e2e    the demo service (test/app), static, no shell
-//	docker.io/nap/napctl:e2e napctl, the controller's image (napctl install --image),
-//	                         with the nap sleeper as /nap for its own preStop delay; one
-//	                         index, amd64 and arm64
-//	docker.io/nap/nap:e2e    nap's own image (napctl image), amd64 and arm64, for image
+//	ghcr.io/nap-k8s/napctl:V napctl, the controller's image (the default of napctl
+//	                         install --image and of the chart), with the nap sleeper as
+//	                         /nap for its own preStop delay; one index, amd64 and arm64
+//	ghcr.io/nap-k8s/nap:V    nap's own image (napctl image), amd64 and arm64, for image
 //	                         volumes
+//
+// where V is this build's version (internal/version), so that the lab runs the
+// commands' and the chart's defaults as written. With -version V, only the last two, as
+// a release of V publishes them (make dist): napctl's version stamped V.
 //
 // or, with -traefik, only the lab's ingress controller (hack/ingress-bins.sh builds the
 // binary), in a tarball of its own: it is large, and changes only with its version.
@@ -15,6 +19,8 @@
 //	docker.io/nap/traefik:e2e
 //
 // usage: go run ./hack/images -o images.tar
+//
+//	go run ./hack/images -version v0.1.0 -o dist/images.tar
 //
 //	go run ./hack/images -traefik BIN -o ingress.tar
 package main

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/internal/oci"
+	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/napimage"
 	"github.com/nap-k8s/nap/sleeper"
@@ -20,12 +21,16 @@ import (
 func main() {
 	out := flag.String("o", "images.tar", "the tarball to write")
 	traefik := flag.String("traefik", "", "write only the ingress image, of this Traefik binary")
+	release := flag.String("version", "", "write only the images a release of this version publishes")
 	flag.Parse()
 	var err error
-	if *traefik != "" {
+	switch {
+	case *traefik != "":
 		err = ingress(*out, *traefik)
-	} else {
-		err = run(*out)
+	case *release != "":
+		err = write(*out, func(tmp string) ([]oci.Image, error) { return published(tmp, *release) })
+	default:
+		err = write(*out, lab)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
@@ -33,50 +38,65 @@ func main() {
 	}
 }
 
-func run(out string) error {
-	arch := runtime.GOARCH
-	pause, err := sleeper.Binary(arch)
-	if err != nil {
-		return err
-	}
+// write writes the images images returns (building in a temporary folder) to out.
+func write(out string, images func(tmp string) ([]oci.Image, error)) error {
 	tmp, err := os.MkdirTemp("", "nap-images-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	app, err := build(tmp, arch, "github.com/nap-k8s/nap/test/app")
+	imgs, err := images(tmp)
 	if err != nil {
 		return err
+	}
+	var tarball bytes.Buffer
+	if err := oci.WriteLayout(&tarball, imgs...); err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(out, tarball.Bytes(), 0o644)
+}
+
+// lab is what the lab runs: its pod sandbox, the demo app, and the published images
+// of this build's version, under the names the commands and the chart default to.
+func lab(tmp string) ([]oci.Image, error) {
+	arch := runtime.GOARCH
+	pause, err := sleeper.Binary(arch)
+	if err != nil {
+		return nil, err
+	}
+	app, err := build(tmp, arch, "github.com/nap-k8s/nap/test/app", "")
+	if err != nil {
+		return nil, err
 	}
 	images := []oci.Image{
 		{Name: "docker.io/nap/pause:e2e", Arch: arch, Files: []oci.File{{Path: "/pause", Mode: 0o755, Data: pause}}, Entrypoint: []string{"/pause", "inf"}, User: "65534:65534"},
 		{Name: "docker.io/nap/app:e2e", Arch: arch, Files: []oci.File{{Path: "/app", Mode: 0o755, Data: app}}, Entrypoint: []string{"/app"}, User: "65534:65534"},
 	}
+	pub, err := published(tmp, version.Version)
+	return append(images, pub...), err
+}
+
+// published are the images a release of version v publishes, named
+// version.Image(..., v): the controller's (napctl, its version stamped v) and nap's own.
+func published(tmp, v string) ([]oci.Image, error) {
 	// The controller's image for every architecture nap has, as one index: installs
 	// work on arm64 clusters too. Each carries its own architecture's sleeper.
+	var images []oci.Image
 	for _, a := range spec.Arches {
-		napctl, err := build(tmp, a, "github.com/nap-k8s/nap/cmd/napctl")
+		napctl, err := build(tmp, a, "github.com/nap-k8s/nap/cmd/napctl", v)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sl, err := sleeper.Binary(a)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		images = append(images, oci.Image{Name: "docker.io/nap/napctl:e2e", Arch: a, Entrypoint: []string{"/napctl"}, User: "65532:65532",
+		images = append(images, oci.Image{Name: version.Image(version.ControllerImage, v), Arch: a, Entrypoint: []string{"/napctl"}, User: "65532:65532",
 			Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: napctl}, {Path: kube.ControllerImageNapPath, Mode: 0o755, Data: sl}}})
 	}
 	// nap's own image (napctl image), for image volumes.
-	nap, err := napimage.Images("docker.io/nap/nap:e2e")
-	if err != nil {
-		return err
-	}
-	images = append(images, nap...)
-	var tarball bytes.Buffer
-	if err := oci.WriteLayout(&tarball, images...); err != nil {
-		return err
-	}
-	return fsutil.WriteFileAtomic(out, tarball.Bytes(), 0o644)
+	nap, err := napimage.Images(version.Image(version.SleeperImage, v))
+	return append(images, nap...), err
 }
 
 func ingress(out, bin string) error {
@@ -93,10 +113,15 @@ func ingress(out, bin string) error {
 	return fsutil.WriteFileAtomic(out, tarball.Bytes(), 0o644)
 }
 
-// build compiles pkg, static, for arch, and returns the binary.
-func build(tmp, arch, pkg string) ([]byte, error) {
+// build compiles pkg, static, for arch (its version stamped v, unless empty), and
+// returns the binary.
+func build(tmp, arch, pkg, v string) ([]byte, error) {
 	bin := filepath.Join(tmp, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
+	ldflags := "-s -w"
+	if v != "" {
+		ldflags += " -X github.com/nap-k8s/nap/internal/version.Version=" + v
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testutil/tarfiles"
+	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/napimage"
 )
 
 // The controller's image is one index with amd64 and arm64, and the arm64 image works:
@@ -20,7 +24,7 @@ import (
 func TestControllerImageArm64(t *testing.T) {
 	qemu := testenv.LookPath(t, "qemu-aarch64-static", "prereqs")
 	out := filepath.Join(t.TempDir(), "images.tar")
-	if err := run(out); err != nil {
+	if err := write(out, lab); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.ReadFile(out)
@@ -39,11 +43,19 @@ func TestControllerImageArm64(t *testing.T) {
 	if err := json.Unmarshal(files["index.json"], &index); err != nil {
 		t.Fatal(err)
 	}
+	// The lab's images: the published ones under the names the commands and the chart
+	// default to.
 	var napctl *desc
+	var names []string
 	for i, m := range index.Manifests {
-		if m.Annotations["org.opencontainers.image.ref.name"] == "docker.io/nap/napctl:e2e" {
+		name := m.Annotations["org.opencontainers.image.ref.name"]
+		names = append(names, name)
+		if name == install.DefaultImage {
 			napctl = &index.Manifests[i]
 		}
+	}
+	if want := []string{"docker.io/nap/pause:e2e", "docker.io/nap/app:e2e", install.DefaultImage, napimage.DefaultName}; !slices.Equal(names, want) {
+		t.Errorf("images %q, want %q", names, want)
 	}
 	if napctl == nil || napctl.MediaType != "application/vnd.oci.image.index.v1+json" {
 		t.Fatalf("napctl's image: %+v, want an image index", napctl)
@@ -68,6 +80,9 @@ func TestControllerImageArm64(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, want), layer[name], 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if v, err := exec.Command(qemu, filepath.Join(dir, "napctl"), "--version").Output(); err != nil || !strings.Contains(string(v), version.Version) {
+		t.Errorf("the arm64 napctl's version: %v %q, want %s", err, v, version.Version)
 	}
 	cm, err := exec.Command(qemu, filepath.Join(dir, "napctl"), "configmap", "--namespace", "shop").Output()
 	if err != nil || !bytes.Contains(cm, []byte("kind: ConfigMap")) || !bytes.Contains(cm, []byte("namespace: shop")) {

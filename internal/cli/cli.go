@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/nap-k8s/nap/internal/version"
 )
 
 // IOStreams are the standard streams a command uses, injected so that tests can run
@@ -46,9 +48,10 @@ func UsageError(cmd interface{ CommandPath() string }, err error) error {
 // ImageHint says how to get napctl's image into a registry the cluster pulls from, and
 // which flag then names it: until nap publishes its images, the default one is not.
 func ImageHint(flag string) string {
-	return "Build the image with\n" +
-		"  go run ./hack/images -o images.tar\n" +
-		"push it with\n" +
-		"  skopeo copy --all oci-archive:images.tar:docker.io/nap/napctl:e2e docker://REGISTRY/napctl:TAG\n" +
-		"and pass " + flag + " REGISTRY/napctl:TAG."
+	v := version.Version
+	return "Build the images a release publishes with\n" +
+		"  go run ./hack/images -version " + v + " -o images.tar    (or: make dist VERSION=" + v + ")\n" +
+		"push the controller's with\n" +
+		"  skopeo copy --all oci-archive:images.tar:" + version.Image(version.ControllerImage, v) + " docker://REGISTRY/napctl:" + v + "\n" +
+		"and pass " + flag + " REGISTRY/napctl:" + v + "."
 }

@@ -148,7 +148,7 @@ func layout(images []Image, put func(name string, data []byte) error) error {
 		md.Annotations = map[string]string{
 			"io.containerd.image.name": name,
 			// The whole name, so that one of several images in the layout can be named
-			// (skopeo copy oci-archive:images.tar:docker.io/nap/napctl:e2e ...); the
+			// (skopeo copy oci-archive:images.tar:ghcr.io/nap-k8s/napctl:v0.1.0 ...); the
 			// spec's ref grammar allows it.
 			"org.opencontainers.image.ref.name": name,
 		}

@@ -23,11 +23,26 @@ var (
 	r3  = policyreport.Result{Workload: web, Policy: "grace-period-too-short", Severity: "medium", Message: "the grace period 10s does not cover the delay 15s"}
 )
 
-// On a real API server with OpenReports' CRD (its module's, as pinned in go.mod): Detect
+// On a real API server with each format's real CRD — OpenReports' (its module's, as
+// pinned in go.mod) and the wg-policy PolicyReport (testdata, with its source): Detect
 // finds it, the API server accepts the reports (its schema), Sync writes what changed
 // and only that, a new Writer (a restart) writes nothing that is already right, and a
 // namespace made clean loses its report.
-func TestWriterOpenReports(t *testing.T) {
+func TestWriter(t *testing.T) {
+	for _, c := range []struct {
+		format policyreport.Format
+		crd    func(t *testing.T) string
+	}{
+		{policyreport.OpenReports, func(t *testing.T) string {
+			return kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")
+		}},
+		{policyreport.WGPolicy, func(*testing.T) string { return "testdata/wgpolicyk8s.io_policyreports.yaml" }},
+	} {
+		t.Run(c.format.GroupVersion.String(), func(t *testing.T) { testWriter(t, c.format, c.crd(t)) })
+	}
+}
+
+func testWriter(t *testing.T, want policyreport.Format, crd string) {
 	cfg := kubeenv.APIServer(t)
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -36,12 +51,12 @@ func TestWriterOpenReports(t *testing.T) {
 	if _, ok, err := Detect(d); err != nil || ok {
 		t.Fatalf("Detect before the CRD: %v %v", ok, err)
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")}}); err != nil {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crd}}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ = discovery.NewDiscoveryClientForConfig(cfg)
 	f, ok, err := Detect(d)
-	if err != nil || !ok || f.Kind != policyreport.OpenReports.Kind {
+	if err != nil || !ok || f != want {
 		t.Fatalf("Detect: %+v %v %v", f, ok, err)
 	}
 	c, err := client.New(cfg, client.Options{})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/internal/version"
 )
 
 // TestCalibrate: napctl calibrate on the lab measures the tail of every path (the
@@ -134,7 +135,7 @@ func TestCalibrateImagePull(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Errorf("exit: %v, want 2", err)
 	}
-	for _, want := range []string{"cannot pull their image " + image, "go run ./hack/images", "--image REGISTRY/napctl:TAG"} {
+	for _, want := range []string{"cannot pull their image " + image, "go run ./hack/images -version " + version.Version, "--image REGISTRY/napctl:" + version.Version} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr does not say %q", want)
 		}

@@ -31,8 +31,9 @@ import (
 	"github.com/nap-k8s/nap/scope"
 )
 
-// The controller's image as hack/images builds it and hack/cluster.sh imports it.
-const controllerImage = "docker.io/nap/napctl:e2e"
+// The controller's image as hack/images builds it and hack/cluster.sh imports it: the
+// default of napctl install and of the chart.
+var controllerImage = install.DefaultImage
 
 func kubectl(t *testing.T, stdin []byte, args ...string) string {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -508,9 +509,12 @@ func (d downtime) row() string {
 }
 
 // pair measures a scenario without a delay and with nap's binary: the first must lose
-// requests, the second none over new connections.
+// requests, the second none over new connections. With NAP_PROOF_OUT=DIR it writes
+// their probe reports there, without.json and with.json (make proof-picture: the
+// README's picture).
 func pair(t *testing.T, path labPath, d disruption) {
 	cs := client(t)
+	out := os.Getenv("NAP_PROOF_OUT")
 	for _, v := range []variant{noDelay, napBinary} {
 		sc := scenario{path: path, disruption: d, variant: v, rounds: 1}
 		m := measure(t, cs, sc, 200)
@@ -524,6 +528,17 @@ func pair(t *testing.T, path labPath, d disruption) {
 			t.Log(m.row())
 		}
 		m.check(t)
+		if out != "" && !t.Failed() {
+			m.summary.Title = fmt.Sprintf("%s, %s, %s", sc.disruption, sc.path, v.name)
+			name := map[bool]string{true: "without.json", false: "with.json"}[v.expect == fails]
+			b, err := json.MarshalIndent(m.summary, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(out, name), append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

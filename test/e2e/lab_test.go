@@ -20,12 +20,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nap-k8s/nap/napimage"
 	"github.com/nap-k8s/nap/probe"
 )
 
 // The lab of hack/cluster.sh: node 1 is this host's network namespace; node 2 is a
 // network namespace of its own with an older kubelet and its own kube-proxy; Traefik
 // runs in the cluster (hack/ingress.yaml).
+// napImageRef is nap's own image (napctl image), which hack/images puts on both nodes
+// under its default name.
+var napImageRef = napimage.DefaultName
+
 const (
 	node1 = "nap-node"
 	node2 = "nap-node2"
@@ -34,8 +39,6 @@ const (
 	node2NetNS = "/run/netns/nap-node2"
 	// node2IP is node 2's InternalIP (hack/cluster.sh NODE2_IP).
 	node2IP = "10.77.0.2"
-	// napImageRef is nap's own image (napctl image), which hack/images puts on both nodes.
-	napImageRef = "docker.io/nap/nap:e2e"
 	// The ingress controller's Service and IngressClass.
 	ingressNamespace = "nap-ingress"
 	ingressService   = "traefik"

@@ -33,6 +33,7 @@ type flags struct {
 	bucket      time.Duration
 	output      string
 	plot        string
+	title       string
 	maxFailures int
 	maxInFlight int
 	retry       bool
@@ -77,6 +78,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.bucket, "bucket", 0, "timeline bucket (default: 100ms, doubled whenever the run passes 600 buckets)")
 	cli.OutputFlag(cmd, &f.output, "text", "json")
 	fl.StringVar(&f.plot, "plot", "", "also write a timeline plot: FILE.svg or FILE.html")
+	fl.StringVar(&f.title, "title", "", "what is measured, for a person (\"a rolling restart of web\"): the plot's heading, the reports' title")
 	fl.IntVar(&f.maxFailures, "max-failures", 0, "exit 1 when more requests than this failed")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "requests waiting for an answer at most; one due beyond it is not sent and counts as unsent (default: 2 × rate × timeout + 64)")
 	fl.StringVar(&f.watch, "watch", "", "also watch the pods and EndpointSlices of this target: KIND/NAME (deployment, statefulset, daemonset, replicaset) or a label selector")
@@ -145,6 +147,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: report so far
 	defer stop()
 	s, err := probe.Measure(ctx, m)
+	s.Title = f.title
 	if live {
 		fmt.Fprintln(streams.ErrOut)
 	}
