@@ -3,6 +3,7 @@ module github.com/nap-k8s/nap
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-logr/logr v1.4.3
 	github.com/openreports/reports-api v0.2.1

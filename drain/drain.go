@@ -39,6 +39,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock measures Delay and Timeout; default the real clock.
 	Clock Clock
+	// StreamJitter spreads the moments at which open streams (Drainer.Stream) are told
+	// to leave over this window from the start of shutdown, so that their clients do
+	// not reconnect to the remaining pods all at once; default DefaultStreamJitter, at
+	// most half of what the timeout leaves after the delay.
+	StreamJitter time.Duration
 }
 
 // Clock is the time source of a Drainer, replaceable in tests.
@@ -84,6 +89,10 @@ type Drainer struct {
 	phase    atomic.Int32
 	inflight atomic.Int64
 	wrapOnce sync.Once
+
+	streamsMu   sync.Mutex
+	streams     map[*Stream]struct{}
+	streamsGone *sync.Cond // signalled when the last stream is done
 }
 
 // New returns a Drainer for srv. srv.Handler (or http.DefaultServeMux) is wrapped when
@@ -106,6 +115,11 @@ func New(srv *http.Server, opts Options) *Drainer {
 	if d.opts.Clock == nil {
 		d.opts.Clock = realClock{}
 	}
+	if d.opts.StreamJitter == 0 {
+		d.opts.StreamJitter = DefaultStreamJitter
+	}
+	d.opts.StreamJitter = min(d.opts.StreamJitter, (d.opts.Timeout-d.opts.Delay)/2)
+	d.streamsGone = sync.NewCond(&d.streamsMu)
 	return d
 }
 
@@ -256,7 +270,8 @@ var errNoHTTP = errors.New("drain: no http.Server: New(nil, ...) only Runs other
 // CutOffError is returned when the drain did not finish in time, or a second signal
 // forced it: the remaining connections were closed.
 type CutOffError struct {
-	Requests int64         // requests (RPCs, streams) in flight when the connections were closed
+	Requests int64         // requests (RPCs) in flight when the connections were closed
+	Streams  int           // streams (Drainer.Stream) still open
 	After    time.Duration // time from the first signal
 	Forced   bool          // a second signal, not the timeout
 }
@@ -266,7 +281,7 @@ func (e *CutOffError) Error() string {
 	if e.Forced {
 		why = "second signal"
 	}
-	return fmt.Sprintf("drain: %s after %v: closed the remaining connections, %d request(s) cut off", why, e.After.Round(time.Millisecond), e.Requests)
+	return fmt.Sprintf("drain: %s after %v: closed the remaining connections, %d request(s) and %d stream(s) cut off", why, e.After.Round(time.Millisecond), e.Requests, e.Streams)
 }
 
 // Run serves s and drains it on the first signal (or when ctx ends), as the package
@@ -300,8 +315,9 @@ func (d *Drainer) Run(ctx context.Context, s Server) error {
 	}
 	forced := func() error {
 		n := inflight()
+		streams := d.cutOffStreams()
 		s.Close()
-		err := &CutOffError{Requests: n, After: d.opts.Clock.Now().Sub(start), Forced: true}
+		err := &CutOffError{Requests: n, Streams: streams, After: d.opts.Clock.Now().Sub(start), Forced: true}
 		d.log.Error("drain: second signal", "err", err)
 		return err
 	}
@@ -316,11 +332,20 @@ func (d *Drainer) Run(ctx context.Context, s Server) error {
 
 	d.phase.Store(phaseShuttingDown)
 	budget := d.opts.Timeout - d.opts.Delay
-	d.log.Info("drain: shutting down", "budget", budget, "in_flight", inflight())
+	d.log.Info("drain: shutting down", "budget", budget, "in_flight", inflight(), "streams", d.Streams())
+	d.askStreams(d.opts.StreamJitter)
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	shut := make(chan error, 1)
-	go func() { shut <- s.Shutdown(sctx) }()
+	go func() {
+		// Shutdown waits for handlers, an event stream's too, but not for hijacked
+		// connections: then the streams that are left.
+		err := s.Shutdown(sctx)
+		if err == nil {
+			err = d.waitStreams(sctx)
+		}
+		shut <- err
+	}()
 	select {
 	case err := <-shut:
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -334,8 +359,9 @@ func (d *Drainer) Run(ctx context.Context, s Server) error {
 	case <-d.opts.Clock.After(budget):
 		n := inflight()
 		cancel()
+		streams := d.cutOffStreams()
 		s.Close()
-		err := &CutOffError{Requests: n, After: d.opts.Clock.Now().Sub(start)}
+		err := &CutOffError{Requests: n, Streams: streams, After: d.opts.Clock.Now().Sub(start)}
 		d.log.Error("drain: timeout", "err", err)
 		return err
 	case <-sigs:

@@ -279,7 +279,7 @@ func TestDrainDeadline(t *testing.T) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	code := s.exitCode(t, 5*time.Second)
 	took := time.Since(sig)
-	if code != 3 || !strings.Contains(s.stderr.String(), "timeout after") || !strings.Contains(s.stderr.String(), "1 request(s) cut off") {
+	if code != 3 || !strings.Contains(s.stderr.String(), "timeout after") || !strings.Contains(s.stderr.String(), "1 request(s) and 0 stream(s) cut off") {
 		t.Errorf("exit %d, stderr %s; want 3 and one request cut off by the timeout", code, s.stderr)
 	}
 	if took < timeout || took > timeout+500*time.Millisecond {

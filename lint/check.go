@@ -77,6 +77,7 @@ const (
 	AdaptiveAllowTooLow     = "adaptive-allow-below-probes"
 	NapOnWindows            = "nap-on-windows"
 	NapKeyMissing           = "nap-key-missing"
+	GRPCReadiness           = "grpc-readiness"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.

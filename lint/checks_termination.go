@@ -20,7 +20,63 @@ func terminationChecks() []Check {
 		Check{ID: GracePeriodTooShort, Title: "The grace period does not cover the preStop delay and a drain", Severity: Error, Run: gracePeriodTooShort},
 		Check{ID: NativeSleepExceedsGrace, Title: "A native sleep is longer than the grace period", Severity: Error, Run: nativeSleepExceedsGrace},
 		Check{ID: NativeSleepUnsupported, Title: "A native sleep needs a newer Kubernetes", Severity: Error, Run: nativeSleepUnsupported},
+		Check{ID: GRPCReadiness, Title: "A gRPC container's readiness does not ask its health service", Severity: Warning, Run: grpcReadiness},
 	}
+}
+
+// grpcReadiness: a Service port that speaks gRPC (appProtocol grpc or
+// kubernetes.io/h2c, or named grpc or grpc-*) served by a container whose readiness
+// probe is neither grpc: nor exec (grpc_health_probe): a tcpSocket or httpGet probe
+// does not see the health service turn NOT_SERVING while the server drains
+// (drain/grpcdrain), so the pod stays in the Service while it stops.
+func grpcReadiness(_ *Context, w *Workload) []Finding {
+	var grpcPorts []corev1.ServicePort
+	var svcName string
+	for _, o := range w.Services {
+		var svc corev1.Service
+		if o.Decode(&svc) != nil {
+			continue
+		}
+		for _, p := range svc.Spec.Ports {
+			proto := ""
+			if p.AppProtocol != nil {
+				proto = *p.AppProtocol
+			}
+			if proto == "grpc" || proto == "kubernetes.io/h2c" || p.Name == "grpc" || strings.HasPrefix(p.Name, "grpc-") {
+				grpcPorts = append(grpcPorts, p)
+				svcName = o.Name
+			}
+		}
+	}
+	if len(grpcPorts) == 0 {
+		return nil
+	}
+	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
+		served := ""
+		for _, p := range grpcPorts {
+			for _, cp := range c.Ports {
+				if p.TargetPort.IntValue() == int(cp.ContainerPort) || p.TargetPort.StrVal != "" && p.TargetPort.StrVal == cp.Name ||
+					p.TargetPort.IntValue() == 0 && p.TargetPort.StrVal == "" && p.Port == cp.ContainerPort {
+					served = fmt.Sprint(cp.ContainerPort)
+				}
+			}
+		}
+		if served == "" {
+			return nil
+		}
+		r := c.ReadinessProbe
+		if r == nil || r.GRPC != nil || r.Exec != nil {
+			return nil // none: no-readiness-probe says it
+		}
+		kind := "tcpSocket"
+		if r.HTTPGet != nil {
+			kind = "httpGet"
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q serves gRPC on port %s behind Service %s, but its readiness probe is %s: it does not see the health service turn NOT_SERVING while the server drains", c.Name, served, svcName, kind),
+			Hint:    fmt.Sprintf("readinessProbe: {grpc: {port: %s}} (the standard health service; drain/grpcdrain turns it NOT_SERVING at SIGTERM)", served),
+		}
+	})
 }
 
 func perContainer(w *Workload, cs []corev1.Container, f func(corev1.Container) *Finding) []Finding {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ const (
 	Timeout Kind = "timeout" // no answer within Options.Timeout
 	EOF     Kind = "eof"     // the connection closed before a response
 	HTTP5xx Kind = "5xx"     // a server error status
-	Status  Kind = "status"  // another status that is not 2xx or 3xx
+	Status  Kind = "status"  // another status that is not 2xx or 3xx; for gRPC, not OK
 	Other   Kind = "other"   // any other error
 	// Unsent: due while Options.MaxInFlight requests were still waiting for answers, so
 	// not sent at all. The prober never grows without bound; a server that holds every
@@ -132,25 +133,11 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 	}
 	opts = opts.Defaults()
 	slots := make(chan struct{}, opts.MaxInFlight)
-	req, err := http.NewRequest(http.MethodGet, opts.URL, nil)
+	send, closeAll, err := newSender(opts)
 	if err != nil {
 		return err
 	}
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return fmt.Errorf("URL %q: want http:// or https://", opts.URL)
-	}
-	clients := map[Mode]*http.Client{}
-	for _, m := range opts.Modes {
-		tr := &http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: opts.Timeout}).DialContext,
-			DisableKeepAlives:   m == New,
-			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     30 * time.Second,
-		}
-		defer tr.CloseIdleConnections()
-		clients[m] = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	}
+	defer closeAll()
 	// With a Duration the schedule alone ends the run (below), not a deadline on ctx: a
 	// loaded machine that runs late still sends every request that was due.
 	var mu sync.Mutex
@@ -187,7 +174,7 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			r := do(clients[mode], req, opts.Timeout, opts.Retry, opts.RecordHeaders)
+			r := send(mode)
 			r.Mode, r.Due = mode, due
 			r.Lag = r.sent.Sub(due)
 			mu.Lock()
@@ -195,6 +182,46 @@ func Run(ctx context.Context, opts Options, onResult func(Result)) error {
 			mu.Unlock()
 		}()
 	}
+}
+
+// newSender returns what sends one request in a mode, by the URL's scheme, and what
+// closes its connections after the run.
+func newSender(opts Options) (send func(Mode) sentResult, closeAll func(), err error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("URL %q: %w", opts.URL, err)
+	}
+	switch u.Scheme {
+	case "http", "https":
+	case "grpc":
+		return newGRPCSender(u, opts)
+	default:
+		return nil, nil, fmt.Errorf("URL %q: want http://, https:// or grpc://", opts.URL)
+	}
+	req, err := http.NewRequest(http.MethodGet, opts.URL, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	clients := map[Mode]*http.Client{}
+	var transports []*http.Transport
+	for _, m := range opts.Modes {
+		tr := &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: opts.Timeout}).DialContext,
+			DisableKeepAlives:   m == New,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     30 * time.Second,
+		}
+		transports = append(transports, tr)
+		clients[m] = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	send = func(m Mode) sentResult { return do(clients[m], req, opts.Timeout, opts.Retry, opts.RecordHeaders) }
+	closeAll = func() {
+		for _, tr := range transports {
+			tr.CloseIdleConnections()
+		}
+	}
+	return send, closeAll, nil
 }
 
 type sentResult struct {

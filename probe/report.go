@@ -34,7 +34,8 @@ type Counts struct {
 	Failed   int          `json:"failed"`
 	ByKind   map[Kind]int `json:"by_kind"`
 	// ByStatus counts the responses by HTTP status code, successful or not; requests
-	// that got no response are not in it.
+	// that got no response are not in it. For gRPC, the calls of kind Status by their
+	// gRPC code.
 	ByStatus map[int]int `json:"by_status"`
 }
 

@@ -6,12 +6,16 @@
 //	/healthz   liveness
 //	/readyz    readiness
 //
+// and gRPC on :9090 (-grpc-addr): the standard health service, grpc.health.v1, which
+// `napctl probe grpc://...` calls and a Kubernetes gRPC probe reads.
+//
 // It shuts down in one of two modes, so the downtime experiment can compare them:
 //
-//	-mode plain  what most Go services do: http.Server.Shutdown at the first SIGTERM
-//	             (the listener closes at once);
-//	-mode drain  package drain: readiness 503, keep serving for NAP_DRAIN_DELAY, then
-//	             shut down within NAP_DRAIN_TIMEOUT.
+//	-mode plain  what most Go services do: http.Server.Shutdown and grpc's GracefulStop
+//	             at the first SIGTERM (the listeners close at once);
+//	-mode drain  package drain: readiness 503 (gRPC health NOT_SERVING), keep serving
+//	             for NAP_DRAIN_DELAY, then shut down within NAP_DRAIN_TIMEOUT
+//	             (drain/grpcdrain for gRPC).
 //
 // The mode also comes from APP_MODE.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -11,10 +12,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // TestModes runs the app binary in both modes and sends it SIGTERM: plain stops
-// answering at once, drain keeps answering (readiness 503) for its delay.
+// answering at once, HTTP and gRPC; drain keeps answering (readiness 503, gRPC health
+// NOT_SERVING) for its delay.
 func TestModes(t *testing.T) {
 	bin := t.TempDir() + "/app"
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -23,12 +29,16 @@ func TestModes(t *testing.T) {
 	for _, tc := range []struct {
 		mode      string
 		readyzAft int // readiness 200 ms after SIGTERM; 0: refused
-	}{{"plain", 0}, {"drain", 503}} {
+		health    string // the gRPC health check 200 ms after SIGTERM
+	}{{"plain", 0, "refused"}, {"drain", 503, "NOT_SERVING"}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			l, _ := net.Listen("tcp", "127.0.0.1:0")
-			addr := l.Addr().String()
-			l.Close()
-			cmd := exec.Command(bin, "-addr", addr, "-mode", tc.mode)
+			free := func() string {
+				l, _ := net.Listen("tcp", "127.0.0.1:0")
+				defer l.Close()
+				return l.Addr().String()
+			}
+			addr, grpcAddr := free(), free()
+			cmd := exec.Command(bin, "-addr", addr, "-grpc-addr", grpcAddr, "-mode", tc.mode)
 			cmd.Env = append(os.Environ(), "NAP_DRAIN_DELAY=1s", "NAP_DRAIN_TIMEOUT=3s")
 			stderr, _ := cmd.StderrPipe()
 			if err := cmd.Start(); err != nil {
@@ -56,8 +66,33 @@ func TestModes(t *testing.T) {
 			if code, body := get("/"); code != 200 || !strings.HasPrefix(body, "ok ") {
 				t.Fatalf("GET / = %d %q", code, body)
 			}
+			cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			check := func() string {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				r, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+				switch {
+				case err != nil && strings.Contains(err.Error(), "refused"):
+					return "refused"
+				case err != nil:
+					return err.Error()
+				}
+				return r.Status.String()
+			}
+			if h := check(); h != "SERVING" {
+				t.Fatalf("gRPC health before SIGTERM: %s", h)
+			}
+			cc.Close()
+			cc, _ = grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials())) // a new connection
 			cmd.Process.Signal(syscall.SIGTERM)
 			time.Sleep(200 * time.Millisecond)
+			if h := check(); h != tc.health {
+				t.Errorf("gRPC health 200ms after SIGTERM: %s, want %s", h, tc.health)
+			}
 			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
 			code := 0
 			if resp, err := c.Get("http://" + addr + "/readyz"); err == nil {

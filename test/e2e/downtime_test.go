@@ -210,7 +210,13 @@ type scenario struct {
 	disruption disruption
 	variant    variant
 	rounds     int
+	// grpc: probe the demo app's gRPC health service (grpc://, port 9090) instead of
+	// HTTP; ClusterIP paths only.
+	grpc bool
 }
+
+// grpcPort is the demo app's gRPC port, and its Service's.
+const grpcPort = 9090
 
 // The demo service: pods spread over both nodes when they can be.
 const serviceDeployment = `apiVersion: apps/v1
@@ -292,7 +298,10 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "app"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "app"},
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intOrPort(8080)}}},
+	}
+	if sc.grpc {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "grpc", Port: grpcPort, TargetPort: intOrPort(grpcPort), AppProtocol: ptr.To("kubernetes.io/h2c")})
 	}
 	svc, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
@@ -314,6 +323,12 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	url, err := sc.path.path.Open(ctx, cs, cfg, traffic.Target{Namespace: ns, Service: "app", Prefix: "/" + ns + "/"}, svc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sc.grpc {
+		if sc.path.path.NodeChecked || sc.path.path.Name != traffic.ClusterIP.Name {
+			t.Fatalf("%s: gRPC is probed at the ClusterIP only", sc)
+		}
+		url = fmt.Sprintf("grpc://%s:%d", svc.Spec.ClusterIP, grpcPort)
 	}
 	target := vantage{url: url, node2: sc.path.node2}
 	lbName := "app-" + sc.path.path.Name // traffic's load balancer Service
@@ -372,7 +387,15 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 }
 
 func (sc scenario) String() string {
-	return fmt.Sprintf("%s, %s, %s", sc.path, sc.disruption, sc.variant.name)
+	return fmt.Sprintf("%s, %s, %s", sc.pathName(), sc.disruption, sc.variant.name)
+}
+
+// pathName is the path, and the protocol when it is not HTTP.
+func (sc scenario) pathName() string {
+	if sc.grpc {
+		return sc.path.String() + " (gRPC)"
+	}
+	return sc.path.String()
 }
 
 // disrupt runs round i of d on the demo service in ns and waits until it is whole again.
@@ -457,6 +480,18 @@ func waitRolledOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
 // request at a time with a short timeout, for at most 30 s, before any load is sent.
 func waitServing(t *testing.T, url string) {
 	t.Helper()
+	if strings.HasPrefix(url, "grpc://") {
+		// One call of the probe's own: it answers once one succeeds.
+		var last probe.Result
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			probe.Run(context.Background(), probe.Options{URL: url, Rate: 10, Duration: 100 * time.Millisecond, Timeout: time.Second, Modes: []probe.Mode{probe.New}},
+				func(r probe.Result) { last = r })
+			if last.Kind == probe.OK {
+				return
+			}
+		}
+		t.Fatalf("%s never answered: %s %s", url, last.Kind, last.Err)
+	}
 	c := &http.Client{Timeout: time.Second}
 	var err error
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -504,7 +539,7 @@ func (d downtime) row() string {
 		return 0
 	}
 	sc := d.scenario
-	return fmt.Sprintf("| %s | %s | %s | %d | %d | %s | %d / %d | %.2f s |", sc.path, sc.disruption, sc.variant.name, sc.rounds,
+	return fmt.Sprintf("| %s | %s | %s | %d | %d | %s | %d / %d | %.2f s |", sc.pathName(), sc.disruption, sc.variant.name, sc.rounds,
 		s.Total.Requests, failed, perMode(probe.New), perMode(probe.Reuse), s.LongestOutage)
 }
 
@@ -586,6 +621,21 @@ func TestDrainDowntime(t *testing.T) { pair(t, viaIngress, nodeDrain) }
 // change from EndpointSlices on its own schedule: 502s without a delay.
 func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 
+// TestGRPCDowntime: a rolling restart probed with gRPC calls (the health service's
+// Check, open loop, a connection per call and a shared one) at the ClusterIP from node
+// 1. Without a delay, an app that stops gracefully at SIGTERM (GracefulStop: the
+// listener closes at once) fails calls; with nap's delay and drain/grpcdrain, none
+// fails on either kind of connection: the pod is out of the routes before it stops,
+// and its GOAWAY moves the shared connection's calls to another pod.
+func TestGRPCDowntime(t *testing.T) {
+	cs := client(t)
+	for _, v := range []variant{noDelay, napDrain} {
+		m := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: 1, grpc: true}, 200)
+		t.Log(m.row())
+		m.check(t)
+	}
+}
+
 // experiment is what `make e2e-downtime` measures: none / nap / native on every path ×
 // disruption, and the other variants on the first path and disruption.
 func experiment(rounds int) []scenario {
@@ -612,6 +662,16 @@ func experiment(rounds int) []scenario {
 				}
 				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r})
 			}
+		}
+	}
+	// gRPC at the ClusterIP from node 1: the delay, drain, and both.
+	for _, d := range []disruption{rollingRestart, nodeDrain} {
+		for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
+			r := rounds
+			if d == nodeDrain {
+				r = 1
+			}
+			scs = append(scs, scenario{path: clusterIPNode1, disruption: d, variant: v, rounds: r, grpc: true})
 		}
 	}
 	return scs

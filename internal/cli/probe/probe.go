@@ -53,6 +53,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"ones returned), over new connections and a keep-alive pool at once, and report every\n" +
 			"failure: refused, reset, timeout, EOF, 5xx, other status; the outages; latency.\n\n" +
 			"  napctl probe http://10.96.0.10/ --during 'kubectl rollout restart deploy/web && kubectl rollout status deploy/web'\n\n" +
+			"A grpc://HOST:PORT[/SERVICE] URL sends gRPC calls instead: the standard health service's\n" +
+			"Check (grpc.health.v1), a connection per call and one shared connection.\n\n" +
 			"--watch deploy/web (or a label selector) also watches the pods behind the URL and\n" +
 			"their endpoints in every EndpointSlice, and puts each change on the timeline next to\n" +
 			"the failures it explains: pod created, ready, termination began, containers exited,\n" +

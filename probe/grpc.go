@@ -1,0 +1,89 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// newGRPCSender probes grpc://HOST:PORT[/SERVICE] with unary calls of the standard
+// health service's Check (grpc.health.v1; SERVICE is the service checked, default ""):
+// an answer of any serving status is a success, as the call went through; what a
+// client of the server would see otherwise is classified like HTTP's failures. New
+// opens a connection per call; Reuse sends every call over one connection (HTTP/2
+// multiplexes them), as a gRPC client does. gRPC's transparent retry of a call the
+// server never saw (a GOAWAY's race) stays on, as in every gRPC client; Options.Retry
+// turns on the retries a service config may ask for.
+func newGRPCSender(u *url.URL, opts Options) (func(Mode) sentResult, func(), error) {
+	if u.Host == "" {
+		return nil, nil, errors.New("URL " + u.String() + ": want grpc://HOST:PORT")
+	}
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithNoProxy()}
+	if !opts.Retry {
+		dial = append(dial, grpc.WithDisableRetry())
+	}
+	req := &healthpb.HealthCheckRequest{Service: strings.TrimPrefix(u.Path, "/")}
+	shared, err := grpc.NewClient(u.Host, dial...)
+	if err != nil {
+		return nil, nil, err
+	}
+	call := func(cc *grpc.ClientConn) sentResult {
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
+		defer cancel()
+		_, err := healthpb.NewHealthClient(cc).Check(ctx, req)
+		r := sentResult{sent: sent}
+		r.Latency = time.Since(sent)
+		r.Kind, r.Code = classifyRPC(err)
+		if err != nil {
+			r.Err = err.Error()
+		}
+		return r
+	}
+	send := func(m Mode) sentResult {
+		if m == Reuse {
+			return call(shared)
+		}
+		cc, err := grpc.NewClient(u.Host, dial...)
+		if err != nil {
+			return sentResult{Result: Result{Kind: Other, Err: err.Error()}, sent: time.Now()}
+		}
+		defer cc.Close()
+		return call(cc)
+	}
+	return send, func() { shared.Close() }, nil
+}
+
+// classifyRPC is a call's kind, and its gRPC status code when the kind is Status (a
+// status other than OK that says more than the connection's failure).
+func classifyRPC(err error) (Kind, int) {
+	if err == nil {
+		return OK, 0
+	}
+	st := status.Convert(err)
+	msg := st.Message()
+	switch st.Code() {
+	case codes.DeadlineExceeded:
+		return Timeout, 0
+	case codes.Unavailable:
+		switch {
+		case strings.Contains(msg, "connection refused"):
+			return Refused, 0
+		case strings.Contains(msg, "connection reset"), strings.Contains(msg, "broken pipe"):
+			return Reset, 0
+		case strings.Contains(msg, "EOF"):
+			return EOF, 0
+		case strings.Contains(msg, "timeout"):
+			return Timeout, 0
+		}
+	}
+	return Status, int(st.Code())
+}

@@ -1,0 +1,51 @@
+package probe
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// grpc:// probes a gRPC server's health service over a connection per call and over a
+// shared one: every call of a serving server succeeds (NOT_SERVING too: the call went
+// through); once it is gone, calls on new connections are refused, and a service the
+// server does not know is a status failure with its code.
+func TestGRPC(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	h := health.NewServer()
+	healthpb.RegisterHealthServer(srv, h)
+	go srv.Serve(l)
+	defer srv.Stop()
+	url := "grpc://" + l.Addr().String()
+	run := func(url string, d time.Duration) map[Mode]*Counts {
+		by := map[Mode]*Counts{New: {}, Reuse: {}}
+		if err := Run(context.Background(), Options{URL: url, Rate: 200, Duration: d, Timeout: time.Second}, func(r Result) { by[r.Mode].add(r) }); err != nil {
+			t.Fatal(err)
+		}
+		return by
+	}
+	h.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	for m, c := range run(url, 500*time.Millisecond) {
+		if c.Requests != 50 || c.Failed != 0 {
+			t.Errorf("%s: %d calls, %d failed %v; want 50, none", m, c.Requests, c.Failed, c.ByKind)
+		}
+	}
+	for m, c := range run(url+"/shop.Cart", 100*time.Millisecond) {
+		if c.Failed != c.Requests || c.ByKind[Status] != c.Requests || c.ByStatus[5] != c.Requests { // NOT_FOUND
+			t.Errorf("%s, an unknown service: %v %v, want every call a status failure, code 5", m, c.ByKind, c.ByStatus)
+		}
+	}
+	srv.Stop()
+	if c := run(url, 200*time.Millisecond)[New]; c.ByKind[Refused] != c.Requests {
+		t.Errorf("new connections to a stopped server: %v, want every call refused", c.ByKind)
+	}
+}
