@@ -79,6 +79,7 @@ func TestEventStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			ran := make(chan error, 1)
 			if drained {
 				go func() { ran <- d.Serve(ctx, l) }()

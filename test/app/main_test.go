@@ -28,7 +28,7 @@ func TestModes(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		mode      string
-		readyzAft int // readiness 200 ms after SIGTERM; 0: refused
+		readyzAft int    // readiness 200 ms after SIGTERM; 0: refused
 		health    string // the gRPC health check 200 ms after SIGTERM
 	}{{"plain", 0, "refused"}, {"drain", 503, "NOT_SERVING"}} {
 		t.Run(tc.mode, func(t *testing.T) {
