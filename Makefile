@@ -116,7 +116,7 @@ fuzz:
 
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper
-	$(GO) test ./drain -run '^$$' -bench . -count 5 | tee /dev/stderr | bash hack/bench-ratio.sh
+	$(GO) test ./drain/... -run '^$$' -bench . -count 5 | tee /dev/stderr | bash hack/bench-ratio.sh
 	$(GO) test ./lint -run '^$$' -bench 'Lint10k' -benchmem -count 3
 	$(GO) test ./lint -run '^$$' -bench 'InjectVsLint' -benchmem -count 3 | tee /dev/stderr | bash hack/bench-ratio.sh Lint Inject
 	$(GO) test ./controller -run '^$$' -bench 'InjectorHandle' -benchmem -count 3

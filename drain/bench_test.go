@@ -73,3 +73,28 @@ func benchServer(b *testing.B, addr string) {
 		resp.Body.Close()
 	}
 }
+
+// The cost per event stream message: a hand-written event and flush vs EventStream.Send.
+func BenchmarkEventBare(b *testing.B) {
+	w := httptest.NewRecorder()
+	rc := http.NewResponseController(w)
+	b.ReportAllocs()
+	for b.Loop() {
+		io.WriteString(w, "id: 12345\ndata: 12345\n\n")
+		rc.Flush()
+		w.Body.Reset()
+	}
+}
+
+func BenchmarkEventDrain(b *testing.B) {
+	w := httptest.NewRecorder()
+	es, err := New(nil, Options{Logger: quiet()}).EventStream(w)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		es.Send("12345", "", "12345")
+		w.Body.Reset()
+	}
+}

@@ -15,8 +15,9 @@ import (
 // cleanly: no broken stream.
 type EventStream struct {
 	*Stream
-	w http.ResponseWriter
-	f *http.ResponseController
+	w   http.ResponseWriter
+	f   *http.ResponseController
+	buf []byte
 }
 
 // EventStream starts an event stream on w: the headers are sent at once.
@@ -36,21 +37,27 @@ func (d *Drainer) EventStream(w http.ResponseWriter) (*EventStream, error) {
 // reconnects; "" for none), its type ("" for message) and its data, one data: line
 // per line.
 func (e *EventStream) Send(id, event, data string) error {
-	var b strings.Builder
+	if strings.ContainsAny(id, "\r\n") || strings.ContainsAny(event, "\r\n") {
+		return errors.New("drain: an event's id and type have no line breaks")
+	}
+	b := e.buf[:0]
 	if id != "" {
-		if strings.ContainsAny(id, "\r\n") {
-			return errors.New("drain: an event id has no line breaks")
-		}
-		fmt.Fprintf(&b, "id: %s\n", id)
+		b = append(append(append(b, "id: "...), id...), '\n')
 	}
 	if event != "" {
-		fmt.Fprintf(&b, "event: %s\n", event)
+		b = append(append(append(b, "event: "...), event...), '\n')
 	}
-	for _, line := range strings.Split(data, "\n") {
-		fmt.Fprintf(&b, "data: %s\n", line)
+	for {
+		line, rest, more := strings.Cut(data, "\n")
+		b = append(append(append(b, "data: "...), line...), '\n')
+		if !more {
+			break
+		}
+		data = rest
 	}
-	b.WriteString("\n")
-	if _, err := e.w.Write([]byte(b.String())); err != nil {
+	b = append(b, '\n')
+	e.buf = b
+	if _, err := e.w.Write(b); err != nil {
 		return err
 	}
 	return e.f.Flush()

@@ -44,7 +44,14 @@ func JUnit(w io.Writer, s Summary, maxFailures int) error {
 	}
 	secs := fmt.Sprintf("%.3f", s.DurationSeconds)
 	requests := testcase{Name: fmt.Sprintf("at most %d failed requests: %s", maxFailures, s.URL), Classname: "napctl probe", Time: secs}
-	if s.Total.Failed > maxFailures {
+	if r := s.Streams; r != nil {
+		requests.Name = fmt.Sprintf("at most %d broken streams, empty connections and lost messages: %s", maxFailures, s.URL)
+		if r.Failed() > maxFailures {
+			requests.Failure = &failure{Type: "broken-streams",
+				Message: fmt.Sprintf("%d broken of %d ends, %d connections delivered nothing, %d messages lost; more than %d", r.Broken, r.Clean+r.Broken, r.ConnectFailed, r.Lost, maxFailures),
+				Body:    text.String()}
+		}
+	} else if s.Total.Failed > maxFailures {
 		requests.Failure = &failure{Type: "failed-requests",
 			Message: fmt.Sprintf("%d of %d requests failed%s, more than %d; longest outage %.2fs", s.Total.Failed, s.Total.Requests, kindsLine(s.Total), maxFailures, s.LongestOutage),
 			Body:    text.String()}

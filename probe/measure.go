@@ -99,11 +99,17 @@ func Measure(ctx context.Context, m Measurement) (Summary, error) {
 			}
 		}()
 	}
-	err := Run(ctx, opts, func(r Result) {
-		mu.Lock()
-		rep.Add(r)
-		mu.Unlock()
-	})
+	var streams *StreamReport
+	var err error
+	if opts.Streams > 0 {
+		streams, err = RunStreams(ctx, opts)
+	} else {
+		err = Run(ctx, opts, func(r Result) {
+			mu.Lock()
+			rep.Add(r)
+			mu.Unlock()
+		})
+	}
 	elapsed := time.Since(start)
 	cancel()
 	wg.Wait()
@@ -113,6 +119,7 @@ func Measure(ctx context.Context, m Measurement) (Summary, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	s := rep.Summarize(opts, elapsed, cmdResult)
+	s.Streams = streams
 	if m.Events != nil {
 		s.Watch, s.Events = m.Watch, m.Events(start)
 	}

@@ -61,6 +61,9 @@ type Options struct {
 	// RecordHeaders names response headers whose values each Result keeps, in this order
 	// (in Result.Headers): which backend answered, how long it had been terminating.
 	RecordHeaders []string
+	// Streams, when not 0, holds this many streams open (RunStreams) instead of
+	// sending requests: ws:// WebSockets, or event streams at an http:// URL.
+	Streams int
 	// Retry lets Go's client resend a request, once and silently, when a reused
 	// keep-alive connection turns out to be closed before any response byte. Off by
 	// default: such a failure (EOF, reset) is counted, as most other clients would see it.

@@ -34,7 +34,9 @@ type Summary struct {
 	Latency     Percentiles     `json:"latency"`
 	SendLag     Percentiles     `json:"send_lag"`
 	Buckets     []Bucket        `json:"buckets"`
-	Command     *CommandResult  `json:"command,omitempty"`
+	// Streams is what held streams saw (Options.Streams), instead of requests.
+	Streams *StreamReport  `json:"streams,omitempty"`
+	Command *CommandResult `json:"command,omitempty"`
 	// Watch names what --watch watched; Events are what happened to it, in time order.
 	Watch  string  `json:"watch,omitempty"`
 	Events []Event `json:"events,omitempty"`
@@ -159,6 +161,18 @@ func Text(w io.Writer, s Summary) error {
 	var b strings.Builder
 	if s.Title != "" {
 		fmt.Fprintln(&b, s.Title)
+	}
+	if r := s.Streams; r != nil {
+		fmt.Fprintf(&b, "%s: %d %s streams held for %.1fs: %d connections delivered, %d ended cleanly, %d broken, %d delivered nothing; %d messages, %d lost\n",
+			s.URL, r.Streams, r.Protocol, s.DurationSeconds, r.Opened, r.Clean, r.Broken, r.ConnectFailed, r.Messages, r.Lost)
+		if r.Reconnect.Max > 0 {
+			fmt.Fprintf(&b, "reconnect (end to the next first message) p50 %.0f ms  p99 %.0f ms  max %.0f ms\n", r.Reconnect.P50, r.Reconnect.P99, r.Reconnect.Max)
+		}
+		if r.FirstBroken != "" {
+			fmt.Fprintf(&b, "first broken: %s\n", r.FirstBroken)
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 	fmt.Fprintf(&b, "%s: %d requests in %.1fs at %.0f/s, %d failed%s\n", s.URL, s.Total.Requests, s.DurationSeconds, s.Rate, s.Total.Failed, kindsLine(s.Total))
 	modes := make([]Mode, 0, len(s.Modes))

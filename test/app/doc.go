@@ -5,6 +5,8 @@
 //	/slow?d=D  the same after sleeping D (e.g. 2s)
 //	/healthz   liveness
 //	/readyz    readiness
+//	/ws        a WebSocket of numbered messages, every 100 ms, from ?from=N
+//	/events    an event stream of the same, from after Last-Event-ID
 //
 // and gRPC on :9090 (-grpc-addr): the standard health service, grpc.health.v1, which
 // `napctl probe grpc://...` calls and a Kubernetes gRPC probe reads.

@@ -11,15 +11,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/coder/websocket"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nap-k8s/nap/drain"
 	"github.com/nap-k8s/nap/drain/grpcdrain"
+	"github.com/nap-k8s/nap/drain/wsdrain"
 )
 
 func main() {
@@ -47,6 +50,11 @@ func run(addr, grpcAddr, mode string) error {
 	}
 	host, _ := os.Hostname()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// Listening before "serving" is logged: a client that waits for it finds the ports.
+	hl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
 	var gl net.Listener
 	if grpcAddr != "" {
 		l, err := net.Listen("tcp", grpcAddr)
@@ -58,6 +66,8 @@ func run(addr, grpcAddr, mode string) error {
 	mux := http.NewServeMux()
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	routes(mux, host)
+	// The streams' cadence: a numbered message every 100 ms.
+	const every = 100 * time.Millisecond
 	errs := make(chan error, 2)
 	servers := 1
 	switch mode {
@@ -65,18 +75,77 @@ func run(addr, grpcAddr, mode string) error {
 		d := drain.New(srv, drain.Options{Logger: log})
 		mux.Handle("/readyz", d.Readiness())
 		mux.Handle("/healthz", d.Liveness())
+		mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+			c, ctx, err := wsdrain.Accept(d, w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			sendNumbered(ctx, c.Conn, firstNumber(r), every)
+		})
+		mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+			es, err := d.EventStream(w)
+			if err != nil {
+				return
+			}
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for i := firstNumber(r); ; i++ {
+				if es.Send(strconv.Itoa(i), "", strconv.Itoa(i)) != nil {
+					es.Done()
+					return
+				}
+				select {
+				case <-es.Leave():
+					es.End(500 * time.Millisecond)
+					return
+				case <-r.Context().Done():
+					es.Done()
+					return
+				case <-tick.C:
+				}
+			}
+		})
 		if gl != nil {
 			servers++
 			gs := grpcdrain.NewServer(grpcdrain.Options{})
 			go func() { errs <- drain.New(nil, drain.Options{Logger: log}).Run(context.Background(), gs.On(gl)) }()
 		}
 		log.Info("serving", "addr", addr, "grpc", grpcAddr, "mode", mode, "delay", d.Delay(), "timeout", d.Timeout())
-		go func() { errs <- d.ListenAndServe(context.Background()) }()
+		go func() { errs <- d.Serve(context.Background(), hl) }()
 	case "plain":
 		mux.HandleFunc("/readyz", ok)
 		mux.HandleFunc("/healthz", ok)
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
+		// What most services do with streams: nothing. A WebSocket dies with the
+		// process; an event stream's handler ends with its request's context, which
+		// ends at SIGTERM (else Shutdown would wait for it until the grace period).
+		srv.BaseContext = func(net.Listener) context.Context { return ctx }
+		mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			sendNumbered(context.WithoutCancel(r.Context()), c, firstNumber(r), every)
+		})
+		mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			rc := http.NewResponseController(w)
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for i := firstNumber(r); ; i++ {
+				if _, err := fmt.Fprintf(w, "id: %d\ndata: %d\n\n", i, i); err != nil || rc.Flush() != nil {
+					return
+				}
+				select {
+				case <-r.Context().Done():
+					return
+				case <-tick.C:
+				}
+			}
+		})
 		if gl != nil {
 			// What most gRPC services do: GracefulStop at the first SIGTERM (the
 			// listener closes at once, connections get a GOAWAY).
@@ -96,7 +165,7 @@ func run(addr, grpcAddr, mode string) error {
 		}()
 		log.Info("serving", "addr", addr, "grpc", grpcAddr, "mode", mode)
 		go func() {
-			if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
 				errs <- err
 				return
 			}
@@ -127,3 +196,31 @@ func routes(mux *http.ServeMux, host string) {
 }
 
 func ok(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }
+
+// firstNumber is the first message number a stream sends: ?from=N, or after an event
+// stream's Last-Event-ID: the replay from where a client left off.
+func firstNumber(r *http.Request) int {
+	if n, err := strconv.Atoi(r.URL.Query().Get("from")); err == nil && n >= 0 {
+		return n
+	}
+	if n, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && n >= 0 {
+		return n + 1
+	}
+	return 0
+}
+
+// sendNumbered writes from, from+1, ... every interval until a write fails or ctx ends.
+func sendNumbered(ctx context.Context, c *websocket.Conn, from int, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for i := from; ; i++ {
+		if c.Write(ctx, websocket.MessageText, []byte(strconv.Itoa(i))) != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

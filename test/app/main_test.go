@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -112,6 +114,77 @@ func TestModes(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("still running 5s after SIGTERM")
 			}
+		})
+	}
+}
+
+// TestStreamsAtSIGTERM: a WebSocket and an event stream open at SIGTERM. plain: the
+// WebSocket dies with the process (no close frame) and the event stream just stops;
+// drain: after the delay the WebSocket is closed with 1001 and the event stream ends
+// with its going-away event.
+func TestStreamsAtSIGTERM(t *testing.T) {
+	bin := t.TempDir() + "/app"
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v: %s", err, out)
+	}
+	for _, mode := range []string{"plain", "drain"} {
+		t.Run(mode, func(t *testing.T) {
+			l, _ := net.Listen("tcp", "127.0.0.1:0")
+			addr := l.Addr().String()
+			l.Close()
+			cmd := exec.Command(bin, "-addr", addr, "-grpc-addr", "", "-mode", mode)
+			cmd.Env = append(os.Environ(), "NAP_DRAIN_DELAY=300ms", "NAP_DRAIN_TIMEOUT=3s")
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			bufio.NewReader(stderr).ReadString('\n') // "serving"
+			go io.Copy(io.Discard, stderr)
+
+			ws, _, err := websocket.Dial(context.Background(), "ws://"+addr+"/ws?from=7", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.CloseNow()
+			resp, err := http.Get("http://" + addr + "/events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			wsEnd := make(chan string, 1)
+			go func() {
+				first := ""
+				for {
+					_, b, err := ws.Read(context.Background())
+					if err != nil {
+						wsEnd <- fmt.Sprintf("first %s, status %d", first, websocket.CloseStatus(err))
+						return
+					}
+					if first == "" {
+						first = string(b)
+					}
+				}
+			}()
+			body := make(chan string, 1)
+			go func() {
+				b, _ := io.ReadAll(resp.Body)
+				body <- string(b)
+			}()
+			time.Sleep(300 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGTERM)
+			got, events := <-wsEnd, <-body
+			wantWS, going := "first 7, status -1", false
+			if mode == "drain" {
+				wantWS, going = "first 7, status 1001", true
+			}
+			if got != wantWS {
+				t.Errorf("the WebSocket: %s, want %s", got, wantWS)
+			}
+			if !strings.HasPrefix(events, "id: 0\ndata: 0\n\n") || strings.Contains(events, "event: going-away") != going {
+				t.Errorf("the event stream:\n%s\nwant it numbered from 0, ending with going-away: %v", events, going)
+			}
+			cmd.Wait()
 		})
 	}
 }

@@ -96,6 +96,9 @@ var (
 
 // failedNew is how many requests over new connections failed.
 func (d downtime) failedNew() int {
+	if r := d.summary.Streams; r != nil {
+		return r.ConnectFailed + r.Lost // streams: what new connections lose
+	}
 	if c := d.summary.Modes[probe.New]; c != nil {
 		return c.Failed
 	}
@@ -107,9 +110,13 @@ func (d downtime) check(t *testing.T) {
 	t.Helper()
 	s := d.summary
 	failedNew := d.failedNew()
+	failed := s.Total.Failed
+	if s.Streams != nil {
+		failed = s.Streams.Failed()
+	}
 	switch d.scenario.variant.expect {
 	case fails:
-		if s.Total.Failed == 0 {
+		if failed == 0 {
 			t.Errorf("%s: no request failed: the experiment no longer shows the problem", d.scenario)
 		}
 	case newClean:
@@ -117,8 +124,8 @@ func (d downtime) check(t *testing.T) {
 			t.Errorf("%s: %d requests over new connections failed, want none: %+v", d.scenario, failedNew, s.Outages)
 		}
 	case clean:
-		if s.Total.Failed > 0 {
-			t.Errorf("%s: %d requests failed, want none: %+v", d.scenario, s.Total.Failed, s.Outages)
+		if failed > 0 {
+			t.Errorf("%s: %d requests (or broken streams) failed, want none: %+v %+v", d.scenario, failed, s.Outages, s.Streams)
 		}
 	}
 }
@@ -213,6 +220,9 @@ type scenario struct {
 	// grpc: probe the demo app's gRPC health service (grpc://, port 9090) instead of
 	// HTTP; ClusterIP paths only.
 	grpc bool
+	// streams: hold heldStreams of the demo app's streams open instead ("websocket" or
+	// "sse"); from node 1.
+	streams string
 }
 
 // grpcPort is the demo app's gRPC port, and its Service's.
@@ -330,6 +340,14 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 		url = fmt.Sprintf("grpc://%s:%d", svc.Spec.ClusterIP, grpcPort)
 	}
+	httpURL := url
+	if sc.streams != "" {
+		if sc.path.node2 {
+			t.Fatalf("%s: streams are held from node 1 only", sc)
+		}
+		u := strings.TrimSuffix(url, "/")
+		url = map[string]string{"websocket": "ws" + strings.TrimPrefix(u, "http") + "/ws", "sse": u + "/events"}[sc.streams]
+	}
 	target := vantage{url: url, node2: sc.path.node2}
 	lbName := "app-" + sc.path.path.Name // traffic's load balancer Service
 	lbLocal := sc.path.path.Name == traffic.LoadBalancerLocal.Name
@@ -353,7 +371,12 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		scrapes = startScraper(t, cs, ns) // background the adaptive wait must not count on
 	}
 	start := time.Now()
-	pr := startProbe(t, target, rate)
+	var pr prober
+	if sc.streams != "" {
+		pr = startStreams(t, url, httpURL)
+	} else {
+		pr = startProbe(t, target, rate)
+	}
 	time.Sleep(2 * time.Second)
 	var settle func()
 	if sc.path.path.NodeChecked {
@@ -392,8 +415,13 @@ func (sc scenario) String() string {
 
 // pathName is the path, and the protocol when it is not HTTP.
 func (sc scenario) pathName() string {
-	if sc.grpc {
+	switch {
+	case sc.grpc:
 		return sc.path.String() + " (gRPC)"
+	case sc.streams == "websocket":
+		return sc.path.String() + " (WebSocket)"
+	case sc.streams == "sse":
+		return sc.path.String() + " (SSE)"
 	}
 	return sc.path.String()
 }
@@ -512,6 +540,15 @@ const tableHeader = "| path | disruption | variant | rounds | requests | failed 
 
 func (d downtime) row() string {
 	s := d.summary
+	if r := s.Streams; r != nil {
+		// The table's columns, for held streams: messages for requests; what failed
+		// (broken ends of all ends, connections that delivered nothing, messages lost);
+		// empty connections / broken ends for new / reuse; the reconnect's p99 for the
+		// outage.
+		sc := d.scenario
+		return fmt.Sprintf("| %s | %s | %s | %d | %d | %d (%d broken of %d ends, %d empty connections, %d lost) | %d / %d | %.2f s |", sc.pathName(), sc.disruption, sc.variant.name, sc.rounds,
+			r.Messages, r.Failed(), r.Broken, r.Broken+r.Clean, r.ConnectFailed, r.Lost, r.ConnectFailed, r.Broken, r.Reconnect.P99/1000)
+	}
 	var kinds []string
 	for _, k := range probe.Kinds {
 		if n := s.Total.ByKind[k]; n > 0 && k != probe.OK {
@@ -636,6 +673,20 @@ func TestGRPCDowntime(t *testing.T) {
 	}
 }
 
+// TestWebSocketDowntime: a rolling restart while 20 WebSockets of the demo app are held
+// open at the ClusterIP from node 1, each reconnecting when it ends and resuming from
+// the last message number it saw. Without a delay or drain the sockets die with the
+// old pods, with no close frame; with nap's delay and drain/wsdrain every one is closed
+// with 1001 going away, reconnects, and loses no message.
+func TestWebSocketDowntime(t *testing.T) {
+	cs := client(t)
+	for _, v := range []variant{noDelay, napDrain} {
+		m := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: 1, streams: "websocket"}, 200)
+		t.Log(m.row())
+		m.check(t)
+	}
+}
+
 // experiment is what `make e2e-downtime` measures: none / nap / native on every path ×
 // disruption, and the other variants on the first path and disruption.
 func experiment(rounds int) []scenario {
@@ -672,6 +723,12 @@ func experiment(rounds int) []scenario {
 				r = 1
 			}
 			scs = append(scs, scenario{path: clusterIPNode1, disruption: d, variant: v, rounds: r, grpc: true})
+		}
+	}
+	// Held WebSockets and event streams at the ClusterIP from node 1.
+	for _, s := range []string{"websocket", "sse"} {
+		for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
+			scs = append(scs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: rounds, streams: s})
 		}
 	}
 	return scs

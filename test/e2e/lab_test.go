@@ -91,6 +91,44 @@ func (p *localProbe) stop(t *testing.T) probe.Summary {
 	return p.rep.Summarize(p.opts, time.Since(p.start), nil)
 }
 
+// streamProbe holds streams open from this process, on node 1.
+type streamProbe struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	rep    *probe.StreamReport
+	err    error
+	url    string
+	start  time.Time
+}
+
+// heldStreams is how many streams a stream probe holds open.
+const heldStreams = 20
+
+// startStreams holds heldStreams streams open on url (ws:// or an event stream's
+// http://) until stopped; check is an HTTP URL of the same service that must answer
+// first.
+func startStreams(t *testing.T, url, check string) prober {
+	t.Helper()
+	waitServing(t, check)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &streamProbe{cancel: cancel, done: make(chan struct{}), url: url, start: time.Now()}
+	go func() {
+		defer close(p.done)
+		p.rep, p.err = probe.RunStreams(ctx, probe.Options{URL: url, Streams: heldStreams, Duration: 10 * time.Minute, Timeout: 2 * time.Second})
+	}()
+	return p
+}
+
+func (p *streamProbe) stop(t *testing.T) probe.Summary {
+	t.Helper()
+	p.cancel()
+	<-p.done
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return probe.Summary{URL: p.url, DurationSeconds: time.Since(p.start).Seconds(), Streams: p.rep}
+}
+
 // node2Probe is `napctl probe` run in node 2's network namespace, as a user would run
 // it there; SIGINT ends it with the report so far, as JSON.
 type node2Probe struct {

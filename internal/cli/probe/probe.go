@@ -34,6 +34,7 @@ type flags struct {
 	output      string
 	plot        string
 	title       string
+	streams     int
 	maxFailures int
 	maxInFlight int
 	retry       bool
@@ -80,6 +81,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.DurationVar(&f.bucket, "bucket", 0, "timeline bucket (default: 100ms, doubled whenever the run passes 600 buckets)")
 	cli.OutputFlag(cmd, &f.output, "text", "json")
 	fl.StringVar(&f.plot, "plot", "", "also write a timeline plot: FILE.svg or FILE.html")
+	fl.IntVar(&f.streams, "streams", 0, "hold this many streams open instead of sending requests: WebSockets at a ws:// URL, event streams (text/event-stream) at an http:// one; count broken ends, reconnects, lost messages")
 	fl.StringVar(&f.title, "title", "", "what is measured, for a person (\"a rolling restart of web\"): the plot's heading, the reports' title")
 	fl.IntVar(&f.maxFailures, "max-failures", 0, "exit 1 when more requests than this failed")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "requests waiting for an answer at most; one due beyond it is not sent and counts as unsent (default: 2 × rate × timeout + 64)")
@@ -125,7 +127,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)
 	}
 	m := probe.Measurement{
-		Options: probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry, Duration: f.duration},
+		Options: probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry, Duration: f.duration, Streams: f.streams},
 		During:  f.during, Settle: f.settle, CommandOutput: streams.ErrOut, Bucket: f.bucket,
 	}
 	if err := m.Options.Validate(); err != nil {
@@ -196,6 +198,8 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	switch {
 	case cmdErr != nil:
 		return cmdErr
+	case s.Streams != nil && s.Streams.Failed() > f.maxFailures:
+		return &cli.ExitError{Code: 1, Err: fmt.Errorf("%d broken streams, empty connections and lost messages (--max-failures %d)", s.Streams.Failed(), f.maxFailures)}
 	case s.Total.Failed > f.maxFailures:
 		return &cli.ExitError{Code: 1, Err: fmt.Errorf("%d requests failed (--max-failures %d)", s.Total.Failed, f.maxFailures)}
 	case s.Command != nil && s.Command.ExitCode != 0:
