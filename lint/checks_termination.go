@@ -55,8 +55,7 @@ func grpcReadiness(_ *Context, w *Workload) []Finding {
 		served := ""
 		for _, p := range grpcPorts {
 			for _, cp := range c.Ports {
-				if p.TargetPort.IntValue() == int(cp.ContainerPort) || p.TargetPort.StrVal != "" && p.TargetPort.StrVal == cp.Name ||
-					p.TargetPort.IntValue() == 0 && p.TargetPort.StrVal == "" && p.Port == cp.ContainerPort {
+				if serves(p, cp) {
 					served = fmt.Sprint(cp.ContainerPort)
 				}
 			}
@@ -91,37 +90,42 @@ func perContainer(w *Workload, cs []corev1.Container, f func(corev1.Container) *
 	return out
 }
 
-func noReadinessProbe(_ *Context, w *Workload) []Finding {
-	if !w.BehindService() {
-		return nil
+// perRouted runs f on each container a Service sends traffic to, with that Service.
+func perRouted(w *Workload, f func(c corev1.Container, svc string) *Finding) []Finding {
+	var cs []corev1.Container
+	svcs := map[string]string{}
+	for _, r := range w.Routed() {
+		cs = append(cs, r.Container)
+		svcs[r.Container.Name] = r.Service
 	}
-	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
+	return perContainer(w, cs, func(c corev1.Container) *Finding { return f(c, svcs[c.Name]) })
+}
+
+func noReadinessProbe(_ *Context, w *Workload) []Finding {
+	return perRouted(w, func(c corev1.Container, svc string) *Finding {
 		if c.ReadinessProbe != nil {
 			return nil
 		}
 		return &Finding{
-			Message: fmt.Sprintf("container %q serves behind Service %s but has no readinessProbe: it gets traffic before it is ready", c.Name, w.Services[0].Name),
+			Message: fmt.Sprintf("container %q serves behind Service %s but has no readinessProbe: it gets traffic before it is ready", c.Name, svc),
 			Hint:    "add a readinessProbe (httpGet on a /readyz that turns 503 while draining)",
 		}
 	})
 }
 
 func noPreStopDelay(_ *Context, w *Workload) []Finding {
-	if !w.BehindService() {
-		return nil
-	}
-	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
+	return perRouted(w, func(c corev1.Container, svc string) *Finding {
 		switch h := hook.Of(c); {
 		case h.Kind != hook.None && h.Known && h.Delay == 0 && !h.Adaptive:
 			return &Finding{
-				Message: fmt.Sprintf("container %q's preStop hook holds 0 s: it gets SIGTERM while Service %s may still route to it", c.Name, w.Services[0].Name),
+				Message: fmt.Sprintf("container %q's preStop hook holds 0 s: it gets SIGTERM while Service %s may still route to it", c.Name, svc),
 				Hint:    injectHint(w),
 			}
 		case h.Kind != hook.None:
 			return nil
 		}
 		return &Finding{
-			Message: fmt.Sprintf("container %q gets SIGTERM while Service %s may still route to it: no preStop delay", c.Name, w.Services[0].Name),
+			Message: fmt.Sprintf("container %q gets SIGTERM while Service %s may still route to it: no preStop delay", c.Name, svc),
 			Hint:    injectHint(w),
 		}
 	})

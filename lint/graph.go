@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -37,6 +38,77 @@ type Workload struct {
 	// ConfigMapKeys are the keys (data and binaryData) of the ConfigMaps of the input in
 	// the workload's namespace, by name: what its ConfigMap volumes can mount.
 	ConfigMapKeys map[string]map[string]bool
+
+	routed     []Routed
+	routedDone bool
+}
+
+// Routed is a container that a Service sends traffic to, with the first that does.
+type Routed struct {
+	Container corev1.Container
+	Service   string
+}
+
+// Routed returns the containers the workload's Services send traffic to, in the pod's
+// order: those a Service port's targetPort names (a container port's name) or numbers
+// (a declared containerPort; no targetPort: the port's own number). A targetPort that no
+// container declares still reaches the pod (containerPort is informational), so that
+// Service counts for the containers with ports, or for all when none declares one.
+func (w *Workload) Routed() []Routed {
+	if w.routedDone {
+		return w.routed
+	}
+	w.routedDone = true
+	by := map[string]string{} // container → the first Service routing to it
+	route := func(c, svc string) {
+		if _, ok := by[c]; !ok {
+			by[c] = svc
+		}
+	}
+	for _, o := range w.Services {
+		var svc corev1.Service
+		if o.Decode(&svc) != nil {
+			continue
+		}
+		if len(svc.Spec.Ports) == 0 {
+			// No port named (a headless Service, or one written loosely): it may
+			// route to any port.
+			for _, c := range servingContainers(w.PodSpec) {
+				route(c.Name, o.Name)
+			}
+		}
+		for _, p := range svc.Spec.Ports {
+			matched := false
+			for _, c := range w.PodSpec.Containers {
+				for _, cp := range c.Ports {
+					if serves(p, cp) {
+						matched = true
+						route(c.Name, o.Name)
+					}
+				}
+			}
+			if !matched {
+				for _, c := range servingContainers(w.PodSpec) {
+					route(c.Name, o.Name)
+				}
+			}
+		}
+	}
+	for _, c := range w.PodSpec.Containers {
+		if svc, ok := by[c.Name]; ok {
+			w.routed = append(w.routed, Routed{Container: c, Service: svc})
+		}
+	}
+	return w.routed
+}
+
+// serves tells whether Service port p sends to container port cp: by name when its
+// targetPort is a name, else by number (no targetPort: the port's own number).
+func serves(p corev1.ServicePort, cp corev1.ContainerPort) bool {
+	if p.TargetPort.Type == intstr.String && p.TargetPort.StrVal != "" {
+		return cp.Name == p.TargetPort.StrVal
+	}
+	return cp.ContainerPort == cmp.Or(p.TargetPort.IntVal, p.Port)
 }
 
 // PDB is a PodDisruptionBudget with its source.
