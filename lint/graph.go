@@ -154,7 +154,6 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	services := selectorIndex[*manifest.Object]{}
 	pdbs := selectorIndex[PDB]{}
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
-	var mons monitors
 	configMaps := map[string]map[string]map[string]bool{} // namespace, name, key
 	for _, o := range objs {
 		switch {
@@ -164,8 +163,6 @@ func Workloads(objs []*manifest.Object) []*Workload {
 			}
 		case o.Kind == "Service":
 			svcs = append(svcs, o)
-		case o.Kind == "ServiceMonitor" || o.Kind == "PodMonitor":
-			mons.add(o)
 		case o.Kind == "ConfigMap":
 			var cm corev1.ConfigMap
 			if o.Decode(&cm) != nil {
@@ -201,7 +198,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	}
 	for _, o := range svcs {
 		var svc corev1.Service
-		if o.Decode(&svc) == nil && len(svc.Spec.Selector) > 0 && !mons.metricsOnly(o.Namespace, &svc) {
+		if o.Decode(&svc) == nil && len(svc.Spec.Selector) > 0 && !metricsOnly(&svc) {
 			services.add(o.Namespace, labels.SelectorFromSet(svc.Spec.Selector), o)
 		}
 	}
@@ -229,102 +226,22 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	return ws
 }
 
-// monitors are the Prometheus Operator's ServiceMonitors and PodMonitors: what they
-// scrape is a metrics port.
-type monitors struct {
-	service []monitor // ServiceMonitors: Service port names (or target ports) they scrape
-	pod     []monitor // PodMonitors: pod port names they scrape
-}
-
-type monitor struct {
-	ns         string
-	namespaces []string // namespaceSelector.matchNames; nil: its own
-	any        bool     // namespaceSelector.any
-	sel        labels.Selector
-	ports      map[string]bool
-}
-
-func (m *monitors) add(o *manifest.Object) {
-	var spec struct {
-		Selector          metav1.LabelSelector `json:"selector"`
-		NamespaceSelector struct {
-			Any        bool     `json:"any"`
-			MatchNames []string `json:"matchNames"`
-		} `json:"namespaceSelector"`
-		Endpoints           []struct{ Port, TargetPort intstrOrString } `json:"endpoints"`
-		PodMetricsEndpoints []struct{ Port, TargetPort intstrOrString } `json:"podMetricsEndpoints"`
-	}
-	if o.Decode(&spec, "spec") != nil {
-		return
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&spec.Selector)
-	if err != nil {
-		return
-	}
-	mon := monitor{ns: o.Namespace, namespaces: spec.NamespaceSelector.MatchNames, any: spec.NamespaceSelector.Any, sel: sel, ports: map[string]bool{}}
-	for _, e := range append(spec.Endpoints, spec.PodMetricsEndpoints...) {
-		for _, p := range []intstrOrString{e.Port, e.TargetPort} {
-			if p != "" {
-				mon.ports[string(p)] = true
-			}
-		}
-	}
-	if o.Kind == "ServiceMonitor" {
-		m.service = append(m.service, mon)
-	} else {
-		m.pod = append(m.pod, mon)
-	}
-}
-
-func (m monitor) covers(ns string) bool {
-	return m.any || ns == m.ns && m.namespaces == nil || slices.Contains(m.namespaces, ns)
-}
-
-// metricsOnly tells whether every port of svc serves metrics: named so (metrics,
-// prometheus, http-metrics, ...), scraped by a ServiceMonitor that selects svc, or
-// targeting a pod port that a PodMonitor of the Service's pods scrapes.
-func (m monitors) metricsOnly(ns string, svc *corev1.Service) bool {
+// metricsOnly tells whether every port of svc is named for metrics (metrics,
+// prometheus, http-metrics, metrics-tls, ...): no client request goes through such a
+// Service. A port that a ServiceMonitor or PodMonitor scrapes is not thereby
+// metrics-only: Grafana's web port and an aggregated API's port are scraped and serve
+// clients too.
+func metricsOnly(svc *corev1.Service) bool {
 	if len(svc.Spec.Ports) == 0 {
 		return false
 	}
 	for _, p := range svc.Spec.Ports {
-		if !m.metricsPort(ns, svc, p) {
+		name := strings.ToLower(p.Name)
+		if name != "metrics" && name != "prometheus" && !strings.HasSuffix(name, "-metrics") && !strings.HasPrefix(name, "metrics-") {
 			return false
 		}
 	}
 	return true
-}
-
-func (m monitors) metricsPort(ns string, svc *corev1.Service, p corev1.ServicePort) bool {
-	name := strings.ToLower(p.Name)
-	if name == "metrics" || name == "prometheus" || strings.HasSuffix(name, "-metrics") || strings.HasPrefix(name, "metrics-") {
-		return true
-	}
-	target := p.TargetPort.String()
-	for _, mon := range m.service {
-		if mon.covers(ns) && mon.sel.Matches(labels.Set(svc.Labels)) && (p.Name != "" && mon.ports[p.Name] || mon.ports[target]) {
-			return true
-		}
-	}
-	for _, mon := range m.pod {
-		// The Service's selector stands for its pods' labels.
-		if mon.covers(ns) && mon.sel.Matches(labels.Set(svc.Spec.Selector)) && p.TargetPort.Type == intstr.String && mon.ports[target] {
-			return true
-		}
-	}
-	return false
-}
-
-// intstrOrString reads a port given as a name or a number, as its text.
-type intstrOrString string
-
-func (p *intstrOrString) UnmarshalJSON(b []byte) error {
-	var v intstr.IntOrString
-	if err := v.UnmarshalJSON(b); err != nil {
-		return err
-	}
-	*p = intstrOrString(v.String())
-	return nil
 }
 
 func workload(o *manifest.Object) *Workload {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,13 +30,6 @@ var Resources = []schema.GroupVersionResource{
 	{Version: "v1", Resource: "services"},
 	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 	{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
-}
-
-// Optional are listed too where the cluster serves them: the Prometheus operator's
-// monitors, which tell lint that a Service is only scraped.
-var Optional = []schema.GroupVersionResource{
-	{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"},
-	{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"},
 }
 
 // pageSize bounds one list call: a fleet of thousands of namespaces is read in pages.
@@ -65,7 +57,7 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 		return nil, err
 	}
 	typed := typedListers(cs, namespace)
-	all := append(slices.Clone(Resources), Optional...)
+	all := Resources
 	got := make([][]*manifest.Object, len(all))
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
@@ -75,9 +67,6 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 				got[i], errs[i] = listTyped(ctx, r, l)
 			} else {
 				got[i], errs[i] = list(ctx, dc.Resource(r).Namespace(namespace))
-			}
-			if errs[i] != nil && i >= len(Resources) && apierrors.IsNotFound(errs[i]) {
-				got[i], errs[i] = nil, nil // not served here
 			}
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("listing %s: %w", r.GroupResource(), errs[i])

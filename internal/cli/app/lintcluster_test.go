@@ -47,7 +47,8 @@ func TestLintCluster(t *testing.T) {
 	cs, kubeconfig, kubectl := envtestCluster(t)
 	ctx := context.Background()
 	apply := func(t *testing.T, ns, file string) { applyIn(t, cs, kubectl, kubeconfig, ns, nil, file) }
-	// The Prometheus operator's monitors, which some fixtures use: lint --cluster reads them.
+	// The Prometheus operator's monitors, which a fixture holds (lint no longer takes a
+	// scraped port for a metrics-only one): their kinds must be served to be applied.
 	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
 		crd := fmt.Sprintf(monitorCRD, strings.ToLower(kind)+"s", kind)
 		if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "--wait", "-f", writeTemp(t, crd)).CombinedOutput(); err != nil {
