@@ -92,8 +92,14 @@ func ContainerLines(podSpec *yaml.RNode, field string) map[string]int {
 	}
 	elems, _ := seq.Elements()
 	for _, c := range elems {
+		line := c.YNode().Line
+		if n := c.YNode(); n.Kind == yaml.AliasNode && n.Alias != nil {
+			// A container given as an alias (- *app): named where the alias stands, in
+			// this list, and read from its anchor.
+			c = yaml.NewRNode(n.Alias)
+		}
 		if name, err := c.Pipe(yaml.Lookup("name")); err == nil && name != nil {
-			lines[yaml.GetValue(name)] = c.YNode().Line
+			lines[yaml.GetValue(name)] = line
 		}
 	}
 	return lines
