@@ -48,9 +48,18 @@ func recreateStrategy(_ *Context, w *Workload) []Finding {
 	if w.Strategy == nil || w.Strategy.Type != "Recreate" || !w.BehindService() {
 		return nil
 	}
+	hint := "use strategy RollingUpdate"
+	for _, v := range w.PodSpec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			// RollingUpdate would start the new pod while the old one holds the claim:
+			// with ReadWriteOnce on another node it never starts (Multi-Attach).
+			hint = fmt.Sprintf("the pods mount PersistentVolumeClaim %s: if it is ReadWriteOnce, a RollingUpdate's new pod cannot start while the old one holds it; give each pod its own volume (a StatefulSet), or accept the outage (annotation lint.nap.dev/ignore: %s)", v.PersistentVolumeClaim.ClaimName, RecreateStrategy)
+			break
+		}
+	}
 	return []Finding{{
 		Message: "strategy Recreate stops every old pod before a new one starts: each rollout is an outage",
-		Hint:    "use strategy RollingUpdate",
+		Hint:    hint,
 	}}
 }
 

@@ -3,6 +3,7 @@ package lint
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/nap-k8s/nap/hook"
@@ -108,9 +109,25 @@ func noReadinessProbe(_ *Context, w *Workload) []Finding {
 		}
 		return &Finding{
 			Message: fmt.Sprintf("container %q serves behind Service %s but has no readinessProbe: it gets traffic before it is ready", c.Name, svc),
-			Hint:    "add a readinessProbe (httpGet on a /readyz that turns 503 while draining)",
+			Hint:    readinessHint(c),
 		}
 	})
+}
+
+// readinessHint says which probe to add, by what the container serves: HTTP (a port
+// named http or web, or a usual HTTP port), gRPC (a port named grpc), else any probe
+// that fails while the app cannot serve.
+func readinessHint(c corev1.Container) string {
+	for _, p := range c.Ports {
+		name := strings.ToLower(p.Name)
+		switch {
+		case strings.HasPrefix(name, "grpc"):
+			return fmt.Sprintf("add a readinessProbe: {grpc: {port: %d}} (the health service; drain/grpcdrain turns it NOT_SERVING while draining)", p.ContainerPort)
+		case strings.Contains(name, "http") || strings.Contains(name, "web") || slices.Contains([]int32{80, 443, 3000, 8000, 8080, 8443}, p.ContainerPort):
+			return fmt.Sprintf("add a readinessProbe: {httpGet: {path: /readyz, port: %d}}, a path that turns 503 while the app drains", p.ContainerPort)
+		}
+	}
+	return "add a readinessProbe that fails while the app cannot serve (tcpSocket, exec of its own client, or httpGet/grpc where it serves those)"
 }
 
 func noPreStopDelay(_ *Context, w *Workload) []Finding {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	kjson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/nap-k8s/nap/inject"
@@ -594,4 +595,23 @@ func BenchmarkInjectVsLint(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A missing readiness probe's hint fits what the container serves: HTTP, gRPC, or
+// neither (a database gets no HTTP path).
+func TestReadinessHint(t *testing.T) {
+	for _, c := range []struct {
+		ports []corev1.ContainerPort
+		want  string
+	}{
+		{[]corev1.ContainerPort{{ContainerPort: 8080}}, "httpGet: {path: /readyz, port: 8080}"},
+		{[]corev1.ContainerPort{{Name: "http", ContainerPort: 9000}}, "httpGet: {path: /readyz, port: 9000}"},
+		{[]corev1.ContainerPort{{Name: "grpc", ContainerPort: 9090}}, "{grpc: {port: 9090}}"},
+		{[]corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}}, "tcpSocket, exec of its own client"},
+		{nil, "tcpSocket, exec of its own client"},
+	} {
+		if got := readinessHint(corev1.Container{Ports: c.ports}); !strings.Contains(got, c.want) {
+			t.Errorf("ports %v: hint %q, want it to say %q", c.ports, got, c.want)
+		}
+	}
 }
