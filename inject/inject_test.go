@@ -463,3 +463,49 @@ func TestAdaptivePlan(t *testing.T) {
 		}
 	}
 }
+
+// Workloads are known by API group and kind: an Argo Rollout and an OpenKruise CloneSet
+// get the hook as a Deployment does; a kind named Deployment in another group, an
+// unknown pod-template kind and a Knative Service are left as they are, each with a
+// note saying why.
+func TestWorkloadKinds(t *testing.T) {
+	p, err := NewPlan(Options{Mode: ModeNative, Delay: "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := "metadata: {name: w}\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: x\n"
+	for _, c := range []struct {
+		apiVersion, kind string
+		injected         bool
+		note             string
+	}{
+		{"apps/v1", "Deployment", true, ""},
+		{"argoproj.io/v1alpha1", "Rollout", true, ""},
+		{"apps.kruise.io/v1alpha1", "CloneSet", true, ""},
+		{"example.com/v1", "Deployment", false, "skipped: example.com/v1 Deployment is not a kind nap knows"},
+		{"example.com/v1", "Widget", false, "skipped: example.com/v1 Widget is not a kind nap knows"},
+		{"serving.knative.dev/v1", "Service", false, "skipped: a Knative Service's pods are drained by Knative itself"},
+		{"batch/v1", "Job", false, "skipped: a Job runs to completion"},
+	} {
+		t.Run(c.apiVersion+" "+c.kind, func(t *testing.T) {
+			in := "apiVersion: " + c.apiVersion + "\nkind: " + c.kind + "\n" + tmpl
+			out, notes, err := Inject("w.yaml", []byte(in), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(out), "preStop"); got != c.injected {
+				t.Errorf("injected %v, want %v:\n%s", got, c.injected, out)
+			}
+			var said []string
+			for _, n := range notes {
+				said = append(said, n.Msg)
+			}
+			if c.note != "" && !strings.Contains(strings.Join(said, "\n"), c.note) {
+				t.Errorf("notes %q, want one saying %q", said, c.note)
+			}
+			if !c.injected && string(out) != in {
+				t.Errorf("a skipped object changed:\n%s", out)
+			}
+		})
+	}
+}

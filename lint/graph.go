@@ -157,7 +157,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	configMaps := map[string]map[string]map[string]bool{} // namespace, name, key
 	for _, o := range objs {
 		switch {
-		case manifest.IsWorkload(o.Kind):
+		case o.IsWorkload():
 			if w := workload(o); w != nil {
 				ws = append(ws, w)
 			}

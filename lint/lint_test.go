@@ -101,7 +101,7 @@ func TestChecks(t *testing.T) {
 			}
 			bad := 0
 			for _, o := range objs {
-				if manifest.IsWorkload(o.Kind) && strings.HasPrefix(o.Name, "bad-") {
+				if o.IsWorkload() && strings.HasPrefix(o.Name, "bad-") {
 					bad++
 					if !flagged[o.Name] {
 						t.Errorf("%s: no %s finding", o.Ref(), c.ID)
@@ -612,6 +612,35 @@ func TestReadinessHint(t *testing.T) {
 	} {
 		if got := readinessHint(corev1.Container{Ports: c.ports}); !strings.Contains(got, c.want) {
 			t.Errorf("ports %v: hint %q, want it to say %q", c.ports, got, c.want)
+		}
+	}
+}
+
+// Workloads are known by API group and kind: an Argo Rollout behind a Service is
+// linted as a Deployment is; a kind named Deployment in another group is not.
+func TestWorkloadKinds(t *testing.T) {
+	tmpl := "spec:\n  replicas: 2\n  template:\n    metadata: {labels: {app: %[1]s}}\n    spec:\n      containers: [{name: app, image: x, ports: [{containerPort: 8080}], readinessProbe: {tcpSocket: {port: 8080}}}]\n" +
+		"---\napiVersion: v1\nkind: Service\nmetadata: {name: %[1]s}\nspec: {selector: {app: %[1]s}, ports: [{port: 80, targetPort: 8080}]}\n"
+	for _, c := range []struct {
+		apiVersion, kind string
+		linted           bool
+	}{
+		{"apps/v1", "Deployment", true},
+		{"argoproj.io/v1alpha1", "Rollout", true},
+		{"apps.kruise.io/v1alpha1", "CloneSet", true},
+		{"example.com/v1", "Deployment", false},
+	} {
+		src := fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: w}\n"+tmpl, c.apiVersion, c.kind, "w")
+		objs, err := manifest.Read("w.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range Lint(objs, Options{}) {
+			found = found || f.ID == NoPreStopDelay
+		}
+		if found != c.linted {
+			t.Errorf("%s %s: a no-prestop-delay finding %v, want %v", c.apiVersion, c.kind, found, c.linted)
 		}
 	}
 }

@@ -2,49 +2,96 @@ package manifest
 
 import (
 	"encoding/json"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// podSpecPaths are where each kind keeps the pod spec that its pods run.
-var podSpecPaths = map[string][]string{
-	"Pod":                   {"spec"},
-	"Deployment":            {"spec", "template", "spec"},
-	"StatefulSet":           {"spec", "template", "spec"},
-	"DaemonSet":             {"spec", "template", "spec"},
-	"ReplicaSet":            {"spec", "template", "spec"},
-	"ReplicationController": {"spec", "template", "spec"},
-	"Job":                   {"spec", "template", "spec"},
-	"CronJob":               {"spec", "jobTemplate", "spec", "template", "spec"},
+// Workload kinds: where each kind keeps the pod spec its pods run, and what its pods
+// do, by API group and kind (a kind named Deployment in another group is not apps').
+// Adding a kind whose pods nap should protect is a row here.
+var workloadKinds = map[groupKind]workloadKind{
+	{"", "Pod"}:                   {path: []string{"spec"}, serves: true},
+	{"", "ReplicationController"}: {path: templateSpec, serves: true},
+	{"apps", "Deployment"}:        {path: templateSpec, serves: true},
+	{"apps", "StatefulSet"}:       {path: templateSpec, serves: true},
+	{"apps", "DaemonSet"}:         {path: templateSpec, serves: true},
+	{"apps", "ReplicaSet"}:        {path: templateSpec, serves: true},
+	// Manifests older than apps/v1 (Kubernetes 1.16 stopped serving them).
+	{"extensions", "Deployment"}: {path: templateSpec, serves: true},
+	{"extensions", "DaemonSet"}:  {path: templateSpec, serves: true},
+	{"extensions", "ReplicaSet"}: {path: templateSpec, serves: true},
+	{"batch", "Job"}:             {path: templateSpec},
+	{"batch", "CronJob"}:         {path: []string{"spec", "jobTemplate", "spec", "template", "spec"}},
+	// Pod-template CRDs whose pods serve like a Deployment's.
+	{"argoproj.io", "Rollout"}:      {path: templateSpec, serves: true},
+	{"apps.kruise.io", "CloneSet"}:  {path: templateSpec, serves: true},
+	{"apps.kruise.io", "DaemonSet"}: {path: templateSpec, serves: true},
 }
 
-// IsWorkload tells whether kind runs long-lived pods that serve: the kinds whose
-// termination nap cares about (Jobs and CronJobs run to completion).
-func IsWorkload(kind string) bool {
-	switch kind {
-	case "Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController":
-		return true
+var templateSpec = []string{"spec", "template", "spec"}
+
+type groupKind struct{ group, kind string }
+
+type workloadKind struct {
+	path   []string
+	serves bool // long-lived pods that serve; else they run to completion
+}
+
+// builtinGroups are the groups of the built-in workload kinds: an object that names no
+// apiVersion (a fragment; the API server would refuse it) is taken for the built-in
+// kind of its name.
+var builtinGroups = map[string]string{"Pod": "", "ReplicationController": "", "Deployment": "apps", "StatefulSet": "apps",
+	"DaemonSet": "apps", "ReplicaSet": "apps", "Job": "batch", "CronJob": "batch"}
+
+// Group is the API group of o's apiVersion ("" for the core group).
+func (o *Object) Group() string {
+	if o.APIVersion == "" {
+		return builtinGroups[o.Kind]
 	}
-	return false
+	if g, _, ok := strings.Cut(o.APIVersion, "/"); ok {
+		return g
+	}
+	return ""
 }
 
-// PodSpecNode returns the pod spec node of o, or nil when o has none.
+// IsWorkload tells whether o runs long-lived pods that serve: the kinds whose
+// termination nap cares about (Jobs and CronJobs run to completion).
+func (o *Object) IsWorkload() bool {
+	return workloadKinds[groupKind{o.Group(), o.Kind}].serves
+}
+
+// RunsToCompletion tells whether o's pods run to completion (Jobs, CronJobs).
+func (o *Object) RunsToCompletion() bool {
+	k, ok := workloadKinds[groupKind{o.Group(), o.Kind}]
+	return ok && !k.serves
+}
+
+// PodSpecNode returns the pod spec node of o, or nil when o is no workload kind nap
+// knows or has none.
 func (o *Object) PodSpecNode() *yaml.RNode {
-	path, ok := podSpecPaths[o.Kind]
+	k, ok := workloadKinds[groupKind{o.Group(), o.Kind}]
 	if !ok {
 		return nil
 	}
-	n, err := o.Node.Pipe(yaml.Lookup(path...))
+	n, err := o.Node.Pipe(yaml.Lookup(k.path...))
 	if err != nil {
 		return nil
 	}
 	return n
 }
 
+// HasPodTemplate tells whether o carries a pod template nap does not know the kind
+// of (spec.template.spec.containers): a custom workload whose pods nap leaves alone.
+func (o *Object) HasPodTemplate() bool {
+	n, err := o.Node.Pipe(yaml.Lookup("spec", "template", "spec", "containers"))
+	return err == nil && n != nil
+}
+
 // PodLabels returns the labels of o's pods (the template's, or a Pod's own).
 func (o *Object) PodLabels() map[string]string {
 	path := []string{"spec", "template", "metadata", "labels"}
-	if o.Kind == "Pod" {
+	if o.Kind == "Pod" && o.Group() == "" {
 		path = []string{"metadata", "labels"}
 	}
 	n, err := o.Node.Pipe(yaml.Lookup(path...))

@@ -72,7 +72,7 @@ func corpus(t *testing.T) map[string][]byte {
 				}
 			}
 			for _, o := range objs {
-				if manifest.IsWorkload(o.Kind) {
+				if o.IsWorkload() {
 					rel, _ := filepath.Rel(mod.Dir, path)
 					files["k8s.io/kubernetes@"+kubeenv.KubeVersion()+"/"+rel] = data
 					break
@@ -196,7 +196,7 @@ func TestCorpus(t *testing.T) {
 			lint.Lint(outObjs, lint.Options{KubeVersion: &v})
 			inObjs, _ := manifest.Read(name, src)
 			for i, o := range outObjs {
-				if !manifest.IsWorkload(o.Kind) {
+				if !o.IsWorkload() {
 					continue
 				}
 				if mode == ModeBinary {
