@@ -437,6 +437,7 @@ func (e *textEditor) setInt(n *yaml.Node, v int64) error {
 	if err != nil {
 		return err
 	}
+	off = e.skipProperties(off) // !!int 30, &grace 30: the value, its anchor and tag kept
 	end := scalarEnd(e.src, off)
 	e.add(off, end-off, strconv.FormatInt(v, 10))
 	setScalarInt(n, v)

@@ -732,7 +732,7 @@ func (t *template) grace() error {
 	}
 	cur, err := strconv.ParseInt(g.Value, 10, 64)
 	switch {
-	case g.Kind != yaml.ScalarNode || err != nil:
+	case g.Kind != yaml.ScalarNode || err != nil || g.ShortTag() != "!!int":
 		t.notes = append(t.notes, t.p.note(t.o, g.Line, "terminationGracePeriodSeconds %q is not a number; left alone", g.Value))
 		return nil
 	case cur >= need:
