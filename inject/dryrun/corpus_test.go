@@ -3,12 +3,10 @@ package dryrun
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,11 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	. "github.com/nap-k8s/nap/inject"
-	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/internal/testutil/kept"
 	"github.com/nap-k8s/nap/kube"
@@ -29,57 +27,50 @@ import (
 	"github.com/nap-k8s/nap/manifest"
 )
 
-// corpusDirs are the folders of public manifests read from the k8s.io/kubernetes module
-// (the version of hack/kube-version, in the Go module cache since `make kube-bins`):
-// the cluster add-ons and the manifests of Kubernetes' own e2e tests, as their authors
-// wrote them — kubectl-ready YAML, Lists, JSON, comments, flow style.
-var corpusDirs = []string{"cluster/addons", "test/e2e/testing-manifests", "test/e2e_node/testing-manifests"}
+// corpusSources are public manifests read from Go modules, pinned (the module proxy
+// is their source), as their authors wrote them — kubectl-ready YAML, Lists, JSON,
+// comments, flow style:
+//   - Kubernetes (the version of hack/kube-version): its cluster add-ons and the
+//     manifests of its own e2e tests (databases among them: Cassandra, CockroachDB,
+//     etcd, MySQL, Redis, ZooKeeper StatefulSets);
+//   - Argo Rollouts' examples: Rollouts, a pod-template CRD nap injects;
+//   - the Prometheus operator's examples: Deployments behind Services that
+//     ServiceMonitors scrape;
+//   - the descheduler's: a CronJob (skipped: it runs to completion) and a Deployment.
+//
+// No public Windows pod manifest is on the module proxy this machine reaches: Windows
+// pods are held by inject's and lint's own tests.
+var corpusSources = []struct {
+	module string // module@version; "" version: Kubernetes'
+	dirs   []string
+}{
+	{"k8s.io/kubernetes", []string{"cluster/addons", "test/e2e/testing-manifests", "test/e2e_node/testing-manifests"}},
+	{"github.com/argoproj/argo-rollouts@v1.8.3", []string{"examples"}},
+	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", []string{"example/user-guides", "example/shards", "example/thanos"}},
+	{"sigs.k8s.io/descheduler@v0.36.0", []string{"kubernetes"}},
+}
 
-// corpus returns the files of corpusDirs that read as manifests with a workload.
+// corpusCRDs are the CRDs of the corpus's custom kinds, installed before the dry-runs
+// so that the API server validates them too.
+var corpusCRDs = []struct{ module, file string }{
+	{"github.com/argoproj/argo-rollouts@v1.8.3", "manifests/crds/rollout-crd.yaml"},
+	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"},
+	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml"},
+}
+
+// corpus returns the files of corpusSources that read as manifests with a pod template.
 func corpus(t *testing.T) map[string][]byte {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", "k8s.io/kubernetes@"+kubeenv.KubeVersion())
-	cmd.Dir = t.TempDir() // outside nap's module
-	out, err := cmd.Output()
-	var mod struct{ Dir string }
-	if err != nil || json.Unmarshal(out, &mod) != nil || mod.Dir == "" {
-		testenv.Missing(t, "the k8s.io/kubernetes module in the Go module cache", "kube-bins")
-	}
 	files := map[string][]byte{}
-	for _, d := range corpusDirs {
-		root := filepath.Join(mod.Dir, d)
-		filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() {
-				return err
-			}
-			switch filepath.Ext(path) {
-			case ".yaml", ".yml", ".json":
-			default:
-				return nil
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			objs, err := manifest.Read(path, data)
-			if err != nil {
-				return nil // a template with placeholders, not a manifest
-			}
-			for _, o := range objs {
-				var v any
-				if o.Decode(&v) != nil {
-					return nil // {{ placeholders }} that YAML reads as maps, not a manifest
-				}
-			}
-			for _, o := range objs {
-				if o.IsWorkload() {
-					rel, _ := filepath.Rel(mod.Dir, path)
-					files["k8s.io/kubernetes@"+kubeenv.KubeVersion()+"/"+rel] = data
-					break
-				}
-			}
-			return nil
-		})
+	for _, src := range corpusSources {
+		modVersion := src.module
+		if !strings.Contains(modVersion, "@") {
+			modVersion += "@" + kubeenv.KubeVersion()
+		}
+		dir := kubeenv.ModuleDir(t, modVersion)
+		for _, d := range src.dirs {
+			corpusDir(dir, d, modVersion, files)
+		}
 	}
 	// The same manifests as kustomize output: the real kustomize, with an overlay as a
 	// platform team writes one, re-emits every object in its own layout.
@@ -104,6 +95,44 @@ func corpus(t *testing.T) map[string][]byte {
 		return nil
 	})
 	return files
+}
+
+// corpusDir adds to files the manifests under dir/d (of module modVersion) with a pod
+// template.
+func corpusDir(dir, d, modVersion string, files map[string][]byte) {
+	root := filepath.Join(dir, d)
+	filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		switch filepath.Ext(path) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		objs, err := manifest.Read(path, data)
+		if err != nil {
+			return nil // a template with placeholders, not a manifest
+		}
+		for _, o := range objs {
+			var v any
+			if o.Decode(&v) != nil {
+				return nil // {{ placeholders }} that YAML reads as maps, not a manifest
+			}
+		}
+		for _, o := range objs {
+			if o.IsWorkload() || o.RunsToCompletion() {
+				rel, _ := filepath.Rel(dir, path)
+				files[modVersion+"/"+rel] = data
+				break
+			}
+		}
+		return nil
+	})
 }
 
 // overlay is a kustomization as a platform team writes one over a base: a name prefix,
@@ -149,6 +178,13 @@ func TestCorpus(t *testing.T) {
 		t.Fatalf("%d manifests with workloads and %d kustomize builds of them in the corpus, want at least 30 of each", len(files)-kustomize, kustomize)
 	}
 	cfg := kubeenv.APIServer(t)
+	var crds []string
+	for _, c := range corpusCRDs {
+		crds = append(crds, filepath.Join(kubeenv.ModuleDir(t, c.module), c.file))
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crds}); err != nil {
+		t.Fatal(err)
+	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +207,7 @@ func TestCorpus(t *testing.T) {
 	}
 	v := kube.Version{Major: 1, Minor: 34}
 	templates, checked := 0, 0
+	checkedKinds, skipped := map[string]int{}, map[string]int{}
 	for name, src := range files {
 		for _, mode := range []Mode{ModeBinary, ModeAuto} {
 			p, err := NewPlan(Options{Mode: mode, Kube: &v, Delay: "5s"})
@@ -196,6 +233,12 @@ func TestCorpus(t *testing.T) {
 			lint.Lint(outObjs, lint.Options{KubeVersion: &v})
 			inObjs, _ := manifest.Read(name, src)
 			for i, o := range outObjs {
+				if o.RunsToCompletion() {
+					if mode == ModeBinary && bytes.Contains(src, []byte("kind: "+o.Kind)) {
+						skipped[o.Kind]++
+					}
+					continue
+				}
 				if !o.IsWorkload() {
 					continue
 				}
@@ -206,6 +249,7 @@ func TestCorpus(t *testing.T) {
 					continue // not valid as published (placeholders, old APIs): not ours to judge
 				}
 				checked++
+				checkedKinds[o.Kind]++
 				if err := dryRun(o); err != nil {
 					t.Errorf("%s:%d (%s): %s: dry-run create after inject: %v", name, o.Line, mode, o.Ref(), err)
 				}
@@ -215,7 +259,21 @@ func TestCorpus(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d manifests (%d of them kustomize builds), %d pod templates; %d injected workloads checked by dry-run", len(files), kustomize, templates, checked)
+	t.Logf("%d manifests (%d of them kustomize builds), %d pod templates; %d injected workloads checked by dry-run %v; left alone: %v", len(files), kustomize, templates, checked, checkedKinds, skipped)
+	for _, src := range corpusSources {
+		n := 0
+		for name := range files {
+			if strings.HasPrefix(strings.TrimPrefix(name, "kustomize:"), src.module) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("no manifest from %s", src.module)
+		}
+	}
+	if checkedKinds["Rollout"] == 0 || skipped["CronJob"] == 0 {
+		t.Errorf("checked %v, left alone %v: want Argo Rollouts injected and checked by their CRD, CronJobs left alone", checkedKinds, skipped)
+	}
 	if checked < 20 {
 		t.Errorf("only %d injected workloads could be checked by dry-run", checked)
 	}

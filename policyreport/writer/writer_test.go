@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,7 @@ var (
 )
 
 // On a real API server with each format's real CRD — OpenReports' (its module's, as
-// pinned in go.mod) and the wg-policy PolicyReport (testdata, with its source): Detect
+// pinned in go.mod) and the wg-policy PolicyReport (Kyverno's, pinned): Detect
 // finds it, the API server accepts the reports (its schema), Sync writes what changed
 // and only that, a new Writer (a restart) writes nothing that is already right, and a
 // namespace made clean loses its report.
@@ -36,7 +37,11 @@ func TestWriter(t *testing.T) {
 		{policyreport.OpenReports, func(t *testing.T) string {
 			return kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")
 		}},
-		{policyreport.WGPolicy, func(*testing.T) string { return "testdata/wgpolicyk8s.io_policyreports.yaml" }},
+		{policyreport.WGPolicy, func(t *testing.T) string {
+			// Kyverno's copy, as Kyverno 1.15 installs it (wg-policy's own repository
+			// is not on the module proxy).
+			return filepath.Join(kubeenv.ModuleDir(t, "github.com/kyverno/kyverno@v1.15.2"), "config/crds/policyreport/wgpolicyk8s.io_policyreports.yaml")
+		}},
 	} {
 		t.Run(c.format.GroupVersion.String(), func(t *testing.T) { testWriter(t, c.format, c.crd(t)) })
 	}

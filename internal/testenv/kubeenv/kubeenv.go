@@ -1,6 +1,7 @@
 package kubeenv
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,6 +123,21 @@ func APIServerWithWebhooks(t testing.TB, hooks ...*admissionregistrationv1.Mutat
 		}
 	})
 	return cfg, &env.WebhookInstallOptions
+}
+
+// ModuleDir is the folder of a module at a version (module@version), which need not be
+// a dependency: public manifests and CRDs from the Go module proxy, downloaded once into
+// the module cache. A pinned version there is the manifests' source.
+func ModuleDir(t testing.TB, modVersion string) string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
+	cmd.Dir = t.TempDir() // outside nap's module
+	out, err := cmd.Output()
+	var mod struct{ Dir, Error string }
+	if json.Unmarshal(out, &mod) != nil || mod.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s", modVersion, err, mod.Error)
+	}
+	return mod.Dir
 }
 
 // ModuleFile is the path of a file of a module the build uses (as go.mod pins it), in
