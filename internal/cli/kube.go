@@ -3,10 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -29,10 +28,28 @@ func ServerVersion(cfg *rest.Config) (kube.Version, error) {
 	return kube.ParseVersion(info.GitVersion)
 }
 
-// RESTConfig is the client configuration of kubeconfig's current context, with a
-// timeout per request.
-func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// Cluster is how a command reaches a cluster, as kubectl does: a kubeconfig (default
+// $KUBECONFIG, else ~/.kube/config) and a context in it (default its current one).
+type Cluster struct {
+	Kubeconfig string
+	Context    string
+}
+
+// ContextFlag adds kubectl's --context to fl: every command that reads a cluster has it.
+func (c *Cluster) ContextFlag(fl *pflag.FlagSet) {
+	fl.StringVar(&c.Context, "context", "", "the kubeconfig context to use (default: its current context)")
+}
+
+// ClientConfig is c's kubeconfig, resolved as kubectl does.
+func (c Cluster) ClientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.Kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
+}
+
+// RESTConfig is the client configuration of c's context, with a timeout per request.
+func RESTConfig(c Cluster) (*rest.Config, error) {
+	cfg, err := c.ClientConfig().ClientConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -44,24 +61,10 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// KubeconfigPath is the kubeconfig a command reads: flag when given, else $KUBECONFIG,
-// else ~/.kube/config, as kubectl does.
-func KubeconfigPath(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if p := os.Getenv("KUBECONFIG"); p != "" {
-		return p
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".kube", "config")
-}
-
-// ClusterVersions asks the cluster of kubeconfig's current context for the API server's
-// version and every node's kubelet: the native sleep is chosen only where the kubelets
-// that may run a pod have it.
-func ClusterVersions(kubeconfig string) (kube.Version, []kube.Node, error) {
-	cfg, err := RESTConfig(kubeconfig)
+// ClusterVersions asks the cluster of c for the API server's version and every node's
+// kubelet: the native sleep is chosen only where the kubelets that may run a pod have it.
+func ClusterVersions(c Cluster) (kube.Version, []kube.Node, error) {
+	cfg, err := RESTConfig(c)
 	if err != nil {
 		return kube.Version{}, nil, err
 	}

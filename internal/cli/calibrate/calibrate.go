@@ -21,17 +21,17 @@ import (
 )
 
 type flags struct {
-	opts       calibrate.Options
-	kubeconfig string
-	output     string
-	lbs        string
+	opts    calibrate.Options
+	cluster cli.Cluster
+	output  string
+	lbs     string
 }
 
 // NewCommand returns the calibrate command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "calibrate [--kubeconfig FILE] [-n NAMESPACE] [--rounds 5] [--ingress-class CLASS --ingress-url URL] [--lb local,cluster] [-o text|json]",
+		Use:   "calibrate [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [--rounds 5] [--ingress-class CLASS --ingress-url URL] [--lb local,cluster] [-o text|json]",
 		Short: "Measure how long traffic reaches a terminating pod on each path, and recommend the preStop delay",
 		Long: "Deploy napctl serve (3 replicas, a NodePort Service, and an Ingress with --ingress-class),\n" +
 			"probe every path from where this runs — the ClusterIP, a node's NodePort, the ingress —\n" +
@@ -57,7 +57,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	o := &f.opts
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&f.cluster.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	f.cluster.ContextFlag(fl)
 	fl.StringVarP(&o.Namespace, "namespace", "n", calibrate.DefaultNamespace, "the namespace to create, calibrate in, and delete")
 	fl.BoolVar(&o.UseExisting, "use-existing-namespace", false, "calibrate in an existing namespace (deleting only calibrate's own objects there)")
 	fl.StringVar(&o.Image, "image", install.DefaultImage, "the napctl image (it runs napctl serve)")
@@ -92,7 +93,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	if err := f.opts.Validate(); err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
-	cfg, err := cli.RESTConfig(cli.KubeconfigPath(f.kubeconfig))
+	cfg, err := cli.RESTConfig(f.cluster)
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}

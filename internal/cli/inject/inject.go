@@ -22,6 +22,7 @@ type flags struct {
 	mode        string
 	kubeVersion string
 	cluster     string
+	context     string
 	containers  []string
 	arch        string
 	graceExtra  time.Duration
@@ -74,6 +75,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.mode, "mode", "auto", "auto, native or binary")
 	fl.StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for --mode auto")
 	fl.StringVar(&f.cluster, "cluster", "", "a kubeconfig: ask that cluster for its version, for --mode auto")
+	fl.StringVar(&f.context, "context", "", "with --cluster: the kubeconfig context to use (default: its current context)")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
 	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(spec.Arches, ", "))
 	fl.DurationVar(&f.graceExtra, "grace-extra", inject.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
@@ -111,6 +113,8 @@ func run(streams cli.IOStreams, f *flags) error {
 		Wait: inject.Wait(f.wait), MinDelay: f.min, Quiet: f.quiet,
 	}
 	switch {
+	case f.context != "" && f.cluster == "":
+		return fmt.Errorf("--context %s: it names a context of --cluster's kubeconfig; give --cluster", f.context)
 	case f.kubeVersion != "" && f.cluster != "":
 		return fmt.Errorf("--kube-version and --cluster: give one")
 	case f.kubeVersion != "":
@@ -120,7 +124,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		}
 		opts.Kube = &v
 	case f.cluster != "":
-		v, nodes, err := cli.ClusterVersions(f.cluster)
+		v, nodes, err := cli.ClusterVersions(cli.Cluster{Kubeconfig: f.cluster, Context: f.context})
 		if err != nil {
 			return fmt.Errorf("--cluster %s: %w", f.cluster, err)
 		}

@@ -17,7 +17,8 @@ import (
 // NewCommand returns the install command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	o := install.Options{}
-	var admission, kubeconfig string
+	var admission string
+	var cluster cli.Cluster
 	cmd := &cobra.Command{
 		Use:   "install [--namespace nap-system] [--image REF] [--cert-manager]",
 		Short: "Print the manifests that run nap's controller (pipe them to kubectl apply -f -)",
@@ -28,7 +29,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"  napctl install | kubectl apply -f -",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := chooseAdmission(streams, &o, admission, kubeconfig); err != nil {
+			if err := chooseAdmission(streams, &o, admission, cluster); err != nil {
 				return err
 			}
 			b, err := install.YAML(o)
@@ -63,7 +64,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.PolicyAPIVersion, "policy-api", controller.PolicyAPIV1, "with --admission policy: the MutatingAdmissionPolicy API to write ("+controller.PolicyAPIV1+", or "+controller.PolicyAPIV1beta+" where a 1.34 or 1.35 cluster enabled it)")
 	fl.StringVar((*string)(&o.Delivery), "delivery", string(inject.DeliveryConfigMap), "how nap reaches the pods: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the webhook: the image where every node mounts image volumes)")
 	fl.StringVar(&o.NapImage, "nap-image", "", "nap's image (napctl image writes it), for --delivery image or auto")
-	fl.StringVar(&kubeconfig, "kubeconfig", "", "with --admission auto: the cluster to ask (default: $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&cluster.Kubeconfig, "kubeconfig", "", "with --admission auto: the cluster to ask (default: $KUBECONFIG, else ~/.kube/config)")
+	cluster.ContextFlag(fl)
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
@@ -72,12 +74,12 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 
 // chooseAdmission resolves --admission into o: auto asks the cluster, and falls back to
 // the webhook where the policy cannot do what was asked (--policy default or audit).
-func chooseAdmission(streams cli.IOStreams, o *install.Options, admission, kubeconfig string) error {
+func chooseAdmission(streams cli.IOStreams, o *install.Options, admission string, cluster cli.Cluster) error {
 	if admission != "auto" {
 		o.Admission = install.Admission(admission)
 		return nil
 	}
-	cfg, err := cli.RESTConfig(cli.KubeconfigPath(kubeconfig))
+	cfg, err := cli.RESTConfig(cluster)
 	if err != nil {
 		return fmt.Errorf("--admission auto asks the cluster: %w", err)
 	}

@@ -22,6 +22,7 @@ type flags struct {
 	failOn      string
 	config      string
 	cluster     string
+	context     string
 	namespace   string
 	prog        string // the command the user typed: napctl, or kubectl nap
 	stdinName   string
@@ -53,6 +54,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 				return err
 			}
 			f.prog = cmd.Root().DisplayName()
+			if f.context != "" && f.cluster == "" {
+				return cli.UsageError(cmd, fmt.Errorf("--context %s: it names a context of --cluster's kubeconfig; give --cluster", f.context))
+			}
 			if f.cluster != "" && len(args) > 0 {
 				return cli.UsageError(cmd, fmt.Errorf("--cluster lints the cluster's objects: no paths with it (%s)", strings.Join(args, " ")))
 			}
@@ -74,6 +78,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&f.stdinName, "stdin-filename", "", "the name findings give manifests read from stdin (default -): the chart's path, so that SARIF and file:line point into the repository")
 	cmd.Flags().StringVar(&f.config, "config", "", "configuration file: disable checks, change severities")
 	cmd.Flags().StringVar(&f.cluster, "cluster", "", "lint the live objects of the cluster of this kubeconfig (its current context) instead of files")
+	cmd.Flags().StringVar(&f.context, "context", "", "with --cluster: the kubeconfig context to use (default: its current context)")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "with --cluster: only this namespace (default: every namespace)")
 	return cmd
 }
@@ -151,7 +156,7 @@ func run(streams cli.IOStreams, f *flags) error {
 // readCluster reads the live objects of f.cluster and sets opts to its versions: the API
 // server's, and every node's kubelet.
 func readCluster(f *flags, opts *nlint.Options) ([]*manifest.Object, error) {
-	cfg, err := cli.RESTConfig(f.cluster)
+	cfg, err := cli.RESTConfig(cli.Cluster{Kubeconfig: f.cluster, Context: f.context})
 	if err != nil {
 		return nil, fmt.Errorf("--cluster: %w", err)
 	}

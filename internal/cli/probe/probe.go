@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/fsutil"
@@ -40,7 +39,7 @@ type flags struct {
 	retry       bool
 	watch       string
 	namespace   string
-	kubeconfig  string
+	cluster     cli.Cluster
 	junit       string
 }
 
@@ -87,7 +86,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "requests waiting for an answer at most; one due beyond it is not sent and counts as unsent (default: 2 × rate × timeout + 64)")
 	fl.StringVar(&f.watch, "watch", "", "also watch the pods and EndpointSlices of this target: KIND/NAME (deployment, statefulset, daemonset, replicaset) or a label selector")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "with --watch: the target's namespace (default: the kubeconfig context's)")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "with --watch: kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&f.cluster.Kubeconfig, "kubeconfig", "", "with --watch: kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	f.cluster.ContextFlag(fl)
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to FILE, failing as the exit status does")
 	fl.BoolVar(&f.retry, "retry", false, "let a request on a keep-alive connection found closed be resent once, silently, as Go clients do (default: counted as failed, as most clients see it)")
 	return cmd
@@ -120,8 +120,8 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	if f.bucket < 0 {
 		return fmt.Errorf("--bucket %v: must be positive (or 0: automatic)", f.bucket)
 	}
-	if f.watch == "" && (f.namespace != "" || f.kubeconfig != "") {
-		return fmt.Errorf("-n and --kubeconfig go with --watch")
+	if f.watch == "" && (f.namespace != "" || f.cluster != cli.Cluster{}) {
+		return fmt.Errorf("-n, --kubeconfig and --context go with --watch")
 	}
 	if f.settle < 0 {
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)
@@ -210,9 +210,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 
 // startWatch resolves --watch in its namespace and starts watching it.
 func startWatch(ctx context.Context, f *flags) (*observe.Watcher, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cc := f.cluster.ClientConfig()
 	ns := f.namespace
 	if ns == "" {
 		var err error

@@ -21,17 +21,17 @@ import (
 )
 
 type flags struct {
-	kubeconfig string
-	namespace  string
-	output     string
-	failOn     string
+	cluster   cli.Cluster
+	namespace string
+	output    string
+	failOn    string
 }
 
 // NewCommand returns the status command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "status [--kubeconfig FILE] [-n NAMESPACE] [-o text|json|openreports|policyreport] [--fail-on unprotected]",
+		Use:   "status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json|openreports|policyreport] [--fail-on unprotected]",
 		Short: "Show which Service-backed workloads terminate without dropping requests",
 		Long: "For every workload a Service sends traffic to (every namespace, or -n): whether its\n" +
 			"pods terminate safely (a preStop delay that fits the grace period, a readiness probe,\n" +
@@ -49,7 +49,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			return run(streams, f)
 		},
 	}
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config); its current context")
+	cmd.Flags().StringVar(&f.cluster.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	f.cluster.ContextFlag(cmd.Flags())
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
 	cli.OutputFlag(cmd, &f.output, "text", "json", "openreports", "policyreport")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
@@ -93,7 +94,7 @@ func run(streams cli.IOStreams, f *flags) error {
 // the opted-in namespaces, whether nap's webhook is registered, FailedPreStopHook events.
 func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	var in nstatus.Input
-	cfg, err := cli.RESTConfig(cli.KubeconfigPath(f.kubeconfig))
+	cfg, err := cli.RESTConfig(f.cluster)
 	if err != nil {
 		return in, err
 	}
