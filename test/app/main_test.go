@@ -24,31 +24,15 @@ import (
 // answering at once, HTTP and gRPC; drain keeps answering (readiness 503, gRPC health
 // NOT_SERVING) for its delay.
 func TestModes(t *testing.T) {
-	bin := t.TempDir() + "/app"
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v: %s", err, out)
-	}
+	bin := buildApp(t)
 	for _, tc := range []struct {
 		mode      string
 		readyzAft int    // readiness 200 ms after SIGTERM; 0: refused
 		health    string // the gRPC health check 200 ms after SIGTERM
 	}{{"plain", 0, "refused"}, {"drain", 503, "NOT_SERVING"}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			free := func() string {
-				l, _ := net.Listen("tcp", "127.0.0.1:0")
-				defer l.Close()
-				return l.Addr().String()
-			}
-			addr, grpcAddr := free(), free()
-			cmd := exec.Command(bin, "-addr", addr, "-grpc-addr", grpcAddr, "-mode", tc.mode)
-			cmd.Env = append(os.Environ(), "NAP_DRAIN_DELAY=1s", "NAP_DRAIN_TIMEOUT=3s")
-			stderr, _ := cmd.StderrPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			bufio.NewReader(stderr).ReadString('\n') // "serving"
-			go io.Copy(io.Discard, stderr)
+			addr, grpcAddr := freeAddr(), freeAddr()
+			cmd := startApp(t, bin, tc.mode, "1s", "-addr", addr, "-grpc-addr", grpcAddr)
 			get := func(path string) (int, string) {
 				c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2 * time.Second}
 				for range 50 {
@@ -123,24 +107,11 @@ func TestModes(t *testing.T) {
 // drain: after the delay the WebSocket is closed with 1001 and the event stream ends
 // with its going-away event.
 func TestStreamsAtSIGTERM(t *testing.T) {
-	bin := t.TempDir() + "/app"
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v: %s", err, out)
-	}
+	bin := buildApp(t)
 	for _, mode := range []string{"plain", "drain"} {
 		t.Run(mode, func(t *testing.T) {
-			l, _ := net.Listen("tcp", "127.0.0.1:0")
-			addr := l.Addr().String()
-			l.Close()
-			cmd := exec.Command(bin, "-addr", addr, "-grpc-addr", "", "-mode", mode)
-			cmd.Env = append(os.Environ(), "NAP_DRAIN_DELAY=300ms", "NAP_DRAIN_TIMEOUT=3s")
-			stderr, _ := cmd.StderrPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			bufio.NewReader(stderr).ReadString('\n') // "serving"
-			go io.Copy(io.Discard, stderr)
+			addr := freeAddr()
+			cmd := startApp(t, bin, mode, "300ms", "-addr", addr, "-grpc-addr", "")
 
 			ws, _, err := websocket.Dial(context.Background(), "ws://"+addr+"/ws?from=7", nil)
 			if err != nil {
@@ -187,4 +158,37 @@ func TestStreamsAtSIGTERM(t *testing.T) {
 			cmd.Wait()
 		})
 	}
+}
+
+// buildApp builds the app binary.
+func buildApp(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir() + "/app"
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v: %s", err, out)
+	}
+	return bin
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr() string {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startApp runs the app in mode with drain's delay (and a 3 s timeout) and args, and
+// returns once it has logged that it serves; it is killed when the test ends.
+func startApp(t *testing.T, bin, mode, delay string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, append(args, "-mode", mode)...)
+	cmd.Env = append(os.Environ(), "NAP_DRAIN_DELAY="+delay, "NAP_DRAIN_TIMEOUT=3s")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	bufio.NewReader(stderr).ReadString('\n') // "serving"
+	go io.Copy(io.Discard, stderr)
+	return cmd
 }
