@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -50,10 +51,38 @@ func hijackClose(linger bool) func(http.ResponseWriter, *http.Request) {
 	}
 }
 
-// probeWindow runs the probe against url and checks that the report finds one outage
-// matching the window, within one bucket, of the given kinds, and that the counts add up.
-func probeWindow(t *testing.T, url string, start time.Time, timeout time.Duration, kinds ...Kind) {
+// probeWindow sets up a server that fails in the window of a run starting now (setup
+// returns its URL), runs the probe against it and checks that the report finds one
+// outage matching the window, within one bucket, of the given kinds, and that the
+// counts add up. A run that also saw a failure of a kind the window does not make (a
+// loaded machine's hiccup: a lone timeout in a 503 window, seen once in CI) is measured
+// once more, saying so; the second run's problems fail the test.
+func probeWindow(t *testing.T, setup func(t *testing.T, start time.Time) string, timeout time.Duration, kinds ...Kind) {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		problems, noise, summary := measureWindow(t, setup(t, start), start, timeout, kinds...)
+		if len(problems) == 0 {
+			t.Log(summary)
+			return
+		}
+		if attempt == 1 && noise {
+			t.Logf("run 1 was disturbed (%s): %s; measuring again", strings.Join(problems, "; "), summary)
+			continue
+		}
+		for _, p := range problems {
+			t.Error(p)
+		}
+		t.Log(summary)
+		return
+	}
+}
+
+// measureWindow is one run of probeWindow: what is wrong with it, whether it saw a
+// failure of a kind not among kinds, and its summary.
+func measureWindow(t *testing.T, url string, start time.Time, timeout time.Duration, kinds ...Kind) (problems []string, noise bool, summary string) {
+	t.Helper()
+	errorf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	rep := NewReport(start, bucket)
 	err := Run(context.Background(), Options{URL: url, Rate: 200, Duration: time.Until(start.Add(runFor)), Timeout: timeout}, rep.Add)
 	if err != nil {
@@ -68,40 +97,51 @@ func probeWindow(t *testing.T, url string, start time.Time, timeout time.Duratio
 			byKind += n
 		}
 		if byKind != b.Requests {
-			t.Errorf("bucket at %v: %d by kind, %d requests", b.Offset, byKind, b.Requests)
+			errorf("bucket at %v: %d by kind, %d requests", b.Offset, byKind, b.Requests)
 		}
 	}
 	if sum != total.Requests || total.Requests < 550 || total.Requests > 601 {
-		t.Errorf("%d requests in buckets, %d in total; want about 600", sum, total.Requests)
+		errorf("%d requests in buckets, %d in total; want about 600", sum, total.Requests)
+	}
+	for k, n := range total.ByKind {
+		if k != OK && n > 0 && !slices.Contains(kinds, k) {
+			noise = true
+		}
 	}
 	outs := rep.Outages()
 	if len(outs) != 1 {
-		t.Fatalf("outages %+v, want one", outs)
+		errorf("outages %+v, want one", outs)
+		return problems, noise, fmt.Sprintf("%d requests, %d failed %v", total.Requests, total.Failed, total.ByKind)
 	}
 	o := outs[0]
 	if d := o.Start - winStart; d < -bucket || d > bucket {
-		t.Errorf("outage starts at %v, the window at %v", o.Start, winStart)
+		errorf("outage starts at %v, the window at %v", o.Start, winStart)
 	}
 	// Requests due before the window's end may fail after it (a timeout): the end is
 	// where the last failing request was due. On a loaded machine (make test runs
 	// packages in parallel) a request due just before the end may reach the server
 	// after it and succeed: hence more slack on the early side.
 	if d := o.End - winEnd; d < -2*bucket || d > bucket {
-		t.Errorf("outage ends at %v, the window at %v", o.End, winEnd)
+		errorf("outage ends at %v, the window at %v", o.End, winEnd)
 	}
 	for _, k := range kinds {
 		if !slices.Contains(o.Kinds, k) {
-			t.Errorf("outage kinds %v, want %v among them", o.Kinds, k)
+			errorf("outage kinds %v, want %v among them", o.Kinds, k)
 		}
 	}
 	// Every failure here hits whatever connection a request uses: both modes see it.
 	if !slices.Equal(o.Modes, []Mode{New, Reuse}) {
-		t.Errorf("outage over %v, want both connection modes", o.Modes)
+		errorf("outage over %v, want both connection modes", o.Modes)
 	}
 	if o.Failed != total.Failed {
-		t.Errorf("outage has %d failures, the total %d", o.Failed, total.Failed)
+		errorf("outage has %d failures, the total %d", o.Failed, total.Failed)
 	}
-	t.Logf("%d requests, %d failed %v; outage %v–%v %v over %v", total.Requests, total.Failed, total.ByKind, o.Start, o.End, o.Kinds, o.Modes)
+	return problems, noise, fmt.Sprintf("%d requests, %d failed %v; outage %v–%v %v over %v", total.Requests, total.Failed, total.ByKind, o.Start, o.End, o.Kinds, o.Modes)
+}
+
+// flakyServer is a probeWindow setup: a server that fails with fail in the window.
+func flakyServer(fail func(http.ResponseWriter, *http.Request)) func(*testing.T, time.Time) string {
+	return func(t *testing.T, start time.Time) string { return serve(t, &flaky{start: start, fail: fail}) }
 }
 
 func serve(t *testing.T, h http.Handler) string {
@@ -118,61 +158,54 @@ func serve(t *testing.T, h http.Handler) string {
 
 func TestWindow503(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	url := serve(t, &flaky{start: start, fail: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }})
-	probeWindow(t, url, start, time.Second, HTTP5xx)
+	probeWindow(t, flakyServer(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }), time.Second, HTTP5xx)
 }
 
 func TestWindowReset(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	url := serve(t, &flaky{start: start, fail: hijackClose(true)})
-	probeWindow(t, url, start, time.Second, Reset)
+	probeWindow(t, flakyServer(hijackClose(true)), time.Second, Reset)
 }
 
 func TestWindowClosedConnections(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	url := serve(t, &flaky{start: start, fail: hijackClose(false)})
-	probeWindow(t, url, start, time.Second, EOF)
+	probeWindow(t, flakyServer(hijackClose(false)), time.Second, EOF)
 }
 
 func TestWindowHang(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	url := serve(t, &flaky{start: start, fail: func(http.ResponseWriter, *http.Request) { time.Sleep(time.Second) }})
-	probeWindow(t, url, start, 600*time.Millisecond, Timeout) // below the 1 s hang, above a loaded machine's hiccups
+	probeWindow(t, flakyServer(func(http.ResponseWriter, *http.Request) { time.Sleep(time.Second) }), 600*time.Millisecond, Timeout) // below the 1 s hang, above a loaded machine's hiccups
 }
 
 // Nothing listens during the window: new connections are refused, pooled ones cut.
 func TestWindowRefused(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	var cur atomic.Pointer[http.Server]
-	srv := &http.Server{Handler: ok}
-	cur.Store(srv)
-	go srv.Serve(ln)
-	go func() {
-		time.Sleep(time.Until(start.Add(winStart)))
-		cur.Load().Close()
-		time.Sleep(time.Until(start.Add(winEnd)))
-		ln, err := net.Listen("tcp", addr)
+	probeWindow(t, func(t *testing.T, start time.Time) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Error(err)
-			return
+			t.Fatal(err)
 		}
-		s2 := &http.Server{Handler: ok}
-		cur.Store(s2)
-		go s2.Serve(ln)
-	}()
-	t.Cleanup(func() { cur.Load().Close() })
-	probeWindow(t, "http://"+addr+"/", start, time.Second, Refused)
+		addr := ln.Addr().String()
+		ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+		var cur atomic.Pointer[http.Server]
+		srv := &http.Server{Handler: ok}
+		cur.Store(srv)
+		go srv.Serve(ln)
+		go func() {
+			time.Sleep(time.Until(start.Add(winStart)))
+			cur.Load().Close()
+			time.Sleep(time.Until(start.Add(winEnd)))
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s2 := &http.Server{Handler: ok}
+			cur.Store(s2)
+			go s2.Serve(ln)
+		}()
+		t.Cleanup(func() { cur.Load().Close() })
+		return "http://" + addr + "/"
+	}, time.Second, Refused)
 }
 
 func TestBadOptions(t *testing.T) {
