@@ -17,9 +17,13 @@ const DefaultStreamJitter = time.Second
 type Stream struct {
 	d      *Drainer
 	leave  chan struct{}
-	once   sync.Once
+	asked  sync.Once // leave closed
+	once   sync.Once // Done
 	cutOff func()
 }
+
+// goAway closes Leave, once.
+func (s *Stream) goAway() { s.asked.Do(func() { close(s.leave) }) }
 
 // Stream registers a stream. Leave is closed when it should end, in its protocol's own
 // words (WebSocket close 1001 "going away"; an event stream's last event with its
@@ -39,7 +43,7 @@ func (d *Drainer) Stream(cutOff func()) *Stream {
 	}
 	d.streams[s] = struct{}{}
 	if d.phase.Load() == phaseShuttingDown {
-		close(s.leave) // opened after shutdown began: go at once
+		s.goAway() // opened after shutdown began: go at once
 	}
 	return s
 }
@@ -78,13 +82,8 @@ func (d *Drainer) askStreams(jitter time.Duration) {
 		if jitter > 0 {
 			wait = rand.N(jitter)
 		}
-		time.AfterFunc(wait, func() { closeOnce(s.leave) })
+		time.AfterFunc(wait, s.goAway)
 	}
-}
-
-func closeOnce(c chan struct{}) {
-	defer func() { recover() }() // already closed
-	close(c)
 }
 
 // waitStreams waits until no stream is open or ctx ends.
@@ -112,7 +111,7 @@ func (d *Drainer) cutOffStreams() int {
 	}
 	d.streamsMu.Unlock()
 	for _, s := range open {
-		closeOnce(s.leave)
+		s.goAway()
 		if s.cutOff != nil {
 			s.cutOff()
 		}
