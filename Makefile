@@ -24,7 +24,7 @@ FUZZ_INJECT := $(FUZZTIME)
 FUZZ_SNMP   := $(FUZZTIME)
 endif
 
-.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller clean FORCE
+.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
 
 all: build
 
@@ -131,6 +131,13 @@ bench: prereqs build
 # envtest, 15 to 30 minutes.
 bench-controller: kube-bins
 	NAP_BENCH_CONTROLLER_OUT=$(CURDIR)/docs/controller-bench.md $(GO) test -count=1 -timeout 60m -run TestControllerBenchmarks -v ./internal/cli/controller
+
+# The controller, its Reporter, napctl status and lint --cluster on a fleet grown in steps
+# to Kubernetes' tested limits: 2,000 / 5,000 / 10,000 namespaces and 10k / 50k / 150k pods
+# (NAP_BENCH_SCALE_STEPS), growth fitted over the steps (docs/controller-scale.md);
+# envtest, about an hour. Not in make test.
+bench-scale: kube-bins
+	NAP_BENCH_SCALE_OUT=$(CURDIR)/docs/controller-scale.md $(GO) test -count=1 -timeout 150m -run TestScaleBenchmarks -v ./internal/cli/controller
 
 # What a release publishes: the images (napctl with nap, nap alone; an OCI archive to push
 # with skopeo), the kubectl plugin for linux and darwin on amd64 and arm64 with their

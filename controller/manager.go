@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ type ManagerOptions struct {
 	LeaderNamespace string
 	MetricsAddr     string
 	ProbeAddr       string
+	PprofAddr       string // Go's /debug/pprof; "" or "0": off
 
 	// Webhook: serve the injecting webhook, for an API server of version Kube.
 	Webhook bool
@@ -79,6 +81,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		Cache:                   CacheOptions(o.ConfigMap),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        LeaseName,
 		LeaderElectionNamespace: o.LeaderNamespace,
@@ -121,9 +124,16 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		if !o.Webhook {
 			installed = scope.OptIn
 		}
-		r := &Reporter{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Scope: installed, Kube: o.Kube,
+		r := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Scope: installed, Kube: o.Kube,
 			Exclude: map[string]bool{o.Namespace: true, "kube-system": true}, Roll: o.RollMissed, RollInterval: o.RollInterval,
-			Log: o.Log.WithName("reporter")}
+			Log: o.Log.WithName("reporter"),
+			// Protection first: the pod list waits until every namespace has the ConfigMap.
+			Before: func(ctx context.Context) error { return p.Published(ctx, 2*time.Minute) },
+			// Filling the pod cache decodes the API server's whole list of full pods at
+			// once: several times what the slimmed cache then holds. Go gives freed memory
+			// back to the system only slowly; at rest the controller should hold what its
+			// caches hold, so give it back at once.
+			AfterFirstPass: debug.FreeOSMemory}
 		if o.PolicyReports {
 			d, err := discovery.NewDiscoveryClientForConfig(cfg)
 			if err != nil {
@@ -175,13 +185,14 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	}
 	srv := webhook.NewServer(opts)
 	// The nodes' informer starts with the manager, not at the first admission.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{}); err != nil {
+	nodes, err := WatchNodes(context.Background(), mgr.GetCache())
+	if err != nil {
 		return err
 	}
 	v := o.Kube
 	explicit := Injector{
 		Options:  o.Waits.Options(inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}),
-		Nodes:    NodesFrom(mgr.GetCache()),
+		Nodes:    nodes.Nodes,
 		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
 	}
 	srv.Register(WebhookPath, explicit.Handler())

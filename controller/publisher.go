@@ -1,10 +1,14 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,7 +61,7 @@ func NewPublisher(c client.Client, rec record.EventRecorder, name, version strin
 // object's size.
 func CacheOptions(name string) cache.Options {
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name), Transform: shareBinaries()},
 		&corev1.Node{}:      {Transform: slimNode},
 		&corev1.Service{}:   {Transform: slimService},
 		&corev1.Pod{}:       {Transform: slimPod},
@@ -65,24 +70,65 @@ func CacheOptions(name string) cache.Options {
 	}}
 }
 
-// slimPod keeps what the Reporter reads of a Pod: who owns it, its labels, its
-// containers' preStop hooks, grace period, restart policy, node and phase.
+// slimPod keeps what the Reporter reads of a Pod: who owns it (kind, name and
+// whether it is the controller), its labels, the preStop hooks of the containers that
+// have one, grace period, restart policy, node and phase. The cache holds every pod of
+// the cluster: each field kept here is paid for 150,000 times at Kubernetes' limits.
 func slimPod(o any) (any, error) {
 	p, ok := o.(*corev1.Pod)
 	if !ok {
 		return o, nil
 	}
 	slim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion, UID: p.UID,
-		Labels: p.Labels, OwnerReferences: p.OwnerReferences, DeletionTimestamp: p.DeletionTimestamp}}
+		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp}}
+	if len(p.OwnerReferences) > 0 {
+		slim.OwnerReferences = make([]metav1.OwnerReference, len(p.OwnerReferences))
+		for i, r := range p.OwnerReferences {
+			slim.OwnerReferences[i] = metav1.OwnerReference{Kind: r.Kind, Name: r.Name}
+			if r.Controller != nil && *r.Controller {
+				slim.OwnerReferences[i].Controller = &isController
+			}
+		}
+	}
 	slim.Spec.NodeName = p.Spec.NodeName
 	slim.Spec.RestartPolicy = p.Spec.RestartPolicy
 	slim.Spec.TerminationGracePeriodSeconds = p.Spec.TerminationGracePeriodSeconds
-	slim.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-	for i, c := range p.Spec.Containers {
-		slim.Spec.Containers[i] = corev1.Container{Name: c.Name, Lifecycle: c.Lifecycle}
+	for _, c := range p.Spec.Containers {
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Lifecycle: &corev1.Lifecycle{PreStop: c.Lifecycle.PreStop}})
+		}
 	}
 	slim.Status.Phase = p.Status.Phase
 	return slim, nil
+}
+
+var isController = true
+
+// shareBinaries is the cache's transform of nap's ConfigMaps: no managedFields, and
+// binaries equal to the last seen under the same key share its bytes, so that 10,000
+// namespaces' copies hold the two sleepers once, not 10,000 times. The cache's readers
+// get deep copies (Reconcile's edits included); no one writes to the cache's own.
+func shareBinaries() func(any) (any, error) {
+	var mu sync.Mutex
+	last := map[string][]byte{} // per key: one entry per binary name, not per copy
+	strip := cache.TransformStripManagedFields()
+	return func(o any) (any, error) {
+		o, err := strip(o)
+		cm, ok := o.(*corev1.ConfigMap)
+		if err != nil || !ok {
+			return o, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for k, b := range cm.BinaryData {
+			if prev, ok := last[k]; ok && bytes.Equal(prev, b) {
+				cm.BinaryData[k] = prev
+			} else {
+				last[k] = b
+			}
+		}
+		return cm, nil
+	}
 }
 
 // slimService keeps what the policy webhook reads of a Service: its selector.
@@ -113,6 +159,7 @@ func (p *Publisher) SetupWithManager(mgr ctrl.Manager) error {
 	name := p.Want.Name
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nap-publisher").
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: publishWorkers}).
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.GenerationChangedPredicate{}, deletionPredicate()))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if o.GetName() != name {
@@ -214,6 +261,57 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	return reconcile.Result{}, nil
 }
 
+// Published returns once every selected namespace holds a ConfigMap of the
+// Publisher's name, as the cache sees them (checked every second), or with an error
+// naming how many still lack it after limit.
+func (p *Publisher) Published(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		missing, err := p.missing(ctx)
+		if err != nil {
+			return err
+		}
+		if missing == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d namespace(s) still lack the ConfigMap %s after %s", missing, p.Want.Name, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// missing counts the selected, live namespaces without a ConfigMap of the Publisher's name.
+func (p *Publisher) missing(ctx context.Context) (int, error) {
+	ro := client.UnsafeDisableDeepCopy
+	var nss corev1.NamespaceList
+	if err := p.Client.List(ctx, &nss, ro); err != nil {
+		return 0, err
+	}
+	var cms corev1.ConfigMapList // the cache holds only those of the Publisher's name
+	if err := p.Client.List(ctx, &cms, ro); err != nil {
+		return 0, err
+	}
+	have := make(map[string]bool, len(cms.Items))
+	for _, cm := range cms.Items {
+		if cm.Name == p.Want.Name {
+			have[cm.Namespace] = true
+		}
+	}
+	n := 0
+	for i := range nss.Items {
+		ns := &nss.Items[i]
+		if ns.DeletionTimestamp.IsZero() && p.selected(ns) && !have[ns.Name] {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (p *Publisher) selected(ns *corev1.Namespace) bool {
 	return !p.Exclude[ns.Name] && (p.Selector == nil || p.Selector.Matches(labels.Set(ns.Labels)))
 }
@@ -257,3 +355,8 @@ func (p *Publisher) OwnedBy(ref metav1.OwnerReference) {
 func isTerminating(err error) bool {
 	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
+
+// publishWorkers is how many namespaces the Publisher reconciles at once. Each
+// reconcile waits on one API call; at a cold start into 3,000 namespaces on a 2-core
+// machine 1 worker took 11.4 s, 4 took 6.9 s and 8 took 7.8 s (make bench-scale).
+const publishWorkers = 4

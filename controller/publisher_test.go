@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,20 @@ func TestPublisher(t *testing.T) {
 		_, e1 := get("other")
 		_, e2 := get("excluded")
 		return apierrors.IsNotFound(e1) && apierrors.IsNotFound(e2)
+	})
+
+	t.Run("published: every selected namespace has its copy", func(t *testing.T) {
+		// The unselected and excluded namespaces have none and do not count.
+		if err := p.Published(ctx, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// A Publisher that does not exclude one waits for a copy that never comes.
+		all := *p
+		all.Exclude = map[string]bool{}
+		err := all.Published(ctx, 1500*time.Millisecond)
+		if err == nil || !strings.Contains(err.Error(), "1 namespace(s) still lack") {
+			t.Fatalf("want 1 namespace lacking the copy (excluded), got %v", err)
+		}
 	})
 
 	t.Run("deleted copy is recreated", func(t *testing.T) {

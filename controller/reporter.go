@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,7 +14,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nap-k8s/nap/hook"
@@ -111,8 +114,32 @@ type Reporter struct {
 
 	Log logr.Logger
 
+	// Informers, when set (the manager's cache), make the scans incremental: the
+	// Reporter is told of every change to pods, Services, namespaces and nodes, and a
+	// pass scans again only the namespaces where something changed since the last one
+	// (all of them when a node's kubelet version changed). Unset, every pass scans
+	// every pod.
+	Informers cache.Informers
+
+	// Before, when set, is waited for before the Reporter starts its informers: the
+	// manager has it wait until every namespace holds the ConfigMap (Publisher.Published),
+	// so that on a cold start the pod list, the largest the controller reads, does not
+	// compete with publishing on the API server and the controller's CPU. An error
+	// is logged and the Reporter starts anyway.
+	Before func(ctx context.Context) error
+
+	// AfterFirstPass, when set, is called once after the first pass: the caches are
+	// full and the one full scan is done.
+	AfterFirstPass func()
+
 	reported map[findingKey]int // how many pods each finding had when last evented
 	lastRoll time.Time
+
+	mu       sync.Mutex
+	dirty    map[string]bool // namespaces changed since the last scan
+	allDirty bool
+	scanned  map[string]*nsScan // each namespace's last scan (Scan's own)
+	rescans  int                // namespaces the last Scan read the pods of
 }
 
 type findingKey struct {
@@ -130,11 +157,27 @@ func (r *Reporter) Start(ctx context.Context) error {
 	if interval <= 0 {
 		interval = 10 * time.Second
 	}
+	if r.Before != nil {
+		if err := r.Before(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.Log.Error(err, "starting the reports anyway")
+		}
+	}
+	if r.Informers != nil {
+		if err := r.Watch(ctx); err != nil {
+			return err
+		}
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		if err := r.Pass(ctx); err != nil && ctx.Err() == nil {
 			r.Log.Error(err, "report pass")
+		}
+		if first && r.AfterFirstPass != nil {
+			r.AfterFirstPass()
 		}
 		select {
 		case <-ctx.Done():
@@ -162,8 +205,24 @@ func (r *Reporter) Pass(ctx context.Context) error {
 	return nil
 }
 
-// Scan returns what is wrong now, and the pods that were not injected.
-func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
+// Scan returns what is wrong now, and the pods that were not injected. With Informers
+// it rescans only the namespaces changed since the last scan (see Informers).
+func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []corev1.Pod, err error) {
+	r.mu.Lock()
+	full := r.Informers == nil || r.scanned == nil || r.allDirty
+	dirty := r.dirty
+	r.dirty, r.allDirty = map[string]bool{}, false
+	r.mu.Unlock()
+	defer func() {
+		if err != nil { // what was taken as changed is scanned again
+			r.mu.Lock()
+			r.allDirty = true
+			r.mu.Unlock()
+		}
+	}()
+	if full {
+		r.scanned = map[string]*nsScan{}
+	}
 	// Read-only, so the cache's objects themselves: a deep copy of every pod at each
 	// pass is most of the Reporter's cost in a large cluster.
 	ro := client.UnsafeDisableDeepCopy
@@ -171,37 +230,33 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 	if err := r.Client.List(ctx, &nsList, ro); err != nil {
 		return nil, nil, err
 	}
-	nsLabels := make(map[string]map[string]string, len(nsList.Items))
+	present := make(map[string]bool, len(nsList.Items))
 	for _, ns := range nsList.Items {
-		nsLabels[ns.Name] = ns.Labels
+		present[ns.Name] = true
 	}
-	var nodeList corev1.NodeList
-	if err := r.Client.List(ctx, &nodeList, ro); err != nil {
-		return nil, nil, err
-	}
-	nodes := map[string]kube.Node{}
-	apiserver := r.Kube // unknown: no older than the newest kubelet
-	for i := range nodeList.Items {
-		if n, err := kube.NodeOf(&nodeList.Items[i]); err == nil {
-			nodes[n.Name] = n
-			if r.Kube == (kube.Version{}) && apiserver.Less(n.Kubelet) {
-				apiserver = n.Kubelet
-			}
+	for name := range r.scanned {
+		if !present[name] {
+			delete(r.scanned, name)
 		}
 	}
-	services := map[string][]corev1.Service{}
-	selecting := func(ctx context.Context, p *corev1.Pod) (string, bool, error) {
-		svcs, ok := services[p.Namespace]
-		if !ok {
-			var list corev1.ServiceList
-			if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace), ro); err != nil {
-				return "", false, err
-			}
-			svcs = list.Items
-			services[p.Namespace] = svcs
+	var env *scanEnv // the nodes, read once a pass and only when a namespace is scanned
+	r.rescans = 0
+	for i := range nsList.Items {
+		ns := &nsList.Items[i]
+		if !full && !dirty[ns.Name] && r.scanned[ns.Name] != nil {
+			continue
 		}
-		name, found := scope.SelectingService(svcs, p.Labels)
-		return name, found, nil
+		if env == nil {
+			if env, err = r.env(ctx); err != nil {
+				return nil, nil, err
+			}
+		}
+		s, err := r.scanNamespace(ctx, ns, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.scanned[ns.Name] = s
+		r.rescans++
 	}
 
 	byKey := map[findingKey]*Finding{}
@@ -216,73 +271,30 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 			f.Pods = append(f.Pods, pod)
 		}
 	}
+	hookKinds := map[WorkloadRef]hook.Kind{} // what the workload's pods' hooks run
+	for _, ns := range nsList.Items {
+		s := r.scanned[ns.Name]
+		for _, f := range s.finds {
+			add(f.workload, f.reason, "", f.pod, f.message)
+		}
+		notInjected = append(notInjected, s.notInjected...)
+		for w, k := range s.hookKinds {
+			hookKinds[w] = k
+		}
+	}
+
 	var events corev1.EventList
 	if err := r.Client.List(ctx, &events, ro); err != nil {
 		return nil, nil, err
 	}
-	eventPods := map[string]bool{}
-	for _, e := range events.Items {
-		eventPods[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name] = true
-	}
-	var notInjected []corev1.Pod
-	livePods := map[string]WorkloadRef{}     // namespace/name → workload, of the events' pods
-	hookKinds := map[WorkloadRef]hook.Kind{} // what the workload's pods' hooks run
-	// Namespace by namespace: a list of every pod at once is a copy of each pod's
-	// struct, and made every pass.
-	var pods corev1.PodList
-	for _, ns := range nsList.Items {
-		if err := r.Client.List(ctx, &pods, client.InNamespace(ns.Name), ro); err != nil {
-			return nil, nil, err
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			w := hook.WorkloadOf(p)
-			if k := p.Namespace + "/" + p.Name; eventPods[k] {
-				livePods[k] = w
-			}
-			h, _ := hook.First(p.Spec)
-			if h.Kind != hook.None {
-				hookKinds[w] = h.Kind
-			}
-			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			if h.Kind != hook.None {
-				// lint's termination checks, on the pod as it runs: its node's kubelet.
-				opts := lint.Options{KubeVersion: &apiserver}
-				if n, ok := nodes[p.Spec.NodeName]; ok {
-					opts.Nodes = []kube.Node{n}
-				}
-				for _, f := range lint.CheckPod(p.Namespace, p.Name, p.Spec, opts, reporterChecks...) {
-					add(w, reasonOfCheck[f.ID], "", p.Name, f.Message)
-				}
-				continue
-			}
-			in := scope.Input{Installed: r.Scope, Excluded: r.Exclude[p.Namespace], NamespaceLabels: nsLabels[p.Namespace],
-				Pod:       scope.Pod{Labels: p.Labels, RestartPolicy: p.Spec.RestartPolicy},
-				Selecting: func() (string, bool, error) { return selecting(ctx, p) }}
-			for _, o := range p.OwnerReferences {
-				in.Pod.OwnerKinds = append(in.Pod.OwnerKinds, o.Kind)
-			}
-			d, err := scope.Decide(in)
-			if err != nil {
-				return nil, nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
-			}
-			// Under audit nothing is injected by design: that is reported at admission.
-			if d.Inject {
-				add(w, NotInjected, "", p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", d))
-				notInjected = append(notInjected, *p.DeepCopy()) // p is the cache's own
-			}
-		}
-	}
-
 	for _, e := range events.Items {
 		if e.Reason != "FailedPreStopHook" || e.InvolvedObject.Kind != "Pod" {
 			continue
 		}
-		w, ok := livePods[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name]
-		if !ok {
-			w = hook.WorkloadOfName(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+		w := hook.WorkloadOfName(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+		var p corev1.Pod
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}, &p); err == nil {
+			w = hook.WorkloadOf(&p) // the pod still runs: its owner, not a guess from its name
 		}
 		// The kubelet's own event says nothing more: then the cause is what the hook
 		// runs, from a live pod.
@@ -305,6 +317,181 @@ func (r *Reporter) Scan(ctx context.Context) ([]Finding, []corev1.Pod, error) {
 		return strings.Compare(a.Workload.String()+string(a.Reason)+a.Cause, b.Workload.String()+string(b.Reason)+b.Cause)
 	})
 	return out, notInjected, nil
+}
+
+// scanEnv is what a pass reads once for every namespace it scans: the nodes' kubelets.
+type scanEnv struct {
+	nodes     map[string]kube.Node
+	apiserver kube.Version
+}
+
+func (r *Reporter) env(ctx context.Context) (*scanEnv, error) {
+	var nodeList corev1.NodeList
+	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	e := &scanEnv{nodes: make(map[string]kube.Node, len(nodeList.Items)), apiserver: r.Kube} // unknown: no older than the newest kubelet
+	for i := range nodeList.Items {
+		if n, err := kube.NodeOf(&nodeList.Items[i]); err == nil {
+			e.nodes[n.Name] = n
+			if r.Kube == (kube.Version{}) && e.apiserver.Less(n.Kubelet) {
+				e.apiserver = n.Kubelet
+			}
+		}
+	}
+	return e, nil
+}
+
+// nsScan is what one namespace's pods showed at its last scan.
+type nsScan struct {
+	finds       []podFinding
+	notInjected []corev1.Pod
+	hookKinds   map[WorkloadRef]hook.Kind
+}
+
+type podFinding struct {
+	workload     WorkloadRef
+	reason       Reason
+	pod, message string
+}
+
+// scanNamespace judges one namespace's pods.
+func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env *scanEnv) (*nsScan, error) {
+	ro := client.UnsafeDisableDeepCopy
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(ns.Name), ro); err != nil {
+		return nil, err
+	}
+	out := &nsScan{}
+	var svcs []corev1.Service
+	listed := false
+	selecting := func(p *corev1.Pod) (string, bool, error) {
+		if !listed {
+			var list corev1.ServiceList
+			if err := r.Client.List(ctx, &list, client.InNamespace(ns.Name), ro); err != nil {
+				return "", false, err
+			}
+			svcs, listed = list.Items, true
+		}
+		name, found := scope.SelectingService(svcs, p.Labels)
+		return name, found, nil
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		w := hook.WorkloadOf(p)
+		h, _ := hook.First(p.Spec)
+		if h.Kind != hook.None {
+			if out.hookKinds == nil {
+				out.hookKinds = map[WorkloadRef]hook.Kind{}
+			}
+			out.hookKinds[w] = h.Kind
+		}
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if h.Kind != hook.None {
+			// lint's termination checks, on the pod as it runs: its node's kubelet.
+			opts := lint.Options{KubeVersion: &env.apiserver}
+			if n, ok := env.nodes[p.Spec.NodeName]; ok {
+				opts.Nodes = []kube.Node{n}
+			}
+			for _, f := range lint.CheckPod(p.Namespace, p.Name, p.Spec, opts, reporterChecks...) {
+				out.finds = append(out.finds, podFinding{w, reasonOfCheck[f.ID], p.Name, f.Message})
+			}
+			continue
+		}
+		in := scope.Input{Installed: r.Scope, Excluded: r.Exclude[p.Namespace], NamespaceLabels: ns.Labels,
+			Pod:       scope.Pod{Labels: p.Labels, RestartPolicy: p.Spec.RestartPolicy},
+			Selecting: func() (string, bool, error) { return selecting(p) }}
+		for _, o := range p.OwnerReferences {
+			in.Pod.OwnerKinds = append(in.Pod.OwnerKinds, o.Kind)
+		}
+		d, err := scope.Decide(in)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		// Under audit nothing is injected by design: that is reported at admission.
+		if d.Inject {
+			out.finds = append(out.finds, podFinding{w, NotInjected, p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", d)})
+			out.notInjected = append(out.notInjected, *p.DeepCopy()) // p is the cache's own
+		}
+	}
+	return out, nil
+}
+
+// Watch has the Reporter told, through Informers, of every change to pods, Services
+// and namespaces (their namespace is scanned again at the next pass) and of nodes'
+// kubelet versions (every namespace is). Start calls it; whoever calls Scan without
+// Start calls it once first. It returns once the informers' present objects have been
+// told, and the next scan is a full one.
+func (r *Reporter) Watch(ctx context.Context) error {
+	mark := func(o any) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		m, ok := o.(metav1.Object)
+		if !ok {
+			return
+		}
+		ns := m.GetNamespace()
+		if ns == "" { // a Namespace
+			ns = m.GetName()
+		}
+		r.mu.Lock()
+		r.dirty[ns] = true
+		r.mu.Unlock()
+	}
+	all := func(any) {
+		r.mu.Lock()
+		r.allDirty = true
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	r.dirty = map[string]bool{}
+	r.mu.Unlock()
+	handlers := []struct {
+		obj client.Object
+		h   toolscache.ResourceEventHandler
+	}{
+		{&corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
+		{&corev1.Service{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
+		{&corev1.Namespace{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
+		{&corev1.Node{}, toolscache.ResourceEventHandlerFuncs{AddFunc: all, DeleteFunc: all, UpdateFunc: func(old, o any) {
+			a, errA := nodeOf(old)
+			b, errB := nodeOf(o)
+			if errA != nil || errB != nil || a.Kubelet != b.Kubelet {
+				all(o)
+			}
+		}}},
+	}
+	var synced []toolscache.InformerSynced
+	for _, h := range handlers {
+		inf, err := r.Informers.GetInformer(ctx, h.obj)
+		if err != nil {
+			return err
+		}
+		reg, err := inf.AddEventHandler(h.h)
+		if err != nil {
+			return err
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return ctx.Err()
+	}
+	// The objects present were all told as added: the next scan is a full one anyway.
+	r.mu.Lock()
+	r.dirty, r.allDirty = map[string]bool{}, true
+	r.mu.Unlock()
+	return nil
+}
+
+func nodeOf(o any) (kube.Node, error) {
+	n, ok := o.(*corev1.Node)
+	if !ok {
+		return kube.Node{}, fmt.Errorf("not a node: %T", o)
+	}
+	return kube.NodeOf(n)
 }
 
 // report puts a Warning event on each workload whose finding is new or has more pods

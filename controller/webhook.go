@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -61,25 +60,6 @@ type Injector struct {
 // deliveryFallbacks are the reasons --delivery auto fell back to the ConfigMap, each
 // logged once per process.
 var deliveryFallbacks sync.Map
-
-// NodesFrom lists nodes through r (the manager's cache) for Injector.Nodes.
-func NodesFrom(r client.Reader) func(context.Context) ([]kube.Node, error) {
-	return func(ctx context.Context) ([]kube.Node, error) {
-		var list corev1.NodeList
-		if err := r.List(ctx, &list); err != nil {
-			return nil, err
-		}
-		nodes := make([]kube.Node, 0, len(list.Items))
-		for i := range list.Items {
-			n, err := kube.NodeOf(&list.Items[i])
-			if err != nil {
-				return nil, err
-			}
-			nodes = append(nodes, n)
-		}
-		return nodes, nil
-	}
-}
 
 // admissionPod is what the webhook reads of the object before injecting.
 type admissionPod struct {

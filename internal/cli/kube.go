@@ -77,7 +77,11 @@ func ClusterVersionsOf(cfg *rest.Config) (kube.Version, []kube.Node, error) {
 	if err != nil {
 		return kube.Version{}, nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	// Protobuf: at 5,000 nodes their list as JSON is tens of megabytes to write and read.
+	pb := rest.CopyConfig(cfg)
+	pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	cs, err := kubernetes.NewForConfig(pb)
 	if err != nil {
 		return kube.Version{}, nil, err
 	}

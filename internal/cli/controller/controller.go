@@ -35,6 +35,7 @@ type flags struct {
 	leaderNamespace   string
 	metricsAddr       string
 	probeAddr         string
+	pprofAddr         string
 	namespace         string
 	webhook           bool
 	webhookCertDir    string
@@ -74,6 +75,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "the Lease's namespace (default: the pod's)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics; 0 disables")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz")
+	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Go's /debug/pprof (heap and CPU profiles) on this address, such as 127.0.0.1:6060; default off")
 	fl.StringVar(&f.namespace, "namespace", "", "the controller's namespace: its Lease and TLS Secret (default $POD_NAMESPACE or the pod's)")
 	fl.BoolVar(&f.webhook, "webhook", true, "serve the preStop-injecting webhook")
 	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "serve the webhook with tls.crt and tls.key from this folder (such as a cert-manager Secret) instead of its own")
@@ -137,7 +139,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	}
 	o := controller.ManagerOptions{
 		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Owner: f.owner, Version: version.Version,
-		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr,
+		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, PprofAddr: f.pprofAddr,
 		Webhook: f.webhook, Waits: f.waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
 		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, PolicyReports: f.policyReports, Log: log,

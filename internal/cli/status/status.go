@@ -112,13 +112,24 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 		return in, err
 	}
 	in.NamespaceLabels = map[string]map[string]string{}
-	for _, key := range []string{scope.InjectLabel, scope.Label} {
-		nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: key})
-		if err != nil {
-			return in, fmt.Errorf("listing the namespaces labelled %s: %w", key, err)
-		}
-		for _, ns := range nss.Items {
+	if f.namespace != "" {
+		// One namespace: its own labels, not a list of every labelled one.
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, f.namespace, metav1.GetOptions{})
+		switch {
+		case err == nil:
 			in.NamespaceLabels[ns.Name] = ns.Labels
+		case !apierrors.IsNotFound(err):
+			return in, fmt.Errorf("reading namespace %s: %w", f.namespace, err)
+		}
+	} else {
+		for _, key := range []string{scope.InjectLabel, scope.Label} {
+			nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: key})
+			if err != nil {
+				return in, fmt.Errorf("listing the namespaces labelled %s: %w", key, err)
+			}
+			for _, ns := range nss.Items {
+				in.NamespaceLabels[ns.Name] = ns.Labels
+			}
 		}
 	}
 	mwc, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{})

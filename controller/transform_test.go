@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nap-k8s/nap/hook"
+)
+
+// TestSlimPod: the cache's pod keeps what the Reporter decides on (workload, hook,
+// scope's inputs, the termination checks' fields) and drops the rest.
+func TestSlimPod(t *testing.T) {
+	yes, grace := true, int64(45)
+	sleep := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}},
+		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	full := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8c6b5d-x2x4q", Namespace: "shop", UID: "u", ResourceVersion: "7",
+			Labels:      map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5d"},
+			Annotations: map[string]string{"big": "annotation"},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f8c6b5d", UID: "rs", Controller: &yes, BlockOwnerDeletion: &yes},
+				{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "cm"},
+			}},
+		Spec: corev1.PodSpec{NodeName: "n1", RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{
+				{Name: "sidecar", Image: "proxy", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}},
+				{Name: "app", Image: "web", Lifecycle: sleep},
+				{Name: "poststart-only", Lifecycle: &corev1.Lifecycle{PostStart: sleep.PostStart}},
+			}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
+	}
+	o, err := slimPod(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := o.(*corev1.Pod)
+	if got, want := hook.WorkloadOf(slim), hook.WorkloadOf(full); got != want {
+		t.Errorf("workload %v, want %v", got, want)
+	}
+	gh, gc := hook.First(slim.Spec)
+	wh, wc := hook.First(full.Spec)
+	if gc != wc || gh.Kind != wh.Kind || gh.Delay != wh.Delay {
+		t.Errorf("first hook %v in %q, want %v in %q", gh, gc, wh, wc)
+	}
+	if len(slim.Spec.Containers) != 1 || slim.Spec.Containers[0].Lifecycle.PostStart != nil || slim.Spec.Containers[0].Image != "" {
+		t.Errorf("want only the hooked container, with its preStop alone: %+v", slim.Spec.Containers)
+	}
+	if len(slim.OwnerReferences) != 2 || slim.OwnerReferences[1].Kind != "ConfigMap" || slim.OwnerReferences[1].Controller != nil ||
+		slim.OwnerReferences[0].UID != "" || slim.OwnerReferences[0].APIVersion != "" {
+		t.Errorf("owners: want every kind and name, the controller marked, nothing else: %+v", slim.OwnerReferences)
+	}
+	if slim.Annotations != nil || slim.Status.PodIP != "" || slim.Spec.RestartPolicy != corev1.RestartPolicyAlways ||
+		*slim.Spec.TerminationGracePeriodSeconds != 45 || slim.Spec.NodeName != "n1" || slim.Status.Phase != corev1.PodRunning ||
+		slim.Labels["app"] != "web" || slim.Namespace != "shop" {
+		t.Errorf("slim pod: %+v", slim)
+	}
+
+	// A pod without hooks keeps no container at all.
+	bare := full.DeepCopy()
+	bare.Spec.Containers = bare.Spec.Containers[:1]
+	o, _ = slimPod(bare)
+	if n := len(o.(*corev1.Pod).Spec.Containers); n != 0 {
+		t.Errorf("a pod without hooks: %d containers kept", n)
+	}
+}
+
+// TestShareBinaries: copies of the same binaries share their bytes in the cache; an
+// edited copy keeps its own; managedFields go.
+func TestShareBinaries(t *testing.T) {
+	tr := shareBinaries()
+	cm := func(ns string, amd []byte) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nap", Namespace: ns,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nap"}}},
+			BinaryData: map[string][]byte{"nap-amd64": append([]byte{}, amd...), "nap-arm64": []byte("arm")}}
+	}
+	put := func(c *corev1.ConfigMap) *corev1.ConfigMap {
+		t.Helper()
+		o, err := tr(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*corev1.ConfigMap)
+	}
+	a := put(cm("a", []byte("ELF-1")))
+	b := put(cm("b", []byte("ELF-1")))
+	edited := put(cm("c", []byte("ELF-2")))
+	if &a.BinaryData["nap-amd64"][0] != &b.BinaryData["nap-amd64"][0] || &a.BinaryData["nap-arm64"][0] != &b.BinaryData["nap-arm64"][0] {
+		t.Error("equal binaries are not shared")
+	}
+	if string(edited.BinaryData["nap-amd64"]) != "ELF-2" || string(b.BinaryData["nap-amd64"]) != "ELF-1" {
+		t.Error("an edited copy must keep its own bytes, and the others theirs")
+	}
+	if a.ManagedFields != nil || edited.ManagedFields != nil {
+		t.Error("managedFields kept")
+	}
+	if o, err := tr(&corev1.Pod{}); err != nil || o == nil {
+		t.Errorf("another kind: %v, %v", o, err)
+	}
+}
