@@ -64,45 +64,11 @@ func CacheOptions(name string) cache.Options {
 		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name), Transform: shareBinaries()},
 		&corev1.Node{}:      {Transform: slimNode},
 		&corev1.Service{}:   {Transform: slimService},
-		&corev1.Pod{}:       {Transform: slimPod},
+		&corev1.Pod{}:       {Transform: summarizePod}, // podSummary: only the Reporter reads pods
 		// The Reporter reads only these events.
 		&corev1.Event{}: {Field: fields.OneTermEqualSelector("reason", "FailedPreStopHook")},
 	}}
 }
-
-// slimPod keeps what the Reporter reads of a Pod: who owns it (kind, name and
-// whether it is the controller), its labels, the preStop hooks of the containers that
-// have one, grace period, restart policy, node and phase. The cache holds every pod of
-// the cluster: each field kept here is paid for 150,000 times at Kubernetes' limits.
-func slimPod(o any) (any, error) {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return o, nil
-	}
-	slim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion, UID: p.UID,
-		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp}}
-	if len(p.OwnerReferences) > 0 {
-		slim.OwnerReferences = make([]metav1.OwnerReference, len(p.OwnerReferences))
-		for i, r := range p.OwnerReferences {
-			slim.OwnerReferences[i] = metav1.OwnerReference{Kind: r.Kind, Name: r.Name}
-			if r.Controller != nil && *r.Controller {
-				slim.OwnerReferences[i].Controller = &isController
-			}
-		}
-	}
-	slim.Spec.NodeName = p.Spec.NodeName
-	slim.Spec.RestartPolicy = p.Spec.RestartPolicy
-	slim.Spec.TerminationGracePeriodSeconds = p.Spec.TerminationGracePeriodSeconds
-	for _, c := range p.Spec.Containers {
-		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-			slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Lifecycle: &corev1.Lifecycle{PreStop: c.Lifecycle.PreStop}})
-		}
-	}
-	slim.Status.Phase = p.Status.Phase
-	return slim, nil
-}
-
-var isController = true
 
 // shareBinaries is the cache's transform of nap's ConfigMaps: no managedFields, and
 // binaries equal to the last seen under the same key share its bytes, so that 10,000

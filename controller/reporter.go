@@ -139,6 +139,7 @@ type Reporter struct {
 	dirty    map[string]bool // namespaces changed since the last scan
 	allDirty bool
 	scanned  map[string]*nsScan // each namespace's last scan (Scan's own)
+	pods     toolscache.Indexer // the pod informer's store, once asked for
 	rescans  int                // namespaces the last Scan read the pods of
 }
 
@@ -223,8 +224,7 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 	if full {
 		r.scanned = map[string]*nsScan{}
 	}
-	// Read-only, so the cache's objects themselves: a deep copy of every pod at each
-	// pass is most of the Reporter's cost in a large cluster.
+	// Read-only, so the cache's objects themselves, not deep copies.
 	ro := client.UnsafeDisableDeepCopy
 	var nsList corev1.NamespaceList
 	if err := r.Client.List(ctx, &nsList, ro); err != nil {
@@ -292,9 +292,10 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 			continue
 		}
 		w := hook.WorkloadOfName(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
-		var p corev1.Pod
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}, &p); err == nil {
-			w = hook.WorkloadOf(&p) // the pod still runs: its owner, not a guess from its name
+		if p, err := r.pod(ctx, e.InvolvedObject.Namespace, e.InvolvedObject.Name); err != nil {
+			return nil, nil, err
+		} else if p != nil {
+			w = hook.WorkloadOf(p) // the pod still runs: its owner, not a guess from its name
 		}
 		// The kubelet's own event says nothing more: then the cause is what the hook
 		// runs, from a live pod.
@@ -342,6 +343,97 @@ func (r *Reporter) env(ctx context.Context) (*scanEnv, error) {
 	return e, nil
 }
 
+// podsIn returns a namespace's pods: from the informer's namespace index (the cache
+// holds summaries, see podSummary) with Informers, else listed from Client.
+func (r *Reporter) podsIn(ctx context.Context, ns string) ([]*podSummary, error) {
+	if r.Informers == nil {
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		out := make([]*podSummary, len(list.Items))
+		for i := range list.Items {
+			out[i] = summaryOf(&list.Items[i])
+		}
+		return out, nil
+	}
+	idx, err := r.podIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	items, err := idx.ByIndex(toolscache.NamespaceIndex, ns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*podSummary, 0, len(items))
+	for _, o := range items {
+		if s := asSummary(o); s != nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// pod returns a pod as the Reporter reads it, or nil when it is gone.
+func (r *Reporter) pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	if r.Informers == nil {
+		var p corev1.Pod
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return &p, nil
+	}
+	idx, err := r.podIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, ok, err := idx.GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	s := asSummary(o)
+	if s == nil {
+		return nil, nil
+	}
+	var p corev1.Pod
+	s.fill(&p)
+	return &p, nil
+}
+
+// asSummary is a cached pod as a summary: the cache's own, or made from a full pod
+// when the cache was set up without CacheOptions' transform.
+func asSummary(o any) *podSummary {
+	switch o := o.(type) {
+	case *podSummary:
+		return o
+	case *corev1.Pod:
+		return summaryOf(o)
+	}
+	return nil
+}
+
+// podIndex is the pod informer's store, indexed by namespace.
+func (r *Reporter) podIndex(ctx context.Context) (toolscache.Indexer, error) {
+	r.mu.Lock()
+	idx := r.pods
+	r.mu.Unlock()
+	if idx != nil {
+		return idx, nil
+	}
+	inf, err := r.Informers.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	i, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the pod informer (%T) has no indexer", inf)
+	}
+	r.mu.Lock()
+	r.pods = i.GetIndexer()
+	r.mu.Unlock()
+	return i.GetIndexer(), nil
+}
+
 // nsScan is what one namespace's pods showed at its last scan.
 type nsScan struct {
 	finds       []podFinding
@@ -358,8 +450,8 @@ type podFinding struct {
 // scanNamespace judges one namespace's pods.
 func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env *scanEnv) (*nsScan, error) {
 	ro := client.UnsafeDisableDeepCopy
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(ns.Name), ro); err != nil {
+	pods, err := r.podsIn(ctx, ns.Name)
+	if err != nil {
 		return nil, err
 	}
 	out := &nsScan{}
@@ -376,8 +468,10 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 		name, found := scope.SelectingService(svcs, p.Labels)
 		return name, found, nil
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	var pod corev1.Pod // each summary in turn: see podSummary.fill
+	p := &pod
+	for _, sum := range pods {
+		sum.fill(p)
 		w := hook.WorkloadOf(p)
 		h, _ := hook.First(p.Spec)
 		if h.Kind != hook.None {
@@ -413,7 +507,7 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 		// Under audit nothing is injected by design: that is reported at admission.
 		if d.Inject {
 			out.finds = append(out.finds, podFinding{w, NotInjected, p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", d)})
-			out.notInjected = append(out.notInjected, *p.DeepCopy()) // p is the cache's own
+			out.notInjected = append(out.notInjected, *p.DeepCopy()) // p is the next pod's too
 		}
 	}
 	return out, nil

@@ -125,8 +125,11 @@ func TestReporter(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "api-2"}, Reason: "Killing", Type: corev1.EventTypeNormal})
 
 	rec := record.NewFakeRecorder(100)
-	r := &Reporter{Client: mgr.GetClient(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard(),
+	r := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard(),
 		Reports: &writer.Writer{Client: c, Format: policyreport.OpenReports}}
+	if err := r.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{
 		"Deployment/opted-in/api not-injected api-7d9f8c6b5-abcde,api-7d9f8c6b5-fghij",
 		"Deployment/plain/shell failed-prestop-hook/no-shell shell-6f7d8c9b4-q2w3e",

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"maps"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,14 +11,16 @@ import (
 	"github.com/nap-k8s/nap/hook"
 )
 
-// TestSlimPod: the cache's pod keeps what the Reporter decides on (workload, hook,
-// scope's inputs, the termination checks' fields) and drops the rest.
-func TestSlimPod(t *testing.T) {
+// TestPodSummary: the cache's summary of a pod, filled back into a pod, gives the
+// Reporter what the full pod does (workload, hook, scope's inputs, the termination
+// checks' fields) and nothing else; a fill leaves nothing of the pod filled before.
+func TestPodSummary(t *testing.T) {
 	yes, grace := true, int64(45)
 	sleep := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}},
 		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	deleted := metav1.Now()
 	full := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8c6b5d-x2x4q", Namespace: "shop", UID: "u", ResourceVersion: "7",
+		ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8c6b5d-x2x4q", Namespace: "shop", UID: "u", ResourceVersion: "7", DeletionTimestamp: &deleted,
 			Labels:      map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5d"},
 			Annotations: map[string]string{"big": "annotation"},
 			OwnerReferences: []metav1.OwnerReference{
@@ -31,12 +35,25 @@ func TestSlimPod(t *testing.T) {
 			}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
 	}
-	o, err := slimPod(full.DeepCopy())
+	o, err := summarizePod(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	slim := o.(*corev1.Pod)
-	if got, want := hook.WorkloadOf(slim), hook.WorkloadOf(full); got != want {
+	sum := o.(*podSummary)
+	if again, _ := summarizePod(sum); again != sum {
+		t.Error("a summary must pass through the transform as it is")
+	}
+	if a := unsafe.Sizeof(*sum); 3*a > unsafe.Sizeof(*full) {
+		t.Errorf("a summary is %d bytes, more than a third of a Pod's %d", a, unsafe.Sizeof(*full))
+	}
+
+	var slim corev1.Pod
+	// Filled over another pod first: nothing of it may remain.
+	(&podSummary{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "y"}, labels: []string{"stale", "1", "app", "old"},
+		owners: []podOwner{{"Job", "j", true}, {"A", "b", false}, {"C", "d", false}},
+		hooks:  []containerHook{{"a", sleep.PreStop}, {"b", sleep.PreStop}}}).fill(&slim)
+	sum.fill(&slim)
+	if got, want := hook.WorkloadOf(&slim), hook.WorkloadOf(full); got != want {
 		t.Errorf("workload %v, want %v", got, want)
 	}
 	gh, gc := hook.First(slim.Spec)
@@ -51,18 +68,25 @@ func TestSlimPod(t *testing.T) {
 		slim.OwnerReferences[0].UID != "" || slim.OwnerReferences[0].APIVersion != "" {
 		t.Errorf("owners: want every kind and name, the controller marked, nothing else: %+v", slim.OwnerReferences)
 	}
+	if !maps.Equal(slim.Labels, full.Labels) {
+		t.Errorf("labels %v, want %v", slim.Labels, full.Labels)
+	}
 	if slim.Annotations != nil || slim.Status.PodIP != "" || slim.Spec.RestartPolicy != corev1.RestartPolicyAlways ||
 		*slim.Spec.TerminationGracePeriodSeconds != 45 || slim.Spec.NodeName != "n1" || slim.Status.Phase != corev1.PodRunning ||
-		slim.Labels["app"] != "web" || slim.Namespace != "shop" {
-		t.Errorf("slim pod: %+v", slim)
+		slim.Namespace != "shop" || slim.Name != full.Name || slim.DeletionTimestamp == nil {
+		t.Errorf("filled pod: %+v", slim)
 	}
 
 	// A pod without hooks keeps no container at all.
 	bare := full.DeepCopy()
 	bare.Spec.Containers = bare.Spec.Containers[:1]
-	o, _ = slimPod(bare)
-	if n := len(o.(*corev1.Pod).Spec.Containers); n != 0 {
-		t.Errorf("a pod without hooks: %d containers kept", n)
+	o, _ = summarizePod(bare)
+	if n := len(o.(*podSummary).hooks); n != 0 {
+		t.Errorf("a pod without hooks: %d hooks kept", n)
+	}
+	// Other kinds pass through.
+	if o, _ := summarizePod(&corev1.Service{}); o == nil {
+		t.Error("a Service did not pass through")
 	}
 }
 
