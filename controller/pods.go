@@ -1,10 +1,16 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+	"time"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // podSummary is what the controller's cache holds of a pod: what the Reporter decides
@@ -104,3 +110,68 @@ func (s *podSummary) fill(p *corev1.Pod) {
 }
 
 var isController = true
+
+// podPage is how many pods pagedPods asks the API server for at a time.
+const podPage = 500
+
+// pagedPods is the pod informer's lister. An informer's first list asks for every pod
+// at once (resourceVersion 0, which the API server's watch cache serves whole, ignoring
+// the limit), and the reflector decodes all of it before the transform makes each pod
+// a summary: at 150,000 pods that is gigabytes at start, for caches of a few hundred
+// megabytes. pagedPods lists the most recent pods in pages of podPage instead and
+// keeps of each page only what the summary reads (podSummary.fill), so that at most
+// one page of full pods is held at a time. A list at a given resourceVersion (a
+// relist) is passed through as it is.
+type pagedPods struct {
+	toolscache.ListerWatcherWithContext
+}
+
+func (l pagedPods) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), opts)
+}
+
+func (l pagedPods) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), opts)
+}
+
+func (l pagedPods) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" || opts.Continue != "" {
+		return l.ListerWatcherWithContext.ListWithContext(ctx, opts)
+	}
+	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit = "", "", podPage
+	out := &corev1.PodList{}
+	for {
+		o, err := l.ListerWatcherWithContext.ListWithContext(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		page, ok := o.(*corev1.PodList)
+		if !ok {
+			return nil, fmt.Errorf("listing pods: got a %T", o)
+		}
+		if out.Items == nil {
+			out.ResourceVersion = page.ResourceVersion // every page is of the first one's snapshot
+			n := len(page.Items)
+			if page.RemainingItemCount != nil {
+				n += int(*page.RemainingItemCount)
+			}
+			out.Items = make([]corev1.Pod, 0, n)
+		}
+		for i := range page.Items {
+			out.Items = append(out.Items, corev1.Pod{})
+			summaryOf(&page.Items[i]).fill(&out.Items[len(out.Items)-1])
+		}
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// newInformer is the cache's informer constructor: pagedPods lists the pods.
+func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+	if _, ok := obj.(*corev1.Pod); ok {
+		lw = pagedPods{toolscache.ToListerWatcherWithContext(lw)}
+	}
+	return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+}

@@ -58,9 +58,9 @@ func NewPublisher(c client.Client, rec record.EventRecorder, name, version strin
 // Publisher's name only, so memory does not grow with the cluster's other ConfigMaps,
 // and of each Node only its name, labels and kubelet version (for the webhook). No
 // object keeps its managedFields: nap never reads them, and they are much of a small
-// object's size.
+// object's size. Pods are summaries (podSummary), listed in pages (pagedPods).
 func CacheOptions(name string) cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{NewInformer: newInformer, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name), Transform: shareBinaries()},
 		&corev1.Node{}:      {Transform: slimNode},
 		&corev1.Service{}:   {Transform: slimService},

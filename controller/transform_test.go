@@ -1,12 +1,18 @@
 package controller
 
 import (
+	"context"
+	"fmt"
 	"maps"
+	"strconv"
 	"testing"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/nap-k8s/nap/hook"
 )
@@ -121,5 +127,65 @@ func TestShareBinaries(t *testing.T) {
 	}
 	if o, err := tr(&corev1.Pod{}); err != nil || o == nil {
 		t.Errorf("another kind: %v, %v", o, err)
+	}
+}
+
+// pagesOf serves pods in pages as the API server does, and records what it was asked.
+type pagesOf struct {
+	pods  []corev1.Pod
+	asked []metav1.ListOptions
+}
+
+func (f *pagesOf) ListWithContext(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	f.asked = append(f.asked, o)
+	from, _ := strconv.Atoi(o.Continue)
+	to := len(f.pods)
+	if o.Limit > 0 {
+		to = min(to, from+int(o.Limit))
+	}
+	l := &corev1.PodList{Items: f.pods[from:to]}
+	l.ResourceVersion = fmt.Sprint(100 + len(f.asked)) // pages after the first name the snapshot's own
+	if to < len(f.pods) {
+		l.Continue = strconv.Itoa(to)
+		l.RemainingItemCount = ptr.To(int64(len(f.pods) - to))
+	}
+	return l, nil
+}
+
+func (f *pagesOf) WatchWithContext(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewEmptyWatch(), nil
+}
+
+// TestPagedPods: the informer's first list comes in pages of podPage, most recent,
+// each pod kept as its summary reads it; a relist at a resourceVersion passes through.
+func TestPagedPods(t *testing.T) {
+	f := &pagesOf{}
+	for i := range 1234 {
+		f.pods = append(f.pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("p", i), Namespace: "ns", Labels: map[string]string{"app": "a"},
+			Annotations: map[string]string{"big": "x"}}, Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}}}})
+	}
+	lw := pagedPods{f}
+	o, err := lw.List(metav1.ListOptions{ResourceVersion: "0", Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := o.(*corev1.PodList)
+	if len(l.Items) != 1234 || l.ResourceVersion != "101" || l.Continue != "" {
+		t.Fatalf("got %d pods at %q (continue %q), want 1234 at the first page's 101", len(l.Items), l.ResourceVersion, l.Continue)
+	}
+	if len(f.asked) != 3 || f.asked[0].ResourceVersion != "" || f.asked[0].Limit != podPage || f.asked[2].Continue != "1000" {
+		t.Fatalf("asked %+v: want 3 pages of %d, most recent", f.asked, podPage)
+	}
+	p := l.Items[1233]
+	if p.Name != "p1233" || p.Labels["app"] != "a" || p.Annotations != nil || len(p.Spec.Containers) != 0 || p.Spec.NodeName != "n" {
+		t.Errorf("want the pod as its summary reads it: %+v", p)
+	}
+	f.asked = nil
+	o, err = lw.List(metav1.ListOptions{ResourceVersion: "77"})
+	if err != nil || len(o.(*corev1.PodList).Items) != 1234 || len(f.asked) != 1 || f.asked[0].ResourceVersion != "77" {
+		t.Errorf("a relist at a resourceVersion must pass through: asked %+v (%v)", f.asked, err)
+	}
+	if o.(*corev1.PodList).Items[0].Annotations == nil {
+		t.Error("a passed-through list is the API server's own")
 	}
 }
