@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -210,15 +209,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 }
 
 // settle is called once the caches are full and the first report is done. Filling the
-// pod cache decodes the API server's whole list of full pods at once: several times
-// what the summarized cache then holds. Go gives freed memory back to the system only
-// slowly; at rest the controller should hold what its caches hold, so give it back at
-// once. From then on, what the heap holds is almost all the caches, long-lived: a
-// collection when it has grown by half (GOGC=50), not doubled, keeps the process near
-// that size, and at rest there is little to collect. GOGC set in the environment wins.
-func settle() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
-	debug.FreeOSMemory()
-}
+// pod cache decodes pages of full pods: several times what the summarized cache then
+// holds. Go gives freed memory back to the system only slowly; at rest the controller
+// should hold what its caches hold, so give it back at once.
+func settle() { debug.FreeOSMemory() }
