@@ -281,21 +281,7 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", controller.DefaultNamespace, "nap", nil, scope.OptIn))
 	ctx := context.Background()
 	cs := loadClient(cfg)
-	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{controller.InjectLabel: "enabled"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "policy-default", Labels: map[string]string{scope.Label: "default"}}},
-	} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
-			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "bench"}, Ports: []corev1.ServicePort{{Port: 80}}}}
-		if _, err := cs.CoreV1().Services(ns.Name).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	admissionNamespaces(t, ctx, cs, "")
 	// The installed flags but for the certificate (envtest's, which its webhook
 	// configuration trusts) and the ports.
 	ctl := start(t, bin, kubeenv.Kubeconfig(t, cfg), "controller", "--webhook-cert-dir", wopts.LocalServingCertDir,
@@ -615,3 +601,25 @@ func pct(sorted []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// admissionNamespaces makes the namespaces the admission rounds create pods in (and the
+// controller's), each with a Service "bench" selecting app=bench, of the given clusterIP
+// ("" for one the API server gives).
+func admissionNamespaces(t *testing.T, ctx context.Context, cs kubernetes.Interface, clusterIP string) {
+	t.Helper()
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{controller.InjectLabel: "enabled"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "policy-default", Labels: map[string]string{scope.Label: "default"}}},
+	} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "bench"}, ClusterIP: clusterIP, Ports: []corev1.ServicePort{{Port: 80}}}}
+		if _, err := cs.CoreV1().Services(ns.Name).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -344,21 +344,7 @@ func TestScaleBenchmarks(t *testing.T) {
 	ctx := context.Background()
 	cs := loadClient(cfg)
 	admin := kubeenv.Kubeconfig(t, cfg)
-	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "opted-in", Labels: map[string]string{controller.InjectLabel: "enabled"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "policy-default", Labels: map[string]string{scope.Label: "default"}}},
-	} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
-			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "bench"}, ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}}}
-		if _, err := cs.CoreV1().Services(ns.Name).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	admissionNamespaces(t, ctx, cs, corev1.ClusterIPNone)
 	f := &fleet{cs: cs}
 	var results []scaleResult
 	for _, s := range steps {
