@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/nap-k8s/nap/hook"
 )
 
 // podSummary is what the controller's cache holds of a pod: what the Reporter decides
@@ -72,8 +74,8 @@ func summaryOf(p *corev1.Pod) *podSummary {
 		}
 	}
 	for _, c := range p.Spec.Containers {
-		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-			s.hooks = append(s.hooks, containerHook{container: c.Name, preStop: c.Lifecycle.PreStop})
+		if h := hook.Handler(c); h != nil {
+			s.hooks = append(s.hooks, containerHook{container: c.Name, preStop: h})
 		}
 	}
 	return s

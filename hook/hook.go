@@ -44,12 +44,20 @@ type Hook struct {
 	Command []string
 }
 
+// Handler is container c's preStop handler, nil when it has none.
+func Handler(c corev1.Container) *corev1.LifecycleHandler {
+	if c.Lifecycle == nil {
+		return nil
+	}
+	return c.Lifecycle.PreStop
+}
+
 // Of reads container c's preStop hook.
 func Of(c corev1.Container) Hook {
-	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+	h := Handler(c)
+	if h == nil {
 		return Hook{}
 	}
-	h := c.Lifecycle.PreStop
 	switch {
 	case h.Sleep != nil:
 		return Hook{Kind: NativeSleep, Sleep: h.Sleep, Delay: time.Duration(h.Sleep.Seconds) * time.Second, Known: true}
