@@ -92,8 +92,7 @@ func (s *NodeSet) Nodes(ctx context.Context) ([]kube.Node, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.list == nil {
-		s.list = append(make([]kube.Node, 0, len(s.byName)),
-			slices.SortedFunc(maps.Values(s.byName), func(a, b kube.Node) int { return strings.Compare(a.Name, b.Name) })...)
+		s.list = slices.SortedFunc(maps.Values(s.byName), func(a, b kube.Node) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return s.list, nil
 }
