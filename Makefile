@@ -120,6 +120,7 @@ bench: prereqs build
 	$(GO) test ./lint -run '^$$' -bench 'Lint10k' -benchmem -count 3
 	$(GO) test ./lint -run '^$$' -bench 'InjectVsLint' -benchmem -count 3 | tee /dev/stderr | bash hack/bench-ratio.sh Lint Inject
 	$(GO) test ./controller -run '^$$' -bench 'InjectorHandle' -benchmem -count 3
+	$(GO) test ./internal/cli/app -run '^$$' -bench 'LargeManifest' -benchtime 1x -timeout 20m
 	bash hack/bench-probe.sh
 	$(MAKE) kube-bins
 	NAP_BENCH_PROBE_WATCH=1 $(GO) test -count=1 -run TestProbeWatchCost -v ./internal/cli/probe

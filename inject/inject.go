@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -370,6 +371,69 @@ func (p Plan) forWindows() (Plan, string) {
 // returns the manifest with nothing else changed. Objects it cannot or should not
 // change are left as they are, with a note.
 func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
+	parts, notes, err := Parts(file, src, p)
+	if err != nil || len(parts) == 1 {
+		return parts.first(), notes, err
+	}
+	return bytes.Join(parts, nil), notes, nil
+}
+
+// Output is a manifest as Parts returns it: pieces to write in order.
+type Output [][]byte
+
+// Len is how many bytes the pieces hold.
+func (o Output) Len() int {
+	n := 0
+	for _, b := range o {
+		n += len(b)
+	}
+	return n
+}
+
+func (o Output) first() []byte {
+	if len(o) == 0 {
+		return nil
+	}
+	return o[0]
+}
+
+// Parts is Inject with the output in pieces, each document's own: an unchanged
+// document is the input's bytes, not a copy. It reads, edits and checks one document
+// at a time (manifest.Documents), so that beyond the input it holds only the changed
+// documents' text and one document's tree. Where a document cannot be done on its own,
+// the whole manifest is done at once, which names the error as reading it whole does.
+func Parts(file string, src []byte, p Plan) (Output, []Note, error) {
+	spans := manifest.Documents(src)
+	if len(spans) == 1 {
+		b, notes, err := injectWhole(file, src, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return Output{b}, notes, nil
+	}
+	var notes []Note
+	out := make(Output, 0, len(spans))
+	for _, s := range spans {
+		b, n, err := injectWhole(file, src[s.Start:s.End], p)
+		if err != nil {
+			b, notes, err := injectWhole(file, src, p)
+			if err != nil {
+				return nil, nil, err
+			}
+			return Output{b}, notes, nil
+		}
+		for i := range n {
+			n[i].Line += s.Line - 1
+		}
+		notes = append(notes, n...)
+		out = append(out, b)
+	}
+	return out, notes, nil
+}
+
+// injectWhole is Inject on src read whole: one document, or all of them when one
+// cannot be done alone.
+func injectWhole(file string, src []byte, p Plan) ([]byte, []Note, error) {
 	objs, err := manifest.Read(file, src)
 	if err != nil {
 		return nil, nil, err
@@ -453,18 +517,49 @@ func verify(file string, out []byte, want []*manifest.Object) error {
 		return fmt.Errorf("nap changed the number of objects in %s (please report this)", file)
 	}
 	for i := range got {
-		var g, w any
-		if err := got[i].Node.YNode().Decode(&g); err != nil {
-			return &manifest.ReadError{File: file, Line: want[i].Line, Err: err}
-		}
-		if err := want[i].Node.YNode().Decode(&w); err != nil {
-			return &manifest.ReadError{File: file, Line: want[i].Line, Err: err}
-		}
-		if !reflect.DeepEqual(g, w) {
+		if !sameTree(got[i].Node.YNode(), want[i].Node.YNode()) {
 			return &manifest.ReadError{File: file, Line: want[i].Line, Err: fmt.Errorf("%s: cannot edit this layout in place (please report it)", want[i].Ref())}
 		}
 	}
 	return nil
+}
+
+// sameTree tells whether two trees hold the same: the same kinds of node, tags and
+// scalar values (0555 is 365), in the same order, aliases compared by what they stand
+// for. Layout, style and comments are not compared (a scalar's style only through its
+// tag), nor what an object nap does not edit would mean to Kubernetes.
+func sameTree(a, b *yaml.Node) bool {
+	return sameNodes(a, b, map[[2]*yaml.Node]bool{})
+}
+
+// sameNodes is sameTree, each pair of nodes that aliases reach compared once (done), so
+// that many aliases to one anchor cost as the anchor does.
+func sameNodes(a, b *yaml.Node, done map[[2]*yaml.Node]bool) bool {
+	aliased := false
+	for a.Kind == yaml.AliasNode && a.Alias != nil {
+		a, aliased = a.Alias, true
+	}
+	for b.Kind == yaml.AliasNode && b.Alias != nil {
+		b, aliased = b.Alias, true
+	}
+	if aliased {
+		if done[[2]*yaml.Node{a, b}] {
+			return true
+		}
+		done[[2]*yaml.Node{a, b}] = true
+	}
+	if a.Kind != b.Kind || a.ShortTag() != b.ShortTag() || len(a.Content) != len(b.Content) {
+		return false
+	}
+	if a.Kind == yaml.ScalarNode && a.Value != b.Value && !sameScalar(a, b) {
+		return false
+	}
+	for i := range a.Content {
+		if !sameNodes(a.Content[i], b.Content[i], done) {
+			return false
+		}
+	}
+	return true
 }
 
 func (p Plan) note(o *manifest.Object, line int, format string, args ...any) Note {
@@ -907,4 +1002,10 @@ func findMount(seq *yaml.Node, mountPath string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// sameScalar: two scalars of different text decode to the same value (0555 and 365).
+func sameScalar(a, b *yaml.Node) bool {
+	var x, y any
+	return a.Decode(&x) == nil && b.Decode(&y) == nil && reflect.DeepEqual(x, y)
 }

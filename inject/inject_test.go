@@ -2,6 +2,7 @@ package inject
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -234,6 +235,12 @@ func FuzzInject(f *testing.F) {
 		}
 		f.Add(src, tc.opts.Mode == ModeNative)
 	}
+	// Aliases of aliases: ten million leaves, compared once each by the check.
+	bomb := "kind: Pod\nmetadata: {name: p}\na: &a [x,x,x,x,x,x,x,x,x,x]\n"
+	for c := 'b'; c <= 'h'; c++ {
+		bomb += fmt.Sprintf("%c: &%[1]c [%s]\n", c, strings.Repeat("*"+string(c-1)+",", 9)+"*"+string(c-1))
+	}
+	f.Add([]byte(bomb+"spec:\n  containers: [{name: a, image: b}]\n"), false)
 	plans := map[bool]Plan{}
 	for _, native := range []bool{false, true} {
 		o := Options{Mode: ModeBinary}
@@ -250,7 +257,12 @@ func FuzzInject(f *testing.F) {
 		if len(src) > 8192 {
 			return
 		}
-		out, _, err := Inject("f.yaml", src, plans[native])
+		out, notes, err := Inject("f.yaml", src, plans[native])
+		// One document at a time is the whole at once: the same output, notes and error.
+		whole, wholeNotes, wholeErr := injectWhole("f.yaml", src, plans[native])
+		if fmt.Sprint(err) != fmt.Sprint(wholeErr) || !bytes.Equal(out, whole) || fmt.Sprint(notes) != fmt.Sprint(wholeNotes) {
+			t.Fatalf("by document: %v %v\n%s\n---- whole: %v %v\n%s", err, notes, out, wholeErr, wholeNotes, whole)
+		}
 		if err != nil {
 			return
 		}

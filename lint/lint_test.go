@@ -15,6 +15,7 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
+	"github.com/nap-k8s/nap/internal/testutil/rendered"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 )
@@ -519,54 +520,7 @@ const benchTemplates = 3840
 
 // benchManifest is benchTemplates Deployments, each with its Service, as a chart renders
 // them: no preStop hook yet, so inject has work on every template.
-func benchManifest() []byte {
-	var buf strings.Builder
-	for i := range benchTemplates {
-		fmt.Fprintf(&buf, `---
-# Source: shop/templates/deployment.yaml
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web-%[1]d
-  labels:
-    app.kubernetes.io/name: web-%[1]d
-    app.kubernetes.io/instance: shop
-spec:
-  replicas: 3
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: web-%[1]d
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: web-%[1]d
-    spec:
-      containers:
-        - name: web
-          image: "registry.example/web:1.%[1]d"
-          ports:
-            - name: http
-              containerPort: 8080
-          readinessProbe:
-            httpGet: {path: /readyz, port: http}
-          resources:
-            requests: {cpu: 10m, memory: 16Mi}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web-%[1]d
-spec:
-  selector:
-    app.kubernetes.io/name: web-%[1]d
-  ports:
-    - name: http
-      port: 80
-      targetPort: http
-`, i)
-	}
-	return []byte(buf.String())
-}
+func benchManifest() []byte { return rendered.Apps(benchTemplates) }
 
 // BenchmarkInjectVsLint: napctl inject and napctl lint over the same 3,840 pod
 // templates (make bench prints the ratio; inject should stay within 3× lint).

@@ -366,3 +366,63 @@ func ReadPaths(paths []string, stdin io.Reader) ([]*Object, error) {
 	}
 	return objs, nil
 }
+
+// Span is one document of a manifest: the bytes data[Start:End], which start at Line.
+type Span struct {
+	Start, End, Line int
+}
+
+// Documents cuts data into spans that each hold one document and together hold every
+// byte, in order, so that a manifest can be read and edited one document at a time in
+// memory that does not grow with the whole input. YAML is cut before each line that
+// starts a document ("---" at the start of a line, which YAML forbids inside any
+// scalar); a stream of concatenated JSON values before each value. Reading a span on
+// its own gives what reading the whole gives for that document, except where the
+// whole would fail (an alias to another document's anchor): a caller whose span fails
+// reads the whole to name the error as Read does.
+func Documents(data []byte) []Span {
+	if segs := jsonStream(data); len(segs) > 1 {
+		spans := make([]Span, len(segs))
+		for i, seg := range segs {
+			start, end := seg[0], len(data)
+			if i == 0 {
+				start = 0
+			}
+			if i+1 < len(segs) {
+				end = segs[i+1][0]
+			}
+			spans[i] = Span{Start: start, End: end, Line: 1 + bytes.Count(data[:start], []byte("\n"))}
+		}
+		return spans
+	}
+	var spans []Span
+	start, line := 0, 1
+	for off, n := 0, 1; off < len(data); n++ {
+		next := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			next = off + i + 1
+		}
+		if off > start && isDocumentStart(data[off:next]) {
+			spans = append(spans, Span{Start: start, End: off, Line: line})
+			start, line = off, n
+		}
+		off = next
+	}
+	return append(spans, Span{Start: start, End: len(data), Line: line})
+}
+
+// isDocumentStart: a line that is YAML's document start marker, "---" alone or followed
+// by a space (and the document's first node).
+func isDocumentStart(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return false
+	}
+	if len(line) == 3 {
+		return true
+	}
+	switch line[3] {
+	case ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
+}

@@ -120,3 +120,58 @@ func TestFromValue(t *testing.T) {
 		t.Errorf("error %v, want: without kind", err)
 	}
 }
+
+// Documents cuts before each document's start, keeps every byte, and reading each span
+// gives the objects of reading the whole, at the same lines.
+func TestDocuments(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		lines    []int // the line each span starts at
+	}{
+		{"one", "kind: Pod\nmetadata: {name: a}\n", []int{1}},
+		{"empty", "", []int{1}},
+		{"leading marker", "---\nkind: Pod\n---\nkind: Service\n", []int{1, 3}},
+		{"comment first", "# top\nkind: Pod\n--- # next\nkind: Service\n---\n", []int{1, 3, 5}},
+		{"marker with a node", "kind: Pod\n--- {kind: Service}\n", []int{1, 2}},
+		{"crlf", "kind: Pod\r\n---\r\nkind: Service\r\n", []int{1, 2}},
+		{"not markers", "kind: ConfigMap\ndata:\n  a: |\n    ---\n    x\n  b: ----\n---x: 1\n", []int{1}},
+		{"json stream", "{\"kind\": \"Pod\"}\n{\"kind\":\n \"Service\"} {\"kind\": \"Secret\"}\n", []int{1, 2, 3}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spans := Documents([]byte(c.in))
+			var lines []int
+			var joined strings.Builder
+			var objs []string
+			at := 0
+			for _, s := range spans {
+				if s.Start != at {
+					t.Fatalf("span %+v does not start where the last ended (%d)", s, at)
+				}
+				at = s.End
+				lines = append(lines, s.Line)
+				joined.WriteString(c.in[s.Start:s.End])
+				part, err := Read("in.yaml", []byte(c.in[s.Start:s.End]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range part {
+					objs = append(objs, fmt.Sprintf("%s@%d", o.Kind, o.Line+s.Line-1))
+				}
+			}
+			if joined.String() != c.in || !reflect.DeepEqual(lines, c.lines) {
+				t.Errorf("spans %+v (lines %v), want lines %v and every byte", spans, lines, c.lines)
+			}
+			whole, err := Read("in.yaml", []byte(c.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, o := range whole {
+				want = append(want, fmt.Sprintf("%s@%d", o.Kind, o.Line))
+			}
+			if !reflect.DeepEqual(objs, want) {
+				t.Errorf("read by span %v, whole %v", objs, want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"strings"
@@ -145,23 +146,33 @@ func run(streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer // nothing half-written: all of it, or nothing
+	// Nothing half-written: all of it, or nothing. The output is held as the pieces
+	// inject.Parts returns (unchanged documents are the input's bytes), and written at
+	// the end.
+	var out inject.Output
 	var notes []inject.Note
+	endsLine := true // the output so far ends a line
 	for i, file := range files {
-		b, n, err := inject.Inject(file.Name, file.Data, plan)
+		parts, n, err := inject.Parts(file.Name, file.Data, plan)
 		if err != nil {
 			return err
 		}
+		files[i].Data = nil
 		notes = append(notes, n...)
-		if i > 0 && len(bytes.TrimSpace(b)) > 0 {
-			if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
-				out.WriteByte('\n')
+		if i > 0 && !blank(parts) {
+			if out.Len() > 0 && !endsLine {
+				out = append(out, []byte("\n"))
 			}
-			if !bytes.HasPrefix(b, []byte("---")) {
-				out.WriteString("---\n")
+			if !bytes.HasPrefix(firstNonEmpty(parts), []byte("---")) {
+				out = append(out, []byte("---\n"))
 			}
 		}
-		out.Write(b)
+		for _, b := range parts {
+			if len(b) > 0 {
+				out = append(out, b)
+				endsLine = b[len(b)-1] == '\n'
+			}
+		}
 	}
 	if un := plan.Unmatched(); len(un) > 0 {
 		return fmt.Errorf("--container %s: no pod template has a container of that name", strings.Join(un, ", "))
@@ -182,11 +193,37 @@ func run(streams cli.IOStreams, f *flags) error {
 		fmt.Fprintf(streams.ErrOut, "napctl inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: napctl configmap -n NAMESPACE | kubectl apply -f -\n",
 			plan.ConfigMap, why, strings.Join(nss, ", "))
 	}
-	if _, err := streams.Out.Write(out.Bytes()); err != nil {
+	w := bufio.NewWriterSize(streams.Out, 64<<10)
+	for _, b := range out {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
 		return err
 	}
 	for _, n := range notes {
 		fmt.Fprintln(streams.ErrOut, "napctl inject:", n)
+	}
+	return nil
+}
+
+// blank: the pieces hold nothing but white space.
+func blank(parts inject.Output) bool {
+	for _, b := range parts {
+		if len(bytes.TrimSpace(b)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// firstNonEmpty is the first piece that holds a byte.
+func firstNonEmpty(parts inject.Output) []byte {
+	for _, b := range parts {
+		if len(b) > 0 {
+			return b
+		}
 	}
 	return nil
 }
