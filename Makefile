@@ -133,7 +133,7 @@ bench: prereqs build
 bench-controller: kube-bins
 	NAP_BENCH_CONTROLLER_OUT=$(CURDIR)/docs/controller-bench.md $(GO) test -count=1 -timeout 60m -run TestControllerBenchmarks -v ./internal/cli/controller
 
-# The controller, its Reporter, napctl status and lint --cluster on a fleet grown in steps
+# The controller, its Reporter, napctl status and lint --live on a fleet grown in steps
 # to Kubernetes' tested limits: 2,000 / 5,000 / 10,000 namespaces and 10k / 50k / 150k pods
 # (NAP_BENCH_SCALE_STEPS), growth fitted over the steps (docs/controller-scale.md);
 # envtest, about 40 minutes; it fails when a target is missed at the last step. Not in make test.

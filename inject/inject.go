@@ -292,14 +292,14 @@ func (p *Plan) resolveDelivery(opts Options) error {
 	p.Delivery = DeliveryConfigMap
 	switch {
 	case opts.Kube == nil:
-		p.DeliveryWhy = "the cluster is unknown (--cluster or --kube-version)"
+		p.DeliveryWhy = "the cluster is unknown (--live or --kube-version)"
 	case opts.Kube.Less(kube.ImageVolumeSince):
 		p.DeliveryWhy = fmt.Sprintf("Kubernetes %v has no image volumes by default (%v+)", *opts.Kube, kube.ImageVolumeSince)
 	case opts.Nodes == nil:
 		if oldest, _ := kube.OldestKubelet(*opts.Kube, nil, nil); oldest.Less(kube.ImageVolumeSince) {
-			p.DeliveryWhy = fmt.Sprintf("the nodes are unknown, and kubelets as old as %v may run pods (--cluster reads them)", oldest)
+			p.DeliveryWhy = fmt.Sprintf("the nodes are unknown, and kubelets as old as %v may run pods (--live reads them)", oldest)
 		} else {
-			p.DeliveryWhy = "the nodes are unknown, and so are their container runtimes (--cluster reads them)"
+			p.DeliveryWhy = "the nodes are unknown, and so are their container runtimes (--live reads them)"
 		}
 	default:
 		for _, n := range opts.Nodes {

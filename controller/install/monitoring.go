@@ -52,7 +52,7 @@ func Rules() []RuleGroup {
 			"nap's Reporter finds pods without a working delay: not-injected (admitted while the webhook was down; roll them, or run the controller with --roll-missed), delay-exceeds-grace, native-sleep-unsupported. kubectl nap status -n {{ $labels.namespace }} lists them."),
 		alert("NapPreStopHookFailing", `sum by (namespace, workload, cause) (nap_prestop_hook_failures) > 0`, "5m", "warning",
 			"preStop hooks of {{ $labels.workload }} in {{ $labels.namespace }} fail ({{ $labels.cause }}).",
-			"The kubelet reported FailedPreStopHook for {{ $value }} pods: they stop without their delay and drop requests. kubectl nap lint --cluster -n {{ $labels.namespace }} says why."),
+			"The kubelet reported FailedPreStopHook for {{ $value }} pods: they stop without their delay and drop requests. kubectl nap lint --live -n {{ $labels.namespace }} says why."),
 		alert("NapWebhookErrors", `sum(rate(nap_admissions_total{result="error"}[5m])) / sum(rate(nap_admissions_total[5m])) > 0.01`, "10m", "warning",
 			"nap's webhook fails {{ $value | humanizePercentage }} of pod admissions.",
 			"Pods admitted on an error get no delay (the webhook fails open). The controller's log says why."),

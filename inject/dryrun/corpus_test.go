@@ -36,10 +36,9 @@ import (
 //   - Argo Rollouts' examples: Rollouts, a pod-template CRD nap injects;
 //   - the Prometheus operator's examples: Deployments behind Services that
 //     ServiceMonitors scrape;
-//   - the descheduler's: a CronJob (skipped: it runs to completion) and a Deployment.
-//
-// No public Windows pod manifest is on the module proxy this machine reaches: Windows
-// pods are held by inject's and lint's own tests.
+//   - the descheduler's: a CronJob (skipped: it runs to completion) and a Deployment;
+//   - the Prometheus windows_exporter's: a DaemonSet for Windows nodes (nodeSelector
+//     kubernetes.io/os: windows, a HostProcess pod), which gets the native sleep.
 var corpusSources = []struct {
 	module string // module@version; "" version: Kubernetes'
 	dirs   []string
@@ -48,6 +47,7 @@ var corpusSources = []struct {
 	{"github.com/argoproj/argo-rollouts@v1.8.3", []string{"examples"}},
 	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", []string{"example/user-guides", "example/shards", "example/thanos"}},
 	{"sigs.k8s.io/descheduler@v0.36.0", []string{"kubernetes"}},
+	{"github.com/prometheus-community/windows_exporter@v0.27.2", []string{"kubernetes"}},
 }
 
 // corpusCRDs are the CRDs of the corpus's custom kinds, installed before the dry-runs
@@ -206,7 +206,7 @@ func TestCorpus(t *testing.T) {
 		return c.Create(ctx, u, client.DryRunAll)
 	}
 	v := kube.Version{Major: 1, Minor: 34}
-	templates, checked := 0, 0
+	templates, checked, windows := 0, 0, 0
 	checkedKinds, skipped := map[string]int{}, map[string]int{}
 	for name, src := range files {
 		for _, mode := range []Mode{ModeBinary, ModeAuto} {
@@ -245,6 +245,20 @@ func TestCorpus(t *testing.T) {
 				if mode == ModeBinary {
 					templates++
 				}
+				if IsWindows(o.PodSpecNode().YNode()) {
+					// nap's binary is a Linux executable: a Windows pod gets the native
+					// sleep (the plan's 1.34 has it), and lint finds no nap binary on it.
+					windows++
+					spec, _ := o.PodSpecNode().MarshalJSON()
+					if !strings.Contains(string(spec), `"sleep":{"seconds":5}`) || strings.Contains(string(spec), "/nap/nap") {
+						t.Errorf("%s:%d (%s): %s runs on Windows: want the native sleep, not nap's binary: %s", name, o.Line, mode, o.Ref(), spec)
+					}
+					for _, f := range lint.Lint(outObjs, lint.Options{KubeVersion: &v}) {
+						if f.ID == lint.NapOnWindows {
+							t.Errorf("%s (%s): lint: %s", name, mode, f.Message)
+						}
+					}
+				}
 				if dryRun(inObjs[i]) != nil {
 					continue // not valid as published (placeholders, old APIs): not ours to judge
 				}
@@ -270,6 +284,9 @@ func TestCorpus(t *testing.T) {
 		if n == 0 {
 			t.Errorf("no manifest from %s", src.module)
 		}
+	}
+	if windows == 0 {
+		t.Errorf("no Windows pod template in the corpus")
 	}
 	if checkedKinds["Rollout"] == 0 || skipped["CronJob"] == 0 {
 		t.Errorf("checked %v, left alone %v: want Argo Rollouts injected and checked by their CRD, CronJobs left alone", checkedKinds, skipped)

@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,20 +31,50 @@ func ServerVersion(cfg *rest.Config) (kube.Version, error) {
 	return kube.ParseVersion(info.GitVersion)
 }
 
-// Cluster is how a command reaches a cluster, as kubectl does: a kubeconfig (default
-// $KUBECONFIG, else ~/.kube/config) and a context in it (default its current one).
+// Cluster is how a command reaches a cluster: kubectl's own flags (cli-runtime's
+// genericclioptions), so that --kubeconfig (default $KUBECONFIG, else ~/.kube/config),
+// --context, --cluster, --user, --server, --token, --as, --request-timeout and the rest
+// mean what they mean to kubectl. A Cluster built without Flags (tests, benchmarks)
+// reads Kubeconfig and Context alone.
 type Cluster struct {
 	Kubeconfig string
 	Context    string
+	flags      *genericclioptions.ConfigFlags
+	names      []string // the flags Flags added
 }
 
-// ContextFlag adds kubectl's --context to fl: every command that reads a cluster has it.
-func (c *Cluster) ContextFlag(fl *pflag.FlagSet) {
-	fl.StringVar(&c.Context, "context", "", "the kubeconfig context to use (default: its current context)")
+// Flags adds kubectl's connection flags to fl: every command that reads a cluster has
+// them. Not -n: each command says what its namespace means (one, or every one).
+func (c *Cluster) Flags(fl *pflag.FlagSet) {
+	cf := genericclioptions.NewConfigFlags(false)
+	cf.Namespace, cf.CacheDir = nil, nil
+	cf.KubeConfig, cf.Context = &c.Kubeconfig, &c.Context
+	before := map[string]bool{}
+	fl.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
+	cf.AddFlags(fl)
+	fl.VisitAll(func(f *pflag.Flag) {
+		if !before[f.Name] {
+			c.names = append(c.names, f.Name)
+		}
+	})
+	c.flags = cf
+}
+
+// Given names the first of the connection flags set on fl's command line ("": none).
+func (c *Cluster) Given(fl *pflag.FlagSet) string {
+	for _, n := range c.names {
+		if fl.Changed(n) {
+			return "--" + n
+		}
+	}
+	return ""
 }
 
 // ClientConfig is c's kubeconfig, resolved as kubectl does.
 func (c Cluster) ClientConfig() clientcmd.ClientConfig {
+	if c.flags != nil {
+		return c.flags.ToRawKubeConfigLoader()
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.Kubeconfig
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
@@ -53,7 +86,9 @@ func RESTConfig(c Cluster) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = 10 * time.Second
+	if cfg.Timeout == 0 { // --request-timeout not given
+		cfg.Timeout = 10 * time.Second
+	}
 	// client-go's default, 5 requests a second after a burst of 10, would make reading
 	// a fleet (hundreds of pages) wait on the client; the API server's priority and
 	// fairness is what protects it. These are kubectl's discovery limits.
@@ -99,3 +134,38 @@ func ClusterVersionsOf(cfg *rest.Config) (kube.Version, []kube.Node, error) {
 	}
 	return v, nodes, nil
 }
+
+// Live is a command that reads either files or a live cluster (lint, inject): --live,
+// or any of kubectl's connection flags (which imply it), reads the cluster.
+type Live struct {
+	On      bool
+	Cluster Cluster
+	given   string // the flag that chose the cluster
+}
+
+// Flags adds --live, saying what it does, and kubectl's connection flags to fl.
+func (l *Live) Flags(fl *pflag.FlagSet, usage string) {
+	fl.BoolVar(&l.On, "live", false, usage+" (implied by --kubeconfig, --context and kubectl's other connection flags)")
+	l.Cluster.Flags(fl)
+}
+
+// Resolve is called once the flags are parsed: it turns On when a connection flag was
+// given, and refuses --cluster given a kubeconfig file, as it meant before napctl took
+// kubectl's flags (where --cluster names a cluster of the kubeconfig).
+func (l *Live) Resolve(cmd *cobra.Command) error {
+	fl := cmd.Flags()
+	if c := fl.Lookup("cluster"); c != nil && fl.Changed("cluster") {
+		if fi, err := os.Stat(c.Value.String()); err == nil && !fi.IsDir() {
+			return UsageError(cmd, fmt.Errorf("--cluster %s: --cluster names a cluster of the kubeconfig, as in kubectl; to read the cluster of a kubeconfig file: --kubeconfig %[1]s", c.Value))
+		}
+	}
+	if l.given = l.Cluster.Given(fl); l.given != "" {
+		l.On = true
+	} else if l.On {
+		l.given = "--live"
+	}
+	return nil
+}
+
+// Flag is the flag that chose the cluster, for messages ("--live", "--context", ...).
+func (l *Live) Flag() string { return l.given }

@@ -22,7 +22,7 @@ func TestImageVolume(t *testing.T) {
 	cs := client(t)
 	ctx := context.Background()
 
-	cmd := exec.Command(napctl(t), "inject", "--delivery", "auto", "--image", napImageRef, "--cluster", kubeconfigPath(), "--mode", "binary")
+	cmd := exec.Command(napctl(t), "inject", "--delivery", "auto", "--image", napImageRef, "--kubeconfig", kubeconfigPath(), "--mode", "binary")
 	cmd.Stdin = strings.NewReader(serviceDeployment)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -11,7 +11,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 )
 
-// Every command that reads a cluster takes kubectl's --context: a kubeconfig whose
+// Every command that reads a cluster takes kubectl's connection flags: a kubeconfig whose
 // current context points elsewhere (a closed port) is read through the context named.
 func TestContextFlag(t *testing.T) {
 	cfg := kubeenv.APIServer(t)
@@ -37,17 +37,21 @@ func TestContextFlag(t *testing.T) {
 	}{
 		{"status, the current context", "", []string{"status", "--kubeconfig", path}, 2, "127.0.0.1:9"},
 		{"status --context", "", []string{"status", "--kubeconfig", path, "--context", good}, 0, "Service-backed workloads"},
-		{"inject --cluster, the current context", pod, []string{"inject", "--cluster", path}, 1, "127.0.0.1:9"},
-		{"inject --cluster --context", pod, []string{"inject", "--cluster", path, "--context", good}, 0, "preStop"},
-		{"inject --context alone", pod, []string{"inject", "--context", good}, 1, "give --cluster"},
-		{"lint --context alone", pod, []string{"lint", "--context", good}, 2, "give --cluster"},
+		{"inject --kubeconfig, the current context", pod, []string{"inject", "--kubeconfig", path}, 1, "127.0.0.1:9"},
+		{"inject --kubeconfig --context", pod, []string{"inject", "--kubeconfig", path, "--context", good}, 0, "preStop"},
+		{"inject --live, the current context", pod, []string{"inject", "--live", "--kubeconfig", path}, 1, "127.0.0.1:9"},
+		{"inject --cluster: kubectl's, a cluster of the kubeconfig", pod, []string{"inject", "--kubeconfig", path, "--cluster", kc.Contexts[good].Cluster}, 0, "preStop"},
+		{"inject --server: kubectl's", pod, []string{"inject", "--kubeconfig", path, "--server", kc.Clusters[kc.Contexts[good].Cluster].Server, "--insecure-skip-tls-verify"}, 0, "preStop"},
+		{"inject --cluster given a kubeconfig file", pod, []string{"inject", "--cluster", path}, 2, "--kubeconfig " + path},
+		{"lint --context", "", []string{"lint", "--kubeconfig", path, "--context", good, "-n", "default", "-o", "json"}, 0, "[]"},
+		{"lint --context with a file", pod, []string{"lint", "--context", good, "-f", "-"}, 2, "--context lints the cluster's objects"},
 		{"install --admission auto --context", "", []string{"install", "--admission", "auto", "--kubeconfig", path, "--context", good, "--image", "r/napctl:1"}, 0, "kind: Deployment"},
-		{"probe --context without --watch", "", []string{"probe", "http://127.0.0.1:9/", "--context", good}, 2, "go with --watch"},
+		{"probe --context without --watch", "", []string{"probe", "http://127.0.0.1:9/", "--context", good}, 2, "--context goes with --watch"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := runNapctlIn(c.stdin, c.args...)
 			if code != c.code || !strings.Contains(out+errOut, c.says) {
-				t.Errorf("exit %d, want %d saying %q:\n%s%s", code, c.code, c.says, out, errOut)
+				t.Errorf("exit %d, want %d saying %q:\n%s\n%s", code, c.code, c.says, out, errOut)
 			}
 		})
 	}

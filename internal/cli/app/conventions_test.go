@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "-o", "yaml"}, `-o "yaml": want text, json, openreports or policyreport`},
 		{[]string{"probe", "-o", "csv", "http://127.0.0.1:1/"}, `-o "csv": want text or json`},
 		{[]string{"probe"}, "accepts 1 arg(s), received 0\nSee 'napctl probe --help'."},
-		{[]string{"lint", "--cluster", "k", "a.yaml"}, "no paths with it"},
+		{[]string{"lint", "--live", "a.yaml"}, "--live lints the cluster's objects: no paths with it"},
+		{[]string{"lint", "--context", "k", "a.yaml"}, "--context lints the cluster's objects: no paths with it"},
 	} {
 		code, stdout, stderr := runAs("napctl", nil, tc.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
@@ -235,5 +237,37 @@ func TestPluginName(t *testing.T) {
 	code, out, _ := runAs("kubectl nap", nil, "lint", "../../../lint/testdata/checks/no-prestop-delay.yaml", "--fail-on", "warning")
 	if code != 1 || !strings.Contains(out, "kubectl nap inject -f") || strings.Contains(out, "napctl") {
 		t.Errorf("kubectl nap lint: exit %d, hints should name kubectl nap:\n%s", code, out)
+	}
+}
+
+// kubectl's flags mean one thing everywhere: --namespace is -n, and a command that reads
+// a cluster has kubectl's connection flags (--kubeconfig, --context, --cluster as a
+// kubeconfig's cluster, --server, ...), not a flag of its own under their names.
+func TestKubectlFlags(t *testing.T) {
+	root := NewRootCommand(cli.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	connection := []string{"kubeconfig", "context", "cluster", "user", "server", "token", "as", "request-timeout", "insecure-skip-tls-verify"}
+	for _, c := range root.Commands() {
+		fl := c.Flags()
+		if f := fl.Lookup("namespace"); f != nil && f.Shorthand != "n" {
+			t.Errorf("napctl %s --namespace: shorthand %q, want -n", c.Name(), f.Shorthand)
+		}
+		if fl.Lookup("kubeconfig") == nil || c.Name() == "controller" {
+			continue // the controller's --kubeconfig defaults to in-cluster, as controller-runtime's
+		}
+		for _, name := range connection {
+			f := fl.Lookup(name)
+			if f == nil {
+				t.Errorf("napctl %s reads a cluster but has no --%s", c.Name(), name)
+				continue
+			}
+			if name == "cluster" && !strings.Contains(f.Usage, "kubeconfig cluster") {
+				t.Errorf("napctl %s --cluster: %q, want kubectl's (a kubeconfig cluster's name)", c.Name(), f.Usage)
+			}
+		}
+	}
+	for _, name := range []string{"inject", "lint", "status", "calibrate", "install", "probe"} {
+		if c, _, err := root.Find([]string{name}); err != nil || c.Flags().Lookup("kubeconfig") == nil {
+			t.Errorf("napctl %s: no --kubeconfig (%v)", name, err)
+		}
 	}
 }

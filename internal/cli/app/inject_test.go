@@ -118,9 +118,9 @@ func TestInjectCommand(t *testing.T) {
 		{deployment, []string{"inject", "--mode", "native", "--delay", "1.5"}, "whole seconds"},
 		{deployment, []string{"inject", "--mode", "native", "--kube-version", "1.29"}, "needs Kubernetes 1.30"},
 		{deployment, []string{"inject", "--arch", "s390x"}, `--arch "s390x"`},
-		{deployment, []string{"inject", "--kube-version", "1.31", "--cluster", "x"}, "give one"},
+		{deployment, []string{"inject", "--kube-version", "1.31", "--live"}, "--kube-version and --live: give one"},
 		{deployment, []string{"inject", "--kube-version", "one"}, "--kube-version"},
-		{deployment, []string{"inject", "--cluster", filepath.Join(dir, "missing-kubeconfig")}, "--cluster"},
+		{deployment, []string{"inject", "--kubeconfig", filepath.Join(dir, "missing-kubeconfig")}, "--kubeconfig: "},
 	} {
 		code, stdout, stderr := runNapctlIn(tc.stdin, tc.args...)
 		if code != 1 || stdout != "" || !strings.Contains(stderr, tc.want) {
@@ -135,13 +135,13 @@ func TestInjectCommand(t *testing.T) {
 	}
 }
 
-// --cluster asks a real API server for its version and its nodes' kubelets: 1.34 or newer
+// --kubeconfig asks a real API server for its version and its nodes' kubelets: 1.34 or newer
 // with no node allows the native sleep (kubelets 1.31+); a 1.29 kubelet among the nodes does
 // not, unless the template's nodeSelector keeps the pod off it.
 func TestInjectCluster(t *testing.T) {
 	cfg := kubeenv.APIServer(t)
 	kubeconfig := kubeenv.Kubeconfig(t, cfg)
-	code, stdout, stderr := runNapctlIn(deployment, "inject", "--cluster", kubeconfig)
+	code, stdout, stderr := runNapctlIn(deployment, "inject", "--kubeconfig", kubeconfig)
 	if code != 0 || !strings.Contains(stdout, "sleep:") || strings.Contains(stdout, "/nap/nap") {
 		t.Errorf("exit %d (%s): want the native sleep\n%s", code, stderr, stdout)
 	}
@@ -159,16 +159,16 @@ func TestInjectCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, stdout, stderr = runNapctlIn(deployment, "inject", "--cluster", kubeconfig)
+	code, stdout, stderr = runNapctlIn(deployment, "inject", "--kubeconfig", kubeconfig)
 	if code != 0 || strings.Contains(stdout, "sleep:") || !strings.Contains(stdout, "/nap/nap") {
 		t.Errorf("a 1.29 kubelet: exit %d (%s): want the nap binary\n%s", code, stderr, stdout)
 	}
 	onNew := strings.Replace(deployment, "    spec:\n", "    spec:\n      nodeSelector: {pool: new}\n", 1)
-	code, stdout, stderr = runNapctlIn(onNew, "inject", "--cluster", kubeconfig)
+	code, stdout, stderr = runNapctlIn(onNew, "inject", "--kubeconfig", kubeconfig)
 	if code != 0 || !strings.Contains(stdout, "sleep:") || !strings.Contains(onNew, "nodeSelector") {
 		t.Errorf("nodeSelector pool=new: exit %d (%s): want the native sleep\n%s", code, stderr, stdout)
 	}
-	code, _, stderr = runNapctlIn(deployment, "inject", "--cluster", kubeconfig, "--mode", "native")
+	code, _, stderr = runNapctlIn(deployment, "inject", "--kubeconfig", kubeconfig, "--mode", "native")
 	if code != 1 || !strings.Contains(stderr, "node n2 runs kubelet 1.29") {
 		t.Errorf("--mode native with a 1.29 kubelet: exit %d, %s", code, stderr)
 	}

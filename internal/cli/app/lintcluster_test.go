@@ -38,7 +38,7 @@ func findingKeys(t *testing.T, stdout string) []string {
 	return keys
 }
 
-// TestLintCluster: lint --cluster finds on live objects what lint finds in the files
+// TestLintCluster: lint --live finds on live objects what lint finds in the files
 // they were applied from (a real API server defaults and stores them), per check
 // fixture, each in its own namespace; and it takes the kubelets from the cluster's
 // nodes: a native sleep on a pool of 1.29 kubelets is reported, the same Deployment
@@ -70,7 +70,7 @@ func TestLintCluster(t *testing.T) {
 			ns := "lint-" + fixture
 			apply(t, ns, withSelectors(t, file))
 			fileCode, fromFile, _ := runNapctl("lint", "-f", file, "--kube-version", kubeVersion, "-o", "json")
-			code, fromCluster, stderr := runNapctl("lint", "--cluster", kubeconfig, "-n", ns, "-o", "json")
+			code, fromCluster, stderr := runNapctl("lint", "--kubeconfig", kubeconfig, "-n", ns, "-o", "json")
 			want, got := findingKeys(t, fromFile), findingKeys(t, fromCluster)
 			if len(want) == 0 {
 				t.Fatalf("the fixture has no finding")
@@ -118,7 +118,7 @@ spec:
 	}{{pool: "lint-old", want: true}, {pool: "elsewhere", want: false}} {
 		ns := "lint-native-" + tc.pool
 		apply(t, ns, writeTemp(t, strings.Replace(native, "POOL", tc.pool, 1)))
-		_, out, stderr := runNapctl("lint", "--cluster", kubeconfig, "-n", ns, "-o", "json")
+		_, out, stderr := runNapctl("lint", "--kubeconfig", kubeconfig, "-n", ns, "-o", "json")
 		got := slices.ContainsFunc(findingKeys(t, out), func(k string) bool { return strings.HasPrefix(k, "native-sleep-unsupported ") })
 		if got != tc.want {
 			t.Errorf("pool %s: native-sleep-unsupported %v, want %v (%s)\n%s", tc.pool, got, tc.want, stderr, out)
@@ -126,7 +126,7 @@ spec:
 	}
 
 	// Flags that do not go together.
-	for _, args := range [][]string{{"--cluster", kubeconfig, "-f", "x.yaml"}, {"--cluster", kubeconfig, "--kube-version", "1.30"}, {"-n", "prod"}} {
+	for _, args := range [][]string{{"--kubeconfig", kubeconfig, "-f", "x.yaml"}, {"--kubeconfig", kubeconfig, "--kube-version", "1.30"}, {"-n", "prod"}} {
 		if code, _, stderr := runNapctl(append([]string{"lint"}, args...)...); code != 2 || stderr == "" {
 			t.Errorf("lint %q: exit %d, stderr %q; want 2 and a reason", args, code, stderr)
 		}

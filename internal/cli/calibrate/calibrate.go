@@ -57,8 +57,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	o := &f.opts
-	fl.StringVar(&f.cluster.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
-	f.cluster.ContextFlag(fl)
+	f.cluster.Flags(fl)
 	fl.StringVarP(&o.Namespace, "namespace", "n", calibrate.DefaultNamespace, "the namespace to create, calibrate in, and delete")
 	fl.BoolVar(&o.UseExisting, "use-existing-namespace", false, "calibrate in an existing namespace (deleting only calibrate's own objects there)")
 	fl.StringVar(&o.Image, "image", install.DefaultImage, "the napctl image (it runs napctl serve)")

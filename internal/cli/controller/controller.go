@@ -76,7 +76,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics; 0 disables")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Go's /debug/pprof (heap and CPU profiles) on this address, such as 127.0.0.1:6060; default off")
-	fl.StringVar(&f.namespace, "namespace", "", "the controller's namespace: its Lease and TLS Secret (default $POD_NAMESPACE or the pod's)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "the controller's namespace: its Lease and TLS Secret (default $POD_NAMESPACE or the pod's)")
 	fl.BoolVar(&f.webhook, "webhook", true, "serve the preStop-injecting webhook")
 	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "serve the webhook with tls.crt and tls.key from this folder (such as a cert-manager Secret) instead of its own")
 	fl.StringVar(&f.webhookSecret, "webhook-tls-secret", controller.TLSSecretName, "the Secret in --namespace where the webhook keeps its CA and certificate")

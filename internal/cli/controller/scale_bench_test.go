@@ -312,7 +312,7 @@ type scaleResult struct {
 }
 
 // TestScaleBenchmarks is `make bench-scale`: the controller, its Reporter and napctl
-// status and lint --cluster on a fleet grown in steps up to Kubernetes' tested limits,
+// status and lint --live on a fleet grown in steps up to Kubernetes' tested limits,
 // as a Markdown report to NAP_BENCH_SCALE_OUT. It runs only when that is set. Each step
 // (NAP_BENCH_SCALE_STEPS, NAMESPACES/PODS,...) starts the controller cold and measures
 // it; the growth of each figure is fitted over the steps. It fails when the Reporter's
@@ -513,7 +513,7 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	res.aloneRSS, _ = rss(t, hook.cmd.Process.Pid)
 	clean()
 
-	// napctl status and lint --cluster, as a platform team runs them.
+	// napctl status and lint --live, as a platform team runs them.
 	var outAll []byte
 	res.statusAll, res.statusRSS, outAll = runMeasured(t, bin, "status", "--kubeconfig", admin, "-o", "json")
 	var rep struct {
@@ -534,8 +534,8 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	}
 	slices.Sort(nsTimes)
 	res.statusNS = nsTimes[1]
-	res.lint, res.lintRSS, _ = runMeasured(t, bin, "lint", "--cluster", admin, "-o", "json")
-	t.Logf("status: whole %v (%.0f MiB), one namespace %v; lint --cluster %v (%.0f MiB)", res.statusAll.Round(10*time.Millisecond), res.statusRSS,
+	res.lint, res.lintRSS, _ = runMeasured(t, bin, "lint", "--live", "--kubeconfig", admin, "-o", "json")
+	t.Logf("status: whole %v (%.0f MiB), one namespace %v; lint --live %v (%.0f MiB)", res.statusAll.Round(10*time.Millisecond), res.statusRSS,
 		res.statusNS.Round(time.Millisecond), res.lint.Round(10*time.Millisecond), res.lintRSS)
 	return res
 }
@@ -806,7 +806,7 @@ func scaleReport(rs []scaleResult, steady, round time.Duration) string {
 		{"`napctl status -n NS` (median of 3): wall, peak RSS", "", nil, func(r scaleResult) string {
 			return fmt.Sprintf("%.2f s, %.0f MiB", r.statusNS.Seconds(), r.statusNSRSS)
 		}},
-		{"`napctl lint --cluster`, whole cluster: wall, peak RSS", "namespaces", func(r scaleResult) float64 { return r.lint.Seconds() }, func(r scaleResult) string {
+		{"`napctl lint --live`, whole cluster: wall, peak RSS", "namespaces", func(r scaleResult) float64 { return r.lint.Seconds() }, func(r scaleResult) string {
 			return fmt.Sprintf("%.1f s, %.0f MiB", r.lint.Seconds(), r.lintRSS)
 		}},
 	}

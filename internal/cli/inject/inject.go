@@ -22,8 +22,7 @@ type flags struct {
 	delay       string
 	mode        string
 	kubeVersion string
-	cluster     string
-	context     string
+	live        cli.Live
 	containers  []string
 	arch        string
 	graceExtra  time.Duration
@@ -38,7 +37,7 @@ type flags struct {
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "inject [-f FILE|DIR|-]... [PATH]... [--delay 10s] [--wait fixed|adaptive] [--mode auto|native|binary] [--kube-version X.Y | --cluster KUBECONFIG] [--container NAME]... [--arch amd64|arm64] [--grace-extra 30s]",
+		Use:   "inject [-f FILE|DIR|-]... [PATH]... [--delay 10s] [--wait fixed|adaptive] [--mode auto|native|binary] [--kube-version X.Y | --live [--kubeconfig FILE] [--context NAME]] [--container NAME]... [--arch amd64|arm64] [--grace-extra 30s]",
 		Short: "Add a preStop delay to every pod template in manifests",
 		Long: "Add a preStop delay to the pod templates of Pods, Deployments, StatefulSets,\n" +
 			"DaemonSets, ReplicaSets and ReplicationControllers, and write the manifests to stdout\n" +
@@ -46,7 +45,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"Modes: native uses the Kubernetes sleep action (1.30+, whole seconds); binary mounts\n" +
 			"nap from the nap ConfigMap (napctl configmap), or with --delivery image from nap's image\n" +
 			"as an image volume (napctl image), and runs it; auto (default) picks native\n" +
-			"when --kube-version or --cluster says it is there and the delay is whole seconds.\n" +
+			"when --kube-version or --live says it is there and the delay is whole seconds.\n" +
 			"terminationGracePeriodSeconds is raised to at least the delay plus --grace-extra.\n\n" +
 			"--wait adaptive: nap waits at least --min, then until no new connection has reached\n" +
 			"the pod for --quiet (beyond what its probes open), at most --delay (default 60s then):\n" +
@@ -58,6 +57,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.wait == string(inject.WaitAdaptive) && !cmd.Flags().Changed("delay") {
 				f.delay = "" // the adaptive wait's own default longest
+			}
+			if err := f.live.Resolve(cmd); err != nil {
+				return err
 			}
 			if err := checkDelay(cmd, f.delay); err != nil {
 				return err
@@ -75,13 +77,12 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the preStop delay, in nap's syntax (10s, 1.5, 500ms)")
 	fl.StringVar(&f.mode, "mode", "auto", "auto, native or binary")
 	fl.StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for --mode auto")
-	fl.StringVar(&f.cluster, "cluster", "", "a kubeconfig: ask that cluster for its version, for --mode auto")
-	fl.StringVar(&f.context, "context", "", "with --cluster: the kubeconfig context to use (default: its current context)")
+	f.live.Flags(fl, "ask the cluster for its version and its kubelets, for --mode auto and --delivery auto")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
 	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(spec.Arches, ", "))
 	fl.DurationVar(&f.graceExtra, "grace-extra", inject.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
-	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how nap reaches the container (binary mode): configmap, image (an image volume of --image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (image where --cluster shows every node can, else configmap)")
+	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how nap reaches the container (binary mode): configmap, image (an image volume of --image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (image where --live shows every node can, else configmap)")
 	fl.StringVar(&f.image, "image", "", "nap's image reference, for --delivery image or auto (napctl image writes it)")
 	fl.StringVar(&f.wait, "wait", string(inject.WaitFixed), "fixed (the hook holds for --delay) or adaptive (until the pod's traffic has stopped, at most --delay)")
 	fl.StringVar(&f.min, "min", "0", "--wait adaptive: the least it holds")
@@ -114,20 +115,18 @@ func run(streams cli.IOStreams, f *flags) error {
 		Wait: inject.Wait(f.wait), MinDelay: f.min, Quiet: f.quiet,
 	}
 	switch {
-	case f.context != "" && f.cluster == "":
-		return fmt.Errorf("--context %s: it names a context of --cluster's kubeconfig; give --cluster", f.context)
-	case f.kubeVersion != "" && f.cluster != "":
-		return fmt.Errorf("--kube-version and --cluster: give one")
+	case f.kubeVersion != "" && f.live.On:
+		return fmt.Errorf("--kube-version and %s: give one", f.live.Flag())
 	case f.kubeVersion != "":
 		v, err := kube.ParseVersion(f.kubeVersion)
 		if err != nil {
 			return fmt.Errorf("--kube-version: %w", err)
 		}
 		opts.Kube = &v
-	case f.cluster != "":
-		v, nodes, err := cli.ClusterVersions(cli.Cluster{Kubeconfig: f.cluster, Context: f.context})
+	case f.live.On:
+		v, nodes, err := cli.ClusterVersions(f.live.Cluster)
 		if err != nil {
-			return fmt.Errorf("--cluster %s: %w", f.cluster, err)
+			return fmt.Errorf("%s: %w", f.live.Flag(), err)
 		}
 		opts.Kube, opts.Nodes = &v, nodes
 	}
@@ -183,7 +182,7 @@ func run(streams cli.IOStreams, f *flags) error {
 				nss[i] = "the namespace you apply to"
 			}
 		}
-		why := "the cluster's version is unknown (--kube-version or --cluster lets auto choose the native sleep)"
+		why := "the cluster's version is unknown (--kube-version or --live lets auto choose the native sleep)"
 		if opts.Kube != nil {
 			why = "the native sleep was not possible everywhere"
 		}

@@ -64,8 +64,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.PolicyAPIVersion, "policy-api", controller.PolicyAPIV1, "with --admission policy: the MutatingAdmissionPolicy API to write ("+controller.PolicyAPIV1+", or "+controller.PolicyAPIV1beta+" where a 1.34 or 1.35 cluster enabled it)")
 	fl.StringVar((*string)(&o.Delivery), "delivery", string(inject.DeliveryConfigMap), "how nap reaches the pods: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the webhook: the image where every node mounts image volumes)")
 	fl.StringVar(&o.NapImage, "nap-image", "", "nap's image (napctl image writes it), for --delivery image or auto")
-	fl.StringVar(&cluster.Kubeconfig, "kubeconfig", "", "with --admission auto: the cluster to ask (default: $KUBECONFIG, else ~/.kube/config)")
-	cluster.ContextFlag(fl)
+	cluster.Flags(fl) // with --admission auto: the cluster to ask
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")

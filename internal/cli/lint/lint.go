@@ -21,8 +21,7 @@ type flags struct {
 	kubeVersion string
 	failOn      string
 	config      string
-	cluster     string
-	context     string
+	live        cli.Live
 	namespace   string
 	prog        string // the command the user typed: napctl, or kubectl nap
 	stdinName   string
@@ -35,12 +34,12 @@ var formats = []string{"text", "json", "sarif"}
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "lint [-f FILE|DIR|-]... [PATH]... | --cluster KUBECONFIG [-n NAMESPACE] [-o text|json|sarif] [--kube-version X.Y] [--fail-on warning|error] [--config FILE]",
+		Use:   "lint [-f FILE|DIR|-]... [PATH]... | --live [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json|sarif] [--kube-version X.Y] [--fail-on warning|error] [--config FILE]",
 		Short: "Find zero-downtime mistakes in manifests or in a live cluster",
 		Long: "Lint Kubernetes manifests (YAML, multi-document, JSON, Lists; helm template or\n" +
 			"kustomize build output on stdin) for the termination path: readiness, preStop delays,\n" +
 			"grace periods, native sleep, replicas, rollout strategy and PodDisruptionBudgets.\n\n" +
-			"With --cluster, the same checks run on the live Deployments, StatefulSets, DaemonSets,\n" +
+			"With --live, the same checks run on the live Deployments, StatefulSets, DaemonSets,\n" +
 			"Services, PodDisruptionBudgets and HorizontalPodAutoscalers of the cluster (every\n" +
 			"namespace, or -n), with its real API server and kubelet versions; it only lists.\n" +
 			"Findings name the object as " + live.Prefix + "Kind/namespace/name.\n\n" +
@@ -54,13 +53,13 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 				return err
 			}
 			f.prog = cmd.Root().DisplayName()
-			if f.context != "" && f.cluster == "" {
-				return cli.UsageError(cmd, fmt.Errorf("--context %s: it names a context of --cluster's kubeconfig; give --cluster", f.context))
+			if err := f.live.Resolve(cmd); err != nil {
+				return err
 			}
-			if f.cluster != "" && len(args) > 0 {
-				return cli.UsageError(cmd, fmt.Errorf("--cluster lints the cluster's objects: no paths with it (%s)", strings.Join(args, " ")))
+			if f.live.On && len(args) > 0 {
+				return cli.UsageError(cmd, fmt.Errorf("%s lints the cluster's objects: no paths with it (%s)", f.live.Flag(), strings.Join(args, " ")))
 			}
-			if f.cluster == "" {
+			if !f.live.On {
 				paths, err := cli.Inputs(cmd, f.files, args, streams.In)
 				if err != nil {
 					return err
@@ -77,9 +76,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cli.Complete(cmd, "fail-on", "warning", "error")
 	cmd.Flags().StringVar(&f.stdinName, "stdin-filename", "", "the name findings give manifests read from stdin (default -): the chart's path, so that SARIF and file:line point into the repository")
 	cmd.Flags().StringVar(&f.config, "config", "", "configuration file: disable checks, change severities")
-	cmd.Flags().StringVar(&f.cluster, "cluster", "", "lint the live objects of the cluster of this kubeconfig (its current context) instead of files")
-	cmd.Flags().StringVar(&f.context, "context", "", "with --cluster: the kubeconfig context to use (default: its current context)")
-	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "with --cluster: only this namespace (default: every namespace)")
+	f.live.Flags(cmd.Flags(), "lint the live objects of the cluster instead of files")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "with --live: only this namespace (default: every namespace)")
 	return cmd
 }
 
@@ -88,11 +86,11 @@ func run(streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--fail-on: %w", err)}
 	}
-	if f.cluster == "" && f.namespace != "" {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--namespace goes with --cluster")}
+	if !f.live.On && f.namespace != "" {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--namespace goes with --live")}
 	}
-	if f.cluster != "" && (len(f.files) > 0 || f.kubeVersion != "") {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--cluster lints the cluster's objects with its own versions: no -f or --kube-version with it")}
+	if f.live.On && (len(f.files) > 0 || f.kubeVersion != "") {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%s lints the cluster's objects with its own versions: no -f or --kube-version with it", f.live.Flag())}
 	}
 	var opts nlint.Options
 	if f.kubeVersion != "" {
@@ -108,7 +106,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		}
 	}
 	var objs []*manifest.Object
-	if f.cluster != "" {
+	if f.live.On {
 		objs, err = readCluster(f, &opts)
 	} else {
 		objs, err = manifest.ReadPaths(f.files, streams.In)
@@ -153,21 +151,21 @@ func run(streams cli.IOStreams, f *flags) error {
 	return nil
 }
 
-// readCluster reads the live objects of f.cluster and sets opts to its versions: the API
+// readCluster reads the live objects of the cluster and sets opts to its versions: the API
 // server's, and every node's kubelet.
 func readCluster(f *flags, opts *nlint.Options) ([]*manifest.Object, error) {
-	cfg, err := cli.RESTConfig(cli.Cluster{Kubeconfig: f.cluster, Context: f.context})
+	cfg, err := cli.RESTConfig(f.live.Cluster)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster: %w", err)
+		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
 	}
 	v, nodes, err := cli.ClusterVersionsOf(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster: %w", err)
+		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
 	}
 	opts.KubeVersion, opts.Nodes = &v, nodes
 	objs, err := live.Read(context.Background(), cfg, f.namespace)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster: %w", err)
+		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
 	}
 	return objs, nil
 }

@@ -40,7 +40,9 @@ type flags struct {
 	watch       string
 	namespace   string
 	cluster     cli.Cluster
-	junit       string
+	// clusterGiven is the first of the cluster's flags given ("": none).
+	clusterGiven string
+	junit        string
 }
 
 // NewCommand returns the probe command.
@@ -67,6 +69,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			if err := cli.CheckOutput(cmd, f.output, "text", "json"); err != nil {
 				return err
 			}
+			f.clusterGiven = f.cluster.Given(cmd.Flags())
 			return run(cmd.Context(), streams, f, args[0])
 		},
 	}
@@ -86,8 +89,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "requests waiting for an answer at most; one due beyond it is not sent and counts as unsent (default: 2 × rate × timeout + 64)")
 	fl.StringVar(&f.watch, "watch", "", "also watch the pods and EndpointSlices of this target: KIND/NAME (deployment, statefulset, daemonset, replicaset) or a label selector")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "with --watch: the target's namespace (default: the kubeconfig context's)")
-	fl.StringVar(&f.cluster.Kubeconfig, "kubeconfig", "", "with --watch: kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
-	f.cluster.ContextFlag(fl)
+	f.cluster.Flags(fl) // with --watch
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to FILE, failing as the exit status does")
 	fl.BoolVar(&f.retry, "retry", false, "let a request on a keep-alive connection found closed be resent once, silently, as Go clients do (default: counted as failed, as most clients see it)")
 	return cmd
@@ -120,8 +122,11 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	if f.bucket < 0 {
 		return fmt.Errorf("--bucket %v: must be positive (or 0: automatic)", f.bucket)
 	}
-	if f.watch == "" && (f.namespace != "" || f.cluster != cli.Cluster{}) {
-		return fmt.Errorf("-n, --kubeconfig and --context go with --watch")
+	if f.watch == "" && f.namespace != "" {
+		return fmt.Errorf("-n goes with --watch")
+	}
+	if f.watch == "" && f.clusterGiven != "" {
+		return fmt.Errorf("%s goes with --watch", f.clusterGiven)
 	}
 	if f.settle < 0 {
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)

@@ -49,8 +49,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			return run(streams, f)
 		},
 	}
-	cmd.Flags().StringVar(&f.cluster.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
-	f.cluster.ContextFlag(cmd.Flags())
+	f.cluster.Flags(cmd.Flags())
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
 	cli.OutputFlag(cmd, &f.output, "text", "json", "openreports", "policyreport")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
