@@ -271,16 +271,19 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 			f.Pods = append(f.Pods, pod)
 		}
 	}
-	hookKinds := map[WorkloadRef]hook.Kind{} // what the workload's pods' hooks run
 	for _, ns := range nsList.Items {
 		s := r.scanned[ns.Name]
 		for _, f := range s.finds {
 			add(f.workload, f.reason, "", f.pod, f.message)
 		}
 		notInjected = append(notInjected, s.notInjected...)
-		for w, k := range s.hookKinds {
-			hookKinds[w] = k
+	}
+	// What the workload's pods' hooks run, from its namespace's scan.
+	hookKind := func(w WorkloadRef) hook.Kind {
+		if s := r.scanned[w.Namespace]; s != nil {
+			return s.hookKinds[w]
 		}
+		return hook.None
 	}
 
 	var events corev1.EventList
@@ -299,10 +302,10 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 		}
 		// The kubelet's own event says nothing more: then the cause is what the hook
 		// runs, from a live pod.
-		cause, why := hook.CauseLabel(e.Message, hookKinds[w]), hook.Cause(e.Message)
+		cause, why := hook.CauseLabel(e.Message, hookKind(w)), hook.Cause(e.Message)
 		if hook.Bare(e.Message) {
 			why = "the kubelet gives no reason"
-			if k := hookKinds[w]; k != hook.None {
+			if k := hookKind(w); k != hook.None {
 				why += "; the workload's hook is of kind " + string(k)
 			}
 		}

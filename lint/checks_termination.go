@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nap-k8s/nap/drain"
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 
@@ -31,39 +32,21 @@ func terminationChecks() []Check {
 // does not see the health service turn NOT_SERVING while the server drains
 // (drain/grpcdrain), so the pod stays in the Service while it stops.
 func grpcReadiness(_ *Context, w *Workload) []Finding {
-	var grpcPorts []corev1.ServicePort
-	var svcName string
-	for _, o := range w.Services {
-		var svc corev1.Service
-		if o.Decode(&svc) != nil {
-			continue
-		}
-		for _, p := range svc.Spec.Ports {
-			proto := ""
-			if p.AppProtocol != nil {
-				proto = *p.AppProtocol
-			}
-			if proto == "grpc" || proto == "kubernetes.io/h2c" || p.Name == "grpc" || strings.HasPrefix(p.Name, "grpc-") {
-				grpcPorts = append(grpcPorts, p)
-				svcName = o.Name
-			}
+	var grpcPorts []streamPort
+	for _, p := range streamPorts(w) {
+		if p.protocol == StreamGRPC {
+			grpcPorts = append(grpcPorts, p)
 		}
 	}
 	if len(grpcPorts) == 0 {
 		return nil
 	}
 	return perContainer(w, servingContainers(w.PodSpec), func(c corev1.Container) *Finding {
-		served := ""
-		for _, p := range grpcPorts {
-			for _, cp := range c.Ports {
-				if serves(p, cp) {
-					served = fmt.Sprint(cp.ContainerPort)
-				}
-			}
-		}
-		if served == "" {
+		sp, port, ok := streamsOf(grpcPorts, c)
+		if !ok {
 			return nil
 		}
+		served, svcName := fmt.Sprint(port), sp.service
 		r := c.ReadinessProbe
 		if r == nil || r.GRPC != nil || r.Exec != nil {
 			return nil // none: no-readiness-probe says it
@@ -166,16 +149,26 @@ func preStopNeedsShell(c *Context, w *Workload) []Finding {
 	})
 }
 
+// gracePeriodTooShort: the grace period must cover the preStop delay and a drain after it.
+// A container that serves streams (a gRPC or WebSocket Service port) needs besides the
+// time over which its drain spreads the streams' goodbyes (drain.DefaultStreamJitter),
+// so that their clients do not all reconnect at once.
 func gracePeriodTooShort(c *Context, w *Workload) []Finding {
 	grace := gracePeriod(w.PodSpec)
+	streams := streamPorts(w)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
 		d := hook.Of(ct)
 		if !d.Known || d.Kind == hook.NativeSleep && d.Delay > grace {
 			return nil // unknown, or native-sleep-exceeds-grace says it
 		}
-		if need := d.Delay + c.DrainMargin(); grace < need {
+		need, why := d.Delay+c.DrainMargin(), fmt.Sprintf("plus %v to drain", c.DrainMargin())
+		if sp, _, ok := streamsOf(streams, ct); ok {
+			need += drain.DefaultStreamJitter
+			why = fmt.Sprintf("plus %v to spread the close of its %s streams (Service %s) and %v to drain", drain.DefaultStreamJitter, sp.protocol, sp.service, c.DrainMargin())
+		}
+		if grace < need {
 			return &Finding{
-				Message: fmt.Sprintf("terminationGracePeriodSeconds is %v, but container %q's preStop delay of %v plus %v to drain needs %v: the container is killed mid-drain", grace, ct.Name, d.Delay, c.DrainMargin(), need),
+				Message: fmt.Sprintf("terminationGracePeriodSeconds is %v, but container %q's preStop delay of %v %s needs %v: the container is killed mid-drain", grace, ct.Name, d.Delay, why, need),
 				Hint:    fmt.Sprintf("set terminationGracePeriodSeconds to at least %d", int(need.Seconds()+0.999)),
 			}
 		}

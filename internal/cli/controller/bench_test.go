@@ -431,6 +431,20 @@ func (r rounds) p99(ns string) (time.Duration, bool) {
 	return ds[len(ds)/2], true
 }
 
+// p50 is the median of ns's latencies over the quiet rounds, and false when no round
+// was quiet.
+func (r rounds) p50(ns string) (time.Duration, bool) {
+	var all []time.Duration
+	for _, rd := range r.quiet() {
+		all = append(all, rd.lats[ns]...)
+	}
+	if len(all) == 0 {
+		return 0, false
+	}
+	slices.Sort(all)
+	return pct(all, 50), true
+}
+
 // describe says how the rounds ran, for the report.
 func (r rounds) describe(rate int, d time.Duration, namespaces []string) string {
 	return fmt.Sprintf("Pod creates paced open-loop at %d a second, the namespaces (%s) in turn create by create, %d per namespace in a round. "+

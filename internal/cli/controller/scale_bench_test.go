@@ -300,8 +300,9 @@ type scaleResult struct {
 	cpuRest                         float64 // percent of a core
 	events                          [2]int  // NapNotInjected, NapFailedPreStopHook workloads evented
 	scan, scanRest                  scanCost
-	findings                        [2]int // not injected, failed hooks
-	plain, optedIn, policy          time.Duration
+	findings                        [2]int        // not injected, failed hooks
+	plain, optedIn, policy          time.Duration // p99
+	plain50, optedIn50, policy50    time.Duration
 	alonePlain, aloneOptedIn        time.Duration // the webhook in a process of its own (--report=false)
 	aloneQuiet, aloneRounds         int
 	aloneRSS                        float64
@@ -489,6 +490,9 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	res.plain, _ = lats.p99("plain")
 	res.optedIn, _ = lats.p99("opted-in")
 	res.policy, _ = lats.p99("policy-default")
+	res.plain50, _ = lats.p50("plain")
+	res.optedIn50, _ = lats.p50("opted-in")
+	res.policy50, _ = lats.p50("policy-default")
 	res.quiet, res.rounds = len(lats.quiet()), len(lats.rs)
 	clean := func() {
 		for _, ns := range namespaces {
@@ -790,6 +794,9 @@ func scaleReport(rs []scaleResult, steady, round time.Duration) string {
 		}},
 		{"Reporter: workloads found not injected / with failed hooks, and evented (= planted)", "", nil, func(r scaleResult) string {
 			return fmt.Sprintf("%d / %d, evented %d / %d", r.findings[0], r.findings[1], r.events[0], r.events[1])
+		}},
+		{"admission p50 at 50 creates/s: plain / opted in / default policy (over the quiet rounds)", "", nil, func(r scaleResult) string {
+			return fmt.Sprintf("%s / %s / %s", ms(r.plain50), ms(r.optedIn50), ms(r.policy50))
 		}},
 		{"admission p99 at 50 creates/s: plain / opted in / default policy (median of quiet rounds)", "", nil, func(r scaleResult) string {
 			return fmt.Sprintf("%s / %s / %s (%d of %d quiet)", ms(r.plain), ms(r.optedIn), ms(r.policy), r.quiet, r.rounds)
