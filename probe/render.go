@@ -267,8 +267,13 @@ func eventColor(mark string) string {
 // top by kind (a colour each), the p99 latency of each bucket as a line on its own
 // scale, outages shaded, and, with --watch, each event as a marker above the bars (its
 // words in a tooltip); the seconds along the bottom, a legend below.
+//
+// Held streams (Summary.Streams) are drawn by how their connections ended instead.
 func SVG(w io.Writer, s Summary) error {
-	const W, H, left, right, bottom, top, strip = 900.0, 340.0, 50.0, 70.0, 60.0, 30.0, 36.0
+	if s.Streams != nil {
+		return streamsSVG(w, s)
+	}
+	const W, H, left, right, bottom, top, strip = plotW, plotH, plotLeft, plotRight, plotBottom, plotTop, plotStrip
 	n := max(len(s.Buckets), 1)
 	peak := 1
 	var latPeak float64
@@ -316,29 +321,10 @@ func SVG(w io.Writer, s Summary) error {
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"><title>latency p99 per bucket</title></polyline>`+"\n", strings.Join(pts, " "), latencyColor)
 		fmt.Fprintf(&b, `<text x="%g" y="%g" fill="%s">p99 %.0f ms</text>`+"\n", W-right+4, plotTop+4, latencyColor, latPeak)
 	}
-	end := float64(n) * s.BucketSeconds
-	for _, e := range s.Events {
-		if e.Offset.Seconds() > end {
-			continue // after the last request: off the timeline
-		}
-		ex := x(e.Offset.Seconds())
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="4" height="%g" fill="%s"><title>%.2fs pod %s%s: %s</title></rect>`+"\n", ex-2, top+4, strip-8, eventColor(e.Mark), e.Offset.Seconds(), html.EscapeString(e.Pod), html.EscapeString(onNode(e)), html.EscapeString(e.Words))
-	}
-	if s.Watch != "" {
-		fmt.Fprintf(&b, `<text x="4" y="%g">events</text>`+"\n", top+strip/2+4)
-	}
-	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#333"/>`+"\n", left, H-bottom, W-right, H-bottom)
-	step := max(1, n/10)
-	for i := 0; i < n; i += step {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g">%gs</text>`+"\n", left+float64(i)*bw, H-bottom+14, math.Round(float64(i)*s.BucketSeconds*1000)/1000)
-	}
+	eventsAndAxis(&b, s, n, s.BucketSeconds, x, bw)
 	fmt.Fprintf(&b, `<text x="4" y="%g">%d/bucket</text>`+"\n", plotTop+4, peak)
 	// The legend: the kinds that occurred, then the rest of what is drawn.
-	lx := left
-	item := func(color, label string) {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="10" height="10" fill="%s"/><text x="%.1f" y="%g">%s</text>`, lx, H-bottom+26, color, lx+13, H-bottom+35, label)
-		lx += 13 + 7*float64(len(label)) + 12
-	}
+	item := legend(&b)
 	item(okColor, "ok")
 	for _, k := range Kinds {
 		if k != OK && s.Total.ByKind[k] > 0 {
@@ -347,6 +333,129 @@ func SVG(w io.Writer, s Summary) error {
 	}
 	if latPeak > 0 {
 		item(latencyColor, "latency p99")
+	}
+	if s.Watch != "" {
+		item(servingColor, "pod serving")
+		item(leavingColor, "pod leaving")
+		item(endpointColor, "endpoint")
+	}
+	b.WriteString("\n</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// The plot's frame: its size and margins, the event strip above the bars.
+const (
+	plotW, plotH, plotLeft, plotRight, plotBottom, plotTop, plotStrip = 900.0, 340.0, 50.0, 70.0, 60.0, 30.0, 36.0
+)
+
+// eventsAndAxis draws what every timeline has below its bars: the events (with --watch)
+// as markers in the strip above them, the time axis and its seconds.
+func eventsAndAxis(b *strings.Builder, s Summary, n int, bucketSeconds float64, x func(float64) float64, bw float64) {
+	const W, H, left, right, bottom, top, strip = plotW, plotH, plotLeft, plotRight, plotBottom, plotTop, plotStrip
+	end := float64(n) * bucketSeconds
+	for _, e := range s.Events {
+		if e.Offset.Seconds() > end {
+			continue // after the last request: off the timeline
+		}
+		ex := x(e.Offset.Seconds())
+		fmt.Fprintf(b, `<rect x="%.1f" y="%g" width="4" height="%g" fill="%s"><title>%.2fs pod %s%s: %s</title></rect>`+"\n", ex-2, top+4, strip-8, eventColor(e.Mark), e.Offset.Seconds(), html.EscapeString(e.Pod), html.EscapeString(onNode(e)), html.EscapeString(e.Words))
+	}
+	if s.Watch != "" {
+		fmt.Fprintf(b, `<text x="4" y="%g">events</text>`+"\n", top+strip/2+4)
+	}
+	fmt.Fprintf(b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#333"/>`+"\n", left, H-bottom, W-right, H-bottom)
+	step := max(1, n/10)
+	for i := 0; i < n; i += step {
+		fmt.Fprintf(b, `<text x="%.1f" y="%g">%gs</text>`+"\n", left+float64(i)*bw, H-bottom+14, math.Round(float64(i)*bucketSeconds*1000)/1000)
+	}
+}
+
+// legend returns a function that adds an item to the legend below the axis, left to
+// right.
+func legend(b *strings.Builder) func(color, label string) {
+	lx := plotLeft
+	return func(color, label string) {
+		fmt.Fprintf(b, `<rect x="%.1f" y="%g" width="10" height="10" fill="%s"/><text x="%.1f" y="%g">%s</text>`, lx, plotH-plotBottom+26, color, lx+13, plotH-plotBottom+35, label)
+		lx += 13 + 7*float64(len(label)) + 12
+	}
+}
+
+// The stream plot's colours: how connections ended, and what was lost.
+const (
+	cleanColor         = "#188038"
+	brokenColor        = "#d93025"
+	connectFailedColor = "#f9ab00"
+	lostColor          = "#a142f4"
+	messagesColor      = "#12b5cb"
+)
+
+// streamsSVG is SVG for held streams: per bucket the connections' ends stacked by how
+// they ended (clean, broken, delivered nothing) with the messages lost on top, the
+// messages received as a line on its own scale, and the events and axis as for
+// requests.
+func streamsSVG(w io.Writer, s Summary) error {
+	const W, H, left, right, bottom, top, strip = plotW, plotH, plotLeft, plotRight, plotBottom, plotTop, plotStrip
+	r := s.Streams
+	n := max(len(r.Buckets), 1)
+	bucketSeconds := r.BucketSeconds
+	if bucketSeconds <= 0 {
+		bucketSeconds = AutoBucket.Seconds()
+	}
+	peak, msgPeak := 1, 0
+	for _, bk := range r.Buckets {
+		peak = max(peak, bk.Clean+bk.Broken+bk.ConnectFailed+bk.Lost)
+		msgPeak = max(msgPeak, bk.Messages)
+	}
+	plotTop := top + strip
+	bw := (W - left - right) / float64(n)
+	x := func(sec float64) float64 { return left + max(sec, 0)/bucketSeconds*bw }
+	y := func(v int) float64 { return H - bottom - float64(v)/float64(peak)*(H-bottom-plotTop) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" font-family="sans-serif" font-size="11">`+"\n", W, H)
+	title := fmt.Sprintf("%s — %d %s streams: %d ends clean, %d broken, %d connections delivered nothing, %d messages lost", cmp.Or(s.Title, s.URL), r.Streams, r.Protocol, r.Clean, r.Broken, r.ConnectFailed, r.Lost)
+	if s.Watch != "" {
+		title += fmt.Sprintf("; %d events of %s", len(s.Events), s.Watch)
+	}
+	fmt.Fprintf(&b, `<text x="%g" y="16" font-size="13">%s</text>`+"\n", left, html.EscapeString(title))
+	for i, bk := range r.Buckets {
+		bx, base := left+float64(i)*bw, 0
+		for _, part := range []struct {
+			n            int
+			color, words string
+		}{{bk.Clean, cleanColor, "ended cleanly"}, {bk.Broken, brokenColor, "broken"}, {bk.ConnectFailed, connectFailedColor, "delivered nothing"}, {bk.Lost, lostColor, "messages lost"}} {
+			if part.n == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%gs: %d %s</title></rect>`, bx, y(base+part.n), max(bw-1, 0.5), y(base)-y(base+part.n), part.color, bk.OffsetSeconds, part.n, part.words)
+			base += part.n
+		}
+		b.WriteString("\n")
+	}
+	if msgPeak > 0 {
+		my := func(m int) float64 { return H - bottom - float64(m)/float64(msgPeak)*(H-bottom-plotTop) }
+		var pts []string
+		for i, bk := range r.Buckets {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", left+(float64(i)+0.5)*bw, my(bk.Messages)))
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"><title>messages received per bucket</title></polyline>`+"\n", strings.Join(pts, " "), messagesColor)
+		fmt.Fprintf(&b, `<text x="%g" y="%g" fill="%s">%d msgs</text>`+"\n", W-right+4, plotTop+4, messagesColor, msgPeak)
+	}
+	eventsAndAxis(&b, s, n, bucketSeconds, x, bw)
+	fmt.Fprintf(&b, `<text x="4" y="%g">%d/bucket</text>`+"\n", plotTop+4, peak)
+	item := legend(&b)
+	item(cleanColor, "ended cleanly")
+	if r.Broken > 0 {
+		item(brokenColor, "broken")
+	}
+	if r.ConnectFailed > 0 {
+		item(connectFailedColor, "delivered nothing")
+	}
+	if r.Lost > 0 {
+		item(lostColor, "messages lost")
+	}
+	if msgPeak > 0 {
+		item(messagesColor, "messages")
 	}
 	if s.Watch != "" {
 		item(servingColor, "pod serving")

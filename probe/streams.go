@@ -39,6 +39,62 @@ type StreamReport struct {
 	Reconnect Percentiles `json:"reconnect"`
 	// FirstBroken is the first broken end's error as the client saw it.
 	FirstBroken string `json:"first_broken,omitempty"`
+	// Buckets are the same counts over time (the plot), BucketSeconds each: as for
+	// requests, AutoBucket doubled whenever the run would pass MaxAutoBuckets.
+	BucketSeconds float64        `json:"bucket_seconds,omitempty"`
+	Buckets       []StreamBucket `json:"buckets,omitempty"`
+}
+
+// StreamBucket is what the held streams saw in one interval of the run: the messages
+// received, the connections that delivered a first message, the ends by kind and the
+// messages lost, each counted in the interval it happened in.
+type StreamBucket struct {
+	OffsetSeconds float64 `json:"offset_seconds"`
+	Messages      int     `json:"messages"`
+	Opened        int     `json:"opened"`
+	Clean         int     `json:"clean"`
+	Broken        int     `json:"broken"`
+	ConnectFailed int     `json:"connect_failed"`
+	Lost          int     `json:"lost"`
+}
+
+func (b *StreamBucket) merge(o StreamBucket) {
+	b.Messages += o.Messages
+	b.Opened += o.Opened
+	b.Clean += o.Clean
+	b.Broken += o.Broken
+	b.ConnectFailed += o.ConnectFailed
+	b.Lost += o.Lost
+}
+
+// streamTimeline buckets what happens to the streams by when it happened.
+type streamTimeline struct {
+	start   time.Time
+	bucket  time.Duration
+	buckets []StreamBucket
+}
+
+// at is the bucket of the moment t, made (and the buckets coarsened) as needed.
+func (tl *streamTimeline) at(t time.Time) *StreamBucket {
+	off := max(t.Sub(tl.start), 0)
+	for int(off/tl.bucket) >= MaxAutoBuckets {
+		tl.bucket *= 2
+		n := (len(tl.buckets) + 1) / 2
+		for j := range n {
+			b := StreamBucket{OffsetSeconds: (time.Duration(j) * tl.bucket).Seconds()}
+			b.merge(tl.buckets[2*j])
+			if 2*j+1 < len(tl.buckets) {
+				b.merge(tl.buckets[2*j+1])
+			}
+			tl.buckets[j] = b
+		}
+		tl.buckets = tl.buckets[:n]
+	}
+	i := int(off / tl.bucket)
+	for len(tl.buckets) <= i {
+		tl.buckets = append(tl.buckets, StreamBucket{OffsetSeconds: (time.Duration(len(tl.buckets)) * tl.bucket).Seconds()})
+	}
+	return &tl.buckets[i]
 }
 
 // Failed is what counts against a run: broken ends, connections that delivered nothing,
@@ -94,6 +150,7 @@ func RunStreams(ctx context.Context, opts Options) (*StreamReport, error) {
 	var mu sync.Mutex
 	var reconnect Histogram
 	var wg sync.WaitGroup
+	tl := &streamTimeline{start: time.Now(), bucket: AutoBucket}
 	for range opts.Streams {
 		wg.Add(1)
 		go func() {
@@ -106,10 +163,13 @@ func RunStreams(ctx context.Context, opts Options) (*StreamReport, error) {
 				delivered, end := read(ctx, next, func(seq int) {
 					mu.Lock()
 					defer mu.Unlock()
+					b := tl.at(time.Now())
 					rep.Messages++
+					b.Messages++
 					if first {
 						first = false
 						rep.Opened++
+						b.Opened++
 						if !ended.IsZero() {
 							reconnect.Record(time.Since(ended))
 						}
@@ -117,6 +177,7 @@ func RunStreams(ctx context.Context, opts Options) (*StreamReport, error) {
 					if seq >= 0 {
 						if next >= 0 && seq > next {
 							rep.Lost += seq - next
+							b.Lost += seq - next
 						}
 						next = seq + 1
 					}
@@ -125,13 +186,17 @@ func RunStreams(ctx context.Context, opts Options) (*StreamReport, error) {
 					return // the probe's own end
 				}
 				mu.Lock()
+				b := tl.at(time.Now())
 				switch {
 				case !delivered:
 					rep.ConnectFailed++
+					b.ConnectFailed++
 				case end.clean:
 					rep.Clean++
+					b.Clean++
 				default:
 					rep.Broken++
+					b.Broken++
 					if rep.FirstBroken == "" {
 						rep.FirstBroken = end.err
 					}
@@ -150,6 +215,7 @@ func RunStreams(ctx context.Context, opts Options) (*StreamReport, error) {
 	}
 	wg.Wait()
 	rep.Reconnect = percentiles(&reconnect)
+	rep.BucketSeconds, rep.Buckets = tl.bucket.Seconds(), tl.buckets
 	return rep, nil
 }
 
