@@ -9,6 +9,7 @@ import (
 	"github.com/nap-k8s/nap/drain"
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -233,4 +234,22 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 		}
 		return f
 	})
+}
+
+// NeedsKubelets tells whether judging objs needs the nodes' kubelet versions
+// (Options.Nodes): only native-sleep-unsupported reads them, for a container whose
+// preStop is the native sleep action. Without one, a caller need not list the nodes.
+func NeedsKubelets(objs []*manifest.Object) bool {
+	for _, o := range objs {
+		w := workload(o)
+		if w == nil {
+			continue
+		}
+		for _, c := range slices.Concat(w.PodSpec.InitContainers, w.PodSpec.Containers) {
+			if hook.Of(c).Kind == hook.NativeSleep {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -598,3 +598,24 @@ func TestWorkloadKinds(t *testing.T) {
 		}
 	}
 }
+
+// Only a native sleep makes lint need the nodes' kubelets.
+func TestNeedsKubelets(t *testing.T) {
+	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec:\n  template:\n    spec:\n      containers: [{name: a, image: x, lifecycle: {preStop: %s}}]\n"
+	for _, c := range []struct {
+		preStop string
+		want    bool
+	}{
+		{"{sleep: {seconds: 5}}", true},
+		{"{exec: {command: [/nap/nap, 5s]}}", false},
+		{"null", false},
+	} {
+		objs, err := manifest.Read("w.yaml", []byte(fmt.Sprintf(deployment, c.preStop)+"---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := NeedsKubelets(objs); got != c.want {
+			t.Errorf("preStop %s: %v, want %v", c.preStop, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@
 //	/ws        a WebSocket of numbered messages, every 100 ms, from ?from=N
 //	/events    an event stream of the same, from after Last-Event-ID
 //
+// (the streams also under one prefix, /PREFIX/ws and /PREFIX/events, as an ingress that
+// routes /NAMESPACE/ passes them on)
 // and gRPC on :9090 (-grpc-addr): the standard health service, grpc.health.v1, which
 // `napctl probe grpc://...` calls and a Kubernetes gRPC probe reads.
 //

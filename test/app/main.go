@@ -75,7 +75,7 @@ func run(addr, grpcAddr, mode string) error {
 		d := drain.New(srv, drain.Options{Logger: log})
 		mux.Handle("/readyz", d.Readiness())
 		mux.Handle("/healthz", d.Liveness())
-		mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		handleStream(mux, "ws", func(w http.ResponseWriter, r *http.Request) {
 			c, ctx, err := wsdrain.Accept(d, w, r, nil)
 			if err != nil {
 				return
@@ -83,7 +83,7 @@ func run(addr, grpcAddr, mode string) error {
 			defer c.CloseNow()
 			sendNumbered(ctx, c.Conn, firstNumber(r), every)
 		})
-		mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+		handleStream(mux, "events", func(w http.ResponseWriter, r *http.Request) {
 			es, err := d.EventStream(w)
 			if err != nil {
 				return
@@ -122,7 +122,7 @@ func run(addr, grpcAddr, mode string) error {
 		// process; an event stream's handler ends with its request's context, which
 		// ends at SIGTERM (else Shutdown would wait for it until the grace period).
 		srv.BaseContext = func(net.Listener) context.Context { return ctx }
-		mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		handleStream(mux, "ws", func(w http.ResponseWriter, r *http.Request) {
 			c, err := websocket.Accept(w, r, nil)
 			if err != nil {
 				return
@@ -130,7 +130,7 @@ func run(addr, grpcAddr, mode string) error {
 			defer c.CloseNow()
 			sendNumbered(context.WithoutCancel(r.Context()), c, firstNumber(r), every)
 		})
-		mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+		handleStream(mux, "events", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			rc := http.NewResponseController(w)
 			tick := time.NewTicker(every)
@@ -196,6 +196,13 @@ func routes(mux *http.ServeMux, host string) {
 }
 
 func ok(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }
+
+// handleStream serves a stream at /NAME and under one prefix, /PREFIX/NAME: an ingress
+// that routes /NAMESPACE/ to the Service passes the path on as it is.
+func handleStream(mux *http.ServeMux, name string, h http.HandlerFunc) {
+	mux.HandleFunc("/"+name, h)
+	mux.HandleFunc("/{prefix}/"+name, h)
+}
 
 // firstNumber is the first message number a stream sends: ?from=N, or after an event
 // stream's Last-Event-ID: the replay from where a client left off.

@@ -105,7 +105,8 @@ func TestModes(t *testing.T) {
 // TestStreamsAtSIGTERM: a WebSocket and an event stream open at SIGTERM. plain: the
 // WebSocket dies with the process (no close frame) and the event stream just stops;
 // drain: after the delay the WebSocket is closed with 1001 and the event stream ends
-// with its going-away event.
+// with its going-away event. The streams are served under a prefix too (/shop/ws), as
+// an ingress routing /NAMESPACE/ passes them on.
 func TestStreamsAtSIGTERM(t *testing.T) {
 	bin := buildApp(t)
 	for _, mode := range []string{"plain", "drain"} {
@@ -113,12 +114,14 @@ func TestStreamsAtSIGTERM(t *testing.T) {
 			addr := freeAddr()
 			cmd := startApp(t, bin, mode, "300ms", "-addr", addr, "-grpc-addr", "")
 
-			ws, _, err := websocket.Dial(context.Background(), "ws://"+addr+"/ws?from=7", nil)
+			// The streams at /ws and /events, and (drain) under an ingress's prefix.
+			prefix := map[string]string{"plain": "", "drain": "/shop"}[mode]
+			ws, _, err := websocket.Dial(context.Background(), "ws://"+addr+prefix+"/ws?from=7", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ws.CloseNow()
-			resp, err := http.Get("http://" + addr + "/events")
+			resp, err := http.Get("http://" + addr + prefix + "/events")
 			if err != nil {
 				t.Fatal(err)
 			}

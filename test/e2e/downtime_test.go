@@ -725,10 +725,20 @@ func experiment(rounds int) []scenario {
 			scs = append(scs, scenario{path: clusterIPNode1, disruption: d, variant: v, rounds: r, grpc: true})
 		}
 	}
-	// Held WebSockets and event streams at the ClusterIP from node 1.
-	for _, s := range []string{"websocket", "sse"} {
-		for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
-			scs = append(scs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: rounds, streams: s})
+	// Held WebSockets and event streams at the ClusterIP from node 1 and through the
+	// ingress (Traefik passes /NAMESPACE/ws and /NAMESPACE/events on to the demo app),
+	// in a rolling restart and a node drain.
+	for _, p := range []labPath{clusterIPNode1, viaIngress} {
+		for _, d := range []disruption{rollingRestart, nodeDrain} {
+			for _, s := range []string{"websocket", "sse"} {
+				for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
+					r := rounds
+					if d == nodeDrain {
+						r = 1
+					}
+					scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r, streams: s})
+				}
+			}
 		}
 	}
 	return scs
@@ -767,8 +777,9 @@ func calibrateLoadBalancers(t *testing.T) string {
 // TestDowntimeExperiment is `make e2e-downtime`: every scenario of experiment,
 // NAP_DOWNTIME_ROUNDS rounds each (default 3), a Markdown table to NAP_DOWNTIME_OUT. It
 // runs only when NAP_DOWNTIME_OUT is set: it is an experiment that takes minutes, not a
-// check. NAP_DOWNTIME_ONLY=SUBSTRING runs the scenarios whose "path, disruption,
-// variant" contains it, and only logs the table (the file holds whole runs).
+// check. NAP_DOWNTIME_ONLY=SUBSTRING[|SUBSTRING]... runs the scenarios whose "path,
+// disruption, variant" contains one of them, and only logs the table (the file holds
+// whole runs).
 func TestDowntimeExperiment(t *testing.T) {
 	out := os.Getenv("NAP_DOWNTIME_OUT")
 	if out == "" {
@@ -791,7 +802,7 @@ func TestDowntimeExperiment(t *testing.T) {
 	installed, uninstall := "", func() {}
 	calibrated := ""
 	for _, sc := range experiment(rounds) {
-		if !strings.Contains(sc.String(), only) {
+		if !slices.ContainsFunc(strings.Split(only, "|"), func(o string) bool { return strings.Contains(sc.String(), o) }) {
 			continue
 		}
 		if sc.variant.calibrated {

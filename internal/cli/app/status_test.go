@@ -202,4 +202,20 @@ func TestStatus(t *testing.T) {
 	if code, _, stderr := runNapctl("status", "--kubeconfig", kubeconfig, "--fail-on", "everything"); code != 2 || stderr == "" {
 		t.Errorf("--fail-on everything: exit %d %q, want 2 and a reason", code, stderr)
 	}
+
+	// One namespace's status reads the nodes only when a workload there uses the native
+	// sleep; st-plain's does, so a node with a 1.29 kubelet (no sleep action) makes it
+	// unprotected there too.
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "status-old"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+	node.Status.NodeInfo.KubeletVersion = "v1.29.4"
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, r, _ = status("-n", "st-plain"); code != 0 || r.Unprotected != 2 {
+		t.Errorf("-n st-plain beside a 1.29 kubelet: exit %d, %d unprotected; want 0, 2 (the native sleep too)", code, r.Unprotected)
+	}
 }
