@@ -175,10 +175,11 @@ func Workloads(objs []*manifest.Object) []*Workload {
 			for k := range cm.BinaryData {
 				keys[k] = true
 			}
-			if configMaps[o.Namespace] == nil {
-				configMaps[o.Namespace] = map[string]map[string]bool{}
+			ns := appliedNamespace(o)
+			if configMaps[ns] == nil {
+				configMaps[ns] = map[string]map[string]bool{}
 			}
-			configMaps[o.Namespace][o.Name] = keys
+			configMaps[ns][o.Name] = keys
 		case o.Kind == "PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
 			if o.Decode(&p) != nil {
@@ -186,12 +187,12 @@ func Workloads(objs []*manifest.Object) []*Workload {
 			}
 			sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
 			if err == nil && !sel.Empty() {
-				pdbs.add(o.Namespace, sel, PDB{Obj: o, Spec: p.Spec})
+				pdbs.add(appliedNamespace(o), sel, PDB{Obj: o, Spec: p.Spec})
 			}
 		case o.Kind == "HorizontalPodAutoscaler":
 			var h autoscalingv2.HorizontalPodAutoscaler
 			if o.Decode(&h) == nil {
-				k := hpaKey{o.Namespace, h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name}
+				k := hpaKey{appliedNamespace(o), h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name}
 				hpas[k] = append(hpas[k], h)
 			}
 		}
@@ -199,16 +200,17 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	for _, o := range svcs {
 		var svc corev1.Service
 		if o.Decode(&svc) == nil && len(svc.Spec.Selector) > 0 && !metricsOnly(&svc) {
-			services.add(o.Namespace, labels.SelectorFromSet(svc.Spec.Selector), o)
+			services.add(appliedNamespace(o), labels.SelectorFromSet(svc.Spec.Selector), o)
 		}
 	}
 	// A Service's backends as a whole: the pods of every workload it selects.
 	backends := map[*manifest.Object]int32{}
 	for _, w := range ws {
-		w.Services = services.matches(w.Obj.Namespace, w.Labels)
-		w.PDBs = pdbs.matches(w.Obj.Namespace, w.Labels)
-		w.HPAs = append(w.HPAs, hpas[hpaKey{w.Obj.Namespace, w.Obj.Kind, w.Obj.Name}]...)
-		w.ConfigMapKeys = configMaps[w.Obj.Namespace]
+		ns := appliedNamespace(w.Obj)
+		w.Services = services.matches(ns, w.Labels)
+		w.PDBs = pdbs.matches(ns, w.Labels)
+		w.HPAs = append(w.HPAs, hpas[hpaKey{ns, w.Obj.Kind, w.Obj.Name}]...)
+		w.ConfigMapKeys = configMaps[ns]
 		n := w.MinReplicas()
 		if w.PerNode {
 			n = 2 // a DaemonSet: a pod on every node, never one for the whole Service
@@ -277,6 +279,20 @@ func workload(o *manifest.Object) *Workload {
 		w.Strategy = spec.Strategy
 	}
 	return w
+}
+
+// appliedNamespace is the namespace o lands in when the input is applied as kubectl
+// applies it by default: its own, or, when it names none, "default" (kubectl's
+// namespace with no -n and a context that sets none). So a Deployment without a
+// namespace is paired with a Service in namespace: default, as they meet in the
+// cluster. Applied with -n X, objects without a namespace meet each other in X, and
+// kubectl refuses one that names another namespace: pairing them among themselves is
+// right there too. Objects read from a cluster always name theirs.
+func appliedNamespace(o *manifest.Object) string {
+	if o.Namespace == "" {
+		return metav1.NamespaceDefault
+	}
+	return o.Namespace
 }
 
 // selectorIndex finds the selectors that match a label set without trying every one:

@@ -619,3 +619,52 @@ func TestNeedsKubelets(t *testing.T) {
 		}
 	}
 }
+
+// TestAppliedNamespace: an object without a namespace is paired with the objects in
+// namespace default, where kubectl applies it by default, and with none in another.
+func TestAppliedNamespace(t *testing.T) {
+	objs, err := manifest.Read("ns.yaml", []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: web, ports: [{containerPort: 8080}]}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: in-default, namespace: default}
+spec: {selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: unnamed}
+spec: {selector: {app: web}, ports: [{port: 81, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: elsewhere, namespace: shop}
+spec: {selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: default}
+spec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := Workloads(objs)
+	if len(ws) != 1 {
+		t.Fatalf("%d workloads, want 1", len(ws))
+	}
+	var got []string
+	for _, s := range ws[0].Services {
+		got = append(got, s.Name)
+	}
+	if want := []string{"in-default", "unnamed"}; !slices.Equal(got, want) || len(ws[0].PDBs) != 1 {
+		t.Errorf("Services %v, want %v; PDBs %d, want 1", got, want, len(ws[0].PDBs))
+	}
+}
