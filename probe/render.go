@@ -334,14 +334,7 @@ func SVG(w io.Writer, s Summary) error {
 	if latPeak > 0 {
 		item(latencyColor, "latency p99")
 	}
-	if s.Watch != "" {
-		item(servingColor, "pod serving")
-		item(leavingColor, "pod leaving")
-		item(endpointColor, "endpoint")
-	}
-	b.WriteString("\n</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return finish(w, &b, s, item)
 }
 
 // The plot's frame: its size and margins, the event strip above the bars.
@@ -369,6 +362,19 @@ func eventsAndAxis(b *strings.Builder, s Summary, n int, bucketSeconds float64, 
 	for i := 0; i < n; i += step {
 		fmt.Fprintf(b, `<text x="%.1f" y="%g">%gs</text>`+"\n", left+float64(i)*bw, H-bottom+14, math.Round(float64(i)*bucketSeconds*1000)/1000)
 	}
+}
+
+// finish adds the events' colours to the legend (with --watch), closes the SVG and
+// writes it.
+func finish(w io.Writer, b *strings.Builder, s Summary, item func(color, label string)) error {
+	if s.Watch != "" {
+		item(servingColor, "pod serving")
+		item(leavingColor, "pod leaving")
+		item(endpointColor, "endpoint")
+	}
+	b.WriteString("\n</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // legend returns a function that adds an item to the legend below the axis, left to
@@ -457,14 +463,7 @@ func streamsSVG(w io.Writer, s Summary) error {
 	if msgPeak > 0 {
 		item(messagesColor, "messages")
 	}
-	if s.Watch != "" {
-		item(servingColor, "pod serving")
-		item(leavingColor, "pod leaving")
-		item(endpointColor, "endpoint")
-	}
-	b.WriteString("\n</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return finish(w, &b, s, item)
 }
 
 // Stack writes the timelines of summaries one above the other as one SVG: a rollout
