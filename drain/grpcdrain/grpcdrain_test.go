@@ -28,10 +28,13 @@ type backend struct {
 	answers atomic.Int64
 }
 
-func newBackend(t *testing.T) *backend {
+func newBackend(t *testing.T) *backend { return newBackendWith(t, Options{}) }
+
+// newBackendWith is newBackend with opts (their ServerOptions are the backend's own).
+func newBackendWith(t *testing.T, opts Options) *backend {
 	t.Helper()
 	b := &backend{}
-	b.Server = NewServer(Options{ServerOptions: []grpc.ServerOption{grpc.UnaryInterceptor(
+	opts.ServerOptions = []grpc.ServerOption{grpc.UnaryInterceptor(
 		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 			if md, _ := metadata.FromIncomingContext(ctx); len(md.Get("slow")) == 1 {
 				d, _ := time.ParseDuration(md.Get("slow")[0])
@@ -39,7 +42,8 @@ func newBackend(t *testing.T) *backend {
 			}
 			b.answers.Add(1)
 			return next(ctx, req)
-		})}})
+		})}
+	b.Server = NewServer(opts)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
