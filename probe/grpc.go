@@ -30,6 +30,9 @@ func newGRPCSender(u *url.URL, opts Options) (func(Mode) sentResult, func(), err
 	if !opts.Retry {
 		dial = append(dial, grpc.WithDisableRetry())
 	}
+	if opts.Host != "" {
+		dial = append(dial, grpc.WithAuthority(opts.Host))
+	}
 	req := &healthpb.HealthCheckRequest{Service: strings.TrimPrefix(u.Path, "/")}
 	shared, err := grpc.NewClient(u.Host, dial...)
 	if err != nil {

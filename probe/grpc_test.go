@@ -3,12 +3,17 @@ package probe
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 )
 
 // grpc:// probes a gRPC server's health service over a connection per call and over a
@@ -47,5 +52,45 @@ func TestGRPC(t *testing.T) {
 	srv.Stop()
 	if c := run(url, 200*time.Millisecond)[New]; c.ByKind[Refused] != c.Requests {
 		t.Errorf("new connections to a stopped server: %v, want every call refused", c.ByKind)
+	}
+}
+
+// Options.Host names the server as an ingress that routes by host needs it: HTTP's Host
+// header and gRPC's :authority, on new and reused connections alike; unset, the URL's.
+func TestHost(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	saw := func(h string) {
+		mu.Lock()
+		seen[h]++
+		mu.Unlock()
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { saw("http " + r.Host) }))
+	defer hs.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		saw("grpc " + strings.Join(md.Get(":authority"), ","))
+		return next(ctx, req)
+	}))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(l)
+	defer srv.Stop()
+	for _, c := range []struct{ url, host, want string }{
+		{hs.URL, "shop.example", "http shop.example"},
+		{hs.URL, "", "http " + strings.TrimPrefix(hs.URL, "http://")},
+		{"grpc://" + l.Addr().String(), "grpc.shop.example", "grpc grpc.shop.example"},
+		{"grpc://" + l.Addr().String(), "", "grpc " + l.Addr().String()},
+	} {
+		clear(seen)
+		if err := Run(context.Background(), Options{URL: c.url, Host: c.host, Rate: 100, Duration: 200 * time.Millisecond, Timeout: time.Second}, func(Result) {}); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 1 || seen[c.want] != 20 {
+			t.Errorf("%s with Host %q: the server saw %v; want %q 20 times", c.url, c.host, seen, c.want)
+		}
 	}
 }

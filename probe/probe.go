@@ -64,6 +64,10 @@ type Options struct {
 	// Streams, when not 0, holds this many streams open (RunStreams) instead of
 	// sending requests: ws:// WebSockets, or event streams at an http:// URL.
 	Streams int
+	// Host, when set, is the name requests give the server instead of the URL's host
+	// (HTTP's Host header, gRPC's :authority): how an ingress that routes by host is
+	// reached at its address.
+	Host string
 	// Retry lets Go's client resend a request, once and silently, when a reused
 	// keep-alive connection turns out to be closed before any response byte. Off by
 	// default: such a failure (EOF, reset) is counted, as most other clients would see it.
@@ -204,6 +208,9 @@ func newSender(opts Options) (send func(Mode) sentResult, closeAll func(), err e
 	req, err := http.NewRequest(http.MethodGet, opts.URL, nil)
 	if err != nil {
 		return nil, nil, err
+	}
+	if opts.Host != "" {
+		req.Host = opts.Host
 	}
 	clients := map[Mode]*http.Client{}
 	var transports []*http.Transport

@@ -37,6 +37,7 @@ type flags struct {
 	maxFailures int
 	maxInFlight int
 	retry       bool
+	host        string
 	watch       string
 	namespace   string
 	cluster     cli.Cluster
@@ -91,6 +92,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "with --watch: the target's namespace (default: the kubeconfig context's)")
 	f.cluster.Flags(fl) // with --watch
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to FILE, failing as the exit status does")
+	fl.StringVar(&f.host, "host", "", "the name requests give the server instead of the URL's host (HTTP's Host header, gRPC's :authority): an ingress that routes by host, reached at its address")
 	fl.BoolVar(&f.retry, "retry", false, "let a request on a keep-alive connection found closed be resent once, silently, as Go clients do (default: counted as failed, as most clients see it)")
 	return cmd
 }
@@ -132,7 +134,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)
 	}
 	m := probe.Measurement{
-		Options: probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry, Duration: f.duration, Streams: f.streams},
+		Options: probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry, Duration: f.duration, Streams: f.streams, Host: f.host},
 		During:  f.during, Settle: f.settle, CommandOutput: streams.ErrOut, Bucket: f.bucket,
 	}
 	if err := m.Options.Validate(); err != nil {
