@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +52,10 @@ type variant struct {
 	// calibrated: nap's binary at the delay napctl calibrate recommends for the lab's
 	// load balancer paths, measured once per experiment (inject.Delay is set then).
 	calibrated bool
+	// hold: the preStop asks the endpoint hold (hold_test.go), the alternative to the
+	// adaptive wait, to hold until the pod is ready in no EndpointSlice plus this
+	// propagation; 0: no hold.
+	hold time.Duration
 }
 
 // expectation is what a variant must show.
@@ -87,8 +92,15 @@ var (
 	// nap's adaptive wait: until no new connection has reached the pod for 2 s (beyond
 	// its readiness probe's, which inject counts), at most 60 s.
 	napAdaptive = variant{name: "nap adaptive wait", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: inject.WaitAdaptive, Delay: "60s"}, expect: newClean}
+	// The alternative to the adaptive wait (hold_test.go): a server that watches the
+	// EndpointSlices holds the preStop until the pod is ready in none, plus 2 s, the
+	// propagation calibrate measures on the lab's in-cluster routes (at most 2.1 s).
+	holdEndpoints = variant{name: "endpoint hold + 2s", mode: "plain", hold: 2 * time.Second, expect: newClean}
 	// nap at the delay calibrate recommends (TestDowntimeExperiment measures it).
 	napCalibrated = variant{name: "nap preStop at the calibrated delay", mode: "plain", calibrated: true, expect: newClean}
+	// The same with the drain library: streams behind a load balancer.
+	napCalibratedDrain = variant{name: "nap preStop at the calibrated delay + drain", mode: "drain", calibrated: true,
+		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}, expect: clean}
 	// The same, installed with --admission policy: the API server injects (CEL).
 	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, admission: "policy",
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
@@ -302,6 +314,12 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	d.Spec.Template.Spec.NodeSelector = v.nodeSelector
 	c := &d.Spec.Template.Spec.Containers[0]
 	c.Env = append([]corev1.EnvVar{{Name: "APP_MODE", Value: v.mode}}, v.env...)
+	var held *endpointHold
+	if v.hold > 0 {
+		held = startHold(t, cs, v.hold)
+		c.Lifecycle = &corev1.Lifecycle{PreStop: held.hook(ns)}
+		d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64((holdMax + 5*time.Second) / time.Second))
+	}
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -334,11 +352,16 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	host := ""
 	if sc.grpc {
-		if sc.path.path.NodeChecked || sc.path.path.Name != traffic.ClusterIP.Name {
-			t.Fatalf("%s: gRPC is probed at the ClusterIP only", sc)
+		switch {
+		case sc.path.node2 || sc.path.path.NodeChecked:
+			t.Fatalf("%s: gRPC is probed at the ClusterIP and through the ingress, from node 1", sc)
+		case sc.path.path.Name == traffic.Ingress.Name:
+			url, host = grpcIngress(t, cs, ns, svc)
+		default:
+			url = fmt.Sprintf("grpc://%s:%d", svc.Spec.ClusterIP, grpcPort)
 		}
-		url = fmt.Sprintf("grpc://%s:%d", svc.Spec.ClusterIP, grpcPort)
 	}
 	httpURL := url
 	if sc.streams != "" {
@@ -348,7 +371,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		u := strings.TrimSuffix(url, "/")
 		url = map[string]string{"websocket": "ws" + strings.TrimPrefix(u, "http") + "/ws", "sse": u + "/events"}[sc.streams]
 	}
-	target := vantage{url: url, node2: sc.path.node2}
+	target := vantage{url: url, host: host, node2: sc.path.node2}
 	lbName := "app-" + sc.path.path.Name // traffic's load balancer Service
 	lbLocal := sc.path.path.Name == traffic.LoadBalancerLocal.Name
 	if sc.path.path.NodeChecked {
@@ -367,7 +390,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	clearSynSent(t)
 	term := watchTerminations(t, cs, ns)
 	var scrapes *scraper
-	if v.inject != nil && v.inject.Wait == inject.WaitAdaptive {
+	if v.inject != nil && v.inject.Wait == inject.WaitAdaptive || v.hold > 0 {
 		scrapes = startScraper(t, cs, ns) // background the adaptive wait must not count on
 	}
 	start := time.Now()
@@ -397,6 +420,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	t.Logf("%s: probed for %v; pods from deletion to exit: %v", sc, time.Since(start).Round(time.Second), took)
 	if scrapes != nil {
 		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)
+	}
+	if held != nil {
+		t.Logf("%s: the endpoint hold:%s", sc, held.report())
 	}
 	if len(s.FirstErrors) > 0 {
 		t.Logf("%s: first errors %q", sc, s.FirstErrors)
@@ -504,15 +530,39 @@ func waitRolledOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Fatalf("rollout in %s not done after 3 minutes", ns)
 }
 
+// grpcIngress routes the demo app's gRPC port through the ingress by host (a gRPC
+// call's path is its method: no prefix can tell one namespace's from another's), to
+// the backend over h2c (Traefik's service.serversscheme), and returns the ingress's
+// address and the host to call it by.
+func grpcIngress(t *testing.T, cs *kubernetes.Clientset, ns string, svc *corev1.Service) (url, host string) {
+	t.Helper()
+	ctx := context.Background()
+	host = "grpc." + ns + ".nap.test"
+	svc.Annotations = map[string]string{"traefik.ingress.kubernetes.io/service.serversscheme": "h2c"}
+	if _, err := cs.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "app-grpc"}, Spec: networkingv1.IngressSpec{
+		IngressClassName: ptr.To(ingressClass),
+		Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{
+				Service: &networkingv1.IngressServiceBackend{Name: svc.Name, Port: networkingv1.ServiceBackendPort{Number: grpcPort}}}}}}}}}}}
+	if _, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return "grpc://" + strings.TrimSuffix(strings.TrimPrefix(ingressURL(t, cs, ""), "http://"), "/") + ":80", host
+}
+
 // waitServing waits until url answers (kube-proxy has its rules, the pod listens): one
 // request at a time with a short timeout, for at most 30 s, before any load is sent.
-func waitServing(t *testing.T, url string) {
+// host, when not empty, is the name the requests give (probe.Options.Host).
+func waitServing(t *testing.T, url string, host ...string) {
 	t.Helper()
 	if strings.HasPrefix(url, "grpc://") {
 		// One call of the probe's own: it answers once one succeeds.
 		var last probe.Result
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			probe.Run(context.Background(), probe.Options{URL: url, Rate: 10, Duration: 100 * time.Millisecond, Timeout: time.Second, Modes: []probe.Mode{probe.New}},
+			probe.Run(context.Background(), probe.Options{URL: url, Host: strings.Join(host, ""), Rate: 10, Duration: 100 * time.Millisecond, Timeout: time.Second, Modes: []probe.Mode{probe.New}},
 				func(r probe.Result) { last = r })
 			if last.Kind == probe.OK {
 				return
@@ -521,10 +571,14 @@ func waitServing(t *testing.T, url string) {
 		t.Fatalf("%s never answered: %s %s", url, last.Kind, last.Err)
 	}
 	c := &http.Client{Timeout: time.Second}
-	var err error
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = strings.Join(host, "")
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		var resp *http.Response
-		if resp, err = c.Get(url); err == nil {
+		if resp, err = c.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return
@@ -693,7 +747,7 @@ func experiment(rounds int) []scenario {
 	var scs []scenario
 	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress, lbLocal, lbCluster} {
 		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
-			vs := []variant{noDelay, napBinary, napNative, napAdaptive}
+			vs := []variant{noDelay, napBinary, napNative, napAdaptive, holdEndpoints}
 			if p.String() == clusterIPNode1.String() && d == rollingRestart {
 				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
@@ -701,7 +755,7 @@ func experiment(rounds int) []scenario {
 				// Behind a load balancer the lab's 5 s is expected to fail where a
 				// node is left without a pod (Local: a scale-down, a drain); the
 				// calibrated delay must not.
-				vs = []variant{noDelay, lbExpect(napBinary, p, d), lbExpect(napNative, p, d), napCalibrated, napAdaptive}
+				vs = []variant{noDelay, lbExpect(napBinary, p, d), lbExpect(napNative, p, d), napCalibrated, napAdaptive, lbExpect(holdEndpoints, p, d)}
 			}
 			for _, v := range vs {
 				r := rounds
@@ -715,14 +769,17 @@ func experiment(rounds int) []scenario {
 			}
 		}
 	}
-	// gRPC at the ClusterIP from node 1: the delay, drain, and both.
-	for _, d := range []disruption{rollingRestart, nodeDrain} {
-		for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
-			r := rounds
-			if d == nodeDrain {
-				r = 1
+	// gRPC at the ClusterIP from node 1 and through the ingress (by host, h2c to the
+	// pods): the delay, drain, and both.
+	for _, p := range []labPath{clusterIPNode1, viaIngress} {
+		for _, d := range []disruption{rollingRestart, nodeDrain} {
+			for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
+				r := rounds
+				if d == nodeDrain {
+					r = 1
+				}
+				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r, grpc: true})
 			}
-			scs = append(scs, scenario{path: clusterIPNode1, disruption: d, variant: v, rounds: r, grpc: true})
 		}
 	}
 	// Held WebSockets and event streams at the ClusterIP from node 1 and through the
@@ -739,6 +796,14 @@ func experiment(rounds int) []scenario {
 					scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r, streams: s})
 				}
 			}
+		}
+	}
+	// WebSockets behind the load balancer in a node drain: with Local, the drained node
+	// stays in it for three checks after its pods went, and a reconnect sent there finds
+	// no pod; drain ends the streams cleanly, the delay must cover the checks.
+	for _, p := range []labPath{lbLocal, lbCluster} {
+		for _, v := range []variant{noDelay, lbExpect(napDrain, p, nodeDrain), napCalibratedDrain} {
+			scs = append(scs, scenario{path: p, disruption: nodeDrain, variant: v, rounds: 1, streams: "websocket"})
 		}
 	}
 	return scs

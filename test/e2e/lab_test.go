@@ -48,7 +48,8 @@ const (
 // vantage is where a probe runs and what it sends to.
 type vantage struct {
 	url   string
-	node2 bool // from node 2's network namespace
+	host  string // the name requests give the server, when not the URL's (probe.Options.Host)
+	node2 bool   // from node 2's network namespace
 }
 
 // prober is a probe running in the background; stop ends it and returns its summary.
@@ -64,11 +65,11 @@ func startProbe(t *testing.T, v vantage, rate float64) prober {
 		waitServingNode2(t, v.url)
 		return startNode2Probe(t, v.url, rate)
 	}
-	waitServing(t, v.url)
+	waitServing(t, v.url, v.host)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &localProbe{cancel: cancel, done: make(chan error, 1), start: time.Now()}
 	p.rep = probe.NewReport(p.start, 500*time.Millisecond)
-	p.opts = probe.Options{URL: v.url, Rate: rate, Timeout: 2 * time.Second}
+	p.opts = probe.Options{URL: v.url, Host: v.host, Rate: rate, Timeout: 2 * time.Second}
 	go func() { p.done <- probe.Run(ctx, p.opts, p.rep.Add) }()
 	return p
 }
