@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,12 @@ type Options struct {
 	Replicas  int32
 	Resources *corev1.ResourceRequirements
 }
+
+// routeDelay is how long the controller's routes take to follow a replica, both ways:
+// its preStop keeps a stopping replica serving that long, and a new one counts as
+// available that long after it is ready (the lab's in-cluster routes follow within
+// about 2 s: docs/downtime.md).
+const routeDelay = 5 * time.Second
 
 // Admission is the way pods get their delay at admission.
 type Admission string
@@ -257,6 +264,12 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	deploy := &appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: meta(controller.Name, true), Spec: appsv1.DeploymentSpec{
 		Replicas: &replicas,
+		// A replica counts as available (helm install --wait, kubectl rollout status,
+		// the rolling update's next step) routeDelay after it is ready: by then its
+		// endpoint has reached the kube-proxies and the API server's calls through the
+		// Service reach it. Without it, helm install --wait returned while the Service
+		// still refused, and a pod admitted right after was not injected.
+		MinReadySeconds: int32(routeDelay / time.Second),
 		Selector: &metav1.LabelSelector{MatchLabels: appLabels},
 		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
@@ -282,7 +295,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 					// until a stopping replica is out of its endpoints (nap's own lint
 					// asks for this). The image carries nap for it.
 					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-						Command: []string{kube.ControllerImageNapPath, "5s"}}}},
+						Command: []string{kube.ControllerImageNapPath, routeDelay.String()}}}},
 					ReadinessProbe: probe("/readyz"),
 					LivenessProbe:  probe("/healthz"),
 					Resources:      resources,
