@@ -270,7 +270,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		// Service reach it. Without it, helm install --wait returned while the Service
 		// still refused, and a pod admitted right after was not injected.
 		MinReadySeconds: int32(routeDelay / time.Second),
-		Selector: &metav1.LabelSelector{MatchLabels: appLabels},
+		Selector:        &metav1.LabelSelector{MatchLabels: appLabels},
 		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
 		Template: corev1.PodTemplateSpec{
