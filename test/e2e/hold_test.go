@@ -35,6 +35,7 @@ type endpointHold struct {
 	cs          *kubernetes.Clientset
 	propagation time.Duration
 	nodes       map[string]string // InternalIP: node name
+	host        string            // where it listens: node 1's InternalIP
 	port        int
 	srv         *http.Server
 
@@ -81,7 +82,7 @@ func startHold(t *testing.T, cs *kubernetes.Clientset, propagation time.Duration
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.port = l.Addr().(*net.TCPAddr).Port
+	h.host, h.port = listen, l.Addr().(*net.TCPAddr).Port
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go h.srv.Serve(l)
 	t.Cleanup(func() { h.srv.Close() })
@@ -90,13 +91,7 @@ func startHold(t *testing.T, cs *kubernetes.Clientset, propagation time.Duration
 
 // hook is the preStop handler that asks h to hold a pod of namespace ns.
 func (h *endpointHold) hook(ns string) *corev1.LifecycleHandler {
-	host := ""
-	for ip, n := range h.nodes {
-		if n == node1 {
-			host = ip
-		}
-	}
-	return &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Host: host, Port: intstr.FromInt(h.port), Path: "/hold/" + ns}}
+	return &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Host: h.host, Port: intstr.FromInt(h.port), Path: "/hold/" + ns}}
 }
 
 func (h *endpointHold) ServeHTTP(w http.ResponseWriter, r *http.Request) {
