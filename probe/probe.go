@@ -110,6 +110,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("timeout %v: must not be negative", o.Timeout)
 	case o.MaxInFlight < 0:
 		return fmt.Errorf("max-in-flight %d: must not be negative", o.MaxInFlight)
+	case o.Host != "" && o.Streams > 0:
+		return fmt.Errorf("host %q: names the server of requests, not of held streams", o.Host)
 	}
 	for _, m := range o.Modes {
 		if m != New && m != Reuse {

@@ -67,6 +67,7 @@ func TestProbeCommand(t *testing.T) {
 		{args: []string{"probe", srv.URL, "--settle", "-1s"}, want: "--settle -1s"},
 		{args: []string{"probe", srv.URL, "--max-in-flight", "-1"}, want: "--max-in-flight -1"},
 		{args: []string{"probe", srv.URL, "-n", "shop"}, want: "-n goes with --watch"},
+		{args: []string{"probe", srv.URL, "--streams", "2", "--host", "shop.example"}, want: `--host "shop.example": names the server of requests`},
 	} {
 		// probe's 1 is its verdict (requests failed): its errors are 2.
 		if code, stdout, stderr := runNapctl(c.args...); code != 2 || stdout != "" || !strings.Contains(stderr, c.want) {
