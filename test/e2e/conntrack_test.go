@@ -60,7 +60,7 @@ func TestStaleSynSent(t *testing.T) {
 	}
 	live, cip := pods.Items[0].Status.PodIP, svc.Spec.ClusterIP
 	url := "http://" + cip + "/"
-	waitServing(t, url)
+	waitServing(t, url, "")
 	src := routeSrc(t, cip) // the host's address toward the ClusterIP: node 1's bridge
 	// Ports outside the ephemeral range: no other connection of this machine takes them.
 	const base = 61200

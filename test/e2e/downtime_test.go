@@ -391,7 +391,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	term := watchTerminations(t, cs, ns)
 	var scrapes *scraper
 	if v.inject != nil && v.inject.Wait == inject.WaitAdaptive || v.hold > 0 {
-		scrapes = startScraper(t, cs, ns) // background the adaptive wait must not count on
+		// Background the adaptive wait must not count on; beside the endpoint hold too,
+		// so that both are measured under the same traffic.
+		scrapes = startScraper(t, cs, ns)
 	}
 	start := time.Now()
 	var pr prober
@@ -556,13 +558,13 @@ func grpcIngress(t *testing.T, cs *kubernetes.Clientset, ns string, svc *corev1.
 // waitServing waits until url answers (kube-proxy has its rules, the pod listens): one
 // request at a time with a short timeout, for at most 30 s, before any load is sent.
 // host, when not empty, is the name the requests give (probe.Options.Host).
-func waitServing(t *testing.T, url string, host ...string) {
+func waitServing(t *testing.T, url, host string) {
 	t.Helper()
 	if strings.HasPrefix(url, "grpc://") {
 		// One call of the probe's own: it answers once one succeeds.
 		var last probe.Result
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			probe.Run(context.Background(), probe.Options{URL: url, Host: strings.Join(host, ""), Rate: 10, Duration: 100 * time.Millisecond, Timeout: time.Second, Modes: []probe.Mode{probe.New}},
+			probe.Run(context.Background(), probe.Options{URL: url, Host: host, Rate: 10, Duration: 100 * time.Millisecond, Timeout: time.Second, Modes: []probe.Mode{probe.New}},
 				func(r probe.Result) { last = r })
 			if last.Kind == probe.OK {
 				return
@@ -575,7 +577,7 @@ func waitServing(t *testing.T, url string, host ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Host = strings.Join(host, "")
+	req.Host = host
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		var resp *http.Response
 		if resp, err = c.Do(req); err == nil {

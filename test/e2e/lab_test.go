@@ -110,7 +110,7 @@ const heldStreams = 20
 // first.
 func startStreams(t *testing.T, url, check string) prober {
 	t.Helper()
-	waitServing(t, check)
+	waitServing(t, check, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &streamProbe{cancel: cancel, done: make(chan struct{}), url: url, start: time.Now()}
 	go func() {

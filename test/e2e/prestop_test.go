@@ -233,7 +233,7 @@ func TestNapBinaryPreStop(t *testing.T) {
 	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeBinary, Delay: "4s"}))
 	// The pod keeps serving while the hook holds it: probe it directly for 3 of the 4s.
 	url := "http://" + pod.Status.PodIP + ":8080/"
-	waitServing(t, url)
+	waitServing(t, url, "")
 	rep := probe.NewReport(time.Now(), time.Second)
 	served := make(chan error, 1)
 	go func() {

@@ -37,7 +37,7 @@ func TestProbeWatch(t *testing.T) {
 	}
 	waitRolledOut(t, cs, ns)
 	url := "http://" + svc.Spec.ClusterIP + "/"
-	waitServing(t, url)
+	waitServing(t, url, "")
 	before, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
 	if err != nil {
 		t.Fatal(err)
