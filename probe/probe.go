@@ -211,9 +211,7 @@ func newSender(opts Options) (send func(Mode) sentResult, closeAll func(), err e
 	if err != nil {
 		return nil, nil, err
 	}
-	if opts.Host != "" {
-		req.Host = opts.Host
-	}
+	req.Host = opts.Host // "": the URL's
 	clients := map[Mode]*http.Client{}
 	var transports []*http.Transport
 	for _, m := range opts.Modes {
