@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -65,5 +66,28 @@ func benchPod() *corev1.Pod {
 			ServiceAccountName: "default", SchedulerName: "default-scheduler",
 			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
 		},
+	}
+}
+
+// BenchmarkInjectorHandleNodes is the same admission in a cluster of 5,000 nodes
+// (Kubernetes' tested limit), as the webhook reads them at every admission.
+func BenchmarkInjectorHandleNodes(b *testing.B) {
+	v := kube.Version{Major: 1, Minor: 34}
+	nodes := make([]kube.Node, 5000)
+	for k := range nodes {
+		nodes[k] = kube.Node{Name: fmt.Sprintf("node-%05d", k), Kubelet: v, Labels: map[string]string{"kubernetes.io/os": "linux", "topology.kubernetes.io/zone": fmt.Sprintf("zone-%d", k%3)}}
+	}
+	i := &Injector{Options: inject.Options{Kube: &v, Delay: "5s"}, Nodes: func(context.Context) ([]kube.Node, error) { return nodes, nil }}
+	raw, err := json.Marshal(benchPod())
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+		Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := i.Handle(context.Background(), req); len(r.Patches) == 0 {
+			b.Fatalf("not injected: %+v", r)
+		}
 	}
 }
