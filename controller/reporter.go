@@ -139,6 +139,7 @@ type Reporter struct {
 	dirty    map[string]bool // namespaces changed since the last scan
 	allDirty bool
 	scanned  map[string]*nsScan // each namespace's last scan (Scan's own)
+	base     *merged            // scanned taken together
 	pods     toolscache.Indexer // the pod informer's store, once asked for
 	rescans  int                // namespaces the last Scan read the pods of
 }
@@ -221,62 +222,71 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 			r.mu.Unlock()
 		}
 	}()
-	if full {
-		r.scanned = map[string]*nsScan{}
-	}
 	// Read-only, so the cache's objects themselves, not deep copies.
 	ro := client.UnsafeDisableDeepCopy
-	var nsList corev1.NamespaceList
-	if err := r.Client.List(ctx, &nsList, ro); err != nil {
-		return nil, nil, err
-	}
-	present := make(map[string]bool, len(nsList.Items))
-	for _, ns := range nsList.Items {
-		present[ns.Name] = true
-	}
-	for name := range r.scanned {
-		if !present[name] {
-			delete(r.scanned, name)
-		}
-	}
 	var env *scanEnv // the nodes, read once a pass and only when a namespace is scanned
-	r.rescans = 0
-	for i := range nsList.Items {
-		ns := &nsList.Items[i]
-		if !full && !dirty[ns.Name] && r.scanned[ns.Name] != nil {
-			continue
-		}
+	rescan := func(ns *corev1.Namespace) error {
 		if env == nil {
-			if env, err = r.env(ctx); err != nil {
-				return nil, nil, err
+			e, err := r.env(ctx)
+			if err != nil {
+				return err
 			}
+			env = e
 		}
 		s, err := r.scanNamespace(ctx, ns, env)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
+		r.base.forget(r.scanned[ns.Name])
+		r.base.add(s)
 		r.scanned[ns.Name] = s
 		r.rescans++
+		return nil
+	}
+	r.rescans = 0
+	if full {
+		r.scanned, r.base = map[string]*nsScan{}, newMerged()
+		var nsList corev1.NamespaceList
+		if err := r.Client.List(ctx, &nsList, ro); err != nil {
+			return nil, nil, err
+		}
+		for i := range nsList.Items {
+			if err := rescan(&nsList.Items[i]); err != nil {
+				return nil, nil, err
+			}
+		}
+	} else {
+		// Only the namespaces told of: at rest a pass reads nothing of the namespaces,
+		// and what they showed is kept merged.
+		for _, name := range slices.Sorted(maps.Keys(dirty)) {
+			var ns corev1.Namespace
+			err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &ns, ro)
+			switch {
+			case apierrors.IsNotFound(err):
+				r.base.forget(r.scanned[name])
+				delete(r.scanned, name)
+			case err != nil:
+				return nil, nil, err
+			default:
+				if err := rescan(&ns); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.base.missed)) {
+		notInjected = append(notInjected, r.scanned[name].notInjected...)
 	}
 
-	byKey := map[findingKey]*Finding{}
-	add := func(w WorkloadRef, reason Reason, cause, pod, msg string) {
-		k := findingKey{workload: w, reason: reason, cause: cause}
-		f := byKey[k]
-		if f == nil {
-			f = &Finding{Workload: w, Reason: reason, Cause: cause, Message: msg}
-			byKey[k] = f
-		}
-		if pod != "" && !slices.Contains(f.Pods, pod) {
-			f.Pods = append(f.Pods, pod)
-		}
+	// The pods' findings, then the events' on copies of them.
+	byKey := make(map[findingKey]*Finding, len(r.base.findings))
+	for k, f := range r.base.findings {
+		c := *f
+		c.Pods = slices.Clone(f.Pods)
+		byKey[k] = &c
 	}
-	for _, ns := range nsList.Items {
-		s := r.scanned[ns.Name]
-		for _, f := range s.finds {
-			add(f.workload, f.reason, "", f.pod, f.message)
-		}
-		notInjected = append(notInjected, s.notInjected...)
+	add := func(w WorkloadRef, reason Reason, cause, pod, msg string) {
+		addFinding(byKey, findingKey{workload: w, reason: reason, cause: cause}, pod, msg)
 	}
 	// What the workload's pods' hooks run, from its namespace's scan.
 	hookKind := func(w WorkloadRef) hook.Kind {
@@ -321,6 +331,53 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 		return strings.Compare(a.Workload.String()+string(a.Reason)+a.Cause, b.Workload.String()+string(b.Reason)+b.Cause)
 	})
 	return out, notInjected, nil
+}
+
+// merged is the namespaces' scans taken together, kept as they change: their findings
+// by workload, reason and cause, and the namespaces with pods not injected.
+type merged struct {
+	findings map[findingKey]*Finding
+	missed   map[string]bool
+}
+
+func newMerged() *merged {
+	return &merged{findings: map[findingKey]*Finding{}, missed: map[string]bool{}}
+}
+
+// add takes in a namespace's scan.
+func (m *merged) add(s *nsScan) {
+	for _, f := range s.finds {
+		addFinding(m.findings, findingKey{workload: f.workload, reason: f.reason}, f.pod, f.message)
+	}
+	if len(s.notInjected) > 0 {
+		m.missed[s.notInjected[0].Namespace] = true
+	}
+}
+
+// forget takes out a namespace's scan (nil: none): a workload is of one namespace, so
+// its findings are that scan's alone.
+func (m *merged) forget(s *nsScan) {
+	if s == nil {
+		return
+	}
+	for _, f := range s.finds {
+		delete(m.findings, findingKey{workload: f.workload, reason: f.reason})
+	}
+	if len(s.notInjected) > 0 {
+		delete(m.missed, s.notInjected[0].Namespace)
+	}
+}
+
+// addFinding adds pod (if any) to the finding of key, made with msg if new.
+func addFinding(byKey map[findingKey]*Finding, k findingKey, pod, msg string) {
+	f := byKey[k]
+	if f == nil {
+		f = &Finding{Workload: k.workload, Reason: k.reason, Cause: k.cause, Message: msg}
+		byKey[k] = f
+	}
+	if pod != "" && !slices.Contains(f.Pods, pod) {
+		f.Pods = append(f.Pods, pod)
+	}
 }
 
 // scanEnv is what a pass reads once for every namespace it scans: the nodes' kubelets.

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nap-k8s/nap/scope"
@@ -19,7 +20,7 @@ import (
 // (Informers) against one that scans every pod at each pass, on the same caches of a
 // real kube-apiserver: after each kind of change they find the same, and the told one
 // read again only the namespaces the change was in (every one after a node's kubelet
-// changed), and none at rest. The NodeSet the webhook reads follows the same nodes.
+// changed), and none at rest, through namespaces deleted and added too. The NodeSet the webhook reads follows the same nodes.
 func TestReporterIncremental(t *testing.T) {
 	_, mgr := envtestManager(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -130,11 +131,26 @@ func TestReporterIncremental(t *testing.T) {
 	must(w.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "missed-0", Namespace: "in"}}, client.GracePeriodSeconds(0)))
 	step("a pod deleted", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/plain/api not-injected api-0", one)
 
+	// A namespace gone (envtest runs no namespace controller: its finalizer is lifted
+	// here), its pods still in the cache; then one new, with a pod the webhook missed.
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	must(err)
+	must(w.Get(ctx, client.ObjectKey{Name: "plain"}, &ns))
+	must(w.Delete(ctx, &ns))
+	must(w.Get(ctx, client.ObjectKey{Name: "plain"}, &ns))
+	ns.Spec.Finalizers = nil
+	_, err = cs.CoreV1().Namespaces().Finalize(ctx, &ns, metav1.UpdateOptions{})
+	must(err)
+	step("a namespace deleted", "StatefulSet/in/missed not-injected missed-1", func(n int) bool { return n <= 2 })
+	must(w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "late", Labels: map[string]string{InjectLabel: "enabled"}}}))
+	pod("late", "lost-0", false)
+	step("a namespace added", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/late/lost not-injected lost-0", one)
+
 	// A kubelet too old for the native sleep: every namespace is read again.
 	must(w.Get(ctx, client.ObjectKey{Name: "node-a"}, node))
 	node.Status.NodeInfo.KubeletVersion = "v1.29.4"
 	must(w.Status().Update(ctx, node))
-	step("a node's kubelet changed", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/in/sleepy native-sleep-unsupported sleepy-0\nStatefulSet/other/calm native-sleep-unsupported calm-0\nStatefulSet/plain/api not-injected api-0", all)
+	step("a node's kubelet changed", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/in/sleepy native-sleep-unsupported sleepy-0\nStatefulSet/late/lost not-injected lost-0\nStatefulSet/other/calm native-sleep-unsupported calm-0", all)
 
 	// The webhook's nodes: the kubelet as it is now, then a second node.
 	names := func() string {
