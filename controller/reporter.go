@@ -322,14 +322,21 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 		add(w, FailedPreStopHook, cause, e.InvolvedObject.Name, "preStop hook failed ("+cause+"): "+why)
 	}
 
-	out := make([]Finding, 0, len(byKey))
+	// Sorted by workload, reason and cause as one string, each made once.
+	type keyed struct {
+		key string
+		f   Finding
+	}
+	ks := make([]keyed, 0, len(byKey))
 	for _, f := range byKey {
 		slices.Sort(f.Pods)
-		out = append(out, *f)
+		ks = append(ks, keyed{f.Workload.String() + string(f.Reason) + f.Cause, *f})
 	}
-	slices.SortFunc(out, func(a, b Finding) int {
-		return strings.Compare(a.Workload.String()+string(a.Reason)+a.Cause, b.Workload.String()+string(b.Reason)+b.Cause)
-	})
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	out := make([]Finding, len(ks))
+	for i := range ks {
+		out[i] = ks[i].f
+	}
 	return out, notInjected, nil
 }
 
