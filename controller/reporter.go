@@ -140,8 +140,12 @@ type Reporter struct {
 	allDirty bool
 	scanned  map[string]*nsScan // each namespace's last scan (Scan's own)
 	base     *merged            // scanned taken together
-	pods     toolscache.Indexer // the pod informer's store, once asked for
-	rescans  int                // namespaces the last Scan read the pods of
+	// Told of by Watch: events changed since the last scan; last is that scan's result,
+	// the next one's too when nothing was told.
+	watching, eventsDirty bool
+	last                  *scanResult
+	pods                  toolscache.Indexer // the pod informer's store, once asked for
+	rescans               int                // namespaces the last Scan read the pods of
 }
 
 type findingKey struct {
@@ -212,13 +216,19 @@ func (r *Reporter) Pass(ctx context.Context) error {
 func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []corev1.Pod, err error) {
 	r.mu.Lock()
 	full := r.Informers == nil || r.scanned == nil || r.allDirty
-	dirty := r.dirty
-	r.dirty, r.allDirty = map[string]bool{}, false
+	dirty, eventsDirty, last := r.dirty, r.eventsDirty, r.last
+	r.dirty, r.allDirty, r.eventsDirty = map[string]bool{}, false, false
+	told := r.watching
 	r.mu.Unlock()
+	r.rescans = 0
+	if !full && told && len(dirty) == 0 && !eventsDirty && last != nil {
+		// Nothing told since the last scan: what it found stands.
+		return slices.Clone(last.found), slices.Clone(last.notInjected), nil
+	}
 	defer func() {
 		if err != nil { // what was taken as changed is scanned again
 			r.mu.Lock()
-			r.allDirty = true
+			r.allDirty, r.eventsDirty = true, true
 			r.mu.Unlock()
 		}
 	}()
@@ -243,7 +253,6 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 		r.rescans++
 		return nil
 	}
-	r.rescans = 0
 	if full {
 		r.scanned, r.base = map[string]*nsScan{}, newMerged()
 		var nsList corev1.NamespaceList
@@ -337,7 +346,16 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 	for i := range ks {
 		out[i] = ks[i].f
 	}
+	r.mu.Lock()
+	r.last = &scanResult{slices.Clone(out), slices.Clone(notInjected)}
+	r.mu.Unlock()
 	return out, notInjected, nil
+}
+
+// scanResult is what a scan returned.
+type scanResult struct {
+	found       []Finding
+	notInjected []corev1.Pod
 }
 
 // merged is the namespaces' scans taken together, kept as they change: their findings
@@ -607,6 +625,11 @@ func (r *Reporter) Watch(ctx context.Context) error {
 		r.allDirty = true
 		r.mu.Unlock()
 	}
+	events := func(any) {
+		r.mu.Lock()
+		r.eventsDirty = true
+		r.mu.Unlock()
+	}
 	r.mu.Lock()
 	r.dirty = map[string]bool{}
 	r.mu.Unlock()
@@ -617,6 +640,7 @@ func (r *Reporter) Watch(ctx context.Context) error {
 		{&corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
 		{&corev1.Service{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
 		{&corev1.Namespace{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
+		{&corev1.Event{}, toolscache.ResourceEventHandlerFuncs{AddFunc: events, UpdateFunc: func(_, o any) { events(o) }, DeleteFunc: events}},
 		{&corev1.Node{}, toolscache.ResourceEventHandlerFuncs{AddFunc: all, DeleteFunc: all, UpdateFunc: func(old, o any) {
 			a, errA := nodeOf(old)
 			b, errB := nodeOf(o)
@@ -642,7 +666,7 @@ func (r *Reporter) Watch(ctx context.Context) error {
 	}
 	// The objects present were all told as added: the next scan is a full one anyway.
 	r.mu.Lock()
-	r.dirty, r.allDirty = map[string]bool{}, true
+	r.dirty, r.allDirty, r.watching = map[string]bool{}, true, true
 	r.mu.Unlock()
 	return nil
 }

@@ -20,7 +20,8 @@ import (
 // (Informers) against one that scans every pod at each pass, on the same caches of a
 // real kube-apiserver: after each kind of change they find the same, and the told one
 // read again only the namespaces the change was in (every one after a node's kubelet
-// changed), and none at rest, through namespaces deleted and added too. The NodeSet the webhook reads follows the same nodes.
+// changed), and none at rest, through namespaces deleted and added too; a pass told of
+// nothing returns what the last one found. The NodeSet the webhook reads follows the same nodes.
 func TestReporterIncremental(t *testing.T) {
 	_, mgr := envtestManager(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -146,11 +147,18 @@ func TestReporterIncremental(t *testing.T) {
 	pod("late", "lost-0", false)
 	step("a namespace added", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/late/lost not-injected lost-0", one)
 
+	// The kubelet's event of a failed hook: no namespace is read again, the events are.
+	must(w.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "sleepy-0.hook", Namespace: "in"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "in", Name: "sleepy-0"}, Reason: "FailedPreStopHook", Type: corev1.EventTypeWarning,
+		Message: "PreStopHook failed"}))
+	step("a FailedPreStopHook event", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/in/sleepy failed-prestop-hook sleepy-0\nStatefulSet/late/lost not-injected lost-0",
+		func(n int) bool { return n == 0 })
+
 	// A kubelet too old for the native sleep: every namespace is read again.
 	must(w.Get(ctx, client.ObjectKey{Name: "node-a"}, node))
 	node.Status.NodeInfo.KubeletVersion = "v1.29.4"
 	must(w.Status().Update(ctx, node))
-	step("a node's kubelet changed", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/in/sleepy native-sleep-unsupported sleepy-0\nStatefulSet/late/lost not-injected lost-0\nStatefulSet/other/calm native-sleep-unsupported calm-0", all)
+	step("a node's kubelet changed", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/in/sleepy failed-prestop-hook sleepy-0\nStatefulSet/in/sleepy native-sleep-unsupported sleepy-0\nStatefulSet/late/lost not-injected lost-0\nStatefulSet/other/calm native-sleep-unsupported calm-0", all)
 
 	// The webhook's nodes: the kubelet as it is now, then a second node.
 	names := func() string {
