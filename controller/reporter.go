@@ -173,6 +173,9 @@ func (r *Reporter) Start(ctx context.Context) error {
 	}
 	if r.Informers != nil {
 		if err := r.Watch(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while the informers filled: not an error
+			}
 			return err
 		}
 	}
