@@ -378,7 +378,7 @@ func (m *merged) add(s *nsScan) {
 		addFinding(m.findings, findingKey{workload: f.workload, reason: f.reason}, f.pod, f.message)
 	}
 	if len(s.notInjected) > 0 {
-		m.missed[s.notInjected[0].Namespace] = true
+		m.missed[s.namespace] = true
 	}
 }
 
@@ -392,7 +392,7 @@ func (m *merged) forget(s *nsScan) {
 		delete(m.findings, findingKey{workload: f.workload, reason: f.reason})
 	}
 	if len(s.notInjected) > 0 {
-		delete(m.missed, s.notInjected[0].Namespace)
+		delete(m.missed, s.namespace)
 	}
 }
 
@@ -524,6 +524,7 @@ func (r *Reporter) podIndex(ctx context.Context) (toolscache.Indexer, error) {
 
 // nsScan is what one namespace's pods showed at its last scan.
 type nsScan struct {
+	namespace   string
 	finds       []podFinding
 	notInjected []corev1.Pod
 	hookKinds   map[WorkloadRef]hook.Kind
@@ -542,7 +543,7 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 	if err != nil {
 		return nil, err
 	}
-	out := &nsScan{}
+	out := &nsScan{namespace: ns.Name}
 	var svcs []corev1.Service
 	listed := false
 	selecting := func(p *corev1.Pod) (string, bool, error) {
