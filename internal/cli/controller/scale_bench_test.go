@@ -858,7 +858,7 @@ func scaleReport(rs []scaleResult, steady, round time.Duration) string {
 			return fmt.Sprintf("%.0f (%.1f MiB)", r.scan.allocs, r.scan.bytes/(1<<20))
 		}},
 		{"one Reporter scan at rest (every 10 s; nothing changed; median of 5): time", "namespaces", func(r scaleResult) float64 { return r.scanRest.time.Seconds() }, func(r scaleResult) string {
-			return fmt.Sprintf("%.1f ms", float64(r.scanRest.time.Microseconds())/1000)
+			return fmt.Sprintf("%d µs", r.scanRest.time.Microseconds())
 		}},
 		{"one Reporter scan at rest: allocations", "namespaces", func(r scaleResult) float64 { return r.scanRest.allocs }, func(r scaleResult) string {
 			return fmt.Sprintf("%.0f (%.1f MiB)", r.scanRest.allocs, r.scanRest.bytes/(1<<20))
