@@ -179,8 +179,13 @@ func rootWith(t *testing.T, im impl) (root string, inside []string) {
 	return root, []string{"/qemu", "/nap"}
 }
 
+// copyFile copies from to to, holding syscall.ForkLock so that no process forked
+// meanwhile (tests start them concurrently) inherits the file open for writing: exec'd
+// while such a child has not yet exec'd, it fails with ETXTBSY ("text file busy").
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	t.Helper()
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
 	in, err := os.Open(from)
 	if err != nil {
 		t.Fatal(err)
