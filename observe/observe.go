@@ -62,7 +62,9 @@ type Watcher struct {
 	mu     sync.Mutex
 	events []Event
 	pods   map[string]string // every pod of the target seen, to its node
-	// endpoints of the target's pods by Service, then EndpointSlice, then pod.
+	// endpoints of the namespace's pods by Service, then EndpointSlice, then pod: every
+	// pod's, since the slices' watch may name a new pod of the target before the pods'
+	// watch does. Events are the target's pods' alone.
 	endpoints map[string]map[string]map[string]endpoint
 }
 
@@ -104,8 +106,8 @@ func Start(ctx context.Context, cs kubernetes.Interface, t Target) (*Watcher, er
 	w.done.Go(func() { <-ctx.Done(); podsOnly.Shutdown(); all.Shutdown() })
 	synced, cancel := context.WithTimeout(ctx, SyncTimeout)
 	defer cancel()
-	// The pods' handler has seen every existing pod before the slices are listed: an
-	// endpoint is kept only when its pod is the target's.
+	// The pods' handler has seen every existing pod before the slices are listed, so
+	// that an existing pod's endpoints are known as the target's from the start.
 	podsOnly.Start(ctx.Done())
 	if cache.WaitForCacheSync(synced.Done(), podsSeen.HasSynced) {
 		all.Start(ctx.Done())
@@ -151,6 +153,7 @@ func ready(p *corev1.Pod) bool {
 func (w *Watcher) pod(old, p *corev1.Pod, initial bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	_, seen := w.pods[p.Name]
 	w.pods[p.Name] = p.Spec.NodeName
 	if initial {
 		return
@@ -161,6 +164,10 @@ func (w *Watcher) pod(old, p *corev1.Pod, initial bool) {
 		e := ev
 		e.Kind = PodCreated
 		w.emit(e)
+		if !seen {
+			// Its endpoints the slices' watch told of first.
+			defer w.endpointsOf(p.Name)
+		}
 	}
 	if !ready(old) && ready(p) {
 		e := ev
@@ -212,8 +219,8 @@ func (w *Watcher) podGone(o any) {
 
 func service(s *discoveryv1.EndpointSlice) string { return s.Labels[discoveryv1.LabelServiceName] }
 
-// slice records how the endpoints of the target's pods in one EndpointSlice changed,
-// judged per Service: an endpoint moving between two slices of its Service is no change.
+// slice records how the endpoints in one EndpointSlice changed, and emits the target's
+// pods', judged per Service: an endpoint moving between two slices of its Service is no change.
 func (w *Watcher) slice(o any, initial bool) {
 	s, ok := o.(*discoveryv1.EndpointSlice)
 	if !ok || service(s) == "" {
@@ -225,9 +232,6 @@ func (w *Watcher) slice(o any, initial bool) {
 	for _, ep := range s.Endpoints {
 		ref := ep.TargetRef
 		if ref == nil || ref.Kind != "Pod" {
-			continue
-		}
-		if _, ours := w.pods[ref.Name]; !ours {
 			continue
 		}
 		e := endpoint{state: EndpointAdded}
@@ -276,20 +280,41 @@ func (w *Watcher) update(svc, slice string, now map[string]endpoint, initial boo
 	}
 	after := w.merged(svc)
 	for _, pod := range slices.Sorted(maps.Keys(after)) {
-		a, b := after[pod], before[pod]
-		if a.state == b.state {
-			continue
+		if _, ours := w.pods[pod]; ours {
+			w.endpointChanged(svc, pod, before[pod], after[pod])
 		}
-		if a.state == EndpointAdded && b.state != "" {
-			a.state = EndpointNotReady // was in, now neither ready nor terminating
-		}
-		w.emit(Event{Kind: a.state, Pod: pod, Node: w.pods[pod], Service: svc, Detail: a.address})
 	}
 	for _, pod := range slices.Sorted(maps.Keys(before)) {
 		if _, still := after[pod]; !still {
-			w.emit(Event{Kind: EndpointRemoved, Pod: pod, Node: w.pods[pod], Service: svc, Detail: before[pod].address})
+			if _, ours := w.pods[pod]; ours {
+				w.endpointChanged(svc, pod, before[pod], endpoint{})
+			}
 		}
 	}
+}
+
+// endpointsOf emits the endpoints a pod of the target, just seen, already has.
+func (w *Watcher) endpointsOf(pod string) {
+	for _, svc := range slices.Sorted(maps.Keys(w.endpoints)) {
+		if e, ok := w.merged(svc)[pod]; ok {
+			w.endpointChanged(svc, pod, endpoint{}, e)
+		}
+	}
+}
+
+// endpointChanged emits how one pod's endpoint in svc went from b to a (state "":
+// not in the Service's slices).
+func (w *Watcher) endpointChanged(svc, pod string, b, a endpoint) {
+	switch {
+	case a.state == b.state:
+		return
+	case a.state == "":
+		w.emit(Event{Kind: EndpointRemoved, Pod: pod, Node: w.pods[pod], Service: svc, Detail: b.address})
+		return
+	case a.state == EndpointAdded && b.state != "":
+		a.state = EndpointNotReady // was in, now neither ready nor terminating
+	}
+	w.emit(Event{Kind: a.state, Pod: pod, Node: w.pods[pod], Service: svc, Detail: a.address})
 }
 
 // rank orders endpoint states: where one endpoint is in two slices of a Service for a

@@ -115,19 +115,37 @@ func TestWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each write is seen before the next, so that the two watches' events are in the
+	// order written (TestWatcherSliceFirst takes a slice seen before its pod).
+	await := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); len(w.Events()) < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d events after 20s, want %d: %v", len(w.Events()), n, w.Events())
+			}
+		}
+	}
 	// Another workload's pod, and its endpoint in a slice of another Service.
 	other := pod("db-0", map[string]string{"app": "db"})
 	writeSlice(slice("db-xyz", "db", ep{"db-0", "10.0.0.9", true, false}))
 	// A new pod of web: created, endpoint not ready, ready, endpoint ready.
 	p := pod("web-new", web)
+	await(1)
 	writeSlice(slice("web-abc", "web", ep{"web-old", "10.0.0.1", true, false}, ep{"web-new", "10.0.0.2", false, false}))
+	await(2)
 	setStatus(p, true, false)
+	await(3)
 	writeSlice(slice("web-abc", "web", ep{"web-old", "10.0.0.1", true, false}, ep{"web-new", "10.0.0.2", true, false}))
+	await(4)
 	// The old pod terminates as a rollout ends it.
 	must(nil, cs.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{}))
+	await(5)
 	writeSlice(slice("web-abc", "web", ep{"web-old", "10.0.0.1", false, true}, ep{"web-new", "10.0.0.2", true, false}))
+	await(6)
 	setStatus(old, false, true)
+	await(8)
 	writeSlice(slice("web-abc", "web", ep{"web-new", "10.0.0.2", true, false}))
+	await(9)
 	zero := int64(0)
 	must(nil, cs.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
 	must(nil, cs.CoreV1().Pods(ns).Delete(ctx, other.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
@@ -168,6 +186,49 @@ func TestWatcher(t *testing.T) {
 	}
 	if n := len(w.Stop()); n != len(events) {
 		t.Errorf("a second Stop returned %d events, want %d", n, len(events))
+	}
+}
+
+// TestWatcherSliceFirst: the slices' watch may tell of a new pod's endpoint before the
+// pods' watch tells of the pod; its endpoint events then follow its creation, and an
+// endpoint of a pod never seen, or gone before its pod was seen, gives none.
+func TestWatcherSliceFirst(t *testing.T) {
+	w := &Watcher{pods: map[string]string{}, endpoints: map[string]map[string]map[string]endpoint{}}
+	yes, no := true, false
+	slice := func(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}}, Endpoints: eps}
+	}
+	ep := func(pod, addr string, ready bool) discoveryv1.Endpoint {
+		r := &no
+		if ready {
+			r = &yes
+		}
+		return discoveryv1.Endpoint{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: r},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod}}
+	}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: "node-1"}}
+	}
+	w.slice(slice(ep("web-new", "10.0.0.2", false), ep("db-0", "10.0.0.9", true), ep("web-gone", "10.0.0.3", true)), false)
+	w.slice(slice(ep("web-new", "10.0.0.2", false), ep("db-0", "10.0.0.9", true)), false)
+	if got := w.Events(); len(got) != 0 {
+		t.Fatalf("events before any pod of the target: %v", got)
+	}
+	w.pod(nil, pod("web-new"), false)
+	w.slice(slice(ep("web-new", "10.0.0.2", true), ep("db-0", "10.0.0.9", true)), false)
+	w.slice(slice(ep("db-0", "10.0.0.9", true)), false)
+	var got []string
+	for _, e := range w.Events() {
+		got = append(got, strings.Join([]string{string(e.Kind), e.Pod, e.Node, e.Service, e.Detail}, " "))
+	}
+	want := []string{
+		"pod-created web-new node-1  ",
+		"endpoint-added web-new node-1 web 10.0.0.2",
+		"endpoint-ready web-new node-1 web 10.0.0.2",
+		"endpoint-removed web-new node-1 web 10.0.0.2",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
