@@ -432,7 +432,14 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	if c := s.Modes[probe.New]; c != nil && c.ByKind[probe.Timeout] > 0 && v.expect != fails {
 		// What the nodes' connection tracking held right after (docs/downtime.md: stale
 		// SYN_SENT entries were the suspects of timeouts with a delay).
-		t.Logf("%s: %d timeouts over new connections; SYN_SENT entries now: node 1 %q, node 2 %q", sc, c.ByKind[probe.Timeout], synSent(t, false), synSent(t, true))
+		young1, young2 := synSent(t, false), synSent(t, true)
+		t.Logf("%s: %d timeouts over new connections; SYN_SENT entries now: node 1 %q, node 2 %q", sc, c.ByKind[probe.Timeout], young1, young2)
+		// The young ones are this measurement's: each one's connection as both nodes
+		// track it, in any state, and the pods that came and went.
+		for _, port := range youngPorts(append(young1, young2...)) {
+			t.Logf("%s: the connection from port %s: node 1 %q, node 2 %q", sc, port, connsFrom(t, false, port), connsFrom(t, true, port))
+		}
+		t.Logf("%s: pods (seconds from the probe's start): %q", sc, term.pods(start))
 	}
 	return downtime{ns: ns, scenario: sc, summary: s, terminations: took}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,6 +316,42 @@ func synSent(t *testing.T, onNode2 bool) []string {
 	if err != nil {
 		t.Fatalf("%s: %v", strings.Join(args, " "), err)
 	}
+	var entries []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "tcp") {
+			entries = append(entries, l)
+		}
+	}
+	return entries
+}
+
+// youngPorts returns the source ports of the SYN_SENT entries (as synSent lists them)
+// made or renewed within staleSynSent.
+func youngPorts(entries []string) []string {
+	var out []string
+	for _, e := range entries {
+		f := strings.Fields(e)
+		left, err := strconv.Atoi(f[2])
+		if err != nil || left <= int((synSentTimeout-staleSynSent).Seconds()) {
+			continue
+		}
+		for _, kv := range f[4:8] {
+			if k, v, _ := strings.Cut(kv, "="); k == "sport" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// connsFrom lists a node's TCP conntrack entries of any state from source port port.
+func connsFrom(t *testing.T, onNode2 bool, port string) []string {
+	t.Helper()
+	args := []string{"conntrack", "-L", "-p", "tcp", "--orig-port-src", port}
+	if onNode2 {
+		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+	}
+	out, _ := exec.Command(args[0], args[1:]...).Output() // exit 1: none
 	var entries []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if strings.HasPrefix(l, "tcp") {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 // deletionTimestamp less the grace period (the timestamp is the deadline).
 type terminations struct {
 	mu     sync.Mutex
+	lives  map[string]*podLife // every pod seen, by name: the record of a failure
 	took   map[string]time.Duration
 	began  map[string]time.Time // first seen: the kubelet deletes a stopped pod with grace 0
 	cancel context.CancelFunc
@@ -35,7 +38,7 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 		cancel()
 		t.Fatal(err)
 	}
-	r := &terminations{took: map[string]time.Duration{}, began: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	r := &terminations{lives: map[string]*podLife{}, took: map[string]time.Duration{}, began: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		defer func() { w.Stop() }()
@@ -53,6 +56,9 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 				}
 				if p, ok := ev.Object.(*corev1.Pod); ok {
 					opts.ResourceVersion = p.ResourceVersion
+					r.mu.Lock()
+					r.life(p)
+					r.mu.Unlock()
 				}
 				if ev.Type != watch.Modified && ev.Type != watch.Deleted {
 					continue
@@ -90,5 +96,59 @@ func (r *terminations) stop() []time.Duration {
 		out = append(out, d)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// podLife is what a failure's record says of a pod: its address, node and times.
+type podLife struct {
+	ip, node                         string
+	created, ready, deleting, exited time.Time
+}
+
+// life records what p shows (with r.mu held).
+func (r *terminations) life(p *corev1.Pod) {
+	l := r.lives[p.Name]
+	if l == nil {
+		l = &podLife{created: p.CreationTimestamp.Time}
+		r.lives[p.Name] = l
+	}
+	if p.Status.PodIP != "" {
+		l.ip = p.Status.PodIP
+	}
+	if p.Spec.NodeName != "" {
+		l.node = p.Spec.NodeName
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && l.ready.IsZero() {
+			l.ready = time.Now()
+		}
+	}
+	if p.DeletionTimestamp != nil && l.deleting.IsZero() {
+		l.deleting = time.Now()
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == "app" && s.State.Terminated != nil {
+			l.exited = s.State.Terminated.FinishedAt.Time
+		}
+	}
+}
+
+// pods says, for a failure's record, every pod seen: its address and node, and when it
+// was seen ready and deleting and when its app exited, in seconds from start (the API
+// server's own times, created and exited, have whole seconds).
+func (r *terminations) pods(start time.Time) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fs", t.Sub(start).Seconds())
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(r.lives)) {
+		l := r.lives[name]
+		out = append(out, fmt.Sprintf("%s %s on %s: created %s, ready %s, deleting %s, app exited %s", name, l.ip, l.node, at(l.created), at(l.ready), at(l.deleting), at(l.exited)))
+	}
 	return out
 }
