@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,6 +102,14 @@ func TestStaleSynSent(t *testing.T) {
 	}
 	if err := get(base + 1); err != nil {
 		t.Errorf("from port %d, named by no entry: %v", base+1, err)
+	}
+	// The record of a timeout with a delay (measure) finds that connection: its entry
+	// is young (renewed by the SYN) and listed from its port, DNATed to the gone pod.
+	if !slices.Contains(youngPorts(synSent(t, false)), strconv.Itoa(base)) {
+		t.Errorf("port %d is not among the young SYN_SENT entries' ports: %q", base, synSent(t, false))
+	}
+	if c := connsFrom(t, false, strconv.Itoa(base)); len(c) != 1 || !strings.Contains(c[0], "dst="+cip) || !strings.Contains(c[0], "src="+gone) {
+		t.Errorf("the connection from port %d on node 1: %q, want one entry to %s replied from %s", base, c, cip, gone)
 	}
 	_, services, _ := clusterRanges(t)
 	other := lastAddr(services).Prev().String() // not this Service's ClusterIP
