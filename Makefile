@@ -137,7 +137,7 @@ bench-controller: kube-bins
 # to Kubernetes' tested limits: 2,000 / 5,000 / 10,000 namespaces and 10k / 50k / 150k pods
 # (NAP_BENCH_SCALE_STEPS), growth fitted over the steps (docs/controller-scale.md);
 # NAP_BENCH_PROFILES=DIR keeps CPU and heap profiles of each phase for go tool pprof;
-# envtest, 30 to 45 minutes; it fails when a target is missed at the last step. Not in make test.
+# envtest, 25 to 45 minutes (27.6 in the last run); it fails when a target is missed at the last step. Not in make test.
 bench-scale: kube-bins
 	NAP_BENCH_SCALE_OUT=$(CURDIR)/docs/controller-scale.md $(GO) test -count=1 -timeout 150m -run TestScaleBenchmarks -v ./internal/cli/controller
 
