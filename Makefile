@@ -108,8 +108,8 @@ unit:
 	$(GO) test ./...
 
 fuzz:
-	$(GO) test ./sleeper/spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PARSE) -fuzzminimizetime 2s
-	$(GO) test ./sleeper/spec -run '^$$' -fuzz '^FuzzPassiveOpens$$' -fuzztime $(FUZZ_SNMP) -fuzzminimizetime 2s
+	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PARSE) -fuzzminimizetime 2s
+	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzPassiveOpens$$' -fuzztime $(FUZZ_SNMP) -fuzzminimizetime 2s
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZ_DIFF) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ) -fuzzminimizetime 2s
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZ_INJECT) -fuzzminimizetime 2s

@@ -26,8 +26,8 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/serve"
-	nap "github.com/nap-k8s/nap/sleeper/spec"
 	"github.com/nap-k8s/nap/traffic"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // Name is the calibration workload's name: its Deployment, Service and Ingress.
@@ -176,20 +176,18 @@ type Report struct {
 }
 
 // AdaptiveWait is a recommended adaptive wait (napctl inject --wait adaptive; see
-// docs/adaptive.md): it holds at least Min, until the pod's new connections have stopped
-// for Quiet, at most Max; Grace is Max plus the drain time.
+// docs/adaptive.md): Wait holds at least its Min, until the pod's new connections have
+// stopped for its Quiet, at most its Delay (MAX); Grace is MAX plus the drain time.
 //
-// Min is the fixed delay: every measured path's tail is covered whatever the traffic
+// MIN is the fixed delay: every measured path's tail is covered whatever the traffic
 // is like. Where a pod gets fewer new connections than one per Quiet, the wait cannot
-// tell a route that forgot it from one that has not sent yet, and ends after Quiet (on
+// tell a route that forgot it from one that has not sent yet, and ends after QUIET (on
 // the lab at 2 req/s over 4 pods, behind a load balancer with NLB timings: 12 of 128
-// requests lost with no MIN; docs/adaptive.md). Quiet is nap's default. Max is twice
+// requests lost with no MIN; docs/adaptive.md). QUIET is nap's default. MAX is twice
 // the fixed delay, at least nap's default MAX: room for a path slower than any measured
 // (a load balancer added later), which a pod whose traffic goes on waits out.
 type AdaptiveWait struct {
-	Min    time.Duration `json:"-"`
-	Quiet  time.Duration `json:"-"`
-	Max    time.Duration `json:"-"`
+	Wait   wait.Wait     `json:"-"`
 	Grace  time.Duration `json:"-"`
 	MinS   float64       `json:"min_seconds"`
 	QuietS float64       `json:"quiet_seconds"`
@@ -518,9 +516,10 @@ func recommend(rep *Report, opts Options) {
 	if rep.Grace > opts.AcceptGrace {
 		rep.Advice = advice(rep, opts)
 	}
-	a := AdaptiveWait{Min: rep.Delay, Quiet: nap.DefaultQuiet, Max: max(nap.DefaultMax, 2*rep.Delay)}
-	a.Grace = a.Max + opts.Drain
-	a.MinS, a.QuietS, a.MaxS, a.GraceS = a.Min.Seconds(), a.Quiet.Seconds(), a.Max.Seconds(), a.Grace.Seconds()
+	w := wait.DefaultAdaptive()
+	w.Min, w.Delay = rep.Delay, max(w.Delay, 2*rep.Delay)
+	a := AdaptiveWait{Wait: w, Grace: w.Delay + opts.Drain}
+	a.MinS, a.QuietS, a.MaxS, a.GraceS = w.Min.Seconds(), w.Quiet.Seconds(), w.Delay.Seconds(), a.Grace.Seconds()
 	rep.Adaptive = a
 }
 

@@ -128,7 +128,7 @@ func TestRecommend(t *testing.T) {
 		rep := &Report{Paths: tc.paths}
 		recommend(rep, Options{Margin: DefaultMargin, Drain: DefaultDrain, AcceptGrace: DefaultAccept})
 		a := rep.Adaptive
-		if rep.Delay != tc.delay || rep.Longest != tc.longest || a.Min != tc.min || a.Max != tc.max || a.Quiet != 2*time.Second || a.Grace != tc.aGrace || a.MaxS != tc.max.Seconds() {
+		if rep.Delay != tc.delay || rep.Longest != tc.longest || a.Wait.Min != tc.min || a.Wait.Delay != tc.max || a.Wait.Quiet != 2*time.Second || !a.Wait.IsAdaptive() || a.Grace != tc.aGrace || a.MaxS != tc.max.Seconds() {
 			t.Errorf("%s: delay %v on %s, adaptive %+v; want %v on %s, MIN %v QUIET 2s MAX %v grace %v", tc.name, rep.Delay, rep.Longest, a, tc.delay, tc.longest, tc.min, tc.max, tc.aGrace)
 		}
 	}

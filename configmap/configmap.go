@@ -14,7 +14,7 @@ import (
 
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // Labels and annotations of the nap ConfigMap.
@@ -30,7 +30,7 @@ const (
 type Options struct {
 	Name      string   // default kube.ConfigMapName
 	Namespace string   // empty: the one of the kubectl context that applies it
-	Arches    []string // default spec.Arches
+	Arches    []string // default nap.Arches
 	Version   string   // nap's version, recorded in a label
 	ManagedBy string   // the managed-by label; default "napctl"
 }
@@ -42,7 +42,7 @@ func New(o Options) (*corev1.ConfigMap, error) {
 		o.Name = kube.ConfigMapName
 	}
 	if len(o.Arches) == 0 {
-		o.Arches = spec.Arches
+		o.Arches = nap.Arches
 	}
 	if o.ManagedBy == "" {
 		o.ManagedBy = "napctl"

@@ -283,7 +283,7 @@ func TestCertsWebhook(t *testing.T) {
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
 			c.GetCertificate = func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return active.Load().GetCertificate(h) }
 		}}})
-	srv.Register(WebhookPath, (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler())
+	srv.Register(WebhookPath, (&Injector{Options: inject.Options{Kube: &v}, Waits: waits5s}).Handler())
 	go srv.Start(ctx)
 	for deadline := time.Now().Add(10 * time.Second); srv.StartedChecker()(nil) != nil; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -22,7 +22,7 @@ import (
 // it (defaulted, a service account volume), injected.
 func BenchmarkInjectorHandle(b *testing.B) {
 	v := kube.Version{Major: 1, Minor: 34}
-	i := &Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s}
 	raw, err := json.Marshal(benchPod())
 	if err != nil {
 		b.Fatal(err)
@@ -77,7 +77,7 @@ func BenchmarkInjectorHandleNodes(b *testing.B) {
 	for k := range nodes {
 		nodes[k] = kube.Node{Name: fmt.Sprintf("node-%05d", k), Kubelet: v, Labels: map[string]string{"kubernetes.io/os": "linux", "topology.kubernetes.io/zone": fmt.Sprintf("zone-%d", k%3)}}
 	}
-	i := &Injector{Options: inject.Options{Kube: &v, Delay: "5s"}, Nodes: func(context.Context) ([]kube.Node, error) { return nodes, nil }}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Nodes: func(context.Context) ([]kube.Node, error) { return nodes, nil }}
 	raw, err := json.Marshal(benchPod())
 	if err != nil {
 		b.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // ManagerOptions are the controller's settings (napctl controller's flags).
@@ -47,8 +48,8 @@ type ManagerOptions struct {
 	// Webhook: serve the injecting webhook, for an API server of version Kube.
 	Webhook bool
 	Kube    kube.Version
-	Waits   Waits       // the default preStop waits
-	Scope   scope.Scope // for pods not opted in explicitly (default opt-in); see scope.Decide
+	Waits   wait.Defaults // the default preStop waits
+	Scope   scope.Scope   // for pods not opted in explicitly (default opt-in); see scope.Decide
 	// Delivery and NapImage: how the webhook delivers nap (inject.Delivery; default the
 	// ConfigMap): an image volume of NapImage (napctl image), or auto: the image where
 	// every node's kubelet and runtime mount image volumes, as the nodes are at each
@@ -187,7 +188,8 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	}
 	v := o.Kube
 	explicit := Injector{
-		Options:  o.Waits.Options(inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}),
+		Options:  inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage},
+		Waits:    o.Waits,
 		Nodes:    nodes.Nodes,
 		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
-	nap "github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // The MutatingAdmissionPolicy API: GA (v1) since Kubernetes 1.36, beta (v1beta1, off
@@ -34,7 +35,7 @@ type AdmissionPolicyOptions struct {
 	APIVersion string // PolicyAPIV1 (default) or PolicyAPIV1beta
 	// Waits are the default waits; a pod's WaitAnnotation and DelayAnnotation override
 	// them, as at the webhook.
-	Waits Waits
+	Waits wait.Defaults
 	// Native: delays of whole seconds become the native sleep action (every kubelet of
 	// the cluster has it; CEL cannot see the nodes). Otherwise, and for other delays,
 	// nap is run from the ConfigMap volume.
@@ -73,7 +74,6 @@ func AdmissionPolicy(name string, o AdmissionPolicyOptions) (*admissionregistrat
 	if o.APIVersion != PolicyAPIV1 && o.APIVersion != PolicyAPIV1beta {
 		return nil, nil, fmt.Errorf("MutatingAdmissionPolicy API %q: want %s or %s", o.APIVersion, PolicyAPIV1, PolicyAPIV1beta)
 	}
-	o.Waits = o.Waits.Defaults()
 	if o.ConfigMap == "" {
 		o.ConfigMap = kube.ConfigMapName
 	}
@@ -88,7 +88,7 @@ func AdmissionPolicy(name string, o AdmissionPolicyOptions) (*admissionregistrat
 	if o.Image != "" {
 		delivery = inject.DeliveryImage
 	}
-	if err := o.Waits.Check(inject.Options{Arch: o.Arch, ConfigMap: o.ConfigMap, GraceExtra: &extra, Delivery: delivery, Image: o.Image}); err != nil {
+	if err := CheckWaits(o.Waits, inject.Options{Arch: o.Arch, ConfigMap: o.ConfigMap, GraceExtra: &extra, Delivery: delivery, Image: o.Image}); err != nil {
 		return nil, nil, err
 	}
 	if errs := validation.IsDNS1123Subdomain(o.ConfigMap); len(errs) > 0 {
@@ -171,26 +171,26 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 	}
 	return []admissionregistrationv1beta1.Variable{
 		v("optedIn", celOptedIn),
-		// The wait (ForPod): the annotation's (trimmed), else the default.
+		// The wait (wait.Defaults.ForPod): the annotation's (trimmed), else the default.
 		v("wait", fmt.Sprintf(`has(object.metadata.annotations) && object.metadata.annotations[?%s].orValue('').trim() != '' ? object.metadata.annotations[%s].trim() : %s`,
-			q(WaitAnnotation), q(WaitAnnotation), q(string(o.Waits.Wait)))),
-		v("adaptive", fmt.Sprintf(`variables.wait == %s`, q(string(inject.WaitAdaptive)))),
+			q(WaitAnnotation), q(WaitAnnotation), q(string(o.Waits.Kind)))),
+		v("adaptive", fmt.Sprintf(`variables.wait == %s`, q(string(wait.Adaptive)))),
 		// The delay (the adaptive wait's MAX): the annotation's (trimmed), else the
 		// wait's default.
 		v("delay", fmt.Sprintf(`has(object.metadata.annotations) && object.metadata.annotations[?%s].orValue('').trim() != '' ? object.metadata.annotations[%s].trim() : variables.adaptive ? %s : %s`,
-			q(DelayAnnotation), q(DelayAnnotation), q(o.Waits.Max), q(o.Waits.Delay))),
+			q(DelayAnnotation), q(DelayAnnotation), q(wait.Arg(o.Waits.Adaptive.Delay)), q(o.Waits.Fixed.DelayArg()))),
 		// nap's syntax for one argument: a bare number of seconds, or number+unit terms.
 		v("syntax", `variables.delay.matches('^([0-9]+[.]?[0-9]*|[.][0-9]+)$') || variables.delay.matches('^(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+$')`),
 		v("duration", `!variables.syntax ? duration('0s') : variables.delay.matches('^([0-9]+[.]?[0-9]*|[.][0-9]+)$') ? duration(variables.delay + 's') : duration(variables.delay)`),
 		v("whole", `variables.duration == duration(string(variables.duration.getSeconds()) + 's')`),
 		// A wait nap knows, and a MAX no shorter than MIN, in whole milliseconds (as
-		// hook.Wait writes it back: 60s, 1500ms).
+		// wait.Arg writes it back: 60s, 1500ms).
 		v("valid", fmt.Sprintf(`variables.syntax && (variables.wait == %s || variables.adaptive && variables.duration >= duration(%s) &&
-  variables.duration == duration(string(variables.duration.getMilliseconds()) + 'ms'))`, q(string(inject.WaitFixed)), q(fmt.Sprintf("%dns", minDelay(o.Waits))))),
+  variables.duration == duration(string(variables.duration.getMilliseconds()) + 'ms'))`, q(string(wait.Fixed)), q(fmt.Sprintf("%dns", o.Waits.Adaptive.Min)))),
 		v("maxArg", `variables.whole ? string(variables.duration.getSeconds()) + 's' : string(variables.duration.getMilliseconds()) + 'ms'`),
 		// The adaptive wait's ALLOW: what the pod's probes open in a quiet window
 		// (hook.Background of hook.ProbePeriods).
-		v("allow", celAllow(o.Waits)),
+		v("allow", celAllow(o.Waits.Adaptive.Quiet)),
 		v("native", native),
 		// A Windows pod (inject.IsWindows): the native sleep or nothing, nap's binary is a
 		// Linux executable.
@@ -237,8 +237,8 @@ func celPatch(o AdmissionPolicyOptions) string {
 	return strings.NewReplacer(
 		"PRESTOP", fmt.Sprintf(`(variables.native ?
     Object.spec.containers.lifecycle.preStop{sleep: Object.spec.containers.lifecycle.preStop.sleep{seconds: variables.duration.getSeconds()}} :
-    Object.spec.containers.lifecycle.preStop{exec: Object.spec.containers.lifecycle.preStop.exec{command: variables.adaptive ? %s : [%s, variables.delay]}})`,
-			celAdaptiveCommand(o.Waits), q(kube.MountPath+"/"+kube.BinaryName)),
+    Object.spec.containers.lifecycle.preStop{exec: Object.spec.containers.lifecycle.preStop.exec{command: variables.adaptive ? %s : %s}})`,
+			o.Waits.Adaptive.CELCommand("", "variables.maxArg", "variables.allow"), o.Waits.Fixed.CELCommand("variables.delay", "", "")),
 		"MOUNT", fmt.Sprintf(`Object.spec.containers.volumeMounts{name: %s, mountPath: %s, readOnly: true}`, q(kube.VolumeName), q(kube.MountPath)),
 		"VOLUME", volume,
 		"NAPPATH", q(kube.MountPath),
@@ -264,22 +264,10 @@ variables.targets.map(i,
   (variables.need > DEFAULTGRACE ? [JSONPatch{op: 'add', path: '/spec/terminationGracePeriodSeconds', value: variables.need}] : []))`)
 }
 
-// adaptivePlan is the adaptive wait's plan for w (Check has read it).
-func adaptivePlan(w Waits) inject.Plan {
-	o := w.Options(inject.Options{})
-	o.Wait = inject.WaitAdaptive
-	p, _ := inject.NewPlan(o)
-	return p
-}
-
-// minDelay is w's MIN.
-func minDelay(w Waits) time.Duration { return adaptivePlan(w).MinDuration }
-
 // celAllow is hook.Background(QUIET, hook.ProbePeriods(pod)) in CEL: per
 // BackgroundProbe with a ConnectingHandler of each container and sidecar,
 // floor(QUIET/period)+1.
-func celAllow(w Waits) string {
-	o := adaptivePlan(w)
+func celAllow(quiet time.Duration) string {
 	var perContainer []string
 	for _, kind := range hook.BackgroundProbes {
 		var handlers []string
@@ -287,28 +275,9 @@ func celAllow(w Waits) string {
 			handlers = append(handlers, fmt.Sprintf("has(c.%s.%s)", kind, h))
 		}
 		perContainer = append(perContainer, fmt.Sprintf(`(has(c.%[1]s) && (%[2]s) ? %[3]d / ((has(c.%[1]s.periodSeconds) && c.%[1]s.periodSeconds > 0 ? c.%[1]s.periodSeconds : %[4]d) * %[5]d) + 1 : 0)`,
-			kind, strings.Join(handlers, " || "), int64(o.Quiet), int64(hook.DefaultProbePeriod/time.Second), int64(time.Second)))
+			kind, strings.Join(handlers, " || "), int64(quiet), int64(hook.DefaultProbePeriod/time.Second), int64(time.Second)))
 	}
 	each := strings.Join(perContainer, " + ")
 	return fmt.Sprintf(`(object.spec.containers.map(c, %[1]s) +
   (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always').map(c, %[1]s) : [])).sum()`, each)
-}
-
-// celAdaptiveCommand is hook.Wait.Command in CEL: MIN and QUIET are the defaults, MAX
-// the pod's (variables.maxArg), ALLOW its probes' (variables.allow).
-func celAdaptiveCommand(w Waits) string {
-	o := adaptivePlan(w)
-	cmd := hook.Wait{Min: o.MinDuration, Quiet: o.Quiet, Max: 1, Allow: 1}.Command()
-	var items []string
-	for i, a := range cmd {
-		switch {
-		case i > 0 && cmd[i-1] == nap.FlagMax:
-			items = append(items, "variables.maxArg")
-		case i > 0 && cmd[i-1] == nap.FlagAllow:
-			items = append(items, "string(variables.allow)")
-		default:
-			items = append(items, strconv.Quote(a))
-		}
-	}
-	return "[" + strings.Join(items, ", ") + "]"
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // policyCase is a pod created in a namespace, through the webhook and through the policy.
@@ -142,7 +143,18 @@ func policyCases(image string) []policyCase {
 }
 
 // policyWaits are the defaults both are configured with.
-var policyWaits = Waits{Delay: "5s", Min: "1s", Quiet: "2500ms"}
+var policyWaits = mustWaits(wait.Input{Delay: "5s", Min: "1s", Quiet: "2500ms"})
+
+// waits5s are the default waits with a fixed delay of 5s.
+var waits5s = mustWaits(wait.Input{Delay: "5s"})
+
+func mustWaits(in wait.Input) wait.Defaults {
+	d, err := in.Defaults()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
 
 // TestPolicyMatchesWebhook: one table of pods through the webhook and through the
 // MutatingAdmissionPolicy, each on a real API server: the same pod specs, case by
@@ -158,7 +170,7 @@ func TestPolicyMatchesWebhook(t *testing.T) {
 			}
 			cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
 			v := kube.Version{Major: 1, Minor: 37}
-			serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: policyWaits.Options(inject.Options{Kube: &v, Delivery: delivery, Image: image})}).Handler()})
+			serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delivery: delivery, Image: image}, Waits: policyWaits}).Handler()})
 			viaWebhook := admitCases(t, cfg, cases)
 			control := controlSpecs(t, cfg, cases)
 

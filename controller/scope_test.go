@@ -57,7 +57,7 @@ func TestWebhookPolicies(t *testing.T) {
 	}
 	v := kube.Version{Major: 1, Minor: 34}
 	recorder := record.NewFakeRecorder(10)
-	explicit := Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}
+	explicit := Injector{Options: inject.Options{Kube: &v}, Waits: waits5s}
 	policy := explicit
 	policy.Scope, policy.NamespaceLabels, policy.Services, policy.Recorder = scope.OptIn, NamespaceLabelsFrom(c), ServicesFrom(c), recorder
 	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: explicit.Handler(), PolicyWebhookPath: policy.Handler()})

@@ -64,7 +64,7 @@ func TestPodSummary(t *testing.T) {
 	}
 	gh, gc := hook.First(slim.Spec)
 	wh, wc := hook.First(full.Spec)
-	if gc != wc || gh.Kind != wh.Kind || gh.Delay != wh.Delay {
+	if gc != wc || gh.Kind != wh.Kind || gh.Delay() != wh.Delay() {
 		t.Errorf("first hook %v in %q, want %v in %q", gh, gc, wh, wc)
 	}
 	if len(slim.Spec.Containers) != 1 || slim.Spec.Containers[0].Lifecycle.PostStart != nil || slim.Spec.Containers[0].Image != "" {

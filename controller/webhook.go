@@ -22,6 +22,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // The labels and annotation that drive the webhook.
@@ -29,16 +30,18 @@ const (
 	// InjectLabel on a pod or its namespace opts in ("enabled") or out ("disabled").
 	InjectLabel = kube.InjectLabel
 	// DelayAnnotation on a pod sets how long its hook may hold, in nap's syntax: the
-	// fixed delay, or the adaptive wait's MAX (see Waits); default the Injector's.
-	DelayAnnotation = "nap.dev/delay"
+	// fixed delay, or the adaptive wait's MAX; default the Injector's.
+	DelayAnnotation = wait.DelayAnnotation
 )
 
 // Injector is the mutating admission webhook for Pod CREATE: the same injection as
 // `napctl inject`, on the pod's own JSON, answered as a JSON patch.
 type Injector struct {
-	// Options are napctl inject's, with the defaults of both waits (Waits.Options); a
-	// pod's WaitAnnotation and DelayAnnotation override them (ForPod).
+	// Options are napctl inject's; the wait is each pod's (Waits.ForPod).
 	Options inject.Options
+	// Waits are the default waits; a pod's WaitAnnotation and DelayAnnotation choose
+	// over them.
+	Waits wait.Defaults
 	// Nodes, when set, lists the cluster's nodes (from an informer cache: never an API
 	// call per admission), so that the native sleep goes only where every kubelet that
 	// may run the pod has it. Unset or failing: the skew policy's oldest kubelet.
@@ -115,7 +118,13 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 			return admission.Allowed(d.Why)
 		}
 	}
-	opts := ForPod(i.Options, pod.Metadata.Annotations)
+	w, err := i.Waits.ForPod(pod.Metadata.Annotations)
+	if err != nil {
+		admissions.WithLabelValues("error").Inc()
+		return admission.Allowed("").WithWarnings("nap: " + err.Error())
+	}
+	opts := i.Options
+	opts.Wait = w
 	if i.Nodes != nil && opts.Kube != nil {
 		if nodes, err := i.Nodes(ctx); err == nil {
 			opts.Nodes = nodes
@@ -144,7 +153,7 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if audit != "" {
 		admissions.WithLabelValues("audit").Inc()
 		auditWouldInject.WithLabelValues(req.Namespace).Inc()
-		msg := fmt.Sprintf("nap (audit policy): pod %s would get a %s preStop delay (%s); admitted unchanged", podName(req), opts.Delay, audit)
+		msg := fmt.Sprintf("nap (audit policy): pod %s would get %s (%s); admitted unchanged", podName(req), describe(w), audit)
 		if i.Recorder != nil {
 			i.Recorder.Event(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}, corev1.EventTypeNormal, "NapAuditWouldInject", msg)
 		}
@@ -164,6 +173,14 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		resp = resp.WithWarnings(msg)
 	}
 	return resp
+}
+
+// describe names the wait a pod would get, for the audit policy's words.
+func describe(w wait.Wait) string {
+	if w.IsAdaptive() {
+		return fmt.Sprintf("an adaptive preStop wait of %v to %v", w.Min, w.Delay)
+	}
+	return fmt.Sprintf("a %s preStop delay", w.DelayArg())
 }
 
 // podObject reads the request's pod for inject.Patch: decoded once into values (not

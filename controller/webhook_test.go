@@ -33,7 +33,7 @@ import (
 func TestWebhook(t *testing.T) {
 	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
 	v := kube.Version{Major: 1, Minor: 34}
-	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Delay: "5s"}}).Handler()})
+	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v}, Waits: waits5s}).Handler()})
 	ctx := context.Background()
 
 	c, err := client.New(cfg, client.Options{})
@@ -242,7 +242,7 @@ func TestInjectorDeliveryAuto(t *testing.T) {
 		{[]kube.Node{node("a", "containerd://2.1.4"), node("b", "cri-o://1.33.1")}, `"image":{"pullPolicy":"IfNotPresent","reference":"r/nap:1"}`, ""},
 		{[]kube.Node{node("a", "containerd://2.1.4"), node("old", "containerd://1.7.24")}, `"configMap":{`, "node old runs containerd://1.7.24"},
 	} {
-		i := &Injector{Options: inject.Options{Kube: &v, Delay: "5s", Delivery: inject.DeliveryAuto, Image: "r/nap:1"},
+		i := &Injector{Options: inject.Options{Kube: &v, Delivery: inject.DeliveryAuto, Image: "r/nap:1"}, Waits: waits5s,
 			Nodes: func(context.Context) ([]kube.Node, error) { return tc.nodes, nil }}
 		r := i.Handle(context.Background(), req)
 		patch, _ := json.Marshal(r.Patches)

@@ -2,14 +2,10 @@ package hook
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper/spec"
 )
 
 // DefaultProbePeriod is the kubelet's period for a probe that names none.
@@ -69,31 +65,4 @@ func Background(quiet time.Duration, periods []time.Duration) int64 {
 		n += int64(quiet/p) + 1
 	}
 	return n
-}
-
-// Wait is an adaptive wait's bounds: at least Min, until no more than Allow new
-// connections reached the pod for Quiet, at most Max (sleeper/spec).
-type Wait struct {
-	Min, Quiet, Max time.Duration
-	Allow           int64
-}
-
-// Command is nap's hook for w: /nap/nap [MIN] --quiet QUIET --max MAX --allow N.
-func (w Wait) Command() []string {
-	cmd := []string{kube.MountPath + "/" + kube.BinaryName}
-	if w.Min > 0 {
-		cmd = append(cmd, Arg(w.Min))
-	}
-	return append(cmd, spec.FlagQuiet, Arg(w.Quiet), spec.FlagMax, Arg(w.Max), spec.FlagAllow, fmt.Sprint(w.Allow))
-}
-
-// Arg writes d in nap's syntax, in the largest unit that holds it whole: 60s, 1500ms.
-func Arg(d time.Duration) string {
-	switch {
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", d/time.Second)
-	case d%time.Millisecond == 0:
-		return fmt.Sprintf("%dms", d/time.Millisecond)
-	}
-	return fmt.Sprintf("%dns", d)
 }

@@ -8,7 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // Kind is what a preStop hook runs.
@@ -27,18 +28,11 @@ const (
 // Hook is one container's preStop hook.
 type Hook struct {
 	Kind Kind
-	// Delay is how long it holds the container before SIGTERM, when Known: a native
-	// sleep, nap's arguments, sleep's, or a shell's `sleep N`. For nap's adaptive wait,
-	// the longest it may hold (MAX, at least MIN).
-	Delay time.Duration
+	// Wait is how long it holds the container before SIGTERM, when Known: a native
+	// sleep, nap's arguments (a fixed delay or the adaptive wait), sleep's, or a shell's
+	// `sleep N` (fixed, all but nap's).
+	Wait  wait.Wait
 	Known bool
-	// Adaptive: nap's adaptive wait, which holds from MinDelay to Delay, ending when the
-	// pod's traffic has been quiet (no more than Allow new connections) for Quiet
-	// (sleeper/spec).
-	Adaptive bool
-	MinDelay time.Duration
-	Quiet    time.Duration
-	Allow    int64
 	// Sleep is the native action (NativeSleep); Command the exec's (Nap, Shell, Exec).
 	Sleep   *corev1.SleepAction
 	Command []string
@@ -60,7 +54,7 @@ func Of(c corev1.Container) Hook {
 	}
 	switch {
 	case h.Sleep != nil:
-		return Hook{Kind: NativeSleep, Sleep: h.Sleep, Delay: time.Duration(h.Sleep.Seconds) * time.Second, Known: true}
+		return Hook{Kind: NativeSleep, Sleep: h.Sleep, Wait: fixed(time.Duration(h.Sleep.Seconds) * time.Second), Known: true}
 	case h.HTTPGet != nil:
 		return Hook{Kind: HTTP}
 	case h.Exec != nil && len(h.Exec.Command) > 0:
@@ -72,9 +66,11 @@ func Of(c corev1.Container) Hook {
 			out.Kind = Shell
 		}
 		if out.Kind == Nap {
-			out.nap(h.Exec.Command[1:])
+			out.Wait, out.Known = wait.FromArgs(h.Exec.Command[1:])
 		} else {
-			out.Delay, out.Known = execDelay(h.Exec.Command)
+			var d time.Duration
+			d, out.Known = execDelay(h.Exec.Command)
+			out.Wait = fixed(d)
 		}
 		return out
 	case h.Exec != nil:
@@ -94,19 +90,14 @@ func First(spec corev1.PodSpec) (Hook, string) {
 	return Hook{}, ""
 }
 
-// nap reads nap's arguments, as nap does (sleeper/spec): its delay, or its adaptive
-// wait's bounds.
-func (h *Hook) nap(args []string) {
-	r, err := spec.Parse(args)
-	if err != nil || r.Infinite {
-		return
-	}
-	h.Known, h.Delay = true, r.Duration
-	if r.Adaptive {
-		h.Adaptive, h.MinDelay, h.Delay = true, r.Duration, max(r.Max, r.Duration)
-		h.Quiet, h.Allow = r.Quiet, r.Allow
-	}
-}
+// Delay is how long h holds the container, when Known: the fixed delay, or the
+// adaptive wait's longest (MAX).
+func (h Hook) Delay() time.Duration { return h.Wait.Delay }
+
+// Adaptive tells whether h is nap's adaptive wait.
+func (h Hook) Adaptive() bool { return h.Wait.IsAdaptive() }
+
+func fixed(d time.Duration) wait.Wait { return wait.Wait{Kind: wait.Fixed, Delay: d} }
 
 // execDelay finds the length of an exec sleep: sleep's arguments, or "sleep N" inside a
 // shell's -c script.
@@ -129,9 +120,9 @@ func execDelay(cmd []string) (time.Duration, bool) {
 // are a subset; "d" is not; nap's flags are not sleep's).
 func sleepArgs(args []string) (time.Duration, bool) {
 	if len(args) == 0 {
-		return spec.Default, true
+		return nap.Default, true
 	}
-	r, err := spec.Parse(args)
+	r, err := nap.Parse(args)
 	if err != nil || r.Infinite || r.Adaptive {
 		return 0, false
 	}

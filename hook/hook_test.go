@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nap-k8s/nap/wait"
 )
 
 // TestOf: each kind of hook, its delay where it can be read.
@@ -42,8 +44,8 @@ func TestOf(t *testing.T) {
 			c.Lifecycle = &corev1.Lifecycle{PreStop: tc.h}
 		}
 		h := Of(c)
-		if h.Kind != tc.kind || h.Delay != tc.delay || h.Known != tc.known {
-			t.Errorf("%s: Of = %s %v known %v, want %s %v known %v", tc.name, h.Kind, h.Delay, h.Known, tc.kind, tc.delay, tc.known)
+		if h.Kind != tc.kind || h.Delay() != tc.delay || h.Known != tc.known {
+			t.Errorf("%s: Of = %s %v known %v, want %s %v known %v", tc.name, h.Kind, h.Delay(), h.Known, tc.kind, tc.delay, tc.known)
 		}
 		if got := NeedsShell(h.Command); got != (tc.kind == Shell) {
 			t.Errorf("%s: NeedsShell = %v", tc.name, got)
@@ -132,11 +134,11 @@ func TestWorkloadOfName(t *testing.T) {
 func TestOfAdaptive(t *testing.T) {
 	c := corev1.Container{Name: "app", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 		Command: []string{"/nap/nap", "2s", "--quiet", "1s", "--max", "45s"}}}}}
-	if h := Of(c); !h.Adaptive || h.MinDelay != 2*time.Second || h.Delay != 45*time.Second {
+	if h := Of(c); !h.Adaptive() || h.Wait.Min != 2*time.Second || h.Delay() != 45*time.Second {
 		t.Errorf("Of = %+v, want adaptive from 2s to 45s", h)
 	}
 	c.Lifecycle.PreStop.Exec.Command = []string{"/nap/nap", "5s"}
-	if h := Of(c); h.Adaptive || h.MinDelay != 0 || h.Delay != 5*time.Second {
+	if h := Of(c); h.Adaptive() || h.Wait.Min != 0 || h.Delay() != 5*time.Second {
 		t.Errorf("Of = %+v, want a fixed 5s", h)
 	}
 }
@@ -158,9 +160,9 @@ func TestBackground(t *testing.T) {
 		}
 	}
 	// The command nap reads back as the same wait.
-	w := Wait{Min: 2 * time.Second, Quiet: 1500 * time.Millisecond, Max: 45 * time.Second, Allow: 3}
+	w := wait.Wait{Kind: wait.Adaptive, Min: 2 * time.Second, Quiet: 1500 * time.Millisecond, Delay: 45 * time.Second, Allow: 3}
 	c := corev1.Container{Name: "app", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: w.Command()}}}}
-	if h := Of(c); !h.Adaptive || h.MinDelay != w.Min || h.Delay != w.Max || h.Quiet != w.Quiet || h.Allow != w.Allow {
+	if h := Of(c); h.Wait != w {
 		t.Errorf("%q reads as %+v", w.Command(), h)
 	}
 }

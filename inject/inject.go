@@ -18,7 +18,8 @@ import (
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
-	nap "github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // Mode is how Inject delays a container's termination.
@@ -33,9 +34,12 @@ const (
 
 // Options configure Inject.
 type Options struct {
-	Delay string        // nap's duration syntax ("10s", "1.5", "500ms"); default kube.DefaultDelay
-	Mode  Mode          // default ModeAuto
-	Kube  *kube.Version // the target cluster's version; nil: unknown (auto picks binary)
+	// Wait is the preStop wait (package wait); the zero Wait is wait.Default(). The
+	// adaptive wait needs nap's binary; its ALLOW is each template's probes'
+	// (hook.Background), whatever Wait.Allow says.
+	Wait wait.Wait
+	Mode Mode          // default ModeAuto
+	Kube *kube.Version // the target cluster's version; nil: unknown (auto picks binary)
 	// Nodes are the cluster's nodes and their kubelets; nil: unknown, and any kubelet
 	// the skew policy allows may run a pod (see kube.OldestKubelet).
 	Nodes      []kube.Node
@@ -48,32 +52,7 @@ type Options struct {
 	// where the cluster mounts them (Kube and Nodes say so), else the ConfigMap.
 	Delivery Delivery
 	Image    string // nap's image (napctl image), for DeliveryImage and DeliveryAuto
-	// Wait is WaitFixed (the default: the hook holds for Delay) or WaitAdaptive (nap's
-	// adaptive wait: at least MinDelay, until the pod's traffic has been quiet for
-	// Quiet, at most Delay; nap's binary only).
-	Wait     Wait
-	MinDelay string // nap's syntax; default 0
-	Quiet    string // nap's syntax; default sleeper/spec's DefaultQuiet
-	// MaxDelay is the adaptive wait's MAX where it differs from the fixed wait's Delay
-	// (the webhook keeps a default of each); default Delay, else sleeper/spec's
-	// DefaultMax.
-	MaxDelay string
 }
-
-// Wait is how long the hook holds.
-type Wait string
-
-// The waits.
-const (
-	WaitFixed    Wait = "fixed"    // Delay
-	WaitAdaptive Wait = "adaptive" // until the pod's new connections stop, within Delay
-)
-
-// Waits are the waits, in the order help texts give them.
-var Waits = []Wait{WaitFixed, WaitAdaptive}
-
-// WaitNames are Waits' names.
-func WaitNames() []string { return names(Waits) }
 
 // Delivery is how the nap binary reaches the container.
 type Delivery string
@@ -111,9 +90,9 @@ func (n Note) String() string { return fmt.Sprintf("%s:%d: %s", n.File, n.Line, 
 
 // Plan is what Inject will do, resolved from Options once for a run.
 type Plan struct {
-	Mode       Mode // ModeNative or ModeBinary
-	Delay      string
-	Duration   time.Duration
+	Mode Mode // ModeNative or ModeBinary
+	// Wait is the wait every hook the plan adds holds (its ALLOW each template's).
+	Wait       wait.Wait
 	GraceExtra time.Duration
 	Arch       string
 	Containers []string
@@ -122,11 +101,6 @@ type Plan struct {
 	Image      string
 	// DeliveryWhy says why DeliveryAuto chose the ConfigMap ("" otherwise).
 	DeliveryWhy string
-	// Adaptive: nap's adaptive wait, from MinDuration to Duration, quiet for Quiet (its
-	// ALLOW is each template's probes'; see hook.Background).
-	Adaptive    bool
-	MinDuration time.Duration
-	Quiet       time.Duration
 
 	// What the mode of each pod template is chosen from: native where every kubelet
 	// that may run it has the sleep action (auto), or checked there (native).
@@ -166,48 +140,16 @@ const DefaultGraceExtra = kube.DefaultGracePeriod
 
 // NewPlan checks opts and resolves the mode.
 func NewPlan(opts Options) (Plan, error) {
-	p := Plan{Delay: opts.Delay, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
+	p := Plan{Wait: opts.Wait, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
 		kube: opts.Kube, nodes: opts.Nodes, named: map[string]bool{}, fromConfigMap: map[string]bool{}}
-	if opts.GraceExtra != nil {
-		p.GraceExtra = *opts.GraceExtra
+	if p.Wait == (wait.Wait{}) {
+		p.Wait = wait.Default()
 	}
-	switch opts.Wait {
-	case WaitFixed, "":
-	case WaitAdaptive:
-		p.Adaptive = true
-	default:
-		return Plan{}, fmt.Errorf("--wait %q: want fixed or adaptive", opts.Wait)
-	}
-	if p.Adaptive {
-		p.Delay = cmp.Or(opts.MaxDelay, opts.Delay, hook.Arg(nap.DefaultMax))
-	}
-	if p.Delay == "" {
-		p.Delay = kube.DefaultDelay
-	}
-	duration := func(flag, s string) (time.Duration, error) {
-		r, err := nap.Parse([]string{s})
-		if err == nil && r.Infinite {
-			return 0, fmt.Errorf("%s %q: nap reads it as forever, which a preStop hook must not be (the kubelet kills it at the grace period, and the pod takes that long to go); want a duration, such as 10s", flag, s)
-		}
-		if err != nil || r.Adaptive || strings.HasPrefix(s, "-") {
-			return 0, fmt.Errorf("%s %q: want a duration nap reads, such as 10s, 1.5 or 500ms", flag, s)
-		}
-		return r.Duration, nil
-	}
-	var err error
-	if p.Duration, err = duration("--delay", p.Delay); err != nil {
+	if err := p.Wait.Check(); err != nil {
 		return Plan{}, err
 	}
-	if p.Adaptive {
-		if p.MinDuration, err = duration("--min", cmp.Or(opts.MinDelay, "0")); err != nil {
-			return Plan{}, err
-		}
-		if p.Quiet, err = duration("--quiet", cmp.Or(opts.Quiet, hook.Arg(nap.DefaultQuiet))); err != nil {
-			return Plan{}, err
-		}
-		if p.MinDuration > p.Duration {
-			return Plan{}, fmt.Errorf("--min %v is longer than --delay %v, the longest the adaptive wait may hold", p.MinDuration, p.Duration)
-		}
+	if opts.GraceExtra != nil {
+		p.GraceExtra = *opts.GraceExtra
 	}
 	if p.GraceExtra < 0 {
 		return Plan{}, fmt.Errorf("--grace-extra %v: must not be negative", p.GraceExtra)
@@ -224,24 +166,25 @@ func NewPlan(opts Options) (Plan, error) {
 	if err := p.resolveDelivery(opts); err != nil {
 		return Plan{}, err
 	}
-	whole := p.Duration%time.Second == 0
+	delay := p.Wait.Delay
+	whole := delay%time.Second == 0
 	nativeOK := func() error {
 		switch {
 		case !whole:
-			return fmt.Errorf("the native sleep action takes whole seconds, not %v", p.Duration)
+			return fmt.Errorf("the native sleep action takes whole seconds, not %v", delay)
 		case opts.Kube == nil:
 			return nil // the user asked for native and did not say where: trust them
 		case opts.Kube.Less(kube.NativeSleepSince):
 			return fmt.Errorf("the native sleep action needs Kubernetes %v, not %v", kube.NativeSleepSince, *opts.Kube)
-		case p.Duration == 0 && opts.Kube.Less(kube.NativeSleepZeroSince):
+		case delay == 0 && opts.Kube.Less(kube.NativeSleepZeroSince):
 			return fmt.Errorf("a native sleep of 0 seconds needs Kubernetes %v, not %v", kube.NativeSleepZeroSince, *opts.Kube)
 		}
 		return nil
 	}
 	switch {
-	case p.Adaptive && opts.Mode == ModeNative:
+	case p.Wait.IsAdaptive() && opts.Mode == ModeNative:
 		return Plan{}, errors.New("--mode native: the native sleep action cannot wait for the pod's traffic; --wait adaptive needs nap's binary (--mode binary or auto)")
-	case p.Adaptive && (opts.Mode == ModeAuto || opts.Mode == ""):
+	case p.Wait.IsAdaptive() && (opts.Mode == ModeAuto || opts.Mode == ""):
 		p.Mode = ModeBinary
 		return p, nil
 	}
@@ -356,10 +299,10 @@ func (p Plan) forWindows() (Plan, string) {
 	switch {
 	case p.Mode == ModeNative:
 		return p, ""
-	case p.Adaptive:
+	case p.Wait.IsAdaptive():
 		return p, "the adaptive wait needs nap's binary, a Linux executable"
-	case p.Duration%time.Second != 0:
-		return p, fmt.Sprintf("nap's binary is a Linux executable, and the native sleep action takes whole seconds, not %v", p.Duration)
+	case p.Wait.Delay%time.Second != 0:
+		return p, fmt.Sprintf("nap's binary is a Linux executable, and the native sleep action takes whole seconds, not %v", p.Wait.Delay)
 	case p.kube != nil && p.kube.Less(kube.NativeSleepSince):
 		return p, fmt.Sprintf("nap's binary is a Linux executable, and the native sleep action needs Kubernetes %v, not %v", kube.NativeSleepSince, *p.kube)
 	}
@@ -756,7 +699,7 @@ func (t *template) delay(c container) error {
 	if err != nil {
 		return err
 	}
-	t.delayed, t.longest = true, max(t.longest, p.Duration)
+	t.delayed, t.longest = true, max(t.longest, p.Wait.Delay)
 	return nil
 }
 
@@ -842,16 +785,15 @@ func (t *template) grace() error {
 // preStop is the hook that the plan adds to this template: an adaptive wait's ALLOW is
 // what the template's probes open (hook.Background).
 func (t *template) preStop() *yaml.Node {
-	p := t.p
-	cmd := []string{kube.MountPath + "/" + kube.BinaryName, p.Delay}
-	switch {
-	case p.Mode == ModeNative:
-		return mapping("sleep", mapping("seconds", num(int64(p.Duration/time.Second))))
-	case p.Adaptive:
-		cmd = hook.Wait{Min: p.MinDuration, Quiet: p.Quiet, Max: p.Duration, Allow: hook.Background(p.Quiet, t.probePeriods())}.Command()
+	w := t.p.Wait
+	if t.p.Mode == ModeNative {
+		return mapping("sleep", mapping("seconds", num(int64(w.Delay/time.Second))))
+	}
+	if w.IsAdaptive() {
+		w.Allow = hook.Background(w.Quiet, t.probePeriods())
 	}
 	var args []*yaml.Node
-	for _, a := range cmd {
+	for _, a := range w.Command() {
 		args = append(args, str(a))
 	}
 	return mapping("exec", mapping("command", sequence(true, args...)))
@@ -906,14 +848,11 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 		for _, a := range cmd.Content[1:] {
 			args = append(args, a.Value)
 		}
-		r, err := nap.Parse(args)
-		switch {
-		case err != nil || r.Infinite:
-			r.Duration = nap.Default
-		case r.Adaptive:
-			r.Duration = max(r.Max, r.Duration) // the longest it may hold
+		w, ok := wait.FromArgs(args)
+		if !ok {
+			w.Delay = nap.Default // what nap holds for arguments it cannot read
 		}
-		return true, true, r.Duration
+		return true, true, w.Delay // an adaptive wait's longest
 	}
 	return false, false, 0
 }

@@ -17,7 +17,8 @@ import (
 	"github.com/nap-k8s/nap/internal/testutil/kept"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // injectCases are the golden cases: testdata/inject/<input> injected with opts gives
@@ -27,44 +28,44 @@ var injectCases = []struct {
 	opts        Options
 }{
 	{"deployment-binary", "deployment.yaml", Options{}},
-	{"deployment-native", "deployment.yaml", Options{Mode: ModeAuto, Kube: &kube.Version{Major: 1, Minor: 33}, Delay: "15s"}},
+	{"deployment-native", "deployment.yaml", Options{Mode: ModeAuto, Kube: &kube.Version{Major: 1, Minor: 33}, Wait: delay("15s")}},
 	// 1.31's kubelets may be 1.28, without the sleep action: the binary.
-	{"deployment-auto-skew", "deployment.yaml", Options{Mode: ModeAuto, Kube: &kube.Version{Major: 1, Minor: 31}, Delay: "15s"}},
+	{"deployment-auto-skew", "deployment.yaml", Options{Mode: ModeAuto, Kube: &kube.Version{Major: 1, Minor: 31}, Wait: delay("15s")}},
 	{"deployment-auto-old-cluster", "deployment.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 29}}},
-	{"deployment-auto-subsecond", "deployment.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 34}, Delay: "2500ms"}},
+	{"deployment-auto-subsecond", "deployment.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 34}, Wait: delay("2500ms")}},
 	{"flow", "flow.yaml", Options{}},
 	{"flow-native", "flow.yaml", Options{Mode: ModeNative}},
 	{"json", "deployment.json", Options{}},
-	{"json-native", "deployment.json", Options{Mode: ModeNative, Delay: "5"}},
-	{"list", "list.yaml", Options{Delay: "20s", GraceExtra: ptr.To(15 * time.Second)}},
+	{"json-native", "deployment.json", Options{Mode: ModeNative, Wait: delay("5")}},
+	{"list", "list.yaml", Options{Wait: delay("20s"), GraceExtra: ptr.To(15 * time.Second)}},
 	{"helm", "helm.yaml", Options{}},
 	{"existing-prestop", "existing.yaml", Options{}},
 	{"sidecar-default", "sidecar.yaml", Options{}},
 	{"sidecar-named", "sidecar.yaml", Options{Containers: []string{"proxy", "main", "missing"}}},
 	{"arch", "arch.yaml", Options{}},
 	{"arch-native", "arch.yaml", Options{Mode: ModeNative}},
-	{"grace", "grace.yaml", Options{Delay: "30s"}},
+	{"grace", "grace.yaml", Options{Wait: delay("30s")}},
 	{"crlf", "crlf.yaml", Options{}},
 	{"no-newline", "no-newline.yaml", Options{}},
 	{"helm-nulls", "helm-nulls.yaml", Options{}},
-	{"helm-nulls-native", "helm-nulls.yaml", Options{Mode: ModeNative, Delay: "40s"}},
+	{"helm-nulls-native", "helm-nulls.yaml", Options{Mode: ModeNative, Wait: delay("40s")}},
 	{"block-scalar-eof", "block-scalar-eof.yaml", Options{}},
 	{"keep-chomp", "keep-chomp.yaml", Options{Mode: ModeNative}},
 	{"json-stream", "stream.json", Options{}},
 	{"deployment-image", "deployment.yaml", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1"}},
 	{"arch-image", "arch.yaml", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1"}},
-	{"json-image", "deployment.json", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1", Delay: "2.5"}},
+	{"json-image", "deployment.json", Options{Delivery: DeliveryImage, Image: "registry.example/nap:1", Wait: delay("2.5")}},
 	// auto with nodes that mount image volumes: the image; a node that cannot: the
 	// ConfigMap (DeliveryWhy says why; TestDelivery).
 	// The adaptive wait: ALLOW from each template's probes (api: HTTP every 1 s, TCP
 	// every 10 s; mesh: gRPC every 2 s, counted with its sidecar; worker's exec probe
 	// opens no connection): 3+1+2 = 6 per 2 s.
-	{"probes-adaptive", "probes.yaml", Options{Wait: WaitAdaptive}},
-	{"deployment-adaptive", "deployment.yaml", Options{Wait: WaitAdaptive, Delay: "45s", MinDelay: "2s", Quiet: "1.5s", Kube: &kube.Version{Major: 1, Minor: 36}}},
+	{"probes-adaptive", "probes.yaml", Options{Wait: adaptive(wait.Input{})}},
+	{"deployment-adaptive", "deployment.yaml", Options{Wait: adaptive(wait.Input{Max: "45s", Min: "2s", Quiet: "1.5s"}), Kube: &kube.Version{Major: 1, Minor: 36}}},
 	// Windows pods: the native sleep where it can be, else skipped with a note.
 	{"windows", "windows.yaml", Options{}},
-	{"windows-subsecond", "windows.yaml", Options{Delay: "2500ms"}},
-	{"windows-adaptive", "windows.yaml", Options{Wait: WaitAdaptive}},
+	{"windows-subsecond", "windows.yaml", Options{Wait: delay("2500ms")}},
+	{"windows-adaptive", "windows.yaml", Options{Wait: adaptive(wait.Input{})}},
 	{"windows-old-cluster", "windows.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 29}}},
 	{"helm-image-auto", "helm.yaml", Options{Delivery: DeliveryAuto, Image: "registry.example/nap:1", Kube: &kube.Version{Major: 1, Minor: 36},
 		Nodes: []kube.Node{{Name: "a", Kubelet: kube.Version{Major: 1, Minor: 35}, Runtime: "containerd://2.1.4"}}, Mode: ModeBinary}},
@@ -333,7 +334,7 @@ func TestKubeletSkew(t *testing.T) {
 // Null tokens (~, null) are replaced; a block scalar that keeps its line breaks at the
 // end of a file without a final one gets strip chomping, the same value.
 func TestInjectEditsInPlace(t *testing.T) {
-	p, err := NewPlan(Options{Mode: ModeNative, Delay: "5s"})
+	p, err := NewPlan(Options{Mode: ModeNative, Wait: delay("5s")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,9 +411,9 @@ func TestInjectRefuses(t *testing.T) {
 
 // The default delay written as text is the sleeper's own default.
 func TestDefaultDelay(t *testing.T) {
-	r, err := spec.Parse([]string{kube.DefaultDelay})
-	if err != nil || r.Duration != spec.Default {
-		t.Errorf("DefaultDelay %q reads as %v (%v), want spec.Default %v", kube.DefaultDelay, r.Duration, err, spec.Default)
+	r, err := nap.Parse([]string{kube.DefaultDelay})
+	if err != nil || r.Duration != nap.Default {
+		t.Errorf("DefaultDelay %q reads as %v (%v), want nap.Default %v", kube.DefaultDelay, r.Duration, err, nap.Default)
 	}
 }
 
@@ -464,20 +465,18 @@ func TestDelivery(t *testing.T) {
 // TestAdaptivePlan: --wait adaptive takes nap's binary (auto), is refused with the
 // native sleep, and names the option that is off.
 func TestAdaptivePlan(t *testing.T) {
-	p, err := NewPlan(Options{Wait: WaitAdaptive, Kube: &kube.Version{Major: 1, Minor: 36}})
-	if err != nil || p.Mode != ModeBinary || !p.Adaptive || p.Duration != spec.DefaultMax || p.Quiet != spec.DefaultQuiet || p.MinDuration != 0 {
+	p, err := NewPlan(Options{Wait: adaptive(wait.Input{}), Kube: &kube.Version{Major: 1, Minor: 36}})
+	if err != nil || p.Mode != ModeBinary || p.Wait != wait.DefaultAdaptive() {
 		t.Errorf("adaptive, auto: %+v, %v; want the binary, 60s, quiet 2s, min 0", p, err)
 	}
 	for _, tc := range []struct {
 		opts Options
 		want string
 	}{
-		{Options{Wait: WaitAdaptive, Mode: ModeNative}, "cannot wait for the pod's traffic"},
-		{Options{Wait: "sometimes"}, `--wait "sometimes"`},
-		{Options{Wait: WaitAdaptive, Delay: "10s", MinDelay: "20s"}, "--min 20s is longer than --delay 10s"},
-		{Options{Wait: WaitAdaptive, Quiet: "soon"}, `--quiet "soon"`},
-		{Options{Wait: WaitAdaptive, MinDelay: "inf"}, `--min "inf"`},
-		{Options{Delay: "--max"}, `--delay "--max"`},
+		{Options{Wait: adaptive(wait.Input{}), Mode: ModeNative}, "cannot wait for the pod's traffic"},
+		{Options{Wait: wait.Wait{Kind: "sometimes"}}, `wait "sometimes"`},
+		{Options{Wait: wait.Wait{Kind: wait.Adaptive, Delay: 10 * time.Second, Min: 20 * time.Second}}, "MIN 20s is longer than its MAX 10s"},
+		{Options{Wait: wait.Wait{Kind: wait.Fixed, Delay: -time.Second}}, "must not be negative"},
 	} {
 		if _, err := NewPlan(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
@@ -485,12 +484,31 @@ func TestAdaptivePlan(t *testing.T) {
 	}
 }
 
+// delay is the fixed wait of --delay s.
+func delay(s string) wait.Wait {
+	w, err := wait.Input{Delay: s}.Wait()
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
+// adaptive is the adaptive wait of the flags in gives.
+func adaptive(in wait.Input) wait.Wait {
+	in.Kind = string(wait.Adaptive)
+	w, err := in.Wait()
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
 // Workloads are known by API group and kind: an Argo Rollout and an OpenKruise CloneSet
 // get the hook as a Deployment does; a kind named Deployment in another group, an
 // unknown pod-template kind and a Knative Service are left as they are, each with a
 // note saying why.
 func TestWorkloadKinds(t *testing.T) {
-	p, err := NewPlan(Options{Mode: ModeNative, Delay: "5s"})
+	p, err := NewPlan(Options{Mode: ModeNative, Wait: delay("5s")})
 	if err != nil {
 		t.Fatal(err)
 	}

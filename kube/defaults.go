@@ -5,7 +5,7 @@ import "time"
 // The defaults, in one place.
 const (
 	// DefaultDelay is the preStop delay when none is given: nap's own default
-	// (sleeper/spec.Default), written as nap reads it.
+	// (sleeper/nap.Default), written as nap reads it.
 	DefaultDelay = "10s"
 	// DefaultGracePeriod is Kubernetes' terminationGracePeriodSeconds when a pod says
 	// none.

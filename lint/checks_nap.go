@@ -9,7 +9,7 @@ import (
 
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // The nap volume itself.
@@ -38,7 +38,7 @@ func napKeyMissing(_ *Context, w *Workload) []Finding {
 			if !keys[it.Key] && (it.Path == kube.BinaryName || v.ConfigMap.Optional == nil || !*v.ConfigMap.Optional) {
 				out = append(out, Finding{
 					Message: fmt.Sprintf("volume %q mounts key %q of ConfigMap %s, which has no such key in this input: the pod's volume cannot be mounted", v.Name, it.Key, v.ConfigMap.Name),
-					Hint:    "add the architecture to the ConfigMap (napctl configmap --arch " + strings.Join(spec.Arches, ",") + ")",
+					Hint:    "add the architecture to the ConfigMap (napctl configmap --arch " + strings.Join(nap.Arches, ",") + ")",
 				})
 			}
 		}
@@ -71,15 +71,15 @@ func adaptiveAllowTooLow(_ *Context, w *Workload) []Finding {
 	periods := hook.ProbePeriods(w.PodSpec)
 	return perContainer(w, w.PodSpec.Containers, func(c corev1.Container) *Finding {
 		h := hook.Of(c)
-		if !h.Adaptive {
+		if !h.Adaptive() {
 			return nil
 		}
-		need := hook.Background(h.Quiet, periods)
-		if h.Allow >= need {
+		need := hook.Background(h.Wait.Quiet, periods)
+		if h.Wait.Allow >= need {
 			return nil
 		}
 		return &Finding{
-			Message: fmt.Sprintf("container %q's adaptive wait allows %d new connections per %v quiet window, but the pod's probes open up to %d in one: the wait never sees quiet and holds the full %v on every termination", c.Name, h.Allow, h.Quiet, need, h.Delay),
+			Message: fmt.Sprintf("container %q's adaptive wait allows %d new connections per %v quiet window, but the pod's probes open up to %d in one: the wait never sees quiet and holds the full %v on every termination", c.Name, h.Wait.Allow, h.Wait.Quiet, need, h.Delay()),
 			Hint:    fmt.Sprintf("set --allow %d in the hook (napctl inject --wait adaptive reads the probes and sets it)", need),
 		}
 	})
@@ -161,7 +161,7 @@ func napArchMismatch(_ *Context, w *Workload) []Finding {
 				continue
 			}
 			known := false
-			for _, a := range spec.Arches {
+			for _, a := range nap.Arches {
 				known = known || a == arch
 			}
 			if known {

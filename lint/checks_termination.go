@@ -117,7 +117,7 @@ func readinessHint(c corev1.Container) string {
 func noPreStopDelay(_ *Context, w *Workload) []Finding {
 	return perRouted(w, func(c corev1.Container, svc string) *Finding {
 		switch h := hook.Of(c); {
-		case h.Kind != hook.None && h.Known && h.Delay == 0 && !h.Adaptive:
+		case h.Kind != hook.None && h.Known && h.Delay() == 0 && !h.Adaptive():
 			return &Finding{
 				Message: fmt.Sprintf("container %q's preStop hook holds 0 s: it gets SIGTERM while Service %s may still route to it", c.Name, svc),
 				Hint:    injectHint(w),
@@ -159,17 +159,17 @@ func gracePeriodTooShort(c *Context, w *Workload) []Finding {
 	streams := streamPorts(w)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
 		d := hook.Of(ct)
-		if !d.Known || d.Kind == hook.NativeSleep && d.Delay > grace {
+		if !d.Known || d.Kind == hook.NativeSleep && d.Delay() > grace {
 			return nil // unknown, or native-sleep-exceeds-grace says it
 		}
-		need, why := d.Delay+c.DrainMargin(), fmt.Sprintf("plus %v to drain", c.DrainMargin())
+		need, why := d.Delay()+c.DrainMargin(), fmt.Sprintf("plus %v to drain", c.DrainMargin())
 		if sp, _, ok := streamsOf(streams, ct); ok {
 			need += drain.DefaultStreamJitter
 			why = fmt.Sprintf("plus %v to spread the close of its %s streams (Service %s) and %v to drain", drain.DefaultStreamJitter, sp.protocol, sp.service, c.DrainMargin())
 		}
 		if grace < need {
 			return &Finding{
-				Message: fmt.Sprintf("terminationGracePeriodSeconds is %v, but container %q's preStop delay of %v %s needs %v: the container is killed mid-drain", grace, ct.Name, d.Delay, why, need),
+				Message: fmt.Sprintf("terminationGracePeriodSeconds is %v, but container %q's preStop delay of %v %s needs %v: the container is killed mid-drain", grace, ct.Name, d.Delay(), why, need),
 				Hint:    fmt.Sprintf("set terminationGracePeriodSeconds to at least %d", int(need.Seconds()+0.999)),
 			}
 		}
@@ -181,12 +181,12 @@ func nativeSleepExceedsGrace(_ *Context, w *Workload) []Finding {
 	grace := gracePeriod(w.PodSpec)
 	return perContainer(w, w.PodSpec.Containers, func(ct corev1.Container) *Finding {
 		d := hook.Of(ct)
-		if d.Kind != hook.NativeSleep || d.Delay <= grace {
+		if d.Kind != hook.NativeSleep || d.Delay() <= grace {
 			return nil
 		}
 		return &Finding{
-			Message: fmt.Sprintf("container %q's native preStop sleep of %v is longer than the %v grace period: the API server rejects it", ct.Name, d.Delay, grace),
-			Hint:    fmt.Sprintf("shorten the sleep or raise terminationGracePeriodSeconds above %d", int(d.Delay.Seconds())),
+			Message: fmt.Sprintf("container %q's native preStop sleep of %v is longer than the %v grace period: the API server rejects it", ct.Name, d.Delay(), grace),
+			Hint:    fmt.Sprintf("shorten the sleep or raise terminationGracePeriodSeconds above %d", int(d.Delay().Seconds())),
 		}
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // DefaultName is the image of this version.
@@ -19,7 +19,7 @@ var DefaultName = version.Image(version.SleeperImage, version.Version)
 // kube.MountPath/kube.BinaryName.
 func Images(name string) ([]oci.Image, error) {
 	var imgs []oci.Image
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		b, err := sleeper.Binary(arch)
 		if err != nil {
 			return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testutil/tarfiles"
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // The image as skopeo, a tool users push it with, reads it: an index with one image per
@@ -51,10 +51,10 @@ func TestImageWithSkopeo(t *testing.T) {
 	if err := json.Unmarshal(skopeo("inspect", "--raw", "oci-archive:"+tarball), &index); err != nil {
 		t.Fatal(err)
 	}
-	if index.MediaType != "application/vnd.oci.image.index.v1+json" || len(index.Manifests) != len(spec.Arches) {
-		t.Fatalf("skopeo reads %+v, want an index of %d images", index, len(spec.Arches))
+	if index.MediaType != "application/vnd.oci.image.index.v1+json" || len(index.Manifests) != len(nap.Arches) {
+		t.Fatalf("skopeo reads %+v, want an index of %d images", index, len(nap.Arches))
 	}
-	for i, arch := range spec.Arches {
+	for i, arch := range nap.Arches {
 		if p := index.Manifests[i].Platform; p.Architecture != arch || p.OS != "linux" {
 			t.Errorf("image %d: %+v, want linux/%s", i, p, arch)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/internal/testenv"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // snmpText is /proc/net/snmp as Linux writes it, with passive connections opened.
@@ -63,7 +63,7 @@ var adaptiveCases = []struct {
 	// The last connection at 1.5 s, QUIET 500 ms: 2 s, less up to a reading, as the
 	// program may start (and read) up to that much after the table's clock.
 	{name: "traffic, then quiet", args: []string{"--quiet", "500ms", "--max", "6s"},
-		table: traffic(50*time.Millisecond, 1500*time.Millisecond, 5), sleep: 2*time.Second - spec.PollInterval},
+		table: traffic(50*time.Millisecond, 1500*time.Millisecond, 5), sleep: 2*time.Second - nap.PollInterval},
 	{name: "background within ALLOW", args: []string{"--quiet", "500ms", "--max", "6s", "--allow", "4"},
 		table: traffic(200*time.Millisecond, 6*time.Second, 1), sleep: 500 * time.Millisecond},
 	{name: "background above ALLOW holds to MAX", args: []string{"--quiet", "500ms", "--max", "2s", "--allow", "1"},
@@ -73,11 +73,11 @@ var adaptiveCases = []struct {
 	{name: "a count that goes back is traffic", args: []string{"--quiet", "300ms", "--max", "1500ms"},
 		table: traffic(100*time.Millisecond, 6*time.Second, -1), sleep: 1500 * time.Millisecond},
 	{name: "no table: MAX, exit 3", args: []string{"--quiet", "100ms", "--max", "800ms"},
-		table: []step{{gone: true}}, code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: 800 * time.Millisecond},
+		table: []step{{gone: true}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 800 * time.Millisecond},
 	{name: "table gone later: MAX, exit 3", args: []string{"--quiet", "5s", "--max", "1200ms"},
-		table: []step{{text: snmpText(7)}, {at: 300 * time.Millisecond, gone: true}}, code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: 1200 * time.Millisecond},
+		table: []step{{text: snmpText(7)}, {at: 300 * time.Millisecond, gone: true}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 1200 * time.Millisecond},
 	{name: "no TCP line: MAX, exit 3", args: []string{"--max", "700ms"},
-		table: []step{{text: "Ip: 1 2 3\nUdp: 1 2 3 4 5 6\n"}}, code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: 700 * time.Millisecond},
+		table: []step{{text: "Ip: 1 2 3\nUdp: 1 2 3 4 5 6\n"}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 700 * time.Millisecond},
 	{name: "SIGTERM ends it", args: []string{"--quiet", "10s", "--max", "20s"}, table: traffic(50*time.Millisecond, 6*time.Second, 1),
 		signal: syscall.SIGTERM, after: 400 * time.Millisecond, code: 143},
 	{name: "inf wins", args: []string{"inf", "--quiet", "100ms"}, table: []step{{text: snmpText(1)}},

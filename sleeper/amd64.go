@@ -5,7 +5,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/asm"
 	x "github.com/nap-k8s/nap/internal/asm/amd64"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // Linux x86-64 system call numbers (native 64-bit ABI, never int 0x80).
@@ -27,7 +27,7 @@ const (
 	sigTERM        = 15
 	saRestorer     = 0x04000000
 	nsPerSecond    = 1_000_000_000
-	defaultNs      = int64(spec.Default)
+	defaultNs      = int64(nap.Default)
 	sigsetSize     = 8
 	exitInvalid    = 2
 	exitSignalBase = 128
@@ -43,9 +43,9 @@ const (
 	slotQuiet = 8
 	slotMax   = 16
 	slotAllow = 24
-	pollNs    = int64(spec.PollInterval)
-	// snmpBuf is the adaptive wait's read buffer: spec.SnmpRead bytes and a NUL.
-	snmpBuf = spec.SnmpRead + 8
+	pollNs    = int64(nap.PollInterval)
+	// snmpBuf is the adaptive wait's read buffer: nap.SnmpRead bytes and a NUL.
+	snmpBuf = nap.SnmpRead + 8
 )
 
 // The registers, named as in the manual.
@@ -127,9 +127,9 @@ func amd64Blocks() []block {
 			// which nothing writes once the arguments are read (the stack pointer is
 			// above them then). ALLOW, MAX, QUIET and MIN start at their defaults (60 s
 			// is 30 × 2 s: no imm32 holds it).
-			b.MOV(eax, x.Imm(int64(spec.DefaultQuiet)))
-			b.PUSH(x.Imm(spec.DefaultAllow))
-			b.IMUL3(rcx, rax, x.Imm(int64(spec.DefaultMax/spec.DefaultQuiet)))
+			b.MOV(eax, x.Imm(int64(nap.DefaultQuiet)))
+			b.PUSH(x.Imm(nap.DefaultAllow))
+			b.IMUL3(rcx, rax, x.Imm(int64(nap.DefaultMax/nap.DefaultQuiet)))
 			b.PUSH(rcx)
 			b.PUSH(rax)
 			b.PUSH(x.Imm(0))
@@ -307,14 +307,14 @@ func amd64Blocks() []block {
 			b.DEC(ecx)
 			b.PUSH(rcx)
 			b.MOV(esi, x.Addr("msg_invalid"))
-			b.PUSH(x.Imm(len(spec.InvalidPrefix)))
+			b.PUSH(x.Imm(len(nap.InvalidPrefix)))
 			b.POP(rdx)
 			b.CALL("say")
 			b.MOV(rsi, r14)
 			b.POP(rdx)
 			b.CALL("say")
 			b.MOV(esi, x.Addr("msg_default"))
-			b.PUSH(x.Imm(len(spec.InvalidSuffix)))
+			b.PUSH(x.Imm(len(nap.InvalidSuffix)))
 			b.POP(rdx)
 			b.CALL("say")
 			b.PUSH(x.Imm(exitInvalid))
@@ -373,7 +373,7 @@ func amd64Blocks() []block {
 			b.TEST(eax, eax)
 			b.J(x.E, "slept_ts")
 			b.MOV(esi, x.Addr("msg_refused"))
-			b.PUSH(x.Imm(len(spec.Refused)))
+			b.PUSH(x.Imm(len(nap.Refused)))
 			b.POP(rdx)
 			b.CALL("say")
 			b.MOV(eax, ebx) // the next way, 0 when there is none
@@ -398,7 +398,7 @@ func amd64Blocks() []block {
 			b.PUSH(x.Imm(stdout))
 			b.POP(rdi)
 			b.MOV(esi, x.Addr("usage"))
-			b.PUSH(x.Imm(len(spec.Usage)))
+			b.PUSH(x.Imm(len(nap.Usage)))
 			b.POP(rdx)
 			b.CALL("write_all") // keeps edi
 			b.DEC(edi)          // exit 0
@@ -494,8 +494,8 @@ func amd64Blocks() []block {
 			b.MOV(r9, r14)
 			b.MOV(r12, rcx)
 		}},
-		// count reads /proc/net/snmp (one read of up to spec.SnmpRead bytes, into r8) and returns
-		// PassiveOpens in rax: see spec.PassiveOpens. Any failure is unreadable.
+		// count reads /proc/net/snmp (one read of up to nap.SnmpRead bytes, into r8) and returns
+		// PassiveOpens in rax: see nap.PassiveOpens. Any failure is unreadable.
 		{"count", "", func(b *x.Builder) {
 			b.PUSH(x.Imm(atFDCWD))
 			b.POP(rdi)
@@ -507,7 +507,7 @@ func amd64Blocks() []block {
 			b.J(x.S, "unreadable")
 			b.MOV(edi, eax)
 			b.MOV(rsi, r8)
-			b.MOV(edx, x.Imm(spec.SnmpRead))
+			b.MOV(edx, x.Imm(nap.SnmpRead))
 			b.XOR(eax, eax) // read
 			b.SYSCALL()
 			b.TEST(eax, eax)
@@ -569,12 +569,12 @@ func amd64Blocks() []block {
 		// The count cannot be read: say so, wait until the limit, exit 3.
 		{"unreadable", "sleep", func(b *x.Builder) {
 			b.MOV(esi, x.Addr("msg_unreadable"))
-			b.PUSH(x.Imm(len(spec.Unreadable)))
+			b.PUSH(x.Imm(len(nap.Unreadable)))
 			b.POP(rdx)
 			b.CALL("say")
 			b.MOV(r12, rbp)
 			b.SUB(r12, r14)
-			b.PUSH(x.Imm(spec.ExitUnreadable))
+			b.PUSH(x.Imm(nap.ExitUnreadable))
 			b.POP(rbp)
 		}},
 		// on_signal is the handler of signals 1 to 15: the signal number comes in edi.

@@ -2,7 +2,7 @@ package sleeper
 
 import (
 	a "github.com/nap-k8s/nap/internal/asm/arm64"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // Linux arm64 system call numbers (the generic table).
@@ -82,8 +82,8 @@ func programARM64(b *a.Builder, words []byte) {
 	// argv from argv[1], above the sigaction, argc and argv[0]; with argc 0 (kernels
 	// before 5.18) from argv[0], the NULL that ends argv: no argument.
 	b.MOVZ(x6, 10, 0)
-	movImm(b, x25, uint64(spec.DefaultQuiet))
-	movImm(b, x26, uint64(spec.DefaultMax))
+	movImm(b, x25, uint64(nap.DefaultQuiet))
+	movImm(b, x26, uint64(nap.DefaultMax))
 	b.ADDi(x19, sp, 16+8)
 	b.LDR(x1, sp, 16)
 	b.CBZ(x1, "next_arg")
@@ -253,7 +253,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.SVC(0)
 	b.BRK(0)          // exit_group denied (a seccomp profile): nothing may run on
 	b.Label("cannot") // every way refused, said on stderr
-	b.MOVZ(x0, spec.ExitCannotSleep, 0)
+	b.MOVZ(x0, nap.ExitCannotSleep, 0)
 	b.B("exit_x0")
 
 	// nap_ts sleeps the timespec at sp: nanosleep, and where the kernel refuses it (a
@@ -274,7 +274,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.SVC(0)
 	b.CBZ(x0, "slept")
 	b.ADR(x1, "msg_refused")
-	b.MOVZ(x2, uint16(len(spec.Refused)), 0)
+	b.MOVZ(x2, uint16(len(nap.Refused)), 0)
 	b.BL("say")
 	b.MOVZ(x0, clockMonotonic, 0) // ppoll ignores it: it polls no file
 	b.B("try")
@@ -329,8 +329,8 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOV(x28, x1)
 	b.B("until_limit")
 
-	// count reads /proc/net/snmp (one read of up to spec.SnmpRead bytes, into x16) and returns
-	// PassiveOpens in x1: see spec.PassiveOpens. Any failure is unreadable.
+	// count reads /proc/net/snmp (one read of up to nap.SnmpRead bytes, into x16) and returns
+	// PassiveOpens in x1: see nap.PassiveOpens. Any failure is unreadable.
 	b.Label("count")
 	b.MOVN(x0, uint16(^atFDCWD), 0)
 	b.ADR(x1, "snmp_path")
@@ -340,7 +340,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.TBNZ(x0, 63, "unreadable")
 	b.MOV(x4, x0)
 	b.MOV(x1, x16)
-	b.MOVZ(x2, spec.SnmpRead, 0)
+	b.MOVZ(x2, nap.SnmpRead, 0)
 	b.MOVZ(x8, arm64SysRead, 0)
 	b.SVC(0)
 	b.TBNZ(x0, 63, "unreadable")
@@ -402,10 +402,10 @@ func programARM64(b *a.Builder, words []byte) {
 	// The count cannot be read: say so, wait until the limit, exit 3.
 	b.Label("unreadable")
 	b.ADR(x1, "msg_unreadable")
-	b.MOVZ(x2, uint16(len(spec.Unreadable)), 0)
+	b.MOVZ(x2, uint16(len(nap.Unreadable)), 0)
 	b.BL("say")
 	b.SUB(x20, x26, x22)
-	b.MOVZ(x23, spec.ExitUnreadable, 0)
+	b.MOVZ(x23, nap.ExitUnreadable, 0)
 	b.B("sleep")
 
 	b.Label("invalid") // prefix, the argument, suffix
@@ -415,13 +415,13 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CBNZ(w2, "strlen")
 	b.SUB(x7, x1, x22)
 	b.ADR(x1, "msg_invalid")
-	b.MOVZ(x2, uint16(len(spec.InvalidPrefix)), 0)
+	b.MOVZ(x2, uint16(len(nap.InvalidPrefix)), 0)
 	b.BL("say")
 	b.MOV(x1, x22)
 	b.MOV(x2, x7)
 	b.BL("say")
 	b.ADR(x1, "msg_default")
-	b.MOVZ(x2, uint16(len(spec.InvalidSuffix)), 0)
+	b.MOVZ(x2, uint16(len(nap.InvalidSuffix)), 0)
 	b.BL("say")
 	b.MOVZ(x23, exitInvalid, 0)
 	b.Label("default")
@@ -434,7 +434,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("help")
 	b.MOVZ(x5, stdout, 0)
 	b.ADR(x1, "usage")
-	b.MOVZ(x2, uint16(len(spec.Usage)), 0)
+	b.MOVZ(x2, uint16(len(nap.Usage)), 0)
 	b.BL("write_all")
 	b.B("exit")
 

@@ -8,7 +8,7 @@ import (
 	"github.com/nap-k8s/nap/internal/asm"
 	"github.com/nap-k8s/nap/internal/asm/amd64"
 	"github.com/nap-k8s/nap/internal/asm/arm64"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 
 	napelf "github.com/nap-k8s/nap/internal/elf"
 )
@@ -77,5 +77,5 @@ func assemble(arch string) (*asm.Object, elf.Machine, error) {
 		obj, err := b.Assemble(napelf.Base + napelf.Load)
 		return obj, elf.EM_AARCH64, err
 	}
-	return nil, 0, fmt.Errorf("no nap binary for architecture %q (have %s)", arch, strings.Join(spec.Arches, ", "))
+	return nil, 0, fmt.Errorf("no nap binary for architecture %q (have %s)", arch, strings.Join(nap.Arches, ", "))
 }

@@ -16,7 +16,7 @@ import (
 	napelf "github.com/nap-k8s/nap/internal/elf"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // TestBinaryELF reads each binary back with debug/elf: a static ELF64 executable for
@@ -26,7 +26,7 @@ import (
 // the data.
 func TestBinaryELF(t *testing.T) {
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		t.Run(arch, func(t *testing.T) {
 			b, err := Binary(arch)
 			if err != nil {
@@ -76,7 +76,7 @@ func TestBinaryELF(t *testing.T) {
 // TestBinarySize holds each binary to its exact size (a change shows up here and in the
 // README) and to its budget.
 func TestBinarySize(t *testing.T) {
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		b, err := Binary(arch)
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestBinarySize(t *testing.T) {
 // TestListingGolden keeps the assembled programs in testdata, so that a review sees every
 // byte that changes. Refresh with: go test ./sleeper -run TestListingGolden -update
 func TestListingGolden(t *testing.T) {
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		got, err := Listing(arch)
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func TestWordTable(t *testing.T) {
 			continue
 		}
 		if word != "" && word[len(word)-1] == 0 { // a flag: k 2, c the offset of its slot
-			if want := map[string]int64{spec.FlagQuiet: slotQuiet, spec.FlagMax: slotMax, spec.FlagAllow: slotAllow}[word[:len(word)-1]]; k != 2 || c != want {
+			if want := map[string]int64{nap.FlagQuiet: slotQuiet, nap.FlagMax: slotMax, nap.FlagAllow: slotAllow}[word[:len(word)-1]]; k != 2 || c != want {
 				t.Errorf("flag %q: k %d, c %d; want 2, %d", word, k, c, want)
 			}
 			continue
@@ -139,8 +139,8 @@ func TestWordTable(t *testing.T) {
 		if word == "" { // the end: a bare number counts seconds
 			name = "s"
 		}
-		if ns != spec.Units()[name] {
-			t.Errorf("%q: c*10^k = %d, want %d", word, ns, spec.Units()[name])
+		if ns != nap.Units()[name] {
+			t.Errorf("%q: c*10^k = %d, want %d", word, ns, nap.Units()[name])
 		}
 		for tt := int64(0); tt <= c*9+c-1; tt++ {
 			if (tt*carryMul)>>carryShift != tt/10 {
@@ -149,7 +149,7 @@ func TestWordTable(t *testing.T) {
 		}
 	}
 	for _, w := range []string{"ns", "us", "ms", "s", "m", "h", "", "inf\x00", "infinity\x00", "-h\x00", "--help\x00",
-		spec.FlagQuiet + "\x00", spec.FlagMax + "\x00", spec.FlagAllow + "\x00"} {
+		nap.FlagQuiet + "\x00", nap.FlagMax + "\x00", nap.FlagAllow + "\x00"} {
 		if !seen[w] {
 			t.Errorf("word %q missing", w)
 		}
@@ -224,7 +224,7 @@ func TestLayoutErrors(t *testing.T) {
 // same headers).
 func TestELFLint(t *testing.T) {
 	lint := testenv.LookPath(t, "eu-elflint", "prereqs")
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		b, err := Binary(arch)
 		if err != nil {
 			t.Fatal(err)

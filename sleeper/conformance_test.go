@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 func invalidMsg(arg string) string {
 	return "nap: invalid duration \"" + arg + "\"\nnap: sleeping the default 10s\n"
 }
 
-var usageText = spec.Usage
+var usageText = nap.Usage
 
 // conformance is the contract as a table. Every implementation must produce exactly the
 // exit status and output, and end no earlier than sleep (and not much later). A case

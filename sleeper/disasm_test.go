@@ -12,7 +12,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/nap-k8s/nap/internal/asm"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // The code runs from the label code to the end, after the data, in both programs.
@@ -119,7 +119,7 @@ func TestDisassembly(t *testing.T) {
 		"amd64": {amd64SysNanosleep, amd64SysClockNanosleep, amd64SysPpoll},
 		"arm64": {arm64SysNanosleep, arm64SysClockNanosleep, arm64SysPpoll},
 	}
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		t.Run(arch, func(t *testing.T) {
 			obj, err := Object(arch)
 			if err != nil {

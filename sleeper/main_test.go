@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/internal/testenv"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // The implementations under test, built once by TestMain into binDir.
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "building the reference nap:", err)
 			return 1
 		}
-		for _, arch := range spec.Arches {
+		for _, arch := range nap.Arches {
 			b, err := Binary(arch)
 			if err == nil {
 				err = os.WriteFile(filepath.Join(dir, "nap-"+arch), b, 0o755)
@@ -66,7 +66,7 @@ func impls(t testing.TB) []impl {
 	// 10s; precision is measured by `make bench`, not asserted here.
 	const native = 1500 * time.Millisecond
 	out := []impl{{name: "reference", path: filepath.Join(binDir, "nap-ref"), slack: native}}
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		slack := native
 		if arch != runtime.GOARCH {
 			slack = 2 * time.Second // qemu-user start-up under a parallel load

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // Host (x86-64) system call numbers seen by the tracer: the arm64 binary's calls arrive
@@ -131,18 +131,18 @@ func dropArgv(pid int) error {
 
 // expect is what the specification says a binary for arch must ask for.
 func expect(args []string) observation {
-	req, err := spec.Parse(args)
-	var bad *spec.InvalidError
+	req, err := nap.Parse(args)
+	var bad *nap.InvalidError
 	switch {
-	case errors.Is(err, spec.ErrHelp):
+	case errors.Is(err, nap.ErrHelp):
 		return observation{Help: true, Exit: 0}
 	case errors.As(err, &bad):
-		return observation{Invalid: true, Sleep: int64(spec.Default), Exit: -1}
+		return observation{Invalid: true, Sleep: int64(nap.Default), Exit: -1}
 	case req.Infinite:
 		return observation{Sleep: math.MaxInt64, Exit: -1} // the longest nanosleep, looped
 	case req.Adaptive:
 		// It reads this host's /proc/net/snmp, then sleeps one poll interval.
-		return observation{Sleep: int64(spec.PollInterval), Exit: -1}
+		return observation{Sleep: int64(nap.PollInterval), Exit: -1}
 	case req.Duration == 0:
 		return observation{Exit: 0} // no sleep call at all
 	}

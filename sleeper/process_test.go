@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/internal/testenv"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
-// waitHandler waits until pid has a handler for every signal of spec.Signals (SigCgt in
+// waitHandler waits until pid has a handler for every signal of nap.Signals (SigCgt in
 // /proc; the binaries install SIGTERM's first and SIGHUP's last), or for a
 // fixed time under qemu-user, which catches every host signal from the start. The Go
 // runtime of the reference also catches every signal before main runs signal.Notify
@@ -31,7 +31,7 @@ func waitHandler(t *testing.T, im impl, pid int) {
 		defer time.Sleep(200 * time.Millisecond)
 	}
 	var want uint64
-	for _, s := range spec.Signals {
+	for _, s := range nap.Signals {
 		want |= 1 << (s - 1)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // denyEnv makes the test binary a launcher: it installs a seccomp filter that fails some
@@ -173,13 +173,13 @@ func TestSleepRefused(t *testing.T) {
 			sleep  time.Duration
 			native bool // only where the binary runs natively
 		}{
-			{name: "nanosleep", deny: []uintptr{nums.nanosleep}, args: []string{"0.6"}, stderr: spec.Refused, sleep: request},
-			{name: "nanosleep and clock_nanosleep", deny: []uintptr{nums.nanosleep, nums.clockNanosleep}, args: []string{"600ms"}, stderr: strings.Repeat(spec.Refused, 2), sleep: request},
-			{name: "nanosleep, invalid argument", deny: []uintptr{nums.nanosleep}, args: []string{"x"}, code: 2, stderr: invalidMsg("x") + spec.Refused, sleep: spec.Default},
-			{name: "every way", deny: []uintptr{nums.nanosleep, nums.clockNanosleep, nums.ppoll}, args: []string{"5"}, code: spec.ExitCannotSleep, stderr: strings.Repeat(spec.Refused, 3)},
+			{name: "nanosleep", deny: []uintptr{nums.nanosleep}, args: []string{"0.6"}, stderr: nap.Refused, sleep: request},
+			{name: "nanosleep and clock_nanosleep", deny: []uintptr{nums.nanosleep, nums.clockNanosleep}, args: []string{"600ms"}, stderr: strings.Repeat(nap.Refused, 2), sleep: request},
+			{name: "nanosleep, invalid argument", deny: []uintptr{nums.nanosleep}, args: []string{"x"}, code: 2, stderr: invalidMsg("x") + nap.Refused, sleep: nap.Default},
+			{name: "every way", deny: []uintptr{nums.nanosleep, nums.clockNanosleep, nums.ppoll}, args: []string{"5"}, code: nap.ExitCannotSleep, stderr: strings.Repeat(nap.Refused, 3)},
 			// The adaptive wait with its table refused: the longest wait, said, exit 3.
 			{name: "openat, adaptive", deny: []uintptr{nums.openat}, args: []string{"--quiet", "100ms", "--max", "600ms"},
-				code: spec.ExitUnreadable, stderr: spec.Unreadable, sleep: request, native: true},
+				code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: request, native: true},
 		} {
 			if tc.native && im.qemu != "" {
 				continue // qemu-user opens files of its own, which the profile would refuse it
@@ -219,8 +219,8 @@ func TestSleepRefused(t *testing.T) {
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
 			var exit *exec.ExitError
-			if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 143 || stderr.String() != spec.Refused {
-				t.Errorf("after SIGTERM: %v, stderr %q; want exit status 143, %q", err, stderr.String(), spec.Refused)
+			if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 143 || stderr.String() != nap.Refused {
+				t.Errorf("after SIGTERM: %v, stderr %q; want exit status 143, %q", err, stderr.String(), nap.Refused)
 			}
 		})
 	}

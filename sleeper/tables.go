@@ -7,7 +7,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/asm"
 	napelf "github.com/nap-k8s/nap/internal/elf"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // The word table the binaries read, built from the specification (spec.go) so that they
@@ -24,7 +24,7 @@ import (
 // empty word whose k and c are those of seconds: a number with no word after it is a
 // bare number of seconds, which must also be the whole argument.
 func wordTable() ([]byte, error) {
-	unitNs := spec.Units()
+	unitNs := nap.Units()
 	units := make([]string, 0, len(unitNs))
 	for n := range unitNs {
 		units = append(units, n)
@@ -72,7 +72,7 @@ func wordTable() ([]byte, error) {
 	for _, f := range []struct {
 		flag string
 		slot int64
-	}{{spec.FlagQuiet, slotQuiet}, {spec.FlagMax, slotMax}, {spec.FlagAllow, slotAllow}} {
+	}{{nap.FlagQuiet, slotQuiet}, {nap.FlagMax, slotMax}, {nap.FlagAllow, slotAllow}} {
 		if err := add(f.flag+"\x00", 2, f.slot); err != nil {
 			return nil, err
 		}
@@ -101,13 +101,13 @@ func data(b interface {
 	Data(string, []byte)
 }, words []byte, pad int, extra ...datum) {
 	all := append([]datum{
-		{"msg_refused", []byte(spec.Refused)},
+		{"msg_refused", []byte(nap.Refused)},
 		{"words", words},
-		{"usage", []byte(spec.Usage)},
-		{"msg_invalid", []byte(spec.InvalidPrefix)},
-		{"msg_default", []byte(spec.InvalidSuffix)},
-		{"msg_unreadable", []byte(spec.Unreadable)},
-		{"snmp_path", []byte(spec.SnmpPath + "\x00")},
+		{"usage", []byte(nap.Usage)},
+		{"msg_invalid", []byte(nap.InvalidPrefix)},
+		{"msg_default", []byte(nap.InvalidSuffix)},
+		{"msg_unreadable", []byte(nap.Unreadable)},
+		{"snmp_path", []byte(nap.SnmpPath + "\x00")},
 		{"tcp_head", []byte(tcpHead)},
 	}, extra...)
 	n := 0
@@ -126,7 +126,7 @@ func data(b interface {
 	b.Label("code")
 }
 
-// tcpHead begins the line of TCP counters in /proc/net/snmp (spec.PassiveOpens).
+// tcpHead begins the line of TCP counters in /proc/net/snmp (nap.PassiveOpens).
 const tcpHead = "Tcp: "
 
 // t/10 == (t*carryMul)>>carryShift for every t below carryLimit: the programs' carry

@@ -166,7 +166,7 @@ func means(w *lint.Workload) Means {
 	case hook.NativeSleep:
 		return Native
 	case hook.Nap:
-		if h.Adaptive {
+		if h.Adaptive() {
 			return Adaptive
 		}
 		return Binary

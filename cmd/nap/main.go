@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 func main() {
@@ -11,5 +11,5 @@ func main() {
 	if len(args) > 0 { // argc may be 0 (kernels before 5.18): no argument, not a crash
 		args = args[1:]
 	}
-	os.Exit(spec.Main(args, os.Stdout, os.Stderr))
+	os.Exit(nap.Main(args, os.Stdout, os.Stderr))
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/version"
-	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // ChartDir is where the Helm chart lives, from the repository's top folder.
@@ -63,8 +63,8 @@ const (
 	sentImage     = "ctlimagesentinel.invalid/napctl:s"
 	sentNapImage  = "napimagesentinel.invalid/nap:s"
 	sentDelay     = "11.0101s"
-	sentMax       = "61.0202s"
-	sentMin       = "1303ms" // the policy has it also as nanoseconds and as hook.Arg
+	sentMax       = "61021ms" // whole ms: the policy writes MAX back as wait.Arg
+	sentMin       = "1303ms" // the policy has it also as nanoseconds and as wait.Arg
 	sentQuiet     = "2041ms"
 	sentSelector  = "selsentinel=s"
 	sentExclude   = "exsentinel"
@@ -79,7 +79,7 @@ const (
 )
 
 func dimensions() []dimension {
-	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), inject.WaitNames()
+	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), wait.KindNames()
 	return []dimension{
 		{values: []string{string(AdmissionWebhook), string(AdmissionPolicy)}, expr: eqExpr("(" + admissionHelper + ")"),
 			set: func(o *Options, v string) { o.Admission = Admission(v) }},
@@ -97,7 +97,7 @@ func dimensions() []dimension {
 				}
 			}},
 		{values: waits, expr: eqExpr(".Values.wait.mode"),
-			set: func(o *Options, v string) { o.Waits.Wait = inject.Wait(v) }},
+			set: func(o *Options, v string) { o.Waits.Kind = v }},
 		// MIN 0 leaves it out of the adaptive hook's command.
 		{values: []string{"0", "y"}, expr: func(v string, negated bool) string {
 			return eqExpr(`(include "nap.ns" .Values.wait.min)`)("0", (v == "0") == negated)
@@ -125,7 +125,7 @@ func dimensions() []dimension {
 }
 
 // policySubstitutions come first in the MutatingAdmissionPolicy, which has the adaptive
-// wait's MIN and QUIET in nanoseconds and as the hook's arguments (hook.Arg); the
+// wait's MIN and QUIET in nanoseconds and as the hook's arguments (wait.Arg); the
 // chart's helpers compute both (values in whole ms or s).
 var policySubstitutions = []struct{ sentinel, expr string }{
 	{nanoseconds(sentMin), `{{ include "nap.ns" .Values.wait.min }}`},
@@ -215,7 +215,7 @@ func Chart() (map[string][]byte, error) {
 	slotOf := map[string]*slot{}
 	for vi, v := range variants {
 		o := Options{Namespace: sentNamespace, Image: sentImage, Replicas: sentReplicas,
-			Waits:     controller.Waits{Delay: sentDelay, Max: sentMax, Min: sentMin, Quiet: sentQuiet},
+			Waits:     wait.Input{Delay: sentDelay, Max: sentMax, Min: sentMin, Quiet: sentQuiet},
 			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(sentCPU)}}}
 		for d, i := range v {
 			dims[d].set(&o, dims[d].values[i])
@@ -653,7 +653,7 @@ webhook
 {{- end -}}
 {{- end }}
 
-{{/* A duration of the values in whole ms or s ("0", "1500ms", "2s"): nanoseconds, and as the hook's argument (hook.Arg). */}}
+{{/* A duration of the values in whole ms or s ("0", "1500ms", "2s"): nanoseconds, and as the hook's argument (wait.Arg). */}}
 {{- define "nap.ns" -}}
 {{- if eq . "0" -}}
 0
@@ -795,7 +795,7 @@ metrics:
   dashboard:
     enabled: false
 `, controller.DefaultNamespace, repo, scope.Flag, scope.Help(), scope.OptIn, AdmissionWebhook,
-		inject.DeliveryConfigMap, inject.WaitFixed, kube.DefaultDelay, controller.Waits{}.Defaults().Max, controller.Waits{}.Defaults().Quiet,
+		inject.DeliveryConfigMap, wait.DefaultInput.Kind, wait.DefaultInput.Delay, wait.DefaultInput.Max, wait.DefaultInput.Quiet,
 		indent(string(res), "  "))
 	return []byte(b.String()), nil
 }
@@ -811,7 +811,7 @@ func indent(s, prefix string) string {
 // valuesSchema is values.schema.json: helm refuses what napctl's flags would.
 func valuesSchema() ([]byte, error) {
 	enum := func(vals []string) map[string]any { return map[string]any{"type": "string", "enum": vals} }
-	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), inject.WaitNames()
+	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), wait.KindNames()
 	duration := map[string]any{"type": "string", "pattern": `^(([0-9]+[.]?[0-9]*|[.][0-9]+)|(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+)$`}
 	plain := map[string]any{"type": "string", "pattern": `^[^"'\s]*$`}
 	obj := func(props map[string]any, required ...string) map[string]any {

@@ -21,6 +21,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testutil/golden"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // charts/nap is what Chart generates (go test -update rewrites it), and nothing else.
@@ -79,23 +80,23 @@ excludeNamespaces: [kube-public, sandbox]
 rollMissed: true
 replicas: 3
 resources: {requests: {cpu: 50m, memory: 128Mi}, limits: {memory: 512Mi}}`,
-			opts: Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Waits: controller.Waits{Delay: "15s"},
+			opts: Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Waits: wait.Input{Delay: "15s"},
 				NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}, RollMissed: true,
 				Replicas: 3, Resources: &custom}},
 		{name: "policy default", values: "policy: default", opts: Options{Scope: scope.Default}},
 		{name: "policy audit; tag", values: "policy: audit\nimage: {tag: v9}", opts: Options{Scope: scope.Audit, Image: "ghcr.io/nap-k8s/napctl:v9"}},
 		{name: "admission policy", values: "admission: {mode: policy}", opts: Options{Admission: AdmissionPolicy}},
 		{name: "admission policy beta", values: "admission: {mode: policy, policyAPIVersion: admissionregistration.k8s.io/v1beta1}\nwait: {delay: \"4.5\"}",
-			opts: Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Waits: controller.Waits{Delay: "4.5"}}},
+			opts: Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Waits: wait.Input{Delay: "4.5"}}},
 		{name: "delivery auto", values: "delivery: {mode: auto, napImage: registry.example/nap:1}", opts: Options{Delivery: inject.DeliveryAuto, NapImage: "registry.example/nap:1"}},
 		{name: "policy; delivery image", values: "admission: {mode: policy}\ndelivery: {mode: image, napImage: registry.example/nap:1}",
 			opts: Options{Admission: AdmissionPolicy, Delivery: inject.DeliveryImage, NapImage: "registry.example/nap:1"}},
 		{name: "adaptive", values: "wait: {mode: adaptive, max: 90s, min: 5s, quiet: 3s}",
-			opts: Options{Waits: controller.Waits{Wait: inject.WaitAdaptive, Max: "90s", Min: "5s", Quiet: "3s"}}},
+			opts: Options{Waits: wait.Input{Kind: "adaptive", Max: "90s", Min: "5s", Quiet: "3s"}}},
 		{name: "policy adaptive", values: "admission: {mode: policy}\nwait: {mode: adaptive, max: 1500ms}",
-			opts: Options{Admission: AdmissionPolicy, Waits: controller.Waits{Wait: inject.WaitAdaptive, Max: "1500ms"}}},
+			opts: Options{Admission: AdmissionPolicy, Waits: wait.Input{Kind: "adaptive", Max: "1500ms"}}},
 		{name: "policy adaptive; min and quiet", values: "admission: {mode: policy}\nwait: {mode: adaptive, max: 90s, min: 2500ms, quiet: 3000ms}",
-			opts: Options{Admission: AdmissionPolicy, Waits: controller.Waits{Wait: inject.WaitAdaptive, Max: "90s", Min: "2500ms", Quiet: "3000ms"}}},
+			opts: Options{Admission: AdmissionPolicy, Waits: wait.Input{Kind: "adaptive", Max: "90s", Min: "2500ms", Quiet: "3000ms"}}},
 		{name: "refused: a quiet in ns", values: "wait: {quiet: 2000000000ns}", refused: "/wait/quiet"},
 		{name: "auto; served", values: "admission: {mode: auto}", apiVersions: []string{mapV1}, opts: Options{Admission: AdmissionPolicy}},
 		{name: "auto; default needs the webhook", values: "admission: {mode: auto}\npolicy: default", apiVersions: []string{mapV1},

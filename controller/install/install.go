@@ -27,6 +27,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // Options shape `napctl install`.
@@ -37,7 +38,7 @@ type Options struct {
 	// and a Certificate) and its CA injector fills the caBundle; otherwise the
 	// controller bootstraps and rotates its own (Certs).
 	CertManager bool
-	Waits       controller.Waits // the webhook's and the policy's default preStop waits
+	Waits       wait.Input // the webhook's and the policy's default preStop waits
 	// Scope is which pods get the delay without an explicit opt-in (default opt-in);
 	// scope.Label on a namespace overrides it there.
 	Scope scope.Scope
@@ -111,7 +112,11 @@ func Objects(o Options) ([]runtime.Object, error) {
 	if o.Delivery != inject.DeliveryConfigMap && (o.NapImage == "" || strings.ContainsAny(o.NapImage, " \t\n\"'")) {
 		return nil, fmt.Errorf("--delivery %s needs --nap-image, nap's image reference (napctl image writes it), not %q", o.Delivery, o.NapImage)
 	}
-	if err := o.Waits.Check(inject.Options{Delivery: o.Delivery, Image: o.NapImage}); err != nil {
+	waits, err := o.Waits.Defaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := controller.CheckWaits(waits, inject.Options{Delivery: o.Delivery, Image: o.NapImage}); err != nil {
 		return nil, err
 	}
 	if _, err := labels.Parse(o.NamespaceSelector); err != nil {
@@ -317,7 +322,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		// kubelet the skew policy allows beside an API server with this API has (1.31+
 		// beside 1.34); a sleep of 0 seconds needs 1.33 kubelets, allowed beside 1.36.
 		mp, mpb, err := controller.AdmissionPolicy(controller.Name, controller.AdmissionPolicyOptions{
-			APIVersion: o.PolicyAPIVersion, Waits: o.Waits, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: policyImage(o),
+			APIVersion: o.PolicyAPIVersion, Waits: waits, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: policyImage(o),
 			Exclude: []string{ns, "kube-system"}})
 		if err != nil {
 			return nil, err

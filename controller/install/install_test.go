@@ -26,6 +26,7 @@ import (
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // The install manifests are golden files; deploy/nap.yaml is the default one.
@@ -36,11 +37,11 @@ func TestInstallGolden(t *testing.T) {
 	}{
 		{"../../deploy/nap.yaml", Options{}},
 		{"testdata/cert-manager.yaml", Options{CertManager: true}},
-		{"testdata/custom.yaml", Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Waits: controller.Waits{Delay: "15s"},
+		{"testdata/custom.yaml", Options{Namespace: "platform-nap", Image: "registry.example/napctl@sha256:0123", Waits: wait.Input{Delay: "15s"},
 			NamespaceSelector: "team in (shop,search)", ExcludeNamespaces: []string{"kube-public", "sandbox"}, RollMissed: true}},
 		{"testdata/policy-default.yaml", Options{Scope: scope.Default}},
 		{"testdata/admission-policy.yaml", Options{Admission: AdmissionPolicy}},
-		{"testdata/admission-policy-beta.yaml", Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Waits: controller.Waits{Delay: "4.5"}}},
+		{"testdata/admission-policy-beta.yaml", Options{Admission: AdmissionPolicy, PolicyAPIVersion: controller.PolicyAPIV1beta, Waits: wait.Input{Delay: "4.5"}}},
 		{"testdata/nap-image.yaml", Options{Delivery: inject.DeliveryAuto, NapImage: "registry.example/nap:1"}},
 		{"testdata/admission-policy-nap-image.yaml", Options{Admission: AdmissionPolicy, Delivery: inject.DeliveryImage, NapImage: "registry.example/nap:1"}},
 	} {
@@ -68,9 +69,9 @@ func TestInstallBadOptions(t *testing.T) {
 		want string
 	}{
 		{Options{Namespace: "Nap_System"}, `namespace "Nap_System"`},
-		{Options{Waits: controller.Waits{Delay: "soon"}}, `"soon"`},
-		{Options{Waits: controller.Waits{Wait: "eventually"}}, `"eventually"`},
-		{Options{Waits: controller.Waits{Min: "90s"}}, `--min 1m30s is longer than --delay 1m0s`},
+		{Options{Waits: wait.Input{Delay: "soon"}}, `"soon"`},
+		{Options{Waits: wait.Input{Kind: "eventually"}}, `"eventually"`},
+		{Options{Waits: wait.Input{Min: "90s"}}, `--min 1m30s is longer than --max 1m0s`},
 		{Options{NamespaceSelector: "team in ("}, `namespace selector "team in ("`},
 		{Options{ExcludeNamespaces: []string{"ok", "Not_OK"}}, `excluded namespace "Not_OK"`},
 		{Options{Scope: "everything"}, `policy "everything"`},

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 var qemu = map[string]string{"amd64": "qemu-x86_64-static", "arm64": "qemu-aarch64-static"}
@@ -50,7 +50,7 @@ func run(runs, sleeps int) error {
 		return err
 	}
 	targets := []target{{name: "reference (Go, -s -w)", argv: []string{ref}, size: int(fi.Size())}}
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		b, err := sleeper.Binary(arch)
 		if err != nil {
 			return err
@@ -94,7 +94,7 @@ func run(runs, sleeps int) error {
 			rss = max(rss, r)
 		}
 		budget := "—"
-		for _, arch := range spec.Arches {
+		for _, arch := range nap.Arches {
 			if filepath.Base(t.argv[len(t.argv)-1]) == "nap-"+arch {
 				budget = fmt.Sprint(sleeper.Budget[arch])
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/napimage"
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 func main() {
@@ -82,7 +82,7 @@ func published(tmp, v string) ([]oci.Image, error) {
 	// The controller's image for every architecture nap has, as one index: installs
 	// work on arm64 clusters too. Each carries its own architecture's sleeper.
 	var images []oci.Image
-	for _, a := range spec.Arches {
+	for _, a := range nap.Arches {
 		napctl, err := build(tmp, a, "github.com/nap-k8s/nap/cmd/napctl", v)
 		if err != nil {
 			return nil, err

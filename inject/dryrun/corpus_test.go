@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // corpusSources are public manifests read from Go modules, pinned (the module proxy
@@ -210,7 +212,7 @@ func TestCorpus(t *testing.T) {
 	checkedKinds, skipped := map[string]int{}, map[string]int{}
 	for name, src := range files {
 		for _, mode := range []Mode{ModeBinary, ModeAuto} {
-			p, err := NewPlan(Options{Mode: mode, Kube: &v, Delay: "5s"})
+			p, err := NewPlan(Options{Mode: mode, Kube: &v, Wait: wait.Wait{Kind: wait.Fixed, Delay: 5 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}

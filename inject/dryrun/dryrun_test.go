@@ -18,6 +18,7 @@ import (
 	. "github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // TestAPIServer checks nap's output against a real kube-apiserver (envtest, with the
@@ -89,7 +90,7 @@ func TestAPIServer(t *testing.T) {
 
 	t.Run("native sleep longer than the grace period is refused", func(t *testing.T) {
 		src := []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  containers:\n  - {name: a, image: a}\n")
-		p, err := NewPlan(Options{Mode: ModeNative, Delay: "20s", GraceExtra: new(time.Duration)})
+		p, err := NewPlan(Options{Mode: ModeNative, Wait: wait.Wait{Kind: wait.Fixed, Delay: 20 * time.Second}, GraceExtra: new(time.Duration)})
 		if err != nil {
 			t.Fatal(err)
 		}

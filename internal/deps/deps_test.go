@@ -92,10 +92,13 @@ func TestRules(t *testing.T) {
 		{rule: "hack/ builds on the libraries, not on the controller or the CLI",
 			pkgs:   filter(own, module+"/hack/"),
 			banned: []string{module + "/controller", module + "/internal/cli"}},
-		{rule: "the decision (scope) and the hook vocabulary (hook) are pure: no API client, none of the packages that use them",
-			pkgs: []string{module + "/scope", module + "/hook"},
+		{rule: "the decision (scope), the hook vocabulary (hook) and the wait (wait) are pure: no API client, none of the packages that use them",
+			pkgs: []string{module + "/scope", module + "/hook", module + "/wait"},
 			banned: []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", module + "/manifest", module + "/inject",
-				module + "/lint", module + "/status", module + "/controller", module + "/live"}},
+				module + "/lint", module + "/status", module + "/controller", module + "/live", module + "/calibrate"}},
+		{rule: "the wait is below the hooks, which read it out of pods",
+			pkgs:   []string{module + "/wait"},
+			banned: []string{module + "/hook"}},
 		{rule: "libraries never import the CLI",
 			pkgs: filter(own, module+"/", func(p string) bool {
 				return !strings.HasPrefix(p, module+"/cmd/") && !strings.HasPrefix(p, module+"/internal/cli") && !strings.HasPrefix(p, module+"/test/")
@@ -114,13 +117,13 @@ func TestRules(t *testing.T) {
 		}
 	}
 	// The specification imports the standard library only.
-	for _, d := range deps[module+"/sleeper/spec"] {
-		if !d.Standard && d.ImportPath != module+"/sleeper/spec" {
-			t.Errorf("sleeper/spec links %s: the specification is plain Go, standard library only", d.ImportPath)
+	for _, d := range deps[module+"/sleeper/nap"] {
+		if !d.Standard && d.ImportPath != module+"/sleeper/nap" {
+			t.Errorf("sleeper/nap links %s: the specification is plain Go, standard library only", d.ImportPath)
 		}
 	}
-	if len(deps[module+"/sleeper/spec"]) == 0 {
-		t.Error("no sleeper/spec package")
+	if len(deps[module+"/sleeper/nap"]) == 0 {
+		t.Error("no sleeper/nap package")
 	}
 }
 

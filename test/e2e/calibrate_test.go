@@ -328,7 +328,7 @@ func recommendedAndFifth(t *testing.T, cs *kubernetes.Clientset, path labPath, d
 		wantNew bool // requests over new connections fail
 	}{{delay, false}, {max(1, delay/5), true}} {
 		v := variant{name: fmt.Sprintf("nap preStop %ds", c.delay), mode: "plain",
-			inject: &inject.Options{Mode: inject.ModeBinary, Delay: fmt.Sprintf("%ds", c.delay)}}
+			inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait(fmt.Sprintf("%ds", c.delay))}}
 		if c.delay == delay {
 			v.name += " (recommended)"
 		}

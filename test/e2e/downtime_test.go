@@ -30,6 +30,7 @@ import (
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/traffic"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // A variant of the demo service: how its pods stop.
@@ -76,10 +77,10 @@ const (
 
 var (
 	noDelay   = variant{name: "no preStop", mode: "plain", expect: fails}
-	napBinary = variant{name: "nap preStop (binary)", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Delay: "5s"}, expect: newClean}
-	napNative = variant{name: "native sleep preStop", mode: "plain", inject: &inject.Options{Mode: inject.ModeNative, Delay: "5s"}, expect: newClean}
+	napBinary = variant{name: "nap preStop (binary)", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, expect: newClean}
+	napNative = variant{name: "native sleep preStop", mode: "plain", inject: &inject.Options{Mode: inject.ModeNative, Wait: fixedWait("5s")}, expect: newClean}
 	drainOnly = variant{name: "drain library alone", mode: "drain", expect: clean}
-	napDrain  = variant{name: "nap preStop + drain", mode: "drain", inject: &inject.Options{Mode: inject.ModeBinary, Delay: "5s"},
+	napDrain  = variant{name: "nap preStop + drain", mode: "drain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")},
 		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}, expect: clean}
 	// The controller installed; the webhook injects a 4.5 s delay (not whole seconds:
 	// the nap binary, mounted from the ConfigMap the controller published).
@@ -87,11 +88,11 @@ var (
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
 	// nap from its image volume (napctl inject --delivery image), on node 2.
 	napImage = variant{name: "nap preStop (image volume, node 2)", mode: "plain",
-		inject:       &inject.Options{Mode: inject.ModeBinary, Delay: "5s", Delivery: inject.DeliveryImage, Image: napImageRef},
+		inject:       &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s"), Delivery: inject.DeliveryImage, Image: napImageRef},
 		nodeSelector: map[string]string{"kubernetes.io/hostname": node2}, expect: newClean}
 	// nap's adaptive wait: until no new connection has reached the pod for 2 s (beyond
 	// its readiness probe's, which inject counts), at most 60 s.
-	napAdaptive = variant{name: "nap adaptive wait", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: inject.WaitAdaptive, Delay: "60s"}, expect: newClean}
+	napAdaptive = variant{name: "nap adaptive wait", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: wait.DefaultAdaptive()}, expect: newClean}
 	// The alternative to the adaptive wait (hold_test.go): a server that watches the
 	// EndpointSlices holds the preStop until the pod is ready in none, plus 2 s, the
 	// propagation calibrate measures on the lab's in-cluster routes (at most 2.1 s).
@@ -390,7 +391,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	clearSynSent(t)
 	term := watchTerminations(t, cs, ns)
 	var scrapes *scraper
-	if v.inject != nil && v.inject.Wait == inject.WaitAdaptive || v.hold > 0 {
+	if v.inject != nil && v.inject.Wait.IsAdaptive() || v.hold > 0 {
 		// Background the adaptive wait must not count on; beside the endpoint hold too,
 		// so that both are measured under the same traffic.
 		scrapes = startScraper(t, cs, ns)
@@ -883,7 +884,7 @@ func TestDowntimeExperiment(t *testing.T) {
 			if calibrated == "" {
 				calibrated = calibrateLoadBalancers(t)
 			}
-			sc.variant.inject = &inject.Options{Mode: inject.ModeBinary, Delay: calibrated}
+			sc.variant.inject = &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait(calibrated)}
 			sc.variant.name += " (" + calibrated + ")"
 		}
 		if want := cmp.Or(sc.variant.admission, "webhook"); sc.variant.webhook && installed != want {
@@ -909,3 +910,12 @@ func TestDowntimeExperiment(t *testing.T) {
 }
 
 func intOrPort(p int) intstr.IntOrString { return intstr.FromInt32(int32(p)) }
+
+// fixedWait is the fixed wait of --delay s.
+func fixedWait(s string) wait.Wait {
+	w, err := wait.Input{Delay: s}.Wait()
+	if err != nil {
+		panic(err)
+	}
+	return w
+}

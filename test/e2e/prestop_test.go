@@ -230,7 +230,7 @@ func TestNapBinaryPreStop(t *testing.T) {
 	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
 	ns := namespace(t, cs)
-	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeBinary, Delay: "4s"}))
+	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("4s")}))
 	// The pod keeps serving while the hook holds it: probe it directly for 3 of the 4s.
 	url := "http://" + pod.Status.PodIP + ":8080/"
 	waitServing(t, url, "")
@@ -268,7 +268,7 @@ func TestNativeSleepPreStop(t *testing.T) {
 	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
 	ns := namespace(t, cs)
-	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeNative, Delay: "4s"}))
+	pod := deploy(t, cs, ns, injectApp(t, inject.Options{Mode: inject.ModeNative, Wait: fixedWait("4s")}))
 	took, reasons := terminate(t, cs, pod)
 	t.Logf("terminated in %v; events: %q", took, reasons)
 	if hasReason(reasons, "FailedPreStopHook") || took < delay {

@@ -22,7 +22,7 @@ webhook
 {{- end -}}
 {{- end }}
 
-{{/* A duration of the values in whole ms or s ("0", "1500ms", "2s"): nanoseconds, and as the hook's argument (hook.Arg). */}}
+{{/* A duration of the values in whole ms or s ("0", "1500ms", "2s"): nanoseconds, and as the hook's argument (wait.Arg). */}}
 {{- define "nap.ns" -}}
 {{- if eq . "0" -}}
 0

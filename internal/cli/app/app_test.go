@@ -9,7 +9,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 func runNapctl(args ...string) (code int, stdout, stderr string) {
@@ -19,7 +19,7 @@ func runNapctl(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestBinaryCommand(t *testing.T) {
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		want, err := sleeper.Binary(arch)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,8 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/scope"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // vocabulary are the flags whose values come from a vocabulary package, completed by
@@ -16,8 +17,8 @@ func vocabulary() map[string][]string {
 	return map[string][]string{
 		"mode":     {string(inject.ModeAuto), string(inject.ModeNative), string(inject.ModeBinary)},
 		"delivery": inject.DeliveryNames(),
-		"wait":     inject.WaitNames(),
-		"arch":     spec.Arches,
+		"wait":     wait.KindNames(),
+		"arch":     nap.Arches,
 		scope.Flag: scope.Names(),
 	}
 }

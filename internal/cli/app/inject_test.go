@@ -21,7 +21,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 const deployment = `# keep me
@@ -51,7 +51,7 @@ func TestConfigMapCommand(t *testing.T) {
 	if strings.Contains(stdout, "creationTimestamp") {
 		t.Errorf("empty fields printed:\n%s", stdout)
 	}
-	for _, arch := range spec.Arches {
+	for _, arch := range nap.Arches {
 		want, _ := sleeper.Binary(arch)
 		key := kube.KeyForArch(arch)
 		sum := sha256.Sum256(want)

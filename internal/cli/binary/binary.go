@@ -9,7 +9,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/sleeper"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 type flags struct {
@@ -29,7 +29,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(streams, f) },
 	}
-	cmd.Flags().StringVar(&f.arch, "arch", "amd64", "architecture: "+strings.Join(spec.Arches, ", "))
+	cmd.Flags().StringVar(&f.arch, "arch", "amd64", "architecture: "+strings.Join(nap.Arches, ", "))
 	cmd.Flags().StringVar(&f.output, "file", "", "write to FILE instead of stdout")
 	return cmd
 }

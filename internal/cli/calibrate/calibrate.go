@@ -157,11 +157,11 @@ func text(b *bytes.Buffer, r *calibrate.Report, o calibrate.Options) {
 		r.Delay, r.Longest, o.Margin, r.Grace, o.Drain)
 	fmt.Fprintf(b, "  napctl inject --delay %v --grace-extra %v -f MANIFESTS\n", r.Delay, o.Drain)
 	fmt.Fprintf(b, "  napctl install --delay %v\n", r.Delay)
-	ad := r.Adaptive
+	ad := r.Adaptive.Wait
 	fmt.Fprintf(b, "or nap's adaptive wait: at least %v (the fixed delay), then until no new connection for %v, at most %v (room for a slower path); grace period %v\n",
-		ad.Min, ad.Quiet, ad.Max, ad.Grace)
-	fmt.Fprintf(b, "  napctl inject --wait adaptive --min %v --quiet %v --delay %v --grace-extra %v -f MANIFESTS\n", ad.Min, ad.Quiet, ad.Max, o.Drain)
-	fmt.Fprintf(b, "  napctl install --wait adaptive --min %v --quiet %v --max %v\n", ad.Min, ad.Quiet, ad.Max)
+		ad.Min, ad.Quiet, ad.Delay, r.Adaptive.Grace)
+	fmt.Fprintf(b, "  napctl inject --wait adaptive --min %v --quiet %v --delay %v --grace-extra %v -f MANIFESTS\n", ad.Min, ad.Quiet, ad.Delay, o.Drain)
+	fmt.Fprintf(b, "  napctl install --wait adaptive --min %v --quiet %v --max %v\n", ad.Min, ad.Quiet, ad.Delay)
 	if r.Advice != "" {
 		fmt.Fprintf(b, "note: %s\n", r.Advice)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/calibrate"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // The text report gives both recommendations as the flags that apply them.
@@ -15,7 +16,7 @@ func TestText(t *testing.T) {
 	r := &calibrate.Report{Delay: 36 * time.Second, Grace: 66 * time.Second, Longest: "lb-local",
 		Paths:    []calibrate.Stats{{Path: calibrate.Path{Name: "lb-local", URL: "http://10.77.1.1/"}, Samples: 2, Max: 33.1}},
 		Rounds:   []calibrate.Round{{Pod: "a", Disruption: calibrate.ScaleDown}},
-		Adaptive: calibrate.AdaptiveWait{Min: 36 * time.Second, Quiet: 2 * time.Second, Max: 72 * time.Second, Grace: 102 * time.Second}}
+		Adaptive: calibrate.AdaptiveWait{Wait: wait.Wait{Kind: wait.Adaptive, Min: 36 * time.Second, Quiet: 2 * time.Second, Delay: 72 * time.Second}, Grace: 102 * time.Second}}
 	var b bytes.Buffer
 	text(&b, r, o)
 	for _, want := range []string{

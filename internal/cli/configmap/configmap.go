@@ -9,7 +9,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 type flags struct {
@@ -37,7 +37,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.name, "name", kube.ConfigMapName, "the ConfigMap's name")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "the ConfigMap's namespace (default: none, kubectl's current)")
-	cmd.Flags().StringSliceVar(&f.arches, "arch", spec.Arches, "architectures to include: "+strings.Join(spec.Arches, ", "))
+	cmd.Flags().StringSliceVar(&f.arches, "arch", nap.Arches, "architectures to include: "+strings.Join(nap.Arches, ", "))
 	cli.OutputFlag(cmd, &f.output, "yaml", "json")
 	return cmd
 }

@@ -29,11 +29,21 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // writes counts the API server's completed write requests on a resource, from its own
 // metrics (apiserver_request_total), by verb; resource "" counts every resource but
 // leases (leader election renews its Lease every few seconds, by design).
+// waits5s are the default waits with a fixed delay of 5s.
+var waits5s = func() wait.Defaults {
+	d, err := wait.Input{Delay: "5s"}.Defaults()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}()
+
 func writes(t *testing.T, cs *kubernetes.Clientset, resource string) map[string]int {
 	t.Helper()
 	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
@@ -343,7 +353,7 @@ func benchAdmissionPolicy(t *testing.T, report *strings.Builder, rate int, d tim
 	alone(t)
 	cfg := kubeenv.APIServer(t)
 	ctx := context.Background()
-	policy, binding, err := controller.AdmissionPolicy("nap", controller.AdmissionPolicyOptions{Waits: controller.Waits{Delay: "5s"}, Native: true, NativeZero: true,
+	policy, binding, err := controller.AdmissionPolicy("nap", controller.AdmissionPolicyOptions{Waits: waits5s, Native: true, NativeZero: true,
 		Exclude: []string{"nap-system", "kube-system"}})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 type flags struct {
@@ -43,7 +44,7 @@ type flags struct {
 	webhookService    string
 	webhookConfig     string
 	webhookPort       int
-	waits             controller.Waits
+	waits             wait.Input
 	policy            string
 	report            bool
 	rollMissed        bool
@@ -103,7 +104,11 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--%s: %w", scope.Flag, err)}
 	}
-	if err := f.waits.Check(inject.Options{Delivery: inject.Delivery(f.delivery), Image: f.napImage}); err != nil {
+	waits, err := f.waits.Defaults()
+	if err != nil {
+		return err
+	}
+	if err := controller.CheckWaits(waits, inject.Options{Delivery: inject.Delivery(f.delivery), Image: f.napImage}); err != nil {
 		return err
 	}
 	if f.namespace == "" {
@@ -140,7 +145,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	o := controller.ManagerOptions{
 		ConfigMap: f.configMap, NamespaceSelector: sel, Exclude: f.exclude, Owner: f.owner, Version: version.Version,
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, PprofAddr: f.pprofAddr,
-		Webhook: f.webhook, Waits: f.waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
+		Webhook: f.webhook, Waits: waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
 		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, PolicyReports: f.policyReports, Log: log,
 	}

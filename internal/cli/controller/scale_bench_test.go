@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/go-logr/logr"
 	"io"
 	"math"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -1018,7 +1019,7 @@ func withPolicy(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kuberne
 			t.Fatal(err)
 		}
 	}
-	policy, binding, err := controller.AdmissionPolicy("nap", controller.AdmissionPolicyOptions{Waits: controller.Waits{Delay: "5s"}, Native: true, NativeZero: true,
+	policy, binding, err := controller.AdmissionPolicy("nap", controller.AdmissionPolicyOptions{Waits: waits5s, Native: true, NativeZero: true,
 		Exclude: []string{controller.DefaultNamespace, "kube-system"}})
 	if err != nil {
 		t.Fatal(err)

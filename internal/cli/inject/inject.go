@@ -9,12 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
-	"github.com/nap-k8s/nap/sleeper/spec"
+	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/wait"
 )
 
 type flags struct {
@@ -31,6 +31,7 @@ type flags struct {
 	image       string
 	wait        string
 	min, quiet  string
+	delayGiven  bool // --delay was given (else the adaptive wait's MAX is its own default)
 }
 
 // NewCommand returns the inject command.
@@ -55,9 +56,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"  kustomize build . | napctl inject --kube-version 1.31 | kubectl apply -f -",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.wait == string(inject.WaitAdaptive) && !cmd.Flags().Changed("delay") {
-				f.delay = "" // the adaptive wait's own default longest
-			}
+			f.delayGiven = cmd.Flags().Changed(wait.FlagDelay)
 			if err := f.live.Resolve(cmd); err != nil {
 				return err
 			}
@@ -74,20 +73,30 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory or - for stdin (repeatable; default stdin)")
-	fl.StringVar(&f.delay, "delay", kube.DefaultDelay, "the preStop delay, in nap's syntax (10s, 1.5, 500ms)")
+	fl.StringVar(&f.delay, wait.FlagDelay, wait.DefaultInput.Delay, "the preStop delay, in nap's syntax (10s, 1.5, 500ms)")
 	fl.StringVar(&f.mode, "mode", "auto", "auto, native or binary")
 	fl.StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for --mode auto")
 	f.live.Flags(fl, "ask the cluster for its version and its kubelets, for --mode auto and --delivery auto")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
-	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(spec.Arches, ", "))
+	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(nap.Arches, ", "))
 	fl.DurationVar(&f.graceExtra, "grace-extra", inject.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how nap reaches the container (binary mode): configmap, image (an image volume of --image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (image where --live shows every node can, else configmap)")
 	fl.StringVar(&f.image, "image", "", "nap's image reference, for --delivery image or auto (napctl image writes it)")
-	fl.StringVar(&f.wait, "wait", string(inject.WaitFixed), "fixed (the hook holds for --delay) or adaptive (until the pod's traffic has stopped, at most --delay)")
-	fl.StringVar(&f.min, "min", "0", "--wait adaptive: the least it holds")
-	fl.StringVar(&f.quiet, "quiet", hook.Arg(spec.DefaultQuiet), "--wait adaptive: how long no new connection must reach the pod")
+	fl.StringVar(&f.wait, wait.FlagKind, wait.DefaultInput.Kind, "fixed (the hook holds for --delay) or adaptive (until the pod's traffic has stopped, at most --delay)")
+	fl.StringVar(&f.min, wait.FlagMin, wait.DefaultInput.Min, "--wait adaptive: the least it holds")
+	fl.StringVar(&f.quiet, wait.FlagQuiet, wait.DefaultInput.Quiet, "--wait adaptive: how long no new connection must reach the pod")
 	return cmd
+}
+
+// waitInput is the wait the flags give: --delay is the fixed wait's delay, or the
+// adaptive wait's MAX (its own default, 60s, when not given).
+func (f *flags) waitInput() wait.Input {
+	in := wait.Input{Kind: f.wait, Delay: f.delay, Min: f.min, Quiet: f.quiet, MaxFlag: wait.FlagDelay}
+	if f.delayGiven {
+		in.Max = f.delay
+	}
+	return in
 }
 
 // LongDelay is the delay past which inject warns: each pod of a rollout, scale-down or
@@ -99,7 +108,7 @@ func checkDelay(cmd *cobra.Command, delay string) error {
 	if !cmd.Flags().Changed("delay") {
 		return nil
 	}
-	switch r, err := spec.Parse([]string{strings.TrimSpace(delay)}); {
+	switch r, err := nap.Parse([]string{strings.TrimSpace(delay)}); {
 	case strings.TrimSpace(delay) == "":
 		return cli.UsageError(cmd, fmt.Errorf("--delay %q: want a duration, such as 10s", delay))
 	case err == nil && !r.Infinite && r.Duration == 0:
@@ -109,10 +118,13 @@ func checkDelay(cmd *cobra.Command, delay string) error {
 }
 
 func run(streams cli.IOStreams, f *flags) error {
+	pw, err := f.waitInput().Wait()
+	if err != nil {
+		return err
+	}
 	opts := inject.Options{
-		Delay: f.delay, Mode: inject.Mode(f.mode), Containers: f.containers, Arch: f.arch,
+		Wait: pw, Mode: inject.Mode(f.mode), Containers: f.containers, Arch: f.arch,
 		GraceExtra: &f.graceExtra, ConfigMap: f.configMap, Delivery: inject.Delivery(f.delivery), Image: f.image,
-		Wait: inject.Wait(f.wait), MinDelay: f.min, Quiet: f.quiet,
 	}
 	switch {
 	case f.kubeVersion != "" && f.live.On:
@@ -134,9 +146,9 @@ func run(streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return err
 	}
-	if plan.Duration > LongDelay {
+	if d := plan.Wait.Delay; d > LongDelay {
 		fmt.Fprintf(streams.ErrOut, "napctl inject: warning: --delay %s: every pod of a rollout, scale-down or drain may take %v to go (terminationGracePeriodSeconds %d)\n",
-			plan.Delay, plan.Duration, int64((plan.Duration + plan.GraceExtra).Seconds()))
+			f.delay, d, int64((d + plan.GraceExtra).Seconds()))
 	}
 	if plan.DeliveryWhy != "" {
 		fmt.Fprintf(streams.ErrOut, "napctl inject: --delivery auto: the nap ConfigMap, not the image volume: %s\n", plan.DeliveryWhy)
@@ -186,7 +198,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		if opts.Kube != nil {
 			why = "the native sleep was not possible everywhere"
 		}
-		if plan.Adaptive {
+		if plan.Wait.IsAdaptive() {
 			why = "--wait adaptive needs it"
 		}
 		fmt.Fprintf(streams.ErrOut, "napctl inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: napctl configmap -n NAMESPACE | kubectl apply -f -\n",

@@ -1,4 +1,4 @@
-// Package spec is nap's specification, in plain Go with the standard library only:
+// Package nap is nap's specification, in plain Go with the standard library only:
 // [Parse] reads the arguments, [Main] runs the whole program (it is cmd/nap, the
 // reference, and the oracle every test of the tiny binaries compares against).
 //
@@ -67,4 +67,4 @@
 // if the kernel refuses it (a seccomp profile), they print Refused on stderr and wait with
 // clock_nanosleep, then ppoll. If all three are refused, nap exits 1 at once (the kubelet
 // reports a failed hook, with the messages) rather than pretend it waited.
-package spec
+package nap

@@ -1,0 +1,190 @@
+package wait
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/sleeper/nap"
+)
+
+// Kind is how a wait ends.
+type Kind string
+
+// The kinds. Adding one: a row here and in Kinds, its fields in Wait, its reader and
+// writer in this package.
+const (
+	Fixed    Kind = "fixed"    // after Delay
+	Adaptive Kind = "adaptive" // once the pod's traffic has been quiet, within Min and Delay
+)
+
+// Kinds are the kinds, in the order help texts give them.
+var Kinds = []Kind{Fixed, Adaptive}
+
+// KindNames are Kinds' names.
+func KindNames() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// Wait is one preStop wait.
+type Wait struct {
+	Kind Kind
+	// Delay is how long a fixed wait holds, and the longest an adaptive wait may (its
+	// MAX, never shorter than Min).
+	Delay time.Duration
+	// The adaptive wait (sleeper/nap): at least Min, until no more than Allow new
+	// connections reached the pod for Quiet. Allow is the pod's own: what its probes
+	// open in a quiet window (hook.Background), set where the hook is written.
+	Min   time.Duration
+	Quiet time.Duration
+	Allow int64
+	// DelayText is how a fixed Delay was written where it was text ("2.5", "2500ms"): a
+	// hook's argv keeps the user's spelling. Empty: Arg(Delay).
+	DelayText string
+}
+
+// DefaultDelay is the fixed wait's delay when none is given (kube.DefaultDelay).
+var DefaultDelay = mustDuration(kube.DefaultDelay)
+
+// Default is the wait when nothing is chosen: fixed, DefaultDelay.
+func Default() Wait { return Wait{Kind: Fixed, Delay: DefaultDelay, DelayText: kube.DefaultDelay} }
+
+// DefaultAdaptive is the adaptive wait with nap's defaults: no MIN, its QUIET and MAX.
+func DefaultAdaptive() Wait {
+	return Wait{Kind: Adaptive, Delay: nap.DefaultMax, Quiet: nap.DefaultQuiet}
+}
+
+// IsAdaptive tells whether w is the adaptive wait.
+func (w Wait) IsAdaptive() bool { return w.Kind == Adaptive }
+
+// Check tells whether w is a wait nap can run: a known kind, no negative duration, a
+// MAX no shorter than MIN.
+func (w Wait) Check() error {
+	switch w.Kind {
+	case Fixed:
+	case Adaptive:
+		switch {
+		case w.Min < 0 || w.Quiet < 0 || w.Allow < 0:
+			return fmt.Errorf("the adaptive wait's MIN %v, QUIET %v and ALLOW %d must not be negative", w.Min, w.Quiet, w.Allow)
+		case w.Min > w.Delay:
+			return fmt.Errorf("the adaptive wait's MIN %v is longer than its MAX %v", w.Min, w.Delay)
+		}
+	default:
+		return fmt.Errorf("wait %q: want %s", w.Kind, strings.Join(KindNames(), " or "))
+	}
+	if w.Delay < 0 {
+		return fmt.Errorf("delay %v: must not be negative", w.Delay)
+	}
+	return nil
+}
+
+// DelayArg is the fixed wait's delay as its hook's argument: as it was written, else
+// Arg(Delay).
+func (w Wait) DelayArg() string {
+	if w.DelayText != "" {
+		return w.DelayText
+	}
+	return Arg(w.Delay)
+}
+
+// Args are nap's arguments for w: DELAY, or [MIN] --quiet QUIET --max MAX --allow N.
+func (w Wait) Args() []string {
+	if !w.IsAdaptive() {
+		return []string{w.DelayArg()}
+	}
+	var args []string
+	if w.Min > 0 {
+		args = append(args, Arg(w.Min))
+	}
+	return append(args, nap.FlagQuiet, Arg(w.Quiet), nap.FlagMax, Arg(w.Delay), nap.FlagAllow, strconv.FormatInt(w.Allow, 10))
+}
+
+// Command is nap's hook for w: the binary in its mount, then Args.
+func (w Wait) Command() []string {
+	return append([]string{kube.MountPath + "/" + kube.BinaryName}, w.Args()...)
+}
+
+// FromArgs reads nap's arguments as nap does (sleeper/nap): the wait they make, and
+// false where nap would not hold for a known time (invalid arguments, which nap reads as
+// its default with a complaint; inf).
+func FromArgs(args []string) (Wait, bool) {
+	r, err := nap.Parse(args)
+	if err != nil || r.Infinite {
+		return Wait{}, false
+	}
+	if !r.Adaptive {
+		return Wait{Kind: Fixed, Delay: r.Duration}, true
+	}
+	return Wait{Kind: Adaptive, Min: r.Duration, Delay: max(r.Max, r.Duration), Quiet: r.Quiet, Allow: r.Allow}, true
+}
+
+// Arg writes d in nap's syntax, in the largest unit that holds it whole: 60s, 1500ms.
+func Arg(d time.Duration) string {
+	switch {
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d%time.Millisecond == 0:
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	}
+	return fmt.Sprintf("%dns", d)
+}
+
+// ParseDuration reads one duration in nap's syntax (10s, 1.5, 500ms) as a preStop
+// wait takes it: finite and not negative. name is what errors call it (a flag, an
+// annotation).
+func ParseDuration(name, s string) (time.Duration, error) {
+	r, err := nap.Parse([]string{s})
+	if err == nil && r.Infinite {
+		return 0, fmt.Errorf("%s %q: nap reads it as forever, which a preStop hook must not be (the kubelet kills it at the grace period, and the pod takes that long to go); want a duration, such as 10s", name, s)
+	}
+	if err != nil || r.Adaptive || strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("%s %q: want a duration nap reads, such as 10s, 1.5 or 500ms", name, s)
+	}
+	return r.Duration, nil
+}
+
+// ParseKind reads a kind's name; name is what errors call it.
+func ParseKind(name, s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("%s %q: want %s", name, s, strings.Join(KindNames(), " or "))
+}
+
+func mustDuration(s string) time.Duration {
+	d, err := ParseDuration("default", s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// CELCommand is Command written as a CEL list for the MutatingAdmissionPolicy, where
+// the pod decides part of the wait: an adaptive wait's MAX and ALLOW are the CEL
+// expressions maxExpr and allowExpr (a string and an int), a fixed wait's delay is
+// delayExpr (a string); the rest is w's.
+func (w Wait) CELCommand(delayExpr, maxExpr, allowExpr string) string {
+	cmd := w.Command()
+	var items []string
+	for i, a := range cmd {
+		switch {
+		case i == 1 && !w.IsAdaptive():
+			items = append(items, delayExpr)
+		case i > 0 && w.IsAdaptive() && cmd[i-1] == nap.FlagMax:
+			items = append(items, maxExpr)
+		case i > 0 && w.IsAdaptive() && cmd[i-1] == nap.FlagAllow:
+			items = append(items, "string("+allowExpr+")")
+		default:
+			items = append(items, strconv.Quote(a))
+		}
+	}
+	return "[" + strings.Join(items, ", ") + "]"
+}

@@ -1,0 +1,152 @@
+package wait
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nap-k8s/nap/sleeper/nap"
+)
+
+const s = time.Second
+
+// Input: defaults applied once, the chosen kind's flags read, errors naming the flag.
+func TestInputWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want Wait
+		err  string
+	}{
+		{name: "nothing: the fixed default", in: Input{}, want: Wait{Kind: Fixed, Delay: 10 * s, DelayText: "10s"}},
+		{name: "a fixed delay keeps its spelling", in: Input{Delay: " 2.5 "}, want: Wait{Kind: Fixed, Delay: 2500 * time.Millisecond, DelayText: "2.5"}},
+		{name: "adaptive defaults", in: Input{Kind: "adaptive"}, want: DefaultAdaptive()},
+		{name: "adaptive", in: Input{Kind: "adaptive", Max: "45s", Min: "2s", Quiet: "1.5s"},
+			want: Wait{Kind: Adaptive, Delay: 45 * s, Min: 2 * s, Quiet: 1500 * time.Millisecond}},
+		{name: "a fixed wait reads no adaptive flag", in: Input{Quiet: "soon", Min: "90s"}, want: Default()},
+		{name: "unknown kind", in: Input{Kind: "sometimes"}, err: `--wait "sometimes": want fixed or adaptive`},
+		{name: "bad delay", in: Input{Delay: "--max"}, err: `--delay "--max": want a duration`},
+		{name: "forever", in: Input{Delay: "inf"}, err: `--delay "inf": nap reads it as forever`},
+		{name: "bad quiet", in: Input{Kind: "adaptive", Quiet: "soon"}, err: `--quiet "soon"`},
+		{name: "MIN forever", in: Input{Kind: "adaptive", Min: "inf"}, err: `--min "inf"`},
+		{name: "MIN past MAX", in: Input{Kind: "adaptive", Max: "10s", Min: "20s"}, err: "--min 20s is longer than --max 10s"},
+		{name: "MAX named as the flag it came from", in: Input{Kind: "adaptive", Max: "10s", Min: "20s", MaxFlag: FlagDelay},
+			err: "--min 20s is longer than --delay 10s"},
+	} {
+		got, err := tc.in.Wait()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// Defaults read both waits, and a pod's annotations choose over them.
+func TestDefaultsForPod(t *testing.T) {
+	d, err := Input{Delay: "5", Max: "90s", Min: "3s"}.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Input{Kind: "fixed", Min: "90s"}).Defaults(); err == nil {
+		t.Error("Defaults took a MIN past the adaptive MAX: both waits must be valid")
+	}
+	adaptive := Wait{Kind: Adaptive, Delay: 90 * s, Min: 3 * s, Quiet: nap.DefaultQuiet}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        Wait
+		err         string
+	}{
+		{name: "none", want: Wait{Kind: Fixed, Delay: 5 * s, DelayText: "5"}},
+		{name: "its own delay", annotations: map[string]string{DelayAnnotation: " 2.5"}, want: Wait{Kind: Fixed, Delay: 2500 * time.Millisecond, DelayText: "2.5"}},
+		{name: "adaptive", annotations: map[string]string{KindAnnotation: "adaptive"}, want: adaptive},
+		{name: "adaptive, its own MAX", annotations: map[string]string{KindAnnotation: "adaptive", DelayAnnotation: "2m"},
+			want: Wait{Kind: Adaptive, Delay: 120 * s, Min: 3 * s, Quiet: nap.DefaultQuiet}},
+		{name: "bad kind", annotations: map[string]string{KindAnnotation: "eventually"}, err: `nap.dev/wait "eventually"`},
+		{name: "bad delay", annotations: map[string]string{DelayAnnotation: "soon"}, err: `nap.dev/delay "soon"`},
+		{name: "MAX below MIN", annotations: map[string]string{KindAnnotation: "adaptive", DelayAnnotation: "1s"}, err: "shorter than the adaptive wait's MIN 3s"},
+	} {
+		got, err := d.ForPod(tc.annotations)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+	if got, _ := (Defaults{}).ForPod(map[string]string{KindAnnotation: "adaptive"}); got != DefaultAdaptive() {
+		t.Errorf("zero Defaults, adaptive: %+v, want nap's defaults", got)
+	}
+}
+
+// The writer and the reader agree: every wait nap writes, nap reads back as itself.
+func TestCommandRoundTrip(t *testing.T) {
+	for _, w := range []Wait{
+		Default(),
+		{Kind: Fixed, Delay: 2500 * time.Millisecond, DelayText: "2.5"},
+		{Kind: Fixed, Delay: 1500 * time.Microsecond},
+		DefaultAdaptive(),
+		{Kind: Adaptive, Min: 2 * s, Quiet: 1500 * time.Millisecond, Delay: 45 * s, Allow: 3},
+		{Kind: Adaptive, Min: 29 * s, Quiet: 250 * time.Millisecond, Delay: 58 * s, Allow: 12},
+	} {
+		cmd := w.Command()
+		if cmd[0] != "/nap/nap" {
+			t.Errorf("%+v: command %q does not run /nap/nap", w, cmd)
+		}
+		got, ok := FromArgs(cmd[1:])
+		want := w
+		want.DelayText = ""
+		if !ok || got != want {
+			t.Errorf("%q reads as %+v (%v), want %+v", cmd, got, ok, want)
+		}
+	}
+	if got := (Wait{Kind: Adaptive, Min: 2 * s, Quiet: 2 * s, Delay: 60 * s, Allow: 1}).Args(); !slices.Equal(got, []string{"2s", "--quiet", "2s", "--max", "60s", "--allow", "1"}) {
+		t.Errorf("Args = %q", got)
+	}
+	for _, args := range [][]string{{"inf"}, {"soon"}} {
+		if _, ok := FromArgs(args); ok {
+			t.Errorf("FromArgs(%q) is known", args)
+		}
+	}
+}
+
+func TestArg(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", 60 * s: "60s", 1500 * time.Millisecond: "1500ms", 1500 * time.Microsecond: "1500000ns"} {
+		if got := Arg(d); got != want {
+			t.Errorf("Arg(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// CELCommand is Command with the pod's parts as CEL expressions.
+func TestCELCommand(t *testing.T) {
+	a := Wait{Kind: Adaptive, Min: time.Second, Quiet: 2 * s, Delay: 60 * s}
+	if got, want := a.CELCommand("d", "m", "n"), `["/nap/nap", "1s", "--quiet", "2s", "--max", m, "--allow", string(n)]`; got != want {
+		t.Errorf("adaptive: %s, want %s", got, want)
+	}
+	if got, want := Default().CELCommand("d", "m", "n"), `["/nap/nap", d]`; got != want {
+		t.Errorf("fixed: %s, want %s", got, want)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		w   Wait
+		err string
+	}{
+		{Default(), ""},
+		{DefaultAdaptive(), ""},
+		{Wait{}, `wait ""`},
+		{Wait{Kind: Fixed, Delay: -s}, "must not be negative"},
+		{Wait{Kind: Adaptive, Delay: s, Min: 2 * s}, "MIN 2s is longer than its MAX 1s"},
+		{Wait{Kind: Adaptive, Delay: s, Quiet: -s}, "must not be negative"},
+	} {
+		err := tc.w.Check()
+		if (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%+v: %v, want %q", tc.w, err, tc.err)
+		}
+	}
+}
