@@ -64,7 +64,7 @@ const (
 	sentNapImage  = "napimagesentinel.invalid/nap:s"
 	sentDelay     = "11.0101s"
 	sentMax       = "61021ms" // whole ms: the policy writes MAX back as wait.Arg
-	sentMin       = "1303ms" // the policy has it also as nanoseconds and as wait.Arg
+	sentMin       = "1303ms"  // the policy has it also as nanoseconds and as wait.Arg
 	sentQuiet     = "2041ms"
 	sentSelector  = "selsentinel=s"
 	sentExclude   = "exsentinel"
