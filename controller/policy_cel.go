@@ -279,5 +279,5 @@ func celAllow(quiet time.Duration) string {
 	}
 	each := strings.Join(perContainer, " + ")
 	return fmt.Sprintf(`(object.spec.containers.map(c, %[1]s) +
-  (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always').map(c, %[1]s) : [])).sum()`, each)
+  (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, has(c.restartPolicy) && c.restartPolicy == '%[2]s').map(c, %[1]s) : [])).sum()`, each, hook.SidecarRestartPolicy)
 }

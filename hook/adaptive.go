@@ -21,13 +21,20 @@ var (
 	ConnectingHandlers = []string{"httpGet", "tcpSocket", "grpc"}
 )
 
+// SidecarRestartPolicy is the restartPolicy that makes an init container a sidecar
+// (KEP-753): it runs beside the pod's containers and stops after them.
+const SidecarRestartPolicy = string(corev1.ContainerRestartPolicyAlways)
+
+// IsSidecar tells whether an init container with this restartPolicy is a sidecar.
+func IsSidecar(restartPolicy string) bool { return restartPolicy == SidecarRestartPolicy }
+
 // ProbePeriods are the periods of spec's probes that open a connection to the pod
 // while it terminates (BackgroundProbes with a ConnectingHandler, of its containers and
 // its sidecars: init containers that restart Always).
 func ProbePeriods(spec corev1.PodSpec) []time.Duration {
 	cs := slices.Clone(spec.Containers)
 	for _, c := range spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if c.RestartPolicy != nil && IsSidecar(string(*c.RestartPolicy)) {
 			cs = append(cs, c)
 		}
 	}

@@ -626,13 +626,9 @@ func (t *template) guard(n *yaml.Node, what string) error {
 // names (sidecars, restartable init containers, only when named).
 func (t *template) targets(containers *yaml.Node) []container {
 	var out []container
-	all := containers.Content
-	if inits := lookup(t.spec, "initContainers"); inits != nil && len(t.p.Containers) > 0 {
-		for _, c := range inits.Content {
-			if rp := lookup(c, "restartPolicy"); rp != nil && rp.Value == "Always" {
-				all = append(all, c) // a sidecar, delayed only when named
-			}
-		}
+	all := slices.Clone(containers.Content) // appended to: never the node's own array
+	if len(t.p.Containers) > 0 {
+		all = append(all, sidecars(t.spec)...) // delayed only when named
 	}
 	found := map[string]bool{}
 	for i, c := range all {
@@ -799,6 +795,20 @@ func (t *template) preStop() *yaml.Node {
 	return mapping("exec", mapping("command", sequence(true, args...)))
 }
 
+// sidecars are the pod spec's sidecars: its restartable init containers
+// (hook.IsSidecar).
+func sidecars(spec *yaml.Node) []*yaml.Node {
+	var out []*yaml.Node
+	if inits := lookup(spec, "initContainers"); inits != nil {
+		for _, c := range inits.Content {
+			if rp := lookup(c, "restartPolicy"); rp != nil && hook.IsSidecar(rp.Value) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // probePeriods are hook.ProbePeriods of the template, read from its YAML.
 func (t *template) probePeriods() []time.Duration {
 	var periods []time.Duration
@@ -806,13 +816,7 @@ func (t *template) probePeriods() []time.Duration {
 	if c := lookup(t.spec, "containers"); c != nil {
 		cs = append(cs, c.Content...)
 	}
-	if inits := lookup(t.spec, "initContainers"); inits != nil {
-		for _, c := range inits.Content {
-			if rp := lookup(c, "restartPolicy"); rp != nil && rp.Value == "Always" {
-				cs = append(cs, c)
-			}
-		}
-	}
+	cs = append(cs, sidecars(t.spec)...)
 	for _, c := range cs {
 		for _, kind := range hook.BackgroundProbes {
 			pr := lookup(c, kind)

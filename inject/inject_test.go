@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -546,5 +547,28 @@ func TestWorkloadKinds(t *testing.T) {
 				t.Errorf("a skipped object changed:\n%s", out)
 			}
 		})
+	}
+}
+
+// targets appends the named sidecars to a copy: the containers node's own array, spare
+// capacity included, is never written.
+func TestTargetsLeaveContainersAlone(t *testing.T) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte("containers: [{name: a}]\ninitContainers: [{name: s, restartPolicy: Always}, {name: i}]\n"), &root); err != nil {
+		t.Fatal(err)
+	}
+	spec := root.Content[0]
+	cs := lookup(spec, "containers")
+	cs.Content = append(make([]*yaml.Node, 0, 4), cs.Content...)
+	tm := &template{p: Plan{Containers: []string{"a", "s"}}, spec: spec}
+	var names []string
+	for _, c := range tm.targets(cs) {
+		names = append(names, c.name)
+	}
+	if !slices.Equal(names, []string{"a", "s"}) {
+		t.Errorf("targets %q, want a and the sidecar s", names)
+	}
+	if spare := cs.Content[:cap(cs.Content)][1]; spare != nil || len(cs.Content) != 1 {
+		t.Errorf("the containers node's array was written: %d items, spare slot %v", len(cs.Content), spare)
 	}
 }
