@@ -148,7 +148,7 @@ var celOptedIn = fmt.Sprintf(`(has(object.metadata.labels) && object.metadata.la
 
 // policyVariables are the policy's CEL variables: the delay and how it is delivered,
 // the pod's architecture, and which containers get the hook. Each mirrors a decision
-// of inject's plan (inject.go), named after it.
+// of inject's plan (inject/plan.go, inject/steps.go), named after it.
 func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionregistrationv1beta1.Variable {
 	q := func(s string) string { return strconv.Quote(s) } // CEL reads Go's quoting of these plain strings
 	arches := make([]string, len(nap.Arches))

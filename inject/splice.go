@@ -14,18 +14,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// editor is how the plan changes a pod template: each change is made to the node tree,
-// and to what the editor keeps besides. Two editors: textEditor (Inject) splices the
-// manifest's text, treeEditor (Patch) records JSON Patch operations.
-type editor interface {
-	// put sets key: value in mapping m: in place of a null value, or added at the end.
-	put(m *yaml.Node, key string, value *yaml.Node, compact bool) error
-	// appendItem adds item at the end of sequence s.
-	appendItem(s, item *yaml.Node, compact bool) error
-	// setInt replaces scalar n with the integer v.
-	setInt(n *yaml.Node, v int64) error
-}
-
 // textEditor changes a manifest in place: it splices text into the original bytes at
 // the positions of the parsed nodes, so that every byte it does not mean to change
 // stays as it was (comments, order, quoting, indentation, separators). Each change is
@@ -39,151 +27,6 @@ type textEditor struct {
 	ends  map[*yaml.Node]int // where a block collection's text ends, before any edit
 	// finalBreak: a line break was added at the end of a source that had none.
 	finalBreak bool
-}
-
-// treeEditor changes the node tree alone (a pod an API server sent: no text to keep)
-// and records each change as a JSON Patch operation on the path of the node it changes.
-type treeEditor struct {
-	ops   []Op
-	paths map[*yaml.Node]string
-}
-
-var (
-	_ editor = (*textEditor)(nil)
-	_ editor = (*treeEditor)(nil)
-)
-
-// newTreeEditor edits the tree under root and records JSON Patch operations.
-func newTreeEditor(root *yaml.Node) *treeEditor {
-	e := &treeEditor{paths: map[*yaml.Node]string{}}
-	e.index(root, "")
-	return e
-}
-
-func (e *treeEditor) put(m *yaml.Node, key string, value *yaml.Node, _ bool) error {
-	kind := "add"
-	i := nullAt(m, key)
-	if i >= 0 {
-		kind = "replace"
-	}
-	if err := e.op(kind, m, "/"+pointerEscape.Replace(key), value); err != nil {
-		return err
-	}
-	setValue(m, i, key, value)
-	return nil
-}
-
-func (e *treeEditor) appendItem(s, item *yaml.Node, _ bool) error {
-	if err := e.op("add", s, "/-", item); err != nil {
-		return err
-	}
-	if item.Kind == yaml.MappingNode || item.Kind == yaml.SequenceNode {
-		e.index(item, e.paths[s]+"/"+strconv.Itoa(len(s.Content)))
-	}
-	s.Content = append(s.Content, item)
-	return nil
-}
-
-func (e *treeEditor) setInt(n *yaml.Node, v int64) error {
-	if err := e.op("replace", n, "", num(v)); err != nil {
-		return err
-	}
-	setScalarInt(n, v)
-	return nil
-}
-
-// nullAt is the index of key's null value in mapping m (`key:`, `~`, `null`), or -1.
-func nullAt(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key && isNull(m.Content[i+1]) {
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// setValue puts value in the tree: at index i of m (a null's), or as a new key.
-func setValue(m *yaml.Node, i int, key string, value *yaml.Node) {
-	if i >= 0 {
-		m.Content[i] = value
-		return
-	}
-	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, value)
-}
-
-func setScalarInt(n *yaml.Node, v int64) {
-	n.Value, n.Tag, n.Style = strconv.FormatInt(v, 10), "!!int", 0
-}
-
-// index records the JSON Pointer of n and everything under it.
-func (e *treeEditor) index(n *yaml.Node, path string) {
-	e.paths[n] = path
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			e.index(n.Content[i+1], path+"/"+pointerEscape.Replace(n.Content[i].Value))
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			e.index(c, path+"/"+strconv.Itoa(i))
-		}
-	}
-}
-
-var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
-
-// op records a JSON Patch operation at path (the node's, then suffix) with value.
-func (e *treeEditor) op(kind string, n *yaml.Node, suffix string, value *yaml.Node) error {
-	path, ok := e.paths[n]
-	if !ok {
-		return fmt.Errorf("an edit of a node with no known path (please report this)")
-	}
-	path += suffix
-	v, err := nodeValue(value)
-	if err != nil {
-		return err
-	}
-	e.ops = append(e.ops, Op{Op: kind, Path: path, Value: v})
-	if value.Kind == yaml.MappingNode || value.Kind == yaml.SequenceNode {
-		e.index(value, path) // later edits may go inside it
-	}
-	return nil
-}
-
-// nodeValue is an inserted node as a JSON value.
-func nodeValue(n *yaml.Node) (any, error) {
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := nodeValue(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m[n.Content[i].Value] = v
-		}
-		return m, nil
-	case yaml.SequenceNode:
-		l := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := nodeValue(c)
-			if err != nil {
-				return nil, err
-			}
-			l = append(l, v)
-		}
-		return l, nil
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!str":
-			return n.Value, nil
-		case "!!int":
-			return strconv.ParseInt(n.Value, 0, 64) // 0555 is octal, as YAML 1.1 reads it
-		case "!!bool":
-			return strconv.ParseBool(n.Value)
-		}
-	}
-	return nil, fmt.Errorf("no JSON value for a %s node", n.Tag)
 }
 
 type textEdit struct {
@@ -261,8 +104,6 @@ func (e *textEditor) apply() []byte {
 	return append(out, e.src[at:]...)
 }
 
-func isFlow(n *yaml.Node) bool { return n.Style&yaml.FlowStyle != 0 }
-
 // jsonish tells whether flow collection n is written as JSON (its first key, or its
 // first item's, is double-quoted; an empty one in a file that starts as JSON), so that
 // what goes into it is written the same way.
@@ -311,10 +152,6 @@ func (e *textEditor) setKey(m *yaml.Node, key string, value *yaml.Node, compact 
 	setValue(m, -1, key, value)
 	return nil
 }
-
-// isNull tells whether n is a null value: `key:` with nothing after it, `~` or `null`.
-// Kubernetes reads such a key as absent; Helm renders them often.
-func isNull(n *yaml.Node) bool { return n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
 func (e *textEditor) put(m *yaml.Node, key string, value *yaml.Node, compact bool) error {
 	i := nullAt(m, key)
@@ -399,8 +236,6 @@ func (e *textEditor) replaceNull(m, k, v, value *yaml.Node, compact bool) error 
 	e.addAt(at, 0, e.block(indent, lines[1:]), indent+2)
 	return nil
 }
-
-func nullToken(s string) bool { return s == "~" || s == "null" || s == "Null" || s == "NULL" }
 
 func (e *textEditor) appendItem(s, item *yaml.Node, compact bool) error {
 	if isFlow(s) || len(s.Content) == 0 {
@@ -674,31 +509,6 @@ func scalarEnd(src []byte, off int) int {
 // The nodes that edits insert. Scalars carry their tags; strings are quoted in text
 // only when a plain scalar would read as something else.
 
-func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
-func num(i int64) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(i, 10)}
-}
-func octal(i int64) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: "0" + strconv.FormatInt(i, 8)}
-}
-func boolean(b bool) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
-}
-func mapping(kv ...any) *yaml.Node {
-	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	for i := 0; i < len(kv); i += 2 {
-		m.Content = append(m.Content, str(kv[i].(string)), kv[i+1].(*yaml.Node))
-	}
-	return m
-}
-func sequence(flow bool, items ...*yaml.Node) *yaml.Node {
-	s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
-	if flow {
-		s.Style = yaml.FlowStyle
-	}
-	return s
-}
-
 // scalarText is a scalar as YAML text.
 func scalarText(n *yaml.Node) string {
 	if n.Tag != "!!str" {
@@ -846,25 +656,4 @@ func indentLines(n int, lines []string) []string {
 		out[i] = pad + l
 	}
 	return out
-}
-
-// present is lookup with a null value read as absent, as Kubernetes reads it.
-func present(m *yaml.Node, key string) *yaml.Node {
-	if v := lookup(m, key); !isNull(v) {
-		return v
-	}
-	return nil
-}
-
-// lookup returns the value of key in mapping m, or nil.
-func lookup(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }
