@@ -97,50 +97,11 @@ var DefaultImage = version.Image(version.ControllerImage, version.Version)
 // RollMissed, and its own MutatingWebhookConfiguration by name; in its namespace only, its
 // TLS Secret and its Lease. It cannot read any other Secret.
 func Objects(o Options) ([]runtime.Object, error) {
-	if o.Namespace == "" {
-		o.Namespace = controller.DefaultNamespace
-	}
-	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-		return nil, fmt.Errorf("namespace %q: %s", o.Namespace, errs[0])
-	}
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
-	if o.Delivery == "" {
-		o.Delivery = inject.DeliveryConfigMap
-	}
-	if o.Delivery != inject.DeliveryConfigMap && (o.NapImage == "" || strings.ContainsAny(o.NapImage, " \t\n\"'")) {
-		return nil, fmt.Errorf("--delivery %s needs --nap-image, nap's image reference (napctl image writes it), not %q", o.Delivery, o.NapImage)
-	}
-	waits, err := o.Waits.Defaults()
+	o, waits, err := o.resolved()
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.CheckWaits(waits, inject.Options{Delivery: o.Delivery, Image: o.NapImage}); err != nil {
-		return nil, err
-	}
-	if _, err := labels.Parse(o.NamespaceSelector); err != nil {
-		return nil, fmt.Errorf("namespace selector %q: %w", o.NamespaceSelector, err)
-	}
-	for _, ns := range o.ExcludeNamespaces {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, fmt.Errorf("excluded namespace %q: %s", ns, errs[0])
-		}
-	}
-	if o.Admission == "" {
-		o.Admission = AdmissionWebhook
-	}
 	webhook := o.Admission == AdmissionWebhook
-	switch {
-	case o.Admission != AdmissionWebhook && o.Admission != AdmissionPolicy:
-		return nil, fmt.Errorf("admission %q: want webhook or policy", o.Admission)
-	case !webhook && o.CertManager:
-		return nil, fmt.Errorf("--cert-manager issues the webhook's certificate; --admission policy has no webhook")
-	case !webhook && o.Scope.ByService():
-		return nil, fmt.Errorf("--%s %s needs the webhook: %s", scope.Flag, o.Scope, controller.PolicyCannot[0])
-	case !webhook && o.Delivery == inject.DeliveryAuto:
-		return nil, fmt.Errorf("--delivery auto needs the webhook: whether the nodes mount image volumes is not for CEL to see (--delivery image or configmap)")
-	}
 	ns := o.Namespace
 	appLabels := map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
 	meta := func(name string, namespaced bool) metav1.ObjectMeta {
@@ -150,9 +111,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		}
 		return m
 	}
-	tm := func(apiVersion, kind string) metav1.TypeMeta {
-		return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
-	}
+	tm := typeMeta
 
 	namespace := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: meta(ns, false)}
 	namespace.Labels = map[string]string{
@@ -161,6 +120,115 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	sa := &corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(controller.Name, true)}
 
+	clusterRole, clusterBinding, role, roleBinding := rbac(o, meta, webhook)
+	svc := service(meta, appLabels, webhook)
+	installed := cmp.Or(o.Scope, scope.OptIn)
+	args, volumes, mounts := controllerArgs(o, installed, webhook)
+	deploy := deployment(o, meta, appLabels, webhook, args, volumes, mounts)
+	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
+
+	if !webhook {
+		// The API server injects: whole seconds as the native sleep, which every
+		// kubelet the skew policy allows beside an API server with this API has (1.31+
+		// beside 1.34); a sleep of 0 seconds needs 1.33 kubelets, allowed beside 1.36.
+		mp, mpb, err := controller.AdmissionPolicy(controller.Name, controller.AdmissionPolicyOptions{
+			APIVersion: o.PolicyAPIVersion, Waits: waits, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: policyImage(o),
+			Exclude: []string{ns, "kube-system"}})
+		if err != nil {
+			return nil, err
+		}
+		mp.Labels, mpb.Labels = appLabels, appLabels
+		return []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mp, mpb}, nil
+	}
+	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
+	mwc.Labels = appLabels
+	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
+	if o.CertManager {
+		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
+		issuer := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+			"metadata": map[string]any{"name": controller.Name, "namespace": ns},
+			"spec":     map[string]any{"selfSigned": map[string]any{}},
+		}}
+		cert := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+			"metadata": map[string]any{"name": controller.Name, "namespace": ns},
+			"spec": map[string]any{
+				"secretName": controller.TLSSecretName,
+				"dnsNames":   []any{controller.Name + "." + ns + ".svc", controller.Name + "." + ns + ".svc.cluster.local"},
+				"issuerRef":  map[string]any{"kind": "Issuer", "name": controller.Name},
+			},
+		}}
+		objs = append(objs[:len(objs)-1], issuer, cert, mwc)
+	}
+	return objs, nil
+}
+
+// typeMeta is an object's apiVersion and kind.
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// resolved is o with its defaults, checked, and its default waits read.
+func (o Options) resolved() (Options, wait.Defaults, error) {
+	if o.Namespace == "" {
+		o.Namespace = controller.DefaultNamespace
+	}
+	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+		return Options{}, wait.Defaults{}, fmt.Errorf("namespace %q: %s", o.Namespace, errs[0])
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.Delivery == "" {
+		o.Delivery = inject.DeliveryConfigMap
+	}
+	if o.Delivery != inject.DeliveryConfigMap && (o.NapImage == "" || strings.ContainsAny(o.NapImage, " \t\n\"'")) {
+		return Options{}, wait.Defaults{}, fmt.Errorf("--delivery %s needs --nap-image, nap's image reference (napctl image writes it), not %q", o.Delivery, o.NapImage)
+	}
+	waits, err := o.Waits.Defaults()
+	if err != nil {
+		return Options{}, wait.Defaults{}, err
+	}
+	if err := controller.CheckWaits(waits, inject.Options{Delivery: o.Delivery, Image: o.NapImage}); err != nil {
+		return Options{}, wait.Defaults{}, err
+	}
+	if _, err := labels.Parse(o.NamespaceSelector); err != nil {
+		return Options{}, wait.Defaults{}, fmt.Errorf("namespace selector %q: %w", o.NamespaceSelector, err)
+	}
+	for _, ns := range o.ExcludeNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return Options{}, wait.Defaults{}, fmt.Errorf("excluded namespace %q: %s", ns, errs[0])
+		}
+	}
+	if o.Admission == "" {
+		o.Admission = AdmissionWebhook
+	}
+	webhook := o.Admission == AdmissionWebhook
+	if _, err := scope.Parse(string(cmp.Or(o.Scope, scope.OptIn))); err != nil {
+		return Options{}, wait.Defaults{}, err
+	}
+	if cmp.Or(o.Replicas, 2) < 1 {
+		return Options{}, wait.Defaults{}, fmt.Errorf("replicas %d: want at least 1", o.Replicas)
+	}
+	switch {
+	case o.Admission != AdmissionWebhook && o.Admission != AdmissionPolicy:
+		return Options{}, wait.Defaults{}, fmt.Errorf("admission %q: want webhook or policy", o.Admission)
+	case !webhook && o.CertManager:
+		return Options{}, wait.Defaults{}, fmt.Errorf("--cert-manager issues the webhook's certificate; --admission policy has no webhook")
+	case !webhook && o.Scope.ByService():
+		return Options{}, wait.Defaults{}, fmt.Errorf("--%s %s needs the webhook: %s", scope.Flag, o.Scope, controller.PolicyCannot[0])
+	case !webhook && o.Delivery == inject.DeliveryAuto:
+		return Options{}, wait.Defaults{}, fmt.Errorf("--delivery auto needs the webhook: whether the nodes mount image volumes is not for CEL to see (--delivery image or configmap)")
+	}
+	return o, waits, nil
+}
+
+// rbac is the controller's RBAC: cluster-wide, then in its namespace (see Objects).
+func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding) {
+	ns := o.Namespace
+	tm := typeMeta
 	clusterRole := &rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta(controller.Name, false),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
@@ -204,21 +272,23 @@ func Objects(o Options) ([]runtime.Object, error) {
 	roleBinding := &rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(controller.Name, true),
 		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: controller.Name}, Subjects: subjects}
 
-	svc := &corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: meta(controller.Name, true), Spec: corev1.ServiceSpec{
-		Selector: appLabels,
-		Ports: []corev1.ServicePort{
-			{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook")},
-			{Name: "metrics", Port: controller.MetricsPort, TargetPort: intstr.FromString("metrics")},
-		},
-	}}
-	if !webhook {
-		svc.Spec.Ports = svc.Spec.Ports[1:]
-	}
+	return clusterRole, clusterBinding, role, roleBinding
+}
 
-	installed := cmp.Or(o.Scope, scope.OptIn)
-	if _, err := scope.Parse(string(installed)); err != nil {
-		return nil, err
+// service is the controller's Service: its webhook (when it serves one) and its metrics.
+func service(meta func(string, bool) metav1.ObjectMeta, labels map[string]string, webhook bool) *corev1.Service {
+	var ports []corev1.ServicePort
+	if webhook {
+		ports = append(ports, corev1.ServicePort{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook")})
 	}
+	ports = append(ports, corev1.ServicePort{Name: "metrics", Port: controller.MetricsPort, TargetPort: intstr.FromString("metrics")})
+	return &corev1.Service{TypeMeta: typeMeta("v1", "Service"), ObjectMeta: meta(controller.Name, true), Spec: corev1.ServiceSpec{
+		Selector: labels, Ports: ports}}
+}
+
+// controllerArgs are the controller's flags, and the volumes and mounts they name.
+func controllerArgs(o Options, installed scope.Scope, webhook bool) ([]string, []corev1.Volume, []corev1.VolumeMount) {
+	ns := o.Namespace
 	args := []string{"controller",
 		"--namespace=" + ns,
 		"--owner-cluster-role=" + controller.Name,
@@ -254,12 +324,21 @@ func Objects(o Options) ([]runtime.Object, error) {
 	default:
 		args = append(args, "--webhook-tls-secret="+controller.TLSSecretName, "--webhook-configuration="+controller.Name)
 	}
+	return args, volumes, mounts
+}
+
+// deployment is the controller's Deployment, running args.
+func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map[string]string, webhook bool, args []string, volumes []corev1.Volume, mounts []corev1.VolumeMount) *appsv1.Deployment {
+	appLabels, tm := labels, typeMeta
+	var ports []corev1.ContainerPort
+	if webhook {
+		ports = append(ports, corev1.ContainerPort{Name: "webhook", ContainerPort: controller.WebhookPort})
+	}
+	ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: controller.MetricsPort},
+		corev1.ContainerPort{Name: "health", ContainerPort: controller.HealthPort})
 	yes, no := true, false
 	uid := int64(65532)
 	replicas := cmp.Or(o.Replicas, 2)
-	if replicas < 1 {
-		return nil, fmt.Errorf("replicas %d: want at least 1", replicas)
-	}
 	resources := Resources()
 	if o.Resources != nil {
 		resources = *o.Resources
@@ -291,11 +370,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 					Name:  "controller",
 					Image: o.Image,
 					Args:  args,
-					Ports: []corev1.ContainerPort{
-						{Name: "webhook", ContainerPort: controller.WebhookPort},
-						{Name: "metrics", ContainerPort: controller.MetricsPort},
-						{Name: "health", ContainerPort: controller.HealthPort},
-					},
+					Ports: ports,
 					// The API server calls the webhook through the Service: keep serving
 					// until a stopping replica is out of its endpoints (nap's own lint
 					// asks for this). The image carries nap for it.
@@ -312,46 +387,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 			},
 		},
 	}}
-	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
-		MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
-
-	if !webhook {
-		c := &deploy.Spec.Template.Spec.Containers[0]
-		c.Ports = c.Ports[1:]
-		// The API server injects: whole seconds as the native sleep, which every
-		// kubelet the skew policy allows beside an API server with this API has (1.31+
-		// beside 1.34); a sleep of 0 seconds needs 1.33 kubelets, allowed beside 1.36.
-		mp, mpb, err := controller.AdmissionPolicy(controller.Name, controller.AdmissionPolicyOptions{
-			APIVersion: o.PolicyAPIVersion, Waits: waits, Native: true, NativeZero: o.PolicyAPIVersion != controller.PolicyAPIV1beta, Image: policyImage(o),
-			Exclude: []string{ns, "kube-system"}})
-		if err != nil {
-			return nil, err
-		}
-		mp.Labels, mpb.Labels = appLabels, appLabels
-		return []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mp, mpb}, nil
-	}
-	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
-	mwc.Labels = appLabels
-	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
-	if o.CertManager {
-		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
-		issuer := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
-			"metadata": map[string]any{"name": controller.Name, "namespace": ns},
-			"spec":     map[string]any{"selfSigned": map[string]any{}},
-		}}
-		cert := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-			"metadata": map[string]any{"name": controller.Name, "namespace": ns},
-			"spec": map[string]any{
-				"secretName": controller.TLSSecretName,
-				"dnsNames":   []any{controller.Name + "." + ns + ".svc", controller.Name + "." + ns + ".svc.cluster.local"},
-				"issuerRef":  map[string]any{"kind": "Issuer", "name": controller.Name},
-			},
-		}}
-		objs = append(objs[:len(objs)-1], issuer, cert, mwc)
-	}
-	return objs, nil
+	return deploy
 }
 
 // InstallYAML is Install as one YAML stream, the form `napctl install` prints and
