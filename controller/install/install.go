@@ -390,7 +390,7 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 	return deploy
 }
 
-// InstallYAML is Install as one YAML stream, the form `napctl install` prints and
+// YAML is Objects as one YAML stream, the form `napctl install` prints and
 // deploy/ holds: no null fields, no empty status.
 func YAML(o Options) ([]byte, error) {
 	objs, err := Objects(o)

@@ -147,9 +147,8 @@ func Parse(args []string) (Request, error) {
 	return r, nil
 }
 
-// unitNs maps each unit to its length in nanoseconds.
-// Units are the units a term may carry, in nanoseconds; the binaries' word table is
-// built from them.
+// Units are the units a term may carry, each with its length in nanoseconds; the
+// binaries' word table is built from them.
 func Units() map[string]int64 { return maps.Clone(unitNs) }
 
 var unitNs = map[string]int64{
