@@ -131,7 +131,7 @@ bench: prereqs build
 # 50 Pod creates per second in rounds until 3 are quiet (NAP_BENCH_ROUNDS, NAP_BENCH_MAX_STEAL);
 # envtest, 15 to 30 minutes.
 bench-controller: kube-bins
-	NAP_BENCH_CONTROLLER_OUT=$(CURDIR)/docs/controller-bench.md $(GO) test -count=1 -timeout 60m -run TestControllerBenchmarks -v ./internal/cli/controller
+	NAP_BENCH_CONTROLLER_OUT=$(CURDIR)/docs/controller-bench.md $(GO) test -count=1 -timeout 60m -run TestControllerBenchmarks -v ./controller/bench
 
 # The controller, its Reporter, napctl status and lint --live on a fleet grown in steps
 # to Kubernetes' tested limits: 2,000 / 5,000 / 10,000 namespaces and 10k / 50k / 150k pods
@@ -139,7 +139,7 @@ bench-controller: kube-bins
 # NAP_BENCH_PROFILES=DIR keeps CPU and heap profiles of each phase for go tool pprof;
 # envtest, 25 to 45 minutes (27.6 in the last run); it fails when a target is missed at the last step. Not in make test.
 bench-scale: kube-bins
-	NAP_BENCH_SCALE_OUT=$(CURDIR)/docs/controller-scale.md $(GO) test -count=1 -timeout 150m -run TestScaleBenchmarks -v ./internal/cli/controller
+	NAP_BENCH_SCALE_OUT=$(CURDIR)/docs/controller-scale.md $(GO) test -count=1 -timeout 150m -run TestScaleBenchmarks -v ./controller/bench
 
 # What a release publishes: the images (napctl with nap, nap alone; an OCI archive to push
 # with skopeo), the kubectl plugin for linux and darwin on amd64 and arm64 with their

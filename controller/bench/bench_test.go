@@ -1,4 +1,4 @@
-package controller_test
+package bench_test
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/internal/testutil/controllerproc"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/wait"
@@ -144,8 +145,8 @@ func TestControllerBenchmarks(t *testing.T) {
 
 func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady time.Duration) {
 	alone(t)
-	cfg, _ := installedAPIServer(t)
-	bin := buildNapctl(t)
+	cfg, _ := controllerproc.InstalledAPIServer(t)
+	bin := controllerproc.BuildNapctl(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	// The namespaces exist before the controller starts, as when it is installed into
@@ -185,7 +186,7 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 	before := writes(t, cs, "configmaps")
 
 	began := time.Now()
-	r := start(t, bin, saKubeconfig(t, cfg), "controller")
+	r := controllerproc.Start(t, bin, controllerproc.SAKubeconfig(t, cfg), "controller")
 	count := func() int {
 		l, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + kube.ConfigMapName})
 		if err != nil {
@@ -201,11 +202,11 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 	converge := time.Since(began)
 	converged := writes(t, cs, "configmaps")
 	convergedAll := writes(t, cs, "")
-	rssConv, _ := rss(t, r.cmd.Process.Pid)
+	rssConv, _ := rss(t, r.Cmd.Process.Pid)
 	time.Sleep(steady)
 	atRest := diff(writes(t, cs, "configmaps"), converged)
 	atRestAll := diff(writes(t, cs, ""), convergedAll)
-	rssRest, peak := rss(t, r.cmd.Process.Pid)
+	rssRest, peak := rss(t, r.Cmd.Process.Pid)
 	byVerb := diff(converged, before)
 
 	// napctl status over the whole fleet, as a platform team runs it (admin kubeconfig).
@@ -287,7 +288,7 @@ func fleetNamespace(ctx context.Context, cs *kubernetes.Clientset, ns string, n 
 // own as when installed (its caches, reports and GOGC), serving envtest's certificate.
 func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Duration) {
 	alone(t)
-	bin := buildNapctl(t)
+	bin := controllerproc.BuildNapctl(t)
 	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", controller.DefaultNamespace, "nap", nil, scope.OptIn))
 	ctx := context.Background()
 	cs := loadClient(cfg)
@@ -301,7 +302,7 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	}
 	// The installed flags but for the certificate (envtest's, which its webhook
 	// configuration trusts) and the ports.
-	ctl := start(t, bin, kubeenv.Kubeconfig(t, cfg), "controller", "--webhook-cert-dir", wopts.LocalServingCertDir,
+	ctl := controllerproc.Start(t, bin, kubeenv.Kubeconfig(t, cfg), "controller", "--webhook-cert-dir", wopts.LocalServingCertDir,
 		fmt.Sprintf("--webhook-port=%d", wopts.LocalServingPort), "--webhook-configuration=")
 	// Both webhooks answer (the policy one once the Service is in its cache); then warm up.
 	untilInjected(t, cs, "opted-in", time.Minute)
@@ -311,10 +312,10 @@ func benchAdmission(t *testing.T, report *strings.Builder, rate int, d time.Dura
 	}
 
 	namespaces := []string{"plain", hooked, "opted-in", "policy-default"}
-	cpu0 := cpuOf(t, ctl.cmd.Process.Pid)
+	cpu0 := cpuOf(t, ctl.Cmd.Process.Pid)
 	lats := measureRounds(t, cs, namespaces, rate, d)
-	cpu := cpuOf(t, ctl.cmd.Process.Pid) - cpu0
-	cur, peak := rss(t, ctl.cmd.Process.Pid)
+	cpu := cpuOf(t, ctl.Cmd.Process.Pid) - cpu0
+	cur, peak := rss(t, ctl.Cmd.Process.Pid)
 	fmt.Fprintf(report, "## Admission latency at %d Pod creates per second\n\n", rate)
 	fmt.Fprintf(report, "%s The webhook is `napctl controller`'s, its own process as installed, called by the API server over TLS.\n\n", lats.describe(rate, d, namespaces))
 	lats.table(report, namespaces)

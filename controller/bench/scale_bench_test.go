@@ -1,4 +1,4 @@
-package controller_test
+package bench_test
 
 import (
 	"context"
@@ -41,6 +41,7 @@ import (
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/internal/testutil/controllerproc"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
 )
@@ -353,7 +354,7 @@ func TestScaleBenchmarks(t *testing.T) {
 	// print a stack after 30 s.
 	crlog.SetLogger(logr.Discard())
 	alone(t)
-	bin := buildNapctl(t)
+	bin := controllerproc.BuildNapctl(t)
 	cfg, wopts := kubeenv.APIServerWithWebhooks(t, controller.WebhookConfiguration("nap", controller.DefaultNamespace, "nap", nil, scope.OptIn))
 	ctx := context.Background()
 	cs := loadClient(cfg)
@@ -424,8 +425,8 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 
 	// Cold start, as installed but for the webhook's certificate and ports.
 	began := time.Now()
-	pprofPort := freePort(t)
-	ctl := start(t, bin, admin, "controller", "--webhook-cert-dir", certDir, fmt.Sprintf("--webhook-port=%d", port), "--webhook-configuration=",
+	pprofPort := controllerproc.FreePort(t)
+	ctl := controllerproc.Start(t, bin, admin, "controller", "--webhook-cert-dir", certDir, fmt.Sprintf("--webhook-port=%d", port), "--webhook-configuration=",
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
 	stopProfiles := profiles(t, fmt.Sprintf("publish-%d-namespaces-%d-pods", s.namespaces, s.pods), cs, pprofPort)
 	for deadline := began.Add(10 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
@@ -442,7 +443,7 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	}
 	res.publish = time.Since(began)
 	res.posts = diff(writes(t, cs, "configmaps"), before)["POST"]
-	res.rssConv, _ = rss(t, ctl.cmd.Process.Pid)
+	res.rssConv, _ = rss(t, ctl.Cmd.Process.Pid)
 	stopProfiles()
 	t.Logf("a ConfigMap in every namespace %v after the start (the first after %v); RSS %.0f MiB; the API server alone: %.0f ConfigMaps a second",
 		res.publish.Round(100*time.Millisecond), res.firstPost.Round(100*time.Millisecond), res.rssConv, res.control)
@@ -478,18 +479,18 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 
 	// At rest: no writes, the RSS and CPU the caches and the Reporter's passes cost.
 	atRest0 := writes(t, cs, "")
-	cpu0 := cpuOf(t, ctl.cmd.Process.Pid)
+	cpu0 := cpuOf(t, ctl.Cmd.Process.Pid)
 	time.Sleep(steady)
-	res.cpuRest = 100 * (cpuOf(t, ctl.cmd.Process.Pid) - cpu0).Seconds() / steady.Seconds()
+	res.cpuRest = 100 * (cpuOf(t, ctl.Cmd.Process.Pid) - cpu0).Seconds() / steady.Seconds()
 	res.atRest = diff(writes(t, cs, ""), atRest0)
-	res.rssRest, res.rssPeak = rss(t, ctl.cmd.Process.Pid)
+	res.rssRest, res.rssPeak = rss(t, ctl.Cmd.Process.Pid)
 	t.Logf("at rest over %v: writes %s, RSS %.0f MiB (peak %.0f), CPU %.1f%% of a core", steady, format(res.atRest), res.rssRest, res.rssPeak, res.cpuRest)
 	if len(res.atRest) != 0 {
 		t.Errorf("writes at rest: %s, want none", format(res.atRest))
 	}
 	// The controller's heap at rest, for go tool pprof.
 	if dir := os.Getenv(profilesEnv); dir != "" {
-		code, body := ctl.get("/debug/pprof/heap?gc=1", pprofPort)
+		code, body := ctl.Get("/debug/pprof/heap?gc=1", pprofPort)
 		if code != 200 {
 			t.Fatalf("the controller's heap profile: %d %s", code, body)
 		}
@@ -532,8 +533,8 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 
 	// The same with the webhook in a process of its own, without the Reporter and so
 	// without the pod cache (a second Deployment in a large cluster).
-	hookPprof := freePort(t)
-	hook := start(t, bin, admin, "webhook", "--webhook-cert-dir", certDir, fmt.Sprintf("--webhook-port=%d", port), "--webhook-configuration=", "--report=false",
+	hookPprof := controllerproc.FreePort(t)
+	hook := controllerproc.Start(t, bin, admin, "webhook", "--webhook-cert-dir", certDir, fmt.Sprintf("--webhook-port=%d", port), "--webhook-configuration=", "--report=false",
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", hookPprof))
 	untilInjected(t, cs, "opted-in", time.Minute)
 	untilInjected(t, cs, "policy-default", time.Minute)
@@ -543,7 +544,7 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	res.alonePlain, _ = alone.p99("plain")
 	res.aloneOptedIn, _ = alone.p99("opted-in")
 	res.aloneQuiet, res.aloneRounds = len(alone.quiet()), len(alone.rs)
-	res.aloneRSS, _ = rss(t, hook.cmd.Process.Pid)
+	res.aloneRSS, _ = rss(t, hook.Cmd.Process.Pid)
 	clean()
 	stopController(t, hook)
 
@@ -592,12 +593,12 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 
 // stopController ends a controller as the kubelet would (SIGTERM), so that it hands
 // its Lease over and the next step's starts at once.
-func stopController(t *testing.T, r *replica) {
-	r.cmd.Process.Signal(syscall.SIGTERM)
+func stopController(t *testing.T, r *controllerproc.Replica) {
+	r.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-r.done:
+	case <-r.Done:
 	case <-time.After(30 * time.Second):
-		r.cmd.Process.Kill()
+		r.Cmd.Process.Kill()
 		t.Errorf("the controller did not end within 30 s of SIGTERM")
 	}
 }
