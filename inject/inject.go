@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"slices"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -29,6 +32,50 @@ func Inject(file string, src []byte, p Plan) ([]byte, []Note, error) {
 		return parts.first(), notes, err
 	}
 	return bytes.Join(parts, nil), notes, nil
+}
+
+// EndLine is src with a line break at its end where it has none, changing no value: a
+// block scalar that runs to the end (its value has no final line break) gets strip
+// chomping (`|-`), as Inject gives it when it appends to such a file. It is how
+// manifests are joined into one stream (a file, "---", the next file). src that does
+// not read as YAML gets the line break alone.
+func EndLine(src []byte) []byte {
+	if len(src) == 0 || src[len(src)-1] == '\n' {
+		return src
+	}
+	e := newEditor(src)
+	e.addAt(len(src), 0, e.nl, math.MaxInt32)
+	before, err := documents(src)
+	if err == nil && len(before) > 0 {
+		if _, last, err := e.lastLine(before[len(before)-1]); err == nil {
+			e.strip(e.blockScalarHeader(last))
+		}
+	}
+	out := e.apply()
+	if after, err := documents(out); err == nil && len(after) == len(before) {
+		for i := range after {
+			if !sameTree(after[i], before[i]) {
+				return append(slices.Clip(src), e.nl...) // not a layout it knows: the break alone
+			}
+		}
+	}
+	return out
+}
+
+// documents are the YAML documents of src, as trees.
+func documents(src []byte) ([]*yaml.Node, error) {
+	var out []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var n yaml.Node
+		switch err := dec.Decode(&n); {
+		case errors.Is(err, io.EOF):
+			return out, nil
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, &n)
+	}
 }
 
 // Output is a manifest as Parts returns it: pieces to write in order.

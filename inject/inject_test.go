@@ -572,3 +572,25 @@ func TestTargetsLeaveContainersAlone(t *testing.T) {
 		t.Errorf("the containers node's array was written: %d items, spare slot %v", len(cs.Content), spare)
 	}
 }
+
+// EndLine ends a file with a line break and changes no value: a block scalar at the end
+// gets strip chomping; one that the file does not end in keeps its own.
+func TestEndLine(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"ends a line already", "a: |\n  x\n", "a: |\n  x\n"},
+		{"empty", "", ""},
+		{"plain scalar", "a: b", "a: b\n"},
+		{"clip", "data:\n  run.sh: |\n    exec /app/server", "data:\n  run.sh: |-\n    exec /app/server\n"},
+		{"keep", "a: >+\n  x", "a: >-\n  x\n"},
+		{"indented clip", "a: |2\n   x", "a: |2-\n   x\n"},
+		{"strip already", "a: |-\n  x", "a: |-\n  x\n"},
+		{"a comment after the scalar", "a: |\n  x\n# end", "a: |\n  x\n# end\n"},
+		{"CRLF", "a: |\r\n  x", "a: |-\r\n  x\r\n"},
+		{"two documents, the last ends in a block", "a: 1\n---\nb: |\n  y", "a: 1\n---\nb: |-\n  y\n"},
+		{"JSON", `{"a": "b"}`, "{\"a\": \"b\"}\n"},
+	} {
+		if got := string(EndLine([]byte(tc.in))); got != tc.want {
+			t.Errorf("%s: EndLine(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}

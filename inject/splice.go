@@ -328,20 +328,25 @@ func (e *textEditor) blockEnd(n *yaml.Node, indent int) (int, error) {
 	} else if len(e.src) > 0 && e.src[len(e.src)-1] != '\n' && !e.finalBreak {
 		e.finalBreak = true // the last line has no line break: give it one, before all else
 		e.addAt(len(e.src), 0, e.nl, math.MaxInt32)
-		if header != "" && !strings.Contains(header, "-") {
-			// The block scalar runs to the end of a file without a final line break, so
-			// its value has none; with the break added it would gain one. Strip
-			// chomping (`|-`) reads the same value from the new text.
-			i := headerAt + 1 + strings.IndexAny(header[1:]+"+", "+")
-			if strings.Contains(header, "+") {
-				e.add(i, 1, "-")
-			} else {
-				e.add(headerAt+len(header), 0, "-")
-			}
-		}
+		e.strip(header, headerAt)
 	}
 	e.ends[n] = at
 	return at, nil
+}
+
+// strip gives the block scalar whose header is header (at headerAt) strip chomping
+// (`|-`), where it has none: for a block scalar that runs to the end of a file without a
+// final line break (its value has none) when the break is added (with it, the value
+// would gain one), strip chomping reads the same value from the new text.
+func (e *textEditor) strip(header string, headerAt int) {
+	if header == "" || strings.Contains(header, "-") {
+		return
+	}
+	if i := strings.Index(header, "+"); i >= 0 {
+		e.add(headerAt+i, 1, "-")
+		return
+	}
+	e.add(headerAt+len(header), 0, "-")
 }
 
 // skipProperties moves off, a node's position, past its anchor (&a) and tag (!t), if

@@ -15,11 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/sleeper"
 	"github.com/nap-k8s/nap/sleeper/nap"
 )
@@ -270,5 +272,31 @@ func TestInjectMistakes(t *testing.T) {
 	}
 	if _, _, stderr = runNapctl("inject", "-f", lintNoReady, "--kube-version", "1.34"); strings.Contains(stderr, "ConfigMap") {
 		t.Errorf("inject with the native sleep: stderr %q; no ConfigMap is needed", stderr)
+	}
+}
+
+// Files joined into one stream keep every value: a file that ends in a block scalar
+// without a final line break (its value has none) is not given one by the join.
+func TestInjectJoinKeepsValues(t *testing.T) {
+	dir := t.TempDir()
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: run\ndata:\n  run.sh: |\n    exec /app/server"
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	os.WriteFile(a, []byte(cm), 0o644)
+	os.WriteFile(b, []byte(deployment), 0o644)
+	for _, args := range [][]string{{"inject", "-f", a, "-f", b}, {"inject", "-f", dir}} {
+		code, stdout, stderr := runNapctl(args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		objs, err := manifest.Read("out", []byte(stdout))
+		if err != nil || len(objs) != 2 {
+			t.Fatalf("%q: %d objects, %v:\n%s", args, len(objs), err, stdout)
+		}
+		if v, _ := objs[0].Node.Pipe(yaml.Lookup("data", "run.sh")); v == nil || v.YNode().Value != "exec /app/server" {
+			t.Errorf("%q: run.sh became %v, want %q:\n%s", args, v, "exec /app/server", stdout)
+		}
+		if !strings.HasPrefix(stdout, strings.Replace(cm, "|", "|-", 1)+"\n---\n") {
+			t.Errorf("%q: the ConfigMap's text:\n%s", args, stdout)
+		}
 	}
 }

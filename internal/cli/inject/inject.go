@@ -172,7 +172,9 @@ func run(streams cli.IOStreams, f *flags) error {
 		notes = append(notes, n...)
 		if i > 0 && !blank(parts) {
 			if out.Len() > 0 && !endsLine {
-				out = append(out, []byte("\n"))
+				// The file before ends without a line break: give it one that changes
+				// no value (a block scalar at its end gets strip chomping).
+				out[len(out)-1] = inject.EndLine(out[len(out)-1])
 			}
 			if !bytes.HasPrefix(firstNonEmpty(parts), []byte("---")) {
 				out = append(out, []byte("---\n"))
