@@ -113,9 +113,16 @@ func Parts(file string, src []byte, p Plan) (Output, []Note, error) {
 	}
 	var notes []Note
 	out := make(Output, 0, len(spans))
+	before := 0
+	if p.objects != nil {
+		before = *p.objects
+	}
 	for _, s := range spans {
 		b, n, err := injectWhole(file, src[s.Start:s.End], p)
 		if err != nil {
+			if p.objects != nil {
+				*p.objects = before // read whole: the spans read so far count again
+			}
 			b, notes, err := injectWhole(file, src, p)
 			if err != nil {
 				return nil, nil, err
@@ -137,6 +144,9 @@ func injectWhole(file string, src []byte, p Plan) ([]byte, []Note, error) {
 	objs, err := manifest.Read(file, src)
 	if err != nil {
 		return nil, nil, err
+	}
+	if p.objects != nil {
+		*p.objects += len(objs)
 	}
 	e := newEditor(src)
 	var notes []Note

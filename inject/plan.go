@@ -42,6 +42,17 @@ type Plan struct {
 	// fromConfigMap are the namespaces of the templates given a hook that runs nap from
 	// the ConfigMap ("" for a template with none), for ConfigMapNamespaces.
 	fromConfigMap map[string]bool
+	// objects counts the objects Inject and Parts read with the plan, for Objects.
+	objects *int
+}
+
+// Objects is how many objects Inject and Parts have read with the plan: none means
+// their input held nothing but comments and blank lines.
+func (p Plan) Objects() int {
+	if p.objects == nil {
+		return 0
+	}
+	return *p.objects
 }
 
 // ConfigMapNamespaces are the namespaces where templates injected with the plan run nap
@@ -70,7 +81,7 @@ const DefaultGraceExtra = kube.DefaultGracePeriod
 // NewPlan checks opts and resolves the mode.
 func NewPlan(opts Options) (Plan, error) {
 	p := Plan{Wait: opts.Wait, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
-		kube: opts.Kube, nodes: opts.Nodes, named: map[string]bool{}, fromConfigMap: map[string]bool{}}
+		kube: opts.Kube, nodes: opts.Nodes, named: map[string]bool{}, fromConfigMap: map[string]bool{}, objects: new(int)}
 	if p.Wait == (wait.Wait{}) {
 		p.Wait = wait.Default()
 	}

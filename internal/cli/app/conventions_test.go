@@ -68,9 +68,11 @@ func TestConfigMapNames(t *testing.T) {
 	}
 }
 
-// lint with nothing to lint fails: an empty file, /dev/null, a closed stdin (a helm
-// template that failed upstream of the pipe).
-func TestLintNoObjects(t *testing.T) {
+// lint and inject with nothing to read fail alike: an empty file, comments alone (helm
+// template with every template off), /dev/null, a closed stdin (a helm template that
+// failed upstream of the pipe), so that `helm template | napctl inject | kubectl apply`
+// stops at nap.
+func TestNoObjects(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.yaml")
 	if err := os.WriteFile(empty, []byte("# nothing\n---\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -89,7 +91,15 @@ func TestLintNoObjects(t *testing.T) {
 		{nil, []string{"lint", "-f", empty}},
 		{nil, []string{"lint", os.DevNull}},
 		{devnull, []string{"lint"}},
+		{nil, []string{"inject"}},
+		{nil, []string{"inject", "-f", "-"}},
+		{nil, []string{"inject", "-f", empty}},
+		{nil, []string{"inject", os.DevNull}},
+		{devnull, []string{"inject"}},
 	} {
+		if tc.in != nil {
+			tc.in.Seek(0, 0)
+		}
 		code, stdout, stderr := runAs("napctl", tc.in, tc.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "no objects in ") {
 			t.Errorf("napctl %q: exit %d, stdout %q, stderr %q; want exit 2 and no objects", tc.args, code, stdout, stderr)

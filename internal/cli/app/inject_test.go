@@ -19,6 +19,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/configmap"
+	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
@@ -298,5 +299,22 @@ func TestInjectJoinKeepsValues(t *testing.T) {
 		if !strings.HasPrefix(stdout, strings.Replace(cm, "|", "|-", 1)+"\n---\n") {
 			t.Errorf("%q: the ConfigMap's text:\n%s", args, stdout)
 		}
+	}
+}
+
+// As kubectl nap, inject's notes name the command the user typed, and the command that
+// makes the ConfigMap is one the plugin has.
+func TestInjectNotesAsPlugin(t *testing.T) {
+	job := `{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}` + "\n---\n" + deployment
+	var out, errOut bytes.Buffer
+	code := RunAs("kubectl nap", cli.IOStreams{In: strings.NewReader(job), Out: &out, ErrOut: &errOut}, []string{"inject"})
+	stderr := errOut.String()
+	if code != 0 || !strings.Contains(stderr, "kubectl nap inject: -:1: Job/j: skipped") ||
+		!strings.Contains(stderr, "kubectl nap configmap -n NAMESPACE") || strings.Contains(stderr, "napctl") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	code = RunAs("kubectl nap", cli.IOStreams{In: strings.NewReader(deployment), Out: &out, ErrOut: &errOut}, []string{"inject", "--delay", "0"})
+	if code != 2 || !strings.Contains(errOut.String(), "(kubectl nap calibrate measures it)") {
+		t.Errorf("--delay 0: exit %d, stderr:\n%s", code, errOut.String())
 	}
 }

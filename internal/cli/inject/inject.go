@@ -31,7 +31,8 @@ type flags struct {
 	image       string
 	wait        string
 	min, quiet  string
-	delayGiven  bool // --delay was given (else the adaptive wait's MAX is its own default)
+	delayGiven  bool   // --delay was given (else the adaptive wait's MAX is its own default)
+	prog        string // the command the user typed: napctl, or kubectl nap
 }
 
 // NewCommand returns the inject command.
@@ -57,6 +58,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.delayGiven = cmd.Flags().Changed(wait.FlagDelay)
+			f.prog = cmd.Root().DisplayName()
 			if err := f.live.Resolve(cmd); err != nil {
 				return err
 			}
@@ -112,7 +114,7 @@ func checkDelay(cmd *cobra.Command, delay string) error {
 	case strings.TrimSpace(delay) == "":
 		return cli.UsageError(cmd, fmt.Errorf("--delay %q: want a duration, such as 10s", delay))
 	case err == nil && !r.Infinite && r.Duration == 0:
-		return cli.UsageError(cmd, fmt.Errorf("--delay %q: a preStop delay of 0 holds nothing; want the time your routes take to forget a pod (napctl calibrate measures it)", delay))
+		return cli.UsageError(cmd, fmt.Errorf("--delay %q: a preStop delay of 0 holds nothing; want the time your routes take to forget a pod (%s calibrate measures it)", delay, cmd.Root().DisplayName()))
 	}
 	return nil
 }
@@ -147,11 +149,11 @@ func run(streams cli.IOStreams, f *flags) error {
 		return err
 	}
 	if d := plan.Wait.Delay; d > LongDelay {
-		fmt.Fprintf(streams.ErrOut, "napctl inject: warning: --delay %s: every pod of a rollout, scale-down or drain may take %v to go (terminationGracePeriodSeconds %d)\n",
-			f.delay, d, int64((d + plan.GraceExtra).Seconds()))
+		fmt.Fprintf(streams.ErrOut, "%s inject: warning: --delay %s: every pod of a rollout, scale-down or drain may take %v to go (terminationGracePeriodSeconds %d)\n",
+			f.prog, f.delay, d, int64((d + plan.GraceExtra).Seconds()))
 	}
 	if plan.DeliveryWhy != "" {
-		fmt.Fprintf(streams.ErrOut, "napctl inject: --delivery auto: the nap ConfigMap, not the image volume: %s\n", plan.DeliveryWhy)
+		fmt.Fprintf(streams.ErrOut, "%s inject: --delivery auto: the nap ConfigMap, not the image volume: %s\n", f.prog, plan.DeliveryWhy)
 	}
 	files, err := manifest.ReadFiles(f.files, streams.In)
 	if err != nil {
@@ -187,6 +189,11 @@ func run(streams cli.IOStreams, f *flags) error {
 			}
 		}
 	}
+	if plan.Objects() == 0 {
+		// Comments alone (a helm template with every template off), an empty file, a
+		// closed stdin: a pipeline that applies nothing must stop here, as lint does.
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("no objects in %s", strings.Join(names(files), ", "))}
+	}
 	if un := plan.Unmatched(); len(un) > 0 {
 		return fmt.Errorf("--container %s: no pod template has a container of that name", strings.Join(un, ", "))
 	}
@@ -203,8 +210,8 @@ func run(streams cli.IOStreams, f *flags) error {
 		if plan.Wait.IsAdaptive() {
 			why = "--wait adaptive needs it"
 		}
-		fmt.Fprintf(streams.ErrOut, "napctl inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: napctl configmap -n NAMESPACE | kubectl apply -f -\n",
-			plan.ConfigMap, why, strings.Join(nss, ", "))
+		fmt.Fprintf(streams.ErrOut, "%s inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: %s configmap -n NAMESPACE | kubectl apply -f -\n",
+			f.prog, plan.ConfigMap, why, strings.Join(nss, ", "), f.prog)
 	}
 	w := bufio.NewWriterSize(streams.Out, 64<<10)
 	for _, b := range out {
@@ -216,9 +223,18 @@ func run(streams cli.IOStreams, f *flags) error {
 		return err
 	}
 	for _, n := range notes {
-		fmt.Fprintln(streams.ErrOut, "napctl inject:", n)
+		fmt.Fprintln(streams.ErrOut, f.prog+" inject:", n)
 	}
 	return nil
+}
+
+// names are the files' names.
+func names(files []manifest.File) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.Name
+	}
+	return out
 }
 
 // blank: the pieces hold nothing but white space.
