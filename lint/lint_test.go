@@ -22,7 +22,7 @@ import (
 
 func read(t testing.TB, path string) []*manifest.Object {
 	t.Helper()
-	objs, err := manifest.ReadPaths([]string{path}, nil)
+	objs, _, err := manifest.ReadPaths([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -270,12 +270,12 @@ func add(objs *[]*Object, file string, n *yaml.RNode) error {
 	}
 	line := n.YNode().Line
 	if n.YNode().Kind != yaml.MappingNode {
-		return &ReadError{File: file, Line: line, Err: fmt.Errorf("a document is not an object")}
+		return &ReadError{File: file, Line: line, Err: errNotObject}
 	}
 	meta, _ := n.GetMeta()
 	o := &Object{File: file, Line: line, Node: n, APIVersion: meta.APIVersion, Kind: meta.Kind, Namespace: meta.Namespace, Name: meta.Name}
 	if o.Kind == "" {
-		return &ReadError{File: file, Line: line, Err: fmt.Errorf("object without kind")}
+		return &ReadError{File: file, Line: line, Err: errNoKind}
 	}
 	if strings.HasSuffix(o.Kind, "List") {
 		items, err := n.Pipe(yaml.Lookup("items"))
@@ -300,6 +300,54 @@ func add(objs *[]*Object, file string, n *yaml.RNode) error {
 type File struct {
 	Name string // the path; "-" for stdin
 	Data []byte
+	// Folder is the folder named on the command line that the file was found in; "" for
+	// a file named itself (or stdin).
+	Folder string
+}
+
+// What a document that is no Kubernetes object is refused with.
+var (
+	errNotObject = errors.New("a document is not an object")
+	errNoKind    = errors.New("object without kind")
+)
+
+// Skip tells whether a file found in a folder is not to be read as manifests, and why,
+// given the error reading it gave (nil before reading): a kustomization or a Helm
+// chart's file, with the command that renders them, or a file whose documents are no
+// Kubernetes objects (a dashboard's JSON). A file named itself is always read, and its
+// errors are errors.
+func (f File) Skip(readErr error) (Skipped, bool) {
+	if f.Folder == "" {
+		return Skipped{}, false
+	}
+	s := Skipped{File: f.Name}
+	switch base := filepath.Base(f.Name); {
+	case base == "kustomization.yaml" || base == "kustomization.yml":
+		s.Why, s.Render = "a kustomization, not manifests", "kustomize build "+filepath.Dir(f.Name)
+	case inChart(f.Name, f.Folder):
+		s.Why, s.Render = "part of a Helm chart, not manifests", "helm template "+chartDir(f.Name, f.Folder)
+	case errors.Is(readErr, errNoKind):
+		s.Why = "not Kubernetes objects (" + errNoKind.Error() + ")"
+	case errors.Is(readErr, errNotObject):
+		s.Why = "not Kubernetes objects (" + errNotObject.Error() + ")"
+	}
+	return s, s.Why != ""
+}
+
+// inChart tells whether path lies in a Helm chart under folder: a folder between them
+// (or path's own) holds a Chart.yaml.
+func inChart(path, folder string) bool { return chartDir(path, folder) != "" }
+
+// chartDir is the folder of the Helm chart that path lies in under folder, "" if none.
+func chartDir(path, folder string) string {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
+			return dir
+		}
+		if dir == filepath.Clean(folder) || dir == "." || dir == "/" {
+			return ""
+		}
+	}
 }
 
 // ReadFiles reads the manifests named by paths: files, directories (their .yaml, .yml
@@ -344,27 +392,54 @@ func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 			if err != nil {
 				return nil, &ReadError{File: f, Err: err}
 			}
-			out = append(out, File{Name: f, Data: data})
+			file := File{Name: f, Data: data}
+			if f != p {
+				file.Folder = p
+			}
+			out = append(out, file)
 		}
 	}
 	return out, nil
 }
 
-// ReadPaths reads the objects of every manifest named by paths (see ReadFiles).
-func ReadPaths(paths []string, stdin io.Reader) ([]*Object, error) {
+// ReadPaths reads the objects of every manifest named by paths (see ReadFiles), and
+// says which files found in folders it did not read, and why (File.Skip).
+func ReadPaths(paths []string, stdin io.Reader) ([]*Object, []Skipped, error) {
 	files, err := ReadFiles(paths, stdin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var objs []*Object
+	var skipped []Skipped
 	for _, f := range files {
+		if sk, ok := f.Skip(nil); ok {
+			skipped = append(skipped, sk)
+			continue
+		}
 		o, err := Read(f.Name, f.Data)
+		if sk, ok := f.Skip(err); err != nil && ok {
+			skipped = append(skipped, sk)
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		objs = append(objs, o...)
 	}
-	return objs, nil
+	return objs, skipped, nil
+}
+
+// Skipped is a file found in a folder that was not read as manifests, why, and the
+// command that renders it into manifests, if one does.
+type Skipped struct{ File, Why, Render string }
+
+// Note is what a command says of s: cmd is how to read the rendered manifests
+// ("napctl lint -f -").
+func (s Skipped) Note(cmd string) string {
+	if s.Render == "" {
+		return s.File + ": skipped: " + s.Why
+	}
+	return s.File + ": skipped: " + s.Why + "; render it first: " + s.Render + " | " + cmd
 }
 
 // Span is one document of a manifest: the bytes data[Start:End], which start at Line.

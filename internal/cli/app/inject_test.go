@@ -318,3 +318,57 @@ func TestInjectNotesAsPlugin(t *testing.T) {
 		t.Errorf("--delay 0: exit %d, stderr:\n%s", code, errOut.String())
 	}
 }
+
+// A folder as kustomize, helm and dashboards leave it: lint and inject skip what is not
+// manifests, each with a note naming the file, why, and how to render it, and check the
+// rest; named itself, such a file is still an error.
+func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	kust := write("kustomization.yaml", "resources:\n- deploy.yaml\n")
+	write("chart/Chart.yaml", "apiVersion: v2\nname: web\nversion: 0.1.0\n")
+	write("chart/values.yaml", "replicas: 2\n")
+	write("chart/templates/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n")
+	write("dashboards/web.json", `{"title": "web", "panels": []}`)
+	served, err := os.ReadFile(lintNoReady) // a Deployment behind a Service, no readiness probe
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("deploy.yaml", string(served))
+	for _, cmd := range []string{"lint", "inject"} {
+		code, stdout, stderr := runNapctl(cmd, "-f", dir)
+		if cmd == "lint" && code != 1 || cmd == "inject" && code != 0 {
+			t.Errorf("%s %s: exit %d\n%s", cmd, dir, code, stderr)
+		}
+		for _, want := range []string{
+			kust + ": skipped: a kustomization, not manifests; render it first: kustomize build " + dir + " | napctl " + cmd + " -f -",
+			filepath.Join(dir, "chart/Chart.yaml") + ": skipped: part of a Helm chart, not manifests; render it first: helm template " + filepath.Join(dir, "chart") + " | napctl " + cmd + " -f -",
+			filepath.Join(dir, "chart/templates/deploy.yaml") + ": skipped: part of a Helm chart",
+			filepath.Join(dir, "chart/values.yaml") + ": skipped: part of a Helm chart",
+			filepath.Join(dir, "dashboards/web.json") + ": skipped: not Kubernetes objects (object without kind)",
+		} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s: no note %q in:\n%s", cmd, want, stderr)
+			}
+		}
+		checked := "no-readiness-probe"
+		if cmd == "inject" {
+			checked = "/nap/nap"
+		}
+		if !strings.Contains(stdout+stderr, checked) {
+			t.Errorf("%s: deploy.yaml was not checked:\n%s\n%s", cmd, stdout, stderr)
+		}
+		if code, _, stderr := runNapctl(cmd, "-f", kust); code != 2 && code != 1 || !strings.Contains(stderr, kust+":1: object without kind") {
+			t.Errorf("%s -f %s: exit %d, %s; want the error", cmd, kust, code, stderr)
+		}
+	}
+}

@@ -165,14 +165,23 @@ func run(streams cli.IOStreams, f *flags) error {
 	var out inject.Output
 	var notes []inject.Note
 	endsLine := true // the output so far ends a line
+	var skipped []manifest.Skipped
 	for i, file := range files {
+		if sk, ok := file.Skip(nil); ok {
+			skipped = append(skipped, sk)
+			continue
+		}
 		parts, n, err := inject.Parts(file.Name, file.Data, plan)
+		if sk, ok := file.Skip(err); err != nil && ok {
+			skipped = append(skipped, sk)
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		files[i].Data = nil
 		notes = append(notes, n...)
-		if i > 0 && !blank(parts) {
+		if out.Len() > 0 && !blank(parts) {
 			if out.Len() > 0 && !endsLine {
 				// The file before ends without a line break: give it one that changes
 				// no value (a block scalar at its end gets strip chomping).
@@ -188,6 +197,9 @@ func run(streams cli.IOStreams, f *flags) error {
 				endsLine = b[len(b)-1] == '\n'
 			}
 		}
+	}
+	for _, sk := range skipped {
+		fmt.Fprintln(streams.ErrOut, f.prog+" inject:", sk.Note(f.prog+" inject -f -"))
 	}
 	if plan.Objects() == 0 {
 		// Comments alone (a helm template with every template off), an empty file, a

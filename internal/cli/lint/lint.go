@@ -109,7 +109,11 @@ func run(streams cli.IOStreams, f *flags) error {
 	if f.live.On {
 		objs, err = readCluster(f, &opts)
 	} else {
-		objs, err = manifest.ReadPaths(f.files, streams.In)
+		var skipped []manifest.Skipped
+		objs, skipped, err = manifest.ReadPaths(f.files, streams.In)
+		for _, sk := range skipped {
+			fmt.Fprintf(streams.ErrOut, "%s lint: %s\n", f.prog, sk.Note(f.prog+" lint -f -"))
+		}
 		if err == nil && len(objs) == 0 {
 			// An empty file, /dev/null, a closed stdin, a helm template that failed: a
 			// pipeline that lints nothing must not pass.
