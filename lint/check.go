@@ -103,11 +103,11 @@ func Checks() []Check {
 type Finding struct {
 	ID       string   `json:"id"`
 	Severity Severity `json:"-"`
-	Object   string   `json:"object"` // Kind/namespace/name
+	Object   string   `json:"object"` // Kind/namespace/name (manifest.Object.Ref; JSON: always three parts)
 	// Kind, Namespace and Name are Object's parts (Namespace empty when the object names
 	// none).
 	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Container string `json:"container,omitempty"`
 	File      string `json:"file"`

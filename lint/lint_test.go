@@ -280,11 +280,15 @@ func TestJSONHasExactlyTheFields(t *testing.T) {
 	if err := json.Unmarshal(rep["findings"], &got); err != nil || len(got) == 0 {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	// The fixture's objects have no namespace: namespace is left out.
-	want := []string{"container", "file", "hint", "id", "kind", "line", "message", "name", "object", "severity"}
+	// The fixture's objects have no namespace: namespace is there, empty, and the object
+	// has its three parts all the same (Kind/namespace/name).
+	want := []string{"container", "file", "hint", "id", "kind", "line", "message", "name", "namespace", "object", "severity"}
 	for _, f := range got {
 		if len(f) != len(want) {
 			t.Errorf("fields %v, want %v", f, want)
+		}
+		if f["namespace"] != "" || f["object"] != fmt.Sprint(f["kind"], "//", f["name"]) {
+			t.Errorf("namespace %q, object %q: want \"\" and Kind//name", f["namespace"], f["object"])
 		}
 		for _, k := range want {
 			if _, ok := f[k]; !ok {

@@ -7,13 +7,17 @@ import (
 	"strings"
 )
 
-// MarshalJSON writes a finding with exactly its fields, the severity as a word.
+// MarshalJSON writes a finding with exactly its fields, the severity as a word, the
+// object always as Kind/namespace/name (the namespace empty where the manifest names
+// none, as its own field is then too: present, "").
 func (f Finding) MarshalJSON() ([]byte, error) {
 	type plain Finding
 	return json.Marshal(struct {
 		plain
-		Severity string `json:"severity"`
-	}{plain(f), f.Severity.String()})
+		Severity  string `json:"severity"`
+		Object    string `json:"object"`
+		Namespace string `json:"namespace"`
+	}{plain(f), f.Severity.String(), f.Kind + "/" + f.Namespace + "/" + f.Name, f.Namespace})
 }
 
 // Text writes one line a finding (file:line: severity: object[/container]: message

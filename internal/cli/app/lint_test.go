@@ -107,15 +107,15 @@ func TestLintListAndJSONInput(t *testing.T) {
 	}
 	findings := rep.Findings
 	for _, f := range findings {
-		// The object by its parts, besides the packed Kind/namespace/name.
-		if f["kind"] == nil || f["name"] == nil || f["object"] != fmt.Sprintf("%s/%s", f["kind"], f["name"]) && f["object"] != fmt.Sprintf("%s/%s/%s", f["kind"], f["namespace"], f["name"]) {
+		// The object by its parts, besides the packed Kind/namespace/name: always three.
+		if f["kind"] == nil || f["name"] == nil || f["namespace"] == nil || f["object"] != fmt.Sprintf("%s/%s/%s", f["kind"], f["namespace"], f["name"]) {
 			t.Errorf("finding %v: kind, namespace and name do not make its object", f)
 		}
 	}
 	ids := map[any]bool{}
 	for _, f := range findings {
 		ids[f["id"]] = true
-		if f["object"] != "Deployment/j" && f["object"] != "Service/j" {
+		if f["object"] != "Deployment//j" && f["object"] != "Service//j" {
 			t.Errorf("finding on %v", f["object"])
 		}
 	}
