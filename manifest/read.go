@@ -41,12 +41,20 @@ func (o *Object) SharedBy(n *yaml.Node) (aliasLine int, shared bool) {
 	return aliasLine, shared
 }
 
-// Ref is "Kind/namespace/name", or "Kind/name" without a namespace.
+// Ref is "Kind/namespace/name", or "Kind/name" without a namespace. An object without
+// a name is named by its generateName ("web-*"), else "(no name)".
 func (o *Object) Ref() string {
-	if o.Namespace == "" {
-		return o.Kind + "/" + o.Name
+	name := o.Name
+	if name == "" {
+		name = "(no name)"
+		if g, _ := o.Node.Pipe(yaml.Lookup("metadata", "generateName")); g != nil && g.YNode().Value != "" {
+			name = g.YNode().Value + "*"
+		}
 	}
-	return o.Kind + "/" + o.Namespace + "/" + o.Name
+	if o.Namespace == "" {
+		return o.Kind + "/" + name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + name
 }
 
 // ReadError is a manifest that cannot be read, at file:line when the line is known.

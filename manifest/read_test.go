@@ -175,3 +175,21 @@ func TestDocuments(t *testing.T) {
 		})
 	}
 }
+
+// An object is named even without a name: by its generateName, else as having none.
+func TestRef(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"kind: Deployment\nmetadata: {name: web}\n", "Deployment/web"},
+		{"kind: Deployment\nmetadata: {name: web, namespace: shop}\n", "Deployment/shop/web"},
+		{"apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {namespace: default}\n", "Service/default/(no name)"},
+		{"kind: Pod\nmetadata: {generateName: job-}\n", "Pod/job-*"},
+	} {
+		objs, err := Read("in.yaml", []byte(tc.in))
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		if got := objs[0].Ref(); got != tc.want {
+			t.Errorf("%q: Ref %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
