@@ -2,6 +2,8 @@ package hook
 
 import (
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +35,10 @@ type Hook struct {
 	// `sleep N` (fixed, all but nap's).
 	Wait  wait.Wait
 	Known bool
+	// Stops: the hook begins the server's stop (nginx -s quit, kong quit) before it
+	// waits, if it waits at all; it holds the routes' tail for nothing, and Wait is what
+	// it waits first (0, or kong quit's --wait).
+	Stops bool
 	// Sleep is the native action (NativeSleep); Command the exec's (Nap, Shell, Exec).
 	Sleep   *corev1.SleepAction
 	Command []string
@@ -58,25 +64,32 @@ func Of(c corev1.Container) Hook {
 	case h.HTTPGet != nil:
 		return Hook{Kind: HTTP}
 	case h.Exec != nil && len(h.Exec.Command) > 0:
-		out := Hook{Kind: Exec, Command: h.Exec.Command}
-		switch {
-		case path.Base(h.Exec.Command[0]) == kube.BinaryName:
-			out.Kind = Nap
-		case NeedsShell(h.Exec.Command):
-			out.Kind = Shell
-		}
-		if out.Kind == Nap {
-			out.Wait, out.Known = wait.FromArgs(h.Exec.Command[1:])
-		} else {
-			var d time.Duration
-			d, out.Known = execDelay(h.Exec.Command)
-			out.Wait = fixed(d)
-		}
-		return out
+		return OfExec(h.Exec.Command)
 	case h.Exec != nil:
 		return Hook{Kind: Exec}
 	}
 	return Hook{}
+}
+
+// OfExec reads an exec preStop hook's command: nap's, a sleep, a shell's script, a
+// command that stops the server, or another.
+func OfExec(cmd []string) Hook {
+	out := Hook{Kind: Exec, Command: cmd}
+	if len(cmd) == 0 {
+		return out
+	}
+	switch {
+	case path.Base(cmd[0]) == kube.BinaryName:
+		out.Kind = Nap
+		out.Wait, out.Known = wait.FromArgs(cmd[1:])
+		return out
+	case NeedsShell(cmd):
+		out.Kind = Shell
+	}
+	var d time.Duration
+	d, out.Known, out.Stops = execDelay(cmd)
+	out.Wait = fixed(d)
+	return out
 }
 
 // First is the hook of the first container of spec that has one: what "the pod's hook"
@@ -99,21 +112,104 @@ func (h Hook) Adaptive() bool { return h.Wait.IsAdaptive() }
 
 func fixed(d time.Duration) wait.Wait { return wait.Wait{Kind: wait.Fixed, Delay: d} }
 
-// execDelay finds the length of an exec sleep: sleep's arguments, or "sleep N" inside a
-// shell's -c script.
-func execDelay(cmd []string) (time.Duration, bool) {
-	switch base := path.Base(cmd[0]); {
-	case base == "sleep":
-		return sleepArgs(cmd[1:])
-	case shells[base] && len(cmd) >= 3 && cmd[1] == "-c":
-		f := strings.Fields(strings.NewReplacer(";", " ; ", "&&", " && ").Replace(cmd[2]))
-		for i, w := range f {
-			if path.Base(w) == "sleep" && i+1 < len(f) {
-				return sleepArgs(f[i+1 : i+2])
+// execDelay finds how long an exec hook holds before the server begins to stop: its
+// first command that sleeps or stops, in order (sleep's arguments; a stop, with its own
+// wait where it has one), of the command itself or of a shell's -c script. Commands
+// before it are taken to return at once.
+func execDelay(cmd []string) (d time.Duration, known, stops bool) {
+	cmds := [][]string{cmd}
+	if shells[path.Base(cmd[0])] && len(cmd) >= 3 && cmd[1] == "-c" {
+		cmds = nil
+		script := strings.NewReplacer(";", " ; ", "&&", " ; ", "||", " ; ", "|", " ; ", "\n", " ; ", "&", " ; ").Replace(cmd[2])
+		for _, c := range strings.Split(script, ";") {
+			if f := strings.Fields(c); len(f) > 0 {
+				cmds = append(cmds, f)
 			}
 		}
 	}
+	for _, c := range cmds {
+		if path.Base(c[0]) == "exec" && len(c) > 1 {
+			c = c[1:]
+		}
+		if path.Base(c[0]) == "sleep" {
+			if len(cmds) > 1 { // in a script, sleep's one argument
+				c = c[:min(len(c), 2)]
+			}
+			d, known := sleepArgs(c[1:])
+			return d, known, false
+		}
+		if d, ok := stopWait(c); ok {
+			return d, true, true
+		}
+	}
+	return 0, false, false
+}
+
+// stops are servers' commands that begin their graceful stop (or kill them) at once:
+// the command's name, then the words that make it a stop (none: any use), each word one
+// of its alternatives. A preStop hook of one holds nothing while the routes still send
+// to the pod.
+var stops = []struct {
+	cmd   string
+	words [][]string
+}{
+	{"nginx", [][]string{{"-s"}, {"quit", "stop"}}},     // nginx -s quit
+	{"openresty", [][]string{{"-s"}, {"quit", "stop"}}}, // OpenResty's nginx
+	{"kong", [][]string{{"quit"}}},                      // kong quit (--wait N waits first)
+	{"apachectl", [][]string{{"-k"}, {"graceful-stop", "stop"}}},
+	{"httpd", [][]string{{"-k"}, {"graceful-stop", "stop"}}},
+	{"caddy", [][]string{{"stop"}}},
+	{"supervisorctl", [][]string{{"stop"}}},
+	{"kill", nil}, // kill -QUIT 1
+	{"pkill", nil},
+	{"killall", nil},
+	{"killall5", nil},
+}
+
+// stopWait tells whether command c (its words) is a stop, and how long it waits before
+// it stops: kong quit's --wait (--wait=N or --wait N, seconds), else 0.
+func stopWait(c []string) (time.Duration, bool) {
+	base := path.Base(c[0])
+	for _, s := range stops {
+		if base != s.cmd || !hasWords(c[1:], s.words) {
+			continue
+		}
+		for i, a := range c[1:] {
+			v, ok := strings.CutPrefix(a, "--wait=")
+			if !ok && a == "--wait" && i+2 < len(c) {
+				v, ok = c[i+2], true
+			}
+			if n, err := strconv.ParseFloat(v, 64); ok && err == nil && n > 0 {
+				return time.Duration(n * float64(time.Second)), true
+			}
+		}
+		return 0, true
+	}
 	return 0, false
+}
+
+// hasWords tells whether args hold the words in order, one after the other, each one of
+// its alternatives.
+func hasWords(args []string, words [][]string) bool {
+	if len(words) == 0 {
+		return true
+	}
+	for i := range args {
+		if i+len(words) > len(args) {
+			return false
+		}
+		match := true
+		for j, alts := range words {
+			if !slices.Contains(alts, args[i+j]) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 // sleepArgs reads sleep's arguments with nap's own parser (GNU sleep's suffixes s, m, h

@@ -22,6 +22,7 @@ func TestOf(t *testing.T) {
 		kind  Kind
 		delay time.Duration
 		known bool
+		stops bool
 	}{
 		{name: "none", h: nil, kind: None},
 		{name: "native", h: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 7}}, kind: NativeSleep, delay: 7 * time.Second, known: true},
@@ -37,6 +38,16 @@ func TestOf(t *testing.T) {
 		{name: "sleep binary", h: exec("sleep", "3"), kind: Shell, delay: 3 * time.Second, known: true},
 		{name: "shell script", h: exec("bash", "-c", "/stop.sh"), kind: Shell},
 		{name: "own command", h: exec("/app", "stop"), kind: Exec},
+		{name: "nginx quits at once", h: exec("/usr/sbin/nginx", "-s", "quit"), kind: Exec, known: true, stops: true},
+		{name: "nginx reloads: no stop", h: exec("nginx", "-s", "reload"), kind: Exec},
+		{name: "kong quits at once", h: exec("kong", "quit"), kind: Exec, known: true, stops: true},
+		{name: "kong waits first", h: exec("kong", "quit", "--wait=15"), kind: Exec, delay: 15 * time.Second, known: true, stops: true},
+		{name: "kong waits first, two words", h: exec("/usr/local/bin/kong", "quit", "--wait", "7.5"), kind: Exec, delay: 7500 * time.Millisecond, known: true, stops: true},
+		{name: "a sleep first, then the stop", h: exec("sh", "-c", "sleep 5 && nginx -s quit"), kind: Shell, delay: 5 * time.Second, known: true},
+		{name: "the stop first, then a sleep", h: exec("sh", "-c", "nginx -s quit; sleep 5"), kind: Shell, known: true, stops: true},
+		{name: "kill in a script", h: exec("/bin/sh", "-c", "echo bye && kill -QUIT 1"), kind: Shell, known: true, stops: true},
+		{name: "apache's graceful stop", h: exec("apachectl", "-k", "graceful-stop"), kind: Exec, known: true, stops: true},
+		{name: "exec'd sleep in a script", h: exec("sh", "-c", "exec sleep 3"), kind: Shell, delay: 3 * time.Second, known: true},
 		{name: "http", h: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/stop", Port: intstr.FromInt32(8080)}}, kind: HTTP},
 	} {
 		c := corev1.Container{Name: "app"}
@@ -44,8 +55,8 @@ func TestOf(t *testing.T) {
 			c.Lifecycle = &corev1.Lifecycle{PreStop: tc.h}
 		}
 		h := Of(c)
-		if h.Kind != tc.kind || h.Delay() != tc.delay || h.Known != tc.known {
-			t.Errorf("%s: Of = %s %v known %v, want %s %v known %v", tc.name, h.Kind, h.Delay(), h.Known, tc.kind, tc.delay, tc.known)
+		if h.Kind != tc.kind || h.Delay() != tc.delay || h.Known != tc.known || h.Stops != tc.stops {
+			t.Errorf("%s: Of = %s %v known %v stops %v, want %s %v known %v stops %v", tc.name, h.Kind, h.Delay(), h.Known, h.Stops, tc.kind, tc.delay, tc.known, tc.stops)
 		}
 		if got := NeedsShell(h.Command); got != (tc.kind == Shell) {
 			t.Errorf("%s: NeedsShell = %v", tc.name, got)

@@ -594,3 +594,19 @@ func TestEndLine(t *testing.T) {
 		}
 	}
 }
+
+// A preStop hook that stops the server at once is left alone, with a note that says so.
+func TestStopHookNoted(t *testing.T) {
+	p, err := NewPlan(Options{Mode: ModeNative, Wait: delay("5s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx\n        lifecycle: {preStop: {exec: {command: [nginx, -s, quit]}}}\n"
+	out, notes, err := Inject("web.yaml", []byte(src), p)
+	if err != nil || string(out) != src {
+		t.Fatalf("changed: %v\n%s", err, out)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0].Msg, `preStop hook "nginx -s quit" begins the server's stop at once`) {
+		t.Errorf("notes %v", notes)
+	}
+}

@@ -267,14 +267,8 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 		}
 		return true, false, time.Duration(secs) * time.Second
 	}
-	cmd := lookup(lookup(pre, "exec"), "command")
-	if cmd != nil && cmd.Kind == yaml.SequenceNode && len(cmd.Content) >= 1 &&
-		cmd.Content[0].Value == kube.MountPath+"/"+kube.BinaryName {
-		var args []string
-		for _, a := range cmd.Content[1:] {
-			args = append(args, a.Value)
-		}
-		w, ok := wait.FromArgs(args)
+	if cmd := commandOf(pre); len(cmd) >= 1 && cmd[0] == kube.MountPath+"/"+kube.BinaryName {
+		w, ok := wait.FromArgs(cmd[1:])
 		if !ok {
 			w.Delay = nap.Default // what nap holds for arguments it cannot read
 		}

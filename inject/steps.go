@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -174,6 +175,8 @@ func (t *template) delay(c container) error {
 	if pre := present(lc, "preStop"); pre != nil {
 		if own, binary, d := p.ownPreStop(pre); own {
 			t.delayed, t.longest, t.needVolume = true, max(t.longest, d), t.needVolume || binary
+		} else if h := hook.OfExec(commandOf(pre)); h.Stops && h.Delay() == 0 {
+			t.notes = append(t.notes, p.note(o, pre.Line, "container %q's preStop hook %q begins the server's stop at once, so it holds no delay; left alone: make it wait first (sleep 10 && ...)", c.name, strings.Join(h.Command, " ")))
 		} else {
 			t.notes = append(t.notes, p.note(o, pre.Line, "container %q already has a preStop hook; left alone", c.name))
 		}
@@ -200,6 +203,19 @@ func (t *template) delay(c container) error {
 	}
 	t.delayed, t.longest = true, max(t.longest, p.Wait.Delay)
 	return nil
+}
+
+// commandOf is an exec hook's command, nil for another hook.
+func commandOf(pre *yaml.Node) []string {
+	cmd := lookup(lookup(pre, "exec"), "command")
+	if cmd == nil || cmd.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []string
+	for _, a := range cmd.Content {
+		out = append(out, a.Value)
+	}
+	return out
 }
 
 // mount mounts nap's volume at kube.MountPath in container c, unless it is there;

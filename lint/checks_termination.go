@@ -117,6 +117,11 @@ func readinessHint(c corev1.Container) string {
 func noPreStopDelay(_ *Context, w *Workload) []Finding {
 	return perRouted(w, func(c corev1.Container, svc string) *Finding {
 		switch h := hook.Of(c); {
+		case h.Stops && h.Delay() == 0:
+			return &Finding{
+				Message: fmt.Sprintf("container %q's preStop hook %q begins the server's stop at once: it stops serving while Service %s may still route to it", c.Name, strings.Join(h.Command, " "), svc),
+				Hint:    "wait before the stop: [\"sh\", \"-c\", \"sleep 10 && " + stopScript(h.Command) + "\"] where the image has a shell, or the server's own wait (kong quit --wait=10)",
+			}
 		case h.Kind != hook.None && h.Known && h.Delay() == 0 && !h.Adaptive():
 			return &Finding{
 				Message: fmt.Sprintf("container %q's preStop hook holds 0 s: it gets SIGTERM while Service %s may still route to it", c.Name, svc),
@@ -130,6 +135,15 @@ func noPreStopDelay(_ *Context, w *Workload) []Finding {
 			Hint:    injectHint(w),
 		}
 	})
+}
+
+// stopScript is a stop hook's command as the shell script that runs it: a shell's own
+// script, or the command's words.
+func stopScript(cmd []string) string {
+	if len(cmd) >= 3 && cmd[1] == "-c" {
+		return cmd[2]
+	}
+	return strings.Join(cmd, " ")
 }
 
 func preStopNeedsShell(c *Context, w *Workload) []Finding {
