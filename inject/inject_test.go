@@ -522,6 +522,8 @@ func TestWorkloadKinds(t *testing.T) {
 		{"apps/v1", "Deployment", true, ""},
 		{"argoproj.io/v1alpha1", "Rollout", true, ""},
 		{"apps.kruise.io/v1alpha1", "CloneSet", true, ""},
+		{"apps.openshift.io/v1", "DeploymentConfig", true, ""},
+		{"template.openshift.io/v1", "Template", false, "skipped: an OpenShift Template: its objects take parameters; render it first (oc process -f w.yaml)"},
 		{"example.com/v1", "Deployment", false, "skipped: example.com/v1 Deployment is not a kind nap knows"},
 		{"example.com/v1", "Widget", false, "skipped: example.com/v1 Widget is not a kind nap knows"},
 		{"serving.knative.dev/v1", "Service", false, "skipped: a Knative Service's pods are drained by Knative itself"},

@@ -19,13 +19,9 @@ import (
 // injectObject runs the plan on one object, in named steps: the template and its plan,
 // the target containers, each container's mount and hook, the volume, the grace period.
 func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
-	switch {
-	case o.RunsToCompletion():
-		return []Note{p.note(o, 0, "skipped: a %s runs to completion, it is not replaced while serving", o.Kind)}, nil
-	case o.Group() == "serving.knative.dev" && o.Kind == "Service":
-		return []Note{p.note(o, 0, "skipped: a Knative Service's pods are drained by Knative itself (its queue-proxy), which also refuses lifecycle hooks")}, nil
-	case !o.IsWorkload() && o.HasPodTemplate():
-		return []Note{p.note(o, 0, "skipped: %s %s is not a kind nap knows; its pods are for its controller to shape", o.APIVersion, o.Kind)}, nil
+	switch why := o.LeftAlone(); {
+	case why != "":
+		return []Note{p.note(o, 0, "skipped: %s", why)}, nil
 	case !o.IsWorkload():
 		return nil, nil
 	}

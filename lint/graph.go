@@ -277,6 +277,10 @@ func workload(o *manifest.Object) *Workload {
 		w.PerNode = true
 	case "Deployment":
 		w.Strategy = spec.Strategy
+	case "DeploymentConfig": // its Rolling strategy has other fields; Recreate is Recreate
+		if spec.Strategy != nil && spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+			w.Strategy = &appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		}
 	}
 	return w
 }

@@ -27,6 +27,8 @@ var workloadKinds = map[groupKind]workloadKind{
 	{"argoproj.io", "Rollout"}:      {path: templateSpec, serves: true},
 	{"apps.kruise.io", "CloneSet"}:  {path: templateSpec, serves: true},
 	{"apps.kruise.io", "DaemonSet"}: {path: templateSpec, serves: true},
+	// OpenShift's DeploymentConfig: a PodTemplateSpec at spec.template, as a Deployment.
+	{"apps.openshift.io", "DeploymentConfig"}: {path: templateSpec, serves: true},
 }
 
 var templateSpec = []string{"spec", "template", "spec"}
@@ -79,6 +81,22 @@ func (o *Object) PodSpecNode() *yaml.RNode {
 		return nil
 	}
 	return n
+}
+
+// LeftAlone says why nap leaves the pods of o alone although o may run some, "" when it
+// does not: napctl inject notes it, napctl lint says what it did not check.
+func (o *Object) LeftAlone() string {
+	switch group := o.Group(); {
+	case o.RunsToCompletion():
+		return "a " + o.Kind + " runs to completion, it is not replaced while serving"
+	case group == "serving.knative.dev" && o.Kind == "Service":
+		return "a Knative Service's pods are drained by Knative itself (its queue-proxy), which also refuses lifecycle hooks"
+	case (group == "template.openshift.io" || group == "") && o.Kind == "Template":
+		return "an OpenShift Template: its objects take parameters; render it first (oc process -f " + o.File + ")"
+	case !o.IsWorkload() && o.HasPodTemplate():
+		return o.APIVersion + " " + o.Kind + " is not a kind nap knows; its pods are for its controller to shape"
+	}
+	return ""
 }
 
 // HasPodTemplate tells whether o carries a pod template nap does not know the kind

@@ -182,3 +182,73 @@ func TestLintStdinFilename(t *testing.T) {
 		t.Errorf("SARIF uri not the given name:\n%s", out)
 	}
 }
+
+// What lint does not check, it says; an OpenShift DeploymentConfig it checks as a
+// Deployment.
+func TestLintSaysWhatItDoesNotCheck(t *testing.T) {
+	in := `apiVersion: apps.openshift.io/v1
+kind: DeploymentConfig
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {app: web}
+  strategy: {type: Recreate}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/web:1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: template.openshift.io/v1
+kind: Template
+metadata: {name: shop}
+objects:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: "${NAME}"}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+spec:
+  template:
+    spec:
+      containers: [{name: a, image: a}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  template:
+    spec:
+      containers: [{name: a, image: a}]
+`
+	code, stdout, stderr := runNapctlIn(in, "lint")
+	if code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	for _, want := range []string{"DeploymentConfig/web container web: container \"web\" serves behind Service web but has no readinessProbe",
+		"DeploymentConfig/web container web: container \"web\" gets SIGTERM while Service web may still route to it: no preStop delay",
+		"DeploymentConfig/web: strategy Recreate"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in:\n%s", want, stdout)
+		}
+	}
+	for _, want := range []string{"napctl lint: -:22: Template/shop: not checked: an OpenShift Template: its objects take parameters; render it first (oc process -f -)",
+		"napctl lint: -:30: Widget/w: not checked: example.com/v1 Widget is not a kind nap knows"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("no %q in:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "Job/j") {
+		t.Errorf("a Job was said to be unchecked:\n%s", stderr)
+	}
+}

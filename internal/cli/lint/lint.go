@@ -123,6 +123,11 @@ func run(streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
+	for _, o := range objs { // what it does not check, it says (Jobs serve nothing)
+		if why := o.LeftAlone(); why != "" && !o.RunsToCompletion() {
+			fmt.Fprintf(streams.ErrOut, "%s lint: %s:%d: %s: not checked: %s\n", f.prog, o.File, o.Line, o.Ref(), why)
+		}
+	}
 	findings := nlint.Lint(objs, opts)
 	for i := range findings {
 		if f.prog != "" && f.prog != "napctl" { // the hints name the command the user runs
