@@ -1,6 +1,8 @@
 package inject
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,10 +11,13 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/wait"
 )
@@ -30,6 +35,12 @@ type Plan struct {
 	Image      string
 	// DeliveryWhy says why DeliveryAuto chose the ConfigMap ("" otherwise).
 	DeliveryWhy string
+	// Services, when not empty, are the Services of the whole input (ServicesIn): a pod
+	// template then gets the delay only where scope.Decide, under the default policy,
+	// gives its pods one (a Service of its namespace selects them, or its labels opt it
+	// in), as the webhook would; the others are left alone with a note. Empty: every
+	// pod template, as also when Containers names the containers.
+	Services []corev1.Service
 
 	// What the mode of each pod template is chosen from: native where every kubelet
 	// that may run it has the sleep action (auto), or checked there (native).
@@ -248,6 +259,57 @@ func (p Plan) forWindows() (Plan, string) {
 	}
 	p.Mode = ModeNative
 	return p, ""
+}
+
+// decide is scope.Decide for the pods of workload o under the default policy, over the
+// input's Services (Services); an object without a namespace is in "default", as
+// kubectl applies it with no -n.
+func (p Plan) decide(o *manifest.Object, spec *yaml.Node) scope.Decision {
+	ns := cmp.Or(o.Namespace, metav1.NamespaceDefault)
+	labels := o.PodLabels()
+	in := scope.Input{Installed: scope.Default, Pod: scope.Pod{Labels: labels}}
+	if rp := lookup(spec, "restartPolicy"); rp != nil {
+		in.Pod.RestartPolicy = corev1.RestartPolicy(rp.Value)
+	}
+	in.Selecting = func() (string, bool, error) {
+		var svcs []corev1.Service
+		for _, s := range p.Services {
+			if cmp.Or(s.Namespace, metav1.NamespaceDefault) == ns {
+				svcs = append(svcs, s)
+			}
+		}
+		name, ok := scope.SelectingService(svcs, labels)
+		return name, ok, nil
+	}
+	d, _ := scope.Decide(in)
+	return d
+}
+
+// ServicesIn are the Services of a manifest (for Plan.Services), read from only the
+// documents that can hold one.
+func ServicesIn(file string, src []byte) ([]corev1.Service, error) {
+	var out []corev1.Service
+	for _, s := range manifest.Documents(src) {
+		doc := src[s.Start:s.End]
+		if !bytes.Contains(doc, []byte("Service")) {
+			continue
+		}
+		objs, err := manifest.Read(file, doc)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if o.Kind != "Service" || o.Group() != "" {
+				continue
+			}
+			var svc corev1.Service
+			if err := o.Decode(&svc); err != nil {
+				return nil, &manifest.ReadError{File: file, Line: o.Line + s.Line - 1, Err: fmt.Errorf("%s: %w", o.Ref(), err)}
+			}
+			out = append(out, svc)
+		}
+	}
+	return out, nil
 }
 
 func (p Plan) note(o *manifest.Object, line int, format string, args ...any) Note {

@@ -114,8 +114,8 @@ func TestPositionalPaths(t *testing.T) {
 	if code != 1 || got != want || want == "" {
 		t.Errorf("napctl lint PATH: exit %d, stderr %q, output\n%s\nwant lint -f's\n%s", code, stderr, got, want)
 	}
-	_, want, _ = runAs("napctl", nil, "inject", "-f", lintNoReady)
-	code, got, stderr = runAs("napctl", nil, "inject", lintNoReady)
+	_, want, _ = runAs("napctl", nil, "inject", "-f", lintNoPreStop)
+	code, got, stderr = runAs("napctl", nil, "inject", lintNoPreStop)
 	if code != 0 || got != want || !strings.Contains(got, "/nap/nap") {
 		t.Errorf("napctl inject PATH: exit %d, stderr %q, output\n%s", code, stderr, got)
 	}

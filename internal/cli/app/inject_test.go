@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,7 +260,7 @@ func TestInjectMistakes(t *testing.T) {
 			t.Errorf("napctl %q: exit %d, stdout %d bytes, stderr %q; want exit %d and %q", tc.args, code, len(stdout), stderr, tc.code, tc.want)
 		}
 	}
-	code, stdout, stderr := runNapctl("inject", "-f", lintNoReady, "--delay", "999999h")
+	code, stdout, stderr := runNapctl("inject", "-f", lintNoPreStop, "--delay", "999999h")
 	if code != 0 || !strings.Contains(stdout, "/nap/nap") || !strings.Contains(stderr, "warning: --delay 999999h: every pod of a rollout, scale-down or drain may take 999999h0m0s to go") {
 		t.Errorf("--delay 999999h: exit %d, stderr %q; want a warning", code, stderr)
 	}
@@ -267,11 +269,11 @@ func TestInjectMistakes(t *testing.T) {
 		t.Errorf("--container proxy: exit %d: %s", code, stderr)
 	}
 	// auto without the cluster's version: the binary from the ConfigMap, and where it must be.
-	_, _, stderr = runNapctl("inject", "-f", lintNoReady)
+	_, _, stderr = runNapctlIn(deployment, "inject")
 	if !strings.Contains(stderr, `--mode auto: nap's binary from the ConfigMap "nap" (the cluster's version is unknown`) || !strings.Contains(stderr, "it must be in the namespace you apply to") {
 		t.Errorf("inject in auto mode: stderr %q; want what it chose and where the ConfigMap must be", stderr)
 	}
-	if _, _, stderr = runNapctl("inject", "-f", lintNoReady, "--kube-version", "1.34"); strings.Contains(stderr, "ConfigMap") {
+	if _, _, stderr = runNapctlIn(deployment, "inject", "--kube-version", "1.34"); strings.Contains(stderr, "ConfigMap") {
 		t.Errorf("inject with the native sleep: stderr %q; no ConfigMap is needed", stderr)
 	}
 }
@@ -339,14 +341,14 @@ func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
 	write("chart/values.yaml", "replicas: 2\n")
 	write("chart/templates/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n")
 	write("dashboards/web.json", `{"title": "web", "panels": []}`)
-	served, err := os.ReadFile(lintNoReady) // a Deployment behind a Service, no readiness probe
+	served, err := os.ReadFile(lintNoPreStop) // Deployments behind Services, no preStop delay
 	if err != nil {
 		t.Fatal(err)
 	}
 	write("deploy.yaml", string(served))
 	for _, cmd := range []string{"lint", "inject"} {
 		code, stdout, stderr := runNapctl(cmd, "-f", dir)
-		if cmd == "lint" && code != 1 || cmd == "inject" && code != 0 {
+		if code != 0 { // lint: warnings only
 			t.Errorf("%s %s: exit %d\n%s", cmd, dir, code, stderr)
 		}
 		for _, want := range []string{
@@ -360,7 +362,7 @@ func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
 				t.Errorf("%s: no note %q in:\n%s", cmd, want, stderr)
 			}
 		}
-		checked := "no-readiness-probe"
+		checked := "no-prestop-delay"
 		if cmd == "inject" {
 			checked = "/nap/nap"
 		}
@@ -370,5 +372,53 @@ func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
 		if code, _, stderr := runNapctl(cmd, "-f", kust); code != 2 && code != 1 || !strings.Contains(stderr, kust+":1: object without kind") {
 			t.Errorf("%s -f %s: exit %d, %s; want the error", cmd, kust, code, stderr)
 		}
+	}
+}
+
+// With Services in the input, inject delays the templates the webhook's default policy
+// would: those a Service of their namespace selects, or whose labels opt them in; it
+// names on stderr what it left alone and why. Naming containers is explicit.
+func TestInjectDecidesByServices(t *testing.T) {
+	tmpl := func(kind, name, ns, labels string) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: %s\nmetadata: {name: %s, namespace: %s}\nspec:\n  template:\n    metadata: {labels: {%s}}\n    spec:\n      containers:\n      - name: app\n        image: app\n", kind, name, ns, labels)
+	}
+	in := strings.Join([]string{
+		tmpl("Deployment", "web", "shop", "app: web"),
+		"apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n",
+		tmpl("Deployment", "worker", "shop", "app: worker"),
+		tmpl("DaemonSet", "logs", "shop", "app: logs"),
+		tmpl("Deployment", "web", "other", "app: web"), // the Service is in shop
+		tmpl("Deployment", "opted", "shop", "app: opted, nap.dev/inject: enabled"),
+	}, "---\n")
+	code, stdout, stderr := runNapctlIn(in, "inject", "--kube-version", "1.34")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	objs, err := manifest.Read("out", []byte(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, o := range objs {
+		if o.IsWorkload() {
+			pre, _ := o.Node.Pipe(yaml.Lookup("spec", "template", "spec", "containers", "[name=app]", "lifecycle", "preStop"))
+			got[o.Ref()] = pre != nil
+		}
+	}
+	want := map[string]bool{"Deployment/shop/web": true, "Deployment/shop/worker": false, "DaemonSet/shop/logs": false,
+		"Deployment/other/web": false, "Deployment/shop/opted": true}
+	if !maps.Equal(got, want) {
+		t.Errorf("delayed %v, want %v", got, want)
+	}
+	for _, note := range []string{"Deployment/shop/worker: left alone: policy default: no Service selects it",
+		"DaemonSet/shop/logs: left alone: policy default: no Service selects it", "Deployment/other/web: left alone: policy default: no Service selects it"} {
+		if !strings.Contains(stderr, note) {
+			t.Errorf("no note %q in:\n%s", note, stderr)
+		}
+	}
+	// --container is explicit: every template with that container.
+	_, stdout, _ = runNapctlIn(in, "inject", "--kube-version", "1.34", "--container", "app")
+	if n := strings.Count(stdout, "preStop"); n != 5 {
+		t.Errorf("--container app: %d hooks, want 5:\n%s", n, stdout)
 	}
 }

@@ -21,6 +21,10 @@ func runNapctlIn(stdin string, args ...string) (code int, stdout, stderr string)
 const lintClean = "../../../lint/testdata/clean.yaml"
 const lintNoReady = "../../../lint/testdata/checks/no-readiness-probe.yaml"
 
+// lintNoPreStop has Deployments behind Services without a preStop delay: what inject
+// delays (under the default policy, only what a Service selects).
+const lintNoPreStop = "../../../lint/testdata/checks/no-prestop-delay.yaml"
+
 func TestLintExitCodes(t *testing.T) {
 	clean, err := os.ReadFile(lintClean)
 	if err != nil {

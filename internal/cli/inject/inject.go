@@ -165,6 +165,18 @@ func run(streams cli.IOStreams, f *flags) error {
 	var out inject.Output
 	var notes []inject.Note
 	endsLine := true // the output so far ends a line
+	// With Services in the input, the templates that get the delay are the ones the
+	// webhook's default policy would give it: those a Service selects.
+	for _, file := range files {
+		if _, skip := file.Skip(nil); skip {
+			continue
+		}
+		svcs, err := inject.ServicesIn(file.Name, file.Data)
+		if _, skip := file.Skip(err); err != nil && !skip {
+			return err
+		}
+		plan.Services = append(plan.Services, svcs...)
+	}
 	var skipped []manifest.Skipped
 	for i, file := range files {
 		if sk, ok := file.Skip(nil); ok {
