@@ -53,7 +53,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"the pod for --quiet (beyond what its probes open), at most --delay (default 60s then):\n" +
 			"a preStop that ends when the pod's traffic has. nap's binary only.\n\n" +
 			"Containers that already have a preStop, Jobs and CronJobs are left alone (noted on\n" +
-			"stderr). Running it again changes nothing.\n\n" +
+			"stderr); so, where the input holds Services, are the templates no Service selects\n" +
+			"(as the webhook's default policy; the label nap.dev/inject=enabled opts one in).\n" +
+			"Running it again changes nothing.\n\n" +
 			"  kustomize build . | napctl inject --kube-version 1.31 | kubectl apply -f -",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
