@@ -311,6 +311,9 @@ type File struct {
 	// Folder is the folder named on the command line that the file was found in; "" for
 	// a file named itself (or stdin).
 	Folder string
+	// Encoding is what Data was read from: Data is UTF-8 text, and FromUTF8 writes it
+	// back in the file's own encoding.
+	Encoding Encoding
 }
 
 // What a document that is no Kubernetes object is refused with.
@@ -359,7 +362,8 @@ func chartDir(path, folder string) string {
 }
 
 // ReadFiles reads the manifests named by paths: files, directories (their .yaml, .yml
-// and .json files, recursively, in lexical order) and "-" for stdin.
+// and .json files, recursively, in lexical order) and "-" for stdin; UTF-16 text (with
+// its byte-order mark) as UTF-8, its encoding kept.
 func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 	var out []File
 	for _, p := range paths {
@@ -400,7 +404,11 @@ func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 			if err != nil {
 				return nil, &ReadError{File: f, Err: err}
 			}
-			file := File{Name: f, Data: data}
+			text, enc, err := ToUTF8(data)
+			if err != nil {
+				return nil, &ReadError{File: f, Err: err}
+			}
+			file := File{Name: f, Data: text, Encoding: enc}
 			if f != p {
 				file.Folder = p
 			}

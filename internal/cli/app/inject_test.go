@@ -422,3 +422,36 @@ func TestInjectDecidesByServices(t *testing.T) {
 		t.Errorf("--container app: %d hooks, want 5:\n%s", n, stdout)
 	}
 }
+
+// UTF-16 input (what Windows PowerShell 5.1's `>` writes) is edited and written back in
+// UTF-16, with its byte-order mark; lint reads it too.
+func TestInjectUTF16(t *testing.T) {
+	crlf := strings.ReplaceAll(deployment, "\n", "\r\n")
+	for _, enc := range []manifest.Encoding{manifest.UTF16LE, manifest.UTF16BE} {
+		in := manifest.FromUTF8([]byte(crlf), enc)
+		code, stdout, stderr := runNapctlIn(string(in), "inject", "--kube-version", "1.34")
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", enc, code, stderr)
+		}
+		text, got, err := manifest.ToUTF8([]byte(stdout))
+		if err != nil || got != enc {
+			t.Fatalf("%v: output in %v, %v", enc, got, err)
+		}
+		_, want, _ := runNapctlIn(crlf, "inject", "--kube-version", "1.34")
+		if string(text) != want {
+			t.Errorf("%v: the edit differs from UTF-8's:\n%s", enc, text)
+		}
+		if code, _, stderr := runNapctlIn(string(in), "lint"); code == 2 {
+			t.Errorf("%v: lint could not read it: %s", enc, stderr)
+		}
+	}
+	// A file in UTF-16 beside one in UTF-8: one stream, in UTF-8, said so.
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	os.WriteFile(a, manifest.FromUTF8([]byte(deployment), manifest.UTF16LE), 0o644)
+	os.WriteFile(b, []byte(deployment), 0o644)
+	code, stdout, stderr := runNapctl("inject", "-f", a, "-f", b)
+	if _, enc, _ := manifest.ToUTF8([]byte(stdout)); code != 0 || enc != manifest.UTF8 || !strings.Contains(stderr, a+" is UTF-16 (little-endian), the other inputs are not: all are written as UTF-8") {
+		t.Errorf("mixed: exit %d, %v, stderr %s", code, enc, stderr)
+	}
+}

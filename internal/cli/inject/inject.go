@@ -239,6 +239,17 @@ func run(streams cli.IOStreams, f *flags) error {
 		fmt.Fprintf(streams.ErrOut, "%s inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: %s configmap -n NAMESPACE | kubectl apply -f -\n",
 			f.prog, plan.ConfigMap, why, strings.Join(nss, ", "), f.prog)
 	}
+	// Written in the input's encoding: UTF-16 input (a PowerShell redirect) comes back as
+	// UTF-16, with its byte-order mark; inputs in several encodings come out as UTF-8.
+	if enc, mixed := outputEncoding(files); enc != manifest.UTF8 {
+		out = inject.Output{manifest.FromUTF8(bytes.Join(out, nil), enc)}
+	} else if mixed {
+		for _, file := range files {
+			if file.Encoding != manifest.UTF8 {
+				fmt.Fprintf(streams.ErrOut, "%s inject: %s is %s, the other inputs are not: all are written as UTF-8\n", f.prog, file.Name, file.Encoding)
+			}
+		}
+	}
 	w := bufio.NewWriterSize(streams.Out, 64<<10)
 	for _, b := range out {
 		if _, err := w.Write(b); err != nil {
@@ -252,6 +263,18 @@ func run(streams cli.IOStreams, f *flags) error {
 		fmt.Fprintln(streams.ErrOut, f.prog+" inject:", n)
 	}
 	return nil
+}
+
+// outputEncoding is the encoding every file has (UTF-8 where they differ, and then
+// mixed).
+func outputEncoding(files []manifest.File) (enc manifest.Encoding, mixed bool) {
+	for i, f := range files {
+		if i > 0 && f.Encoding != enc {
+			return manifest.UTF8, true
+		}
+		enc = f.Encoding
+	}
+	return enc, false
 }
 
 // names are the files' names.
