@@ -16,12 +16,14 @@ FUZZ_DIFF   ?= 300x
 FUZZ_READ   ?= 20000x
 FUZZ_INJECT ?= 15000x
 FUZZ_SNMP   ?= 100000x
+FUZZ_UTF16  ?= 50000x
 ifdef FUZZTIME
 FUZZ_PARSE  := $(FUZZTIME)
 FUZZ_DIFF   := $(FUZZTIME)
 FUZZ_READ   := $(FUZZTIME)
 FUZZ_INJECT := $(FUZZTIME)
 FUZZ_SNMP   := $(FUZZTIME)
+FUZZ_UTF16  := $(FUZZTIME)
 endif
 
 .PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
@@ -112,6 +114,7 @@ fuzz:
 	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzPassiveOpens$$' -fuzztime $(FUZZ_SNMP) -fuzzminimizetime 2s
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZ_DIFF) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ) -fuzzminimizetime 2s
+	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzUTF16$$' -fuzztime $(FUZZ_UTF16) -fuzzminimizetime 2s
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZ_INJECT) -fuzzminimizetime 2s
 
 bench: prereqs build

@@ -28,3 +28,19 @@ func TestUTF16RoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Whatever ToUTF8 reads, FromUTF8 writes back to the same bytes.
+func FuzzUTF16(f *testing.F) {
+	f.Add(FromUTF8([]byte("kind: Pod\n"), UTF16LE))
+	f.Add(FromUTF8([]byte("a: 𝄞\n"), UTF16BE))
+	f.Add([]byte{0xFF, 0xFE, 0x00, 0xD8})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		text, enc, err := ToUTF8(data)
+		if err != nil {
+			return
+		}
+		if back := FromUTF8(text, enc); !bytes.Equal(back, data) {
+			t.Errorf("% x read as %v %q, written back as % x", data, enc, text, back)
+		}
+	})
+}
