@@ -612,3 +612,17 @@ func TestStopHookNoted(t *testing.T) {
 		t.Errorf("notes %v", notes)
 	}
 }
+
+// ServicesIn reads the Services alone, and names a broken document by its line in the
+// whole file.
+func TestServicesIn(t *testing.T) {
+	src := "kind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {selector: {app: web}}\n---\nkind: ServiceAccount\nmetadata: {name: sa}\n"
+	svcs, err := ServicesIn("in.yaml", []byte(src))
+	if err != nil || len(svcs) != 1 || svcs[0].Name != "web" || svcs[0].Namespace != "shop" || svcs[0].Spec.Selector["app"] != "web" {
+		t.Fatalf("%+v, %v", svcs, err)
+	}
+	_, err = ServicesIn("in.yaml", []byte(src+"---\nkind: Service\nmetadata: [broken\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "in.yaml:12") {
+		t.Errorf("a broken Service: %v, want in.yaml:12", err)
+	}
+}

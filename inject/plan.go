@@ -295,8 +295,11 @@ func ServicesIn(file string, src []byte) ([]corev1.Service, error) {
 			continue
 		}
 		objs, err := manifest.Read(file, doc)
-		if err != nil {
-			return nil, err
+		if err != nil { // named as reading it whole names it (Parts does the same)
+			if _, err := manifest.Read(file, src); err != nil {
+				return nil, err
+			}
+			return nil, &manifest.ReadError{File: file, Line: s.Line, Err: err}
 		}
 		for _, o := range objs {
 			if o.Kind != "Service" || o.Group() != "" {
