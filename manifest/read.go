@@ -290,7 +290,15 @@ func add(objs *[]*Object, file string, n *yaml.RNode) error {
 		if err != nil {
 			return &ReadError{File: file, Line: line, Err: err}
 		}
+		if items != nil && items.YNode().Kind == yaml.AliasNode && items.YNode().Alias != nil {
+			// items: *x. The objects are what the anchor holds, which the alias shares:
+			// they read as they are, and an edit of one is refused (SharedBy).
+			items = yaml.NewRNode(items.YNode().Alias)
+		}
 		if items != nil {
+			if y := items.YNode(); y.Kind != yaml.SequenceNode && y.Tag != "!!null" {
+				return &ReadError{File: file, Line: y.Line, Err: fmt.Errorf("%s items: not a list", o.Kind)}
+			}
 			elems, _ := items.Elements()
 			for _, item := range elems {
 				if err := add(objs, file, item); err != nil {

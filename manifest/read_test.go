@@ -27,6 +27,9 @@ func TestRead(t *testing.T) {
 		{"not an object", "kind: Pod\n---\n- 1\n", nil, "in.yaml:3: a document is not an object"},
 		{"bad yaml", "kind: Pod\nmetadata:\n  name: [\n", nil, "in.yaml:"},
 		{"bad list item", "kind: List\nitems:\n- kind: Pod\n- 3\n", nil, "in.yaml:4: a document is not an object"},
+		{"list items by alias", "kind: List\nx: &i\n- kind: Pod\n  metadata: {name: a}\nitems: *i\n", []string{"Pod/a@3"}, ""},
+		{"list items null", "kind: List\nitems:\n", nil, ""},
+		{"list items not a list", "kind: List\nitems: 3\n", nil, "in.yaml:2: List items: not a list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := Read("in.yaml", []byte(tc.in))
