@@ -183,10 +183,10 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 		v("syntax", `variables.delay.matches('^([0-9]+[.]?[0-9]*|[.][0-9]+)$') || variables.delay.matches('^(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+$')`),
 		v("duration", `!variables.syntax ? duration('0s') : variables.delay.matches('^([0-9]+[.]?[0-9]*|[.][0-9]+)$') ? duration(variables.delay + 's') : duration(variables.delay)`),
 		v("whole", `variables.duration == duration(string(variables.duration.getSeconds()) + 's')`),
-		// A wait nap knows, and a MAX no shorter than MIN, in whole milliseconds (as
-		// wait.Arg writes it back: 60s, 1500ms).
-		v("valid", fmt.Sprintf(`variables.syntax && (variables.wait == %s || variables.adaptive && variables.duration >= duration(%s) &&
-  variables.duration == duration(string(variables.duration.getMilliseconds()) + 'ms'))`, q(string(wait.Fixed)), q(fmt.Sprintf("%dns", o.Waits.Adaptive.Min)))),
+		// A wait nap knows, no longer than wait.MaxDelay, and a MAX no shorter than MIN,
+		// in whole milliseconds (as wait.Arg writes it back: 60s, 1500ms).
+		v("valid", fmt.Sprintf(`variables.syntax && variables.duration <= duration(%s) && (variables.wait == %s || variables.adaptive && variables.duration >= duration(%s) &&
+  variables.duration == duration(string(variables.duration.getMilliseconds()) + 'ms'))`, q(fmt.Sprintf("%ds", int64(wait.MaxDelay/time.Second))), q(string(wait.Fixed)), q(fmt.Sprintf("%dns", o.Waits.Adaptive.Min)))),
 		v("maxArg", `variables.whole ? string(variables.duration.getSeconds()) + 's' : string(variables.duration.getMilliseconds()) + 'ms'`),
 		// The adaptive wait's ALLOW: what the pod's probes open in a quiet window
 		// (hook.Background of hook.ProbePeriods).

@@ -133,6 +133,9 @@ func policyCases(image string) []policyCase {
 		{"windows-subsecond", "opted-in", pod(delay("1.5"), nil, windows), false},
 		{"windows-adaptive", "opted-in", pod(wait("adaptive", ""), nil, windowsOS), false},
 		{"negative-delay", "opted-in", pod(delay("-5s"), nil, one), false},
+		{"a-day", "opted-in", pod(delay("24h"), nil, one), true},
+		{"past-a-day", "opted-in", pod(delay("1000000h"), nil, one), false},
+		{"adaptive-past-a-day", "opted-in", pod(wait("adaptive", "86401"), nil, one), false},
 		{"already-injected", "opted-in", pod(nil, nil, corev1.PodSpec{Containers: []corev1.Container{injected}, Volumes: []corev1.Volume{ownVolume}, TerminationGracePeriodSeconds: grace(37)}), false},
 		{"existing-lifecycle-poststart", "opted-in", pod(nil, nil, corev1.PodSpec{Containers: []corev1.Container{func() corev1.Container {
 			c := app("app")

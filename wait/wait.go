@@ -49,6 +49,14 @@ type Wait struct {
 	DelayText string
 }
 
+// MaxDelay is the longest wait nap gives a hook (a fixed delay, an adaptive MAX, MIN or
+// QUIET): a preStop wait of more than a day holds every rollout, scale-down and drain a
+// day per pod, and is a typo (1000000h) more often than a plan. It keeps the grace
+// period's arithmetic (delay plus the drain time, in Go's int64 nanoseconds and the
+// API's int64 seconds) far from overflow, which a delay near nap's own limit (292
+// years) did not.
+const MaxDelay = 24 * time.Hour
+
 // DefaultDelay is the fixed wait's delay when none is given (kube.DefaultDelay).
 var DefaultDelay = mustDuration(kube.DefaultDelay)
 
@@ -80,6 +88,9 @@ func (w Wait) Check() error {
 	}
 	if w.Delay < 0 {
 		return fmt.Errorf("delay %v: must not be negative", w.Delay)
+	}
+	if max(w.Delay, w.Min, w.Quiet) > MaxDelay {
+		return fmt.Errorf("a wait of %v: longer than a preStop wait may be (%v)", max(w.Delay, w.Min, w.Quiet), MaxDelay)
 	}
 	return nil
 }
@@ -145,6 +156,9 @@ func ParseDuration(name, s string) (time.Duration, error) {
 	}
 	if err != nil || r.Adaptive || strings.HasPrefix(s, "-") {
 		return 0, fmt.Errorf("%s %q: want a duration nap reads, such as 10s, 1.5 or 500ms", name, s)
+	}
+	if r.Duration > MaxDelay {
+		return 0, fmt.Errorf("%s %q: longer than a preStop wait may be (%v): every pod would take that long to go", name, s, MaxDelay)
 	}
 	return r.Duration, nil
 }

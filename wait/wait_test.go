@@ -29,6 +29,10 @@ func TestInputWait(t *testing.T) {
 		{name: "bad delay", in: Input{Delay: "--max"}, err: `--delay "--max": want a duration`},
 		{name: "forever", in: Input{Delay: "inf"}, err: `--delay "inf": nap reads it as forever`},
 		{name: "bad quiet", in: Input{Kind: "adaptive", Quiet: "soon"}, err: `--quiet "soon"`},
+		{name: "a day", in: Input{Delay: "24h"}, want: Wait{Kind: Fixed, Delay: 24 * time.Hour, DelayText: "24h"}},
+		{name: "past a day", in: Input{Delay: "1000000h"}, err: `--delay "1000000h": longer than a preStop wait may be (24h0m0s)`},
+		{name: "near nap's own limit", in: Input{Delay: "9223372006"}, err: "longer than a preStop wait may be"},
+		{name: "an adaptive MAX past a day", in: Input{Kind: "adaptive", Max: "25h"}, err: `--max "25h": longer`},
 		{name: "MIN forever", in: Input{Kind: "adaptive", Min: "inf"}, err: `--min "inf"`},
 		{name: "MIN past MAX", in: Input{Kind: "adaptive", Max: "10s", Min: "20s"}, err: "--min 20s is longer than --max 10s"},
 		{name: "MAX named as the flag it came from", in: Input{Kind: "adaptive", Max: "10s", Min: "20s", MaxFlag: FlagDelay},
@@ -67,6 +71,7 @@ func TestDefaultsForPod(t *testing.T) {
 			want: Wait{Kind: Adaptive, Delay: 120 * s, Min: 3 * s, Quiet: nap.DefaultQuiet}},
 		{name: "bad kind", annotations: map[string]string{KindAnnotation: "eventually"}, err: `nap.dev/wait "eventually"`},
 		{name: "bad delay", annotations: map[string]string{DelayAnnotation: "soon"}, err: `nap.dev/delay "soon"`},
+		{name: "a delay past a day", annotations: map[string]string{DelayAnnotation: "9223372006"}, err: `nap.dev/delay "9223372006": longer`},
 		{name: "MAX below MIN", annotations: map[string]string{KindAnnotation: "adaptive", DelayAnnotation: "1s"}, err: "shorter than the adaptive wait's MIN 3s"},
 	} {
 		got, err := d.ForPod(tc.annotations)
@@ -143,6 +148,7 @@ func TestCheck(t *testing.T) {
 		{Wait{Kind: Fixed, Delay: -s}, "must not be negative"},
 		{Wait{Kind: Adaptive, Delay: s, Min: 2 * s}, "MIN 2s is longer than its MAX 1s"},
 		{Wait{Kind: Adaptive, Delay: s, Quiet: -s}, "must not be negative"},
+		{Wait{Kind: Fixed, Delay: MaxDelay + 1}, "longer than a preStop wait may be"},
 	} {
 		err := tc.w.Check()
 		if (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
