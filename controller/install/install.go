@@ -91,8 +91,9 @@ var DefaultImage = version.Image(version.ControllerImage, version.Version)
 // publishes the ConfigMap and reports).
 //
 // The RBAC is the least the controller needs: cluster-wide, namespaces, nodes, Services
-// and pods (read), ConfigMaps (it publishes into every namespace; its cache lists only
-// its own name; its own ClusterRole owns them, read by name), Events (write; read
+// and pods (read), ConfigMaps (it publishes into every namespace: create, and every other
+// verb on its own name alone, which its cache lists by; its own ClusterRole owns them,
+// read by name), Events (write; read
 // FailedPreStopHook), pods/eviction only with
 // RollMissed, and its own MutatingWebhookConfiguration by name; in its namespace only, its
 // TLS Secret and its Lease. It cannot read any other Secret.
@@ -237,7 +238,11 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
 			// The Reporter: pods the webhook missed, hooks that cannot work.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+			// The ConfigMaps it publishes, by name: list and watch too, as its cache asks
+			// for them (metadata.name=nap). Create cannot be limited to a name (the object
+			// does not exist yet).
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{kube.ConfigMapName}, Verbs: []string{"get", "list", "watch", "update", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// The Reporter reads FailedPreStopHook events (its cache lists only those).
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}},

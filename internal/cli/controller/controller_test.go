@@ -120,6 +120,14 @@ func TestControllerCommand(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "get", Resource: "secrets", Name: controller.TLSSecretName}, false},
 		{authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "someone-else"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "apps-1", Verb: "create", Resource: "configmaps"}, true},
+		// Every other verb on ConfigMaps by its own name alone (#50): list and watch too,
+		// as the Publisher's cache asks (metadata.name=nap).
+		{authorizationv1.ResourceAttributes{Namespace: "apps-1", Verb: "update", Resource: "configmaps", Name: kube.ConfigMapName}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "apps-1", Verb: "update", Resource: "configmaps", Name: "app-config"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "apps-1", Verb: "get", Resource: "configmaps", Name: "app-config"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "apps-1", Verb: "delete", Resource: "configmaps", Name: "app-config"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "configmaps"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "watch", Resource: "configmaps", Name: kube.ConfigMapName}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "apps-1", Verb: "create", Resource: "pods"}, false},
 	} {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &tc.attrs}}
