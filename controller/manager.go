@@ -180,6 +180,10 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 		}
 		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
 	}
+	// HTTP/1.1 alone: the API server calls webhooks over it, and a server that speaks
+	// HTTP/2 is open to rapid-reset floods (CVE-2023-44487), as controller-runtime's
+	// scaffold says.
+	opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	srv := webhook.NewServer(opts)
 	// The nodes' informer starts with the manager, not at the first admission.
 	nodes, err := WatchNodes(context.Background(), mgr.GetCache())

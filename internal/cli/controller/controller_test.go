@@ -3,6 +3,8 @@ package controller_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -56,6 +58,15 @@ func TestControllerCommand(t *testing.T) {
 
 	b := controllerproc.Start(t, bin, kubeconfig, "replica B")
 	controllerproc.Eventually(t, "B ready", 30*time.Second, func() bool { code, _ := b.Get("/readyz", b.Health); return code == 200 })
+	// The webhook speaks HTTP/1.1 alone (#50): a client that offers h2 first gets it not.
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", a.Webhook), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatalf("TLS to A's webhook: %v", err)
+	}
+	if p := conn.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Errorf("A's webhook negotiated %q, want http/1.1 alone", p)
+	}
+	conn.Close()
 	time.Sleep(3 * time.Second) // longer than the retry period: B would have taken a free Lease
 	if b.Leader() || !a.Leader() {
 		t.Fatalf("leaders: A %v, B %v; want A only", a.Leader(), b.Leader())

@@ -96,6 +96,7 @@ type Replica struct {
 	Name            string
 	Cmd             *exec.Cmd
 	Metrics, Health int // its ports on 127.0.0.1
+	Webhook         int // its webhook's port
 	Log             *bytes.Buffer
 	Done            chan error // its exit
 }
@@ -103,11 +104,11 @@ type Replica struct {
 // Start runs napctl controller as name; extra flags come last and win over these.
 func Start(t testing.TB, bin, kubeconfig, name string, extra ...string) *Replica {
 	t.Helper()
-	r := &Replica{Name: name, Metrics: FreePort(t), Health: FreePort(t), Log: &bytes.Buffer{}, Done: make(chan error, 1)}
+	r := &Replica{Name: name, Metrics: FreePort(t), Health: FreePort(t), Webhook: FreePort(t), Log: &bytes.Buffer{}, Done: make(chan error, 1)}
 	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", controller.DefaultNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", r.Metrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", r.Health),
-		fmt.Sprintf("--webhook-port=%d", FreePort(t)), "--delay=5s"}, extra...)
+		fmt.Sprintf("--webhook-port=%d", r.Webhook), "--delay=5s"}, extra...)
 	r.Cmd = exec.Command(bin, args...)
 	r.Cmd.Stdout, r.Cmd.Stderr = r.Log, r.Log
 	if err := r.Cmd.Start(); err != nil {
