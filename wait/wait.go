@@ -57,16 +57,11 @@ type Wait struct {
 // years) did not.
 const MaxDelay = 24 * time.Hour
 
-// DefaultDelay is the fixed wait's delay when none is given (kube.DefaultDelay).
-var DefaultDelay = mustDuration(kube.DefaultDelay)
+// Default is the wait when nothing is chosen: DefaultInput's fixed wait (10s).
+func Default() Wait { return builtIn.Fixed }
 
-// Default is the wait when nothing is chosen: fixed, DefaultDelay.
-func Default() Wait { return Wait{Kind: Fixed, Delay: DefaultDelay, DelayText: kube.DefaultDelay} }
-
-// DefaultAdaptive is the adaptive wait with nap's defaults: no MIN, its QUIET and MAX.
-func DefaultAdaptive() Wait {
-	return Wait{Kind: Adaptive, Delay: nap.DefaultMax, Quiet: nap.DefaultQuiet}
-}
+// DefaultAdaptive is DefaultInput's adaptive wait: no MIN, nap's QUIET and MAX.
+func DefaultAdaptive() Wait { return builtIn.Adaptive }
 
 // IsAdaptive tells whether w is the adaptive wait.
 func (w Wait) IsAdaptive() bool { return w.Kind == Adaptive }
@@ -171,14 +166,6 @@ func ParseKind(name, s string) (Kind, error) {
 		}
 	}
 	return "", fmt.Errorf("%s %q: want %s", name, s, strings.Join(KindNames(), " or "))
-}
-
-func mustDuration(s string) time.Duration {
-	d, err := ParseDuration("default", s)
-	if err != nil {
-		panic(err)
-	}
-	return d
 }
 
 // CELCommand is Command written as a CEL list for the MutatingAdmissionPolicy, where
