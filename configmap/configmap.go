@@ -1,6 +1,7 @@
 package configmap
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -134,4 +135,19 @@ func Manifest(obj any, format string) ([]byte, error) {
 		return sigsyaml.Marshal(m)
 	}
 	return nil, fmt.Errorf("format %q: want yaml or json", format)
+}
+
+// Holds tells whether cm holds exactly want's binaries, byte for byte, and nothing else
+// to mount (no data): what a pod that mounts cm runs is what want would run. Labels and
+// annotations are not read: anyone who can write cm can write them too.
+func Holds(cm, want *corev1.ConfigMap) bool {
+	if cm == nil || len(cm.Data) > 0 || len(cm.BinaryData) != len(want.BinaryData) {
+		return false
+	}
+	for k, b := range want.BinaryData {
+		if have, ok := cm.BinaryData[k]; !ok || !bytes.Equal(have, b) {
+			return false
+		}
+	}
+	return true
 }

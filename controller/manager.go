@@ -116,7 +116,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if o.Webhook {
-		if err := addWebhook(mgr, cfg, o, owners); err != nil {
+		if err := addWebhook(mgr, cfg, o, owners, p.Mountable); err != nil {
 			return nil, err
 		}
 	}
@@ -162,7 +162,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // Certs runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference) error {
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, mountable func(context.Context, string) (string, error)) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Not the manager's cached client: that would list and watch every Secret.
@@ -192,10 +192,11 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	}
 	v := o.Kube
 	explicit := Injector{
-		Options:  inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage},
-		Waits:    o.Waits,
-		Nodes:    nodes.Nodes,
-		Recorder: mgr.GetEventRecorderFor("nap-webhook"),
+		Options:   inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage},
+		Waits:     o.Waits,
+		Nodes:     nodes.Nodes,
+		Recorder:  mgr.GetEventRecorderFor("nap-webhook"),
+		Mountable: mountable,
 	}
 	srv.Register(WebhookPath, explicit.Handler())
 	// The policy webhook reads namespaces and Services from informers that start with the

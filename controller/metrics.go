@@ -10,12 +10,14 @@ import (
 var (
 	// The Publisher.
 	published = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_published_total", Help: "nap ConfigMaps created in namespaces."})
-	repaired  = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_repaired_total", Help: "nap ConfigMaps whose edited content was put back."})
+	repaired  = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_repaired_total", Help: "nap ConfigMaps whose content was put back (edited, or of an older version) or that were replaced (immutable)."})
 	removed   = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_removed_total", Help: "nap ConfigMaps deleted from namespaces that stopped matching."})
-	conflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_conflicts_total", Help: "Reconciles that found a nap ConfigMap that the controller does not own."})
+	// tampered counts the copies found wrong after the controller had seen them right:
+	// written by someone else (NapConfigMapTampered fires on it).
+	tampered = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_tampered_total", Help: "nap ConfigMaps found written by someone other than nap's controller, after it had seen them right (their content was put back)."})
 
 	// The webhook.
-	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, audit, error."}, []string{"result"})
+	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_admissions_total", Help: "Pod admissions by result: injected, unchanged, skipped, audit, error, not-mounted (the namespace's nap ConfigMap was not this build's, or nap does not publish there: the native sleep, or nothing)."}, []string{"result"})
 	// auditWouldInject counts, by namespace, the pods the audit policy admitted unchanged
 	// that the default policy would have given a delay: what moving to default changes.
 	auditWouldInject = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_audit_would_inject_total",
@@ -38,5 +40,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(published, repaired, removed, conflicts, admissions, auditWouldInject, admissionSeconds, unprotected, hookFailures, rolled, certNotAfter)
+	metrics.Registry.MustRegister(published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds, unprotected, hookFailures, rolled, certNotAfter)
 }

@@ -60,6 +60,7 @@ var PolicyCannot = []string{
 	"the kubelet versions of the nodes that may run the pod: the native sleep is chosen at install for the whole cluster",
 	"warnings, events and metrics for a pod it could not change (a bad " + DelayAnnotation + " annotation): the pod is admitted unchanged, silently; the controller's Reporter still finds it",
 	"the delay of a nap hook already in the pod when raising the grace period: only the hooks it adds count",
+	"whether the namespace's nap ConfigMap holds this build's binaries: it mounts whatever is there (the ValidatingAdmissionPolicy " + Name + "-configmap lets only the controller write it)",
 }
 
 // AdmissionPolicy returns the MutatingAdmissionPolicy and its binding that do in the

@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +43,10 @@ type Publisher struct {
 	// Selector picks the namespaces (default: all); Exclude names namespaces to skip.
 	Selector labels.Selector
 	Exclude  map[string]bool
+
+	// seen holds the namespaces whose copy this process has seen right or written:
+	// a wrong copy there later is tampering (see Reconcile).
+	seen sync.Map
 }
 
 // NewPublisher returns a Publisher of the nap ConfigMap of this build.
@@ -159,15 +163,10 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
-	owned := exists && have.Labels[configmap.ManagedByLabel] == ManagedBy
-	if exists && !owned {
-		conflicts.Inc()
-		p.Recorder.Eventf(&have, corev1.EventTypeWarning, "NotOwned",
-			"ConfigMap %s/%s is not managed by %s (label %s): left as it is", have.Namespace, have.Name, ManagedBy, configmap.ManagedByLabel)
-		return reconcile.Result{}, nil
-	}
 	if !p.selected(&ns) {
-		if owned {
+		// Not a namespace nap publishes into: a copy of nap's is removed, and any other
+		// ConfigMap of the name is not nap's business.
+		if exists && p.ours(&have) {
 			if err := p.Client.Delete(ctx, &have); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, err
 			}
@@ -177,21 +176,31 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, nil
 	}
 	if !exists {
-		cm := p.Want.DeepCopy()
-		cm.Namespace = ns.Name
-		if err := p.Client.Create(ctx, cm); err != nil {
-			if apierrors.IsAlreadyExists(err) || isTerminating(err) {
-				return reconcile.Result{}, nil // a watch event follows, or the namespace is going
-			}
-			return reconcile.Result{}, err
-		}
-		published.Inc()
-		lg.V(1).Info("published the nap ConfigMap")
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, p.create(ctx, ns.Name)
 	}
+	// In a selected namespace the name is nap's, whatever the copy's labels say: a
+	// namespace that can write ConfigMaps can write labels too, so only the namespace's
+	// selection (cluster-scoped) decides, as for Kubernetes' kube-root-ca.crt.
 	content := p.matches(&have)
 	if content && p.owned(&have) {
+		p.seen.Store(ns.Name, true)
 		return reconcile.Result{}, nil // no write when nothing changed
+	}
+	if !content {
+		// After a first sight of this namespace's copy right, a wrong one is someone
+		// else's write; at first sight (a new controller version, a new leader) it may
+		// be a copy of an older nap.
+		_, tamper := p.seen.Load(ns.Name)
+		if tamper {
+			tampered.Inc()
+			p.Recorder.Eventf(&have, corev1.EventTypeWarning, "Tampered",
+				"the nap ConfigMap was written by someone other than nap's controller (%s); its content is put back", p.difference(&have))
+			lg.Info("the nap ConfigMap was tampered with; putting it back", "what", p.difference(&have))
+		}
+	}
+	if have.Immutable != nil && *have.Immutable {
+		// An immutable copy cannot be put right: replace it.
+		return reconcile.Result{}, p.replace(ctx, &have)
 	}
 	fixed := have.DeepCopy()
 	if !p.owned(fixed) {
@@ -217,6 +226,7 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		}
 		return reconcile.Result{}, err
 	}
+	p.seen.Store(ns.Name, true)
 	if content {
 		lg.V(1).Info("the installation now owns the nap ConfigMap")
 		return reconcile.Result{}, nil
@@ -225,6 +235,59 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	p.Recorder.Eventf(fixed, corev1.EventTypeNormal, "Repaired", "the nap ConfigMap was edited; its content was put back")
 	lg.Info("repaired an edited nap ConfigMap")
 	return reconcile.Result{}, nil
+}
+
+// create publishes the copy into namespace ns.
+func (p *Publisher) create(ctx context.Context, ns string) error {
+	cm := p.Want.DeepCopy()
+	cm.Namespace = ns
+	if err := p.Client.Create(ctx, cm); err != nil {
+		if apierrors.IsAlreadyExists(err) || isTerminating(err) {
+			return nil // a watch event follows, or the namespace is going
+		}
+		return err
+	}
+	published.Inc()
+	p.seen.Store(ns, true)
+	log.FromContext(ctx).V(1).Info("published the nap ConfigMap")
+	return nil
+}
+
+// replace deletes an immutable copy (only the one seen: its UID and version) and
+// publishes nap's in its place.
+func (p *Publisher) replace(ctx context.Context, have *corev1.ConfigMap) error {
+	pre := metav1.Preconditions{UID: &have.UID, ResourceVersion: &have.ResourceVersion}
+	if err := p.Client.Delete(ctx, have, &client.DeleteOptions{Preconditions: &pre}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil // it changed meanwhile: its watch event brings the namespace back
+		}
+		return err
+	}
+	if err := p.create(ctx, have.Namespace); err != nil {
+		return err
+	}
+	repaired.Inc()
+	p.Recorder.Eventf(have, corev1.EventTypeNormal, "Replaced", "the nap ConfigMap was immutable and not nap's; it was replaced")
+	log.FromContext(ctx).Info("replaced an immutable nap ConfigMap")
+	return nil
+}
+
+// difference says how a copy differs from nap's, for people.
+func (p *Publisher) difference(cm *corev1.ConfigMap) string {
+	var what []string
+	if !configmap.Holds(cm, p.Want) {
+		what = append(what, "binaries")
+	}
+	if cm.Immutable != nil {
+		what = append(what, "immutable")
+	}
+	if cm.Labels[configmap.ManagedByLabel] != ManagedBy {
+		what = append(what, "labels")
+	}
+	if len(what) == 0 {
+		what = append(what, "labels or annotations")
+	}
+	return strings.Join(what, ", ")
 }
 
 // Published returns once every selected namespace holds a ConfigMap of the
@@ -285,7 +348,7 @@ func (p *Publisher) selected(ns *corev1.Namespace) bool {
 // matches tells whether a copy holds exactly what it should: the binaries byte for
 // byte, no data, and the labels and annotations the Publisher sets.
 func (p *Publisher) matches(cm *corev1.ConfigMap) bool {
-	if len(cm.Data) > 0 || cm.Immutable != nil || !reflect.DeepEqual(cm.BinaryData, p.Want.BinaryData) {
+	if cm.Immutable != nil || !configmap.Holds(cm, p.Want) {
 		return false
 	}
 	for k, v := range p.Want.Labels {
@@ -299,6 +362,39 @@ func (p *Publisher) matches(cm *corev1.ConfigMap) bool {
 		}
 	}
 	return true
+}
+
+// Mountable says why a pod must not mount the nap ConfigMap of namespace ns ("" when it
+// may), from the cache: its copy holds other bytes than this build's (configmap.Holds),
+// or ns is not a namespace the Publisher publishes into. A copy not yet there in one it
+// publishes into may be mounted: the kubelet waits for it, and only the Publisher can
+// create it where the installation's ValidatingAdmissionPolicy holds.
+func (p *Publisher) Mountable(ctx context.Context, ns string) (string, error) {
+	ro := client.UnsafeDisableDeepCopy // read only
+	var n corev1.Namespace
+	if err := p.Client.Get(ctx, types.NamespacedName{Name: ns}, &n, ro); err != nil {
+		return "", err
+	}
+	if !p.selected(&n) {
+		return fmt.Sprintf("nap does not publish its ConfigMap %s into namespace %s (the controller's namespace selector and exclusions)", p.Want.Name, ns), nil
+	}
+	var cm corev1.ConfigMap
+	err := p.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: p.Want.Name}, &cm, ro)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	case !configmap.Holds(&cm, p.Want):
+		return fmt.Sprintf("the ConfigMap %s/%s holds other bytes than nap %s's binaries (tampered with, or not yet updated by nap's controller)", ns, p.Want.Name, p.Want.Labels["app.kubernetes.io/version"]), nil
+	}
+	return "", nil
+}
+
+// ours tells whether a copy in a namespace nap no longer publishes into is one it
+// published: its label, or the installation as its owner.
+func (p *Publisher) ours(cm *corev1.ConfigMap) bool {
+	return cm.Labels[configmap.ManagedByLabel] == ManagedBy || len(p.Want.OwnerReferences) > 0 && p.owned(cm)
 }
 
 // owned tells whether a copy names the owners the Publisher gives its copies.

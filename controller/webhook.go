@@ -58,6 +58,12 @@ type Injector struct {
 	Scope           scope.Scope
 	NamespaceLabels func(context.Context, string) (map[string]string, error)
 	Services        func(context.Context, string) ([]corev1.Service, error)
+
+	// Mountable, when set, says why a namespace's nap ConfigMap must not be mounted (""
+	// when it may: see Publisher.Mountable). A pod that would run nap from it gets the
+	// native sleep instead, as long as nap's wait or longer, or, where its kubelets
+	// have none, no delay; either way a warning and an event say why.
+	Mountable func(ctx context.Context, namespace string) (string, error)
 }
 
 // deliveryFallbacks are the reasons --delivery auto fell back to the ConfigMap, each
@@ -150,6 +156,15 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		admissions.WithLabelValues("unchanged").Inc()
 		return admission.Allowed("nothing to add")
 	}
+	if i.Mountable != nil && len(plan.ConfigMapNamespaces()) > 0 {
+		why, err := i.Mountable(ctx, req.Namespace)
+		if err != nil {
+			why = "its nap ConfigMap could not be read: " + err.Error()
+		}
+		if why != "" {
+			return i.notMountable(ctx, req, opts, why, audit)
+		}
+	}
 	if audit != "" {
 		admissions.WithLabelValues("audit").Inc()
 		auditWouldInject.WithLabelValues(req.Namespace).Inc()
@@ -160,11 +175,7 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Allowed("audit").WithWarnings(msg)
 	}
 	admissions.WithLabelValues("injected").Inc()
-	patches := make([]jsonpatch.JsonPatchOperation, len(ops))
-	for i, op := range ops {
-		patches[i] = jsonpatch.NewOperation(op.Op, op.Path, op.Value)
-	}
-	resp := admission.Patched("", patches...)
+	resp := patched(ops)
 	if plan.DeliveryWhy != "" { // --delivery auto fell back: said to whoever created the pod, and logged once
 		msg := "nap: the nap ConfigMap, not the image volume: " + plan.DeliveryWhy
 		if _, said := deliveryFallbacks.LoadOrStore(msg, true); !said {
@@ -173,6 +184,52 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		resp = resp.WithWarnings(msg)
 	}
 	return resp
+}
+
+// notMountable answers for a pod that would run nap from a ConfigMap that must not be
+// mounted (why): the native sleep of opts' wait (Wait.Native) where every kubelet that
+// may run the pod has it, else the pod unchanged; a warning and a Warning event
+// (NapBinaryNotMounted) on the namespace either way, and the result "not-mounted".
+func (i *Injector) notMountable(ctx context.Context, req admission.Request, opts inject.Options, why, audit string) admission.Response {
+	admissions.WithLabelValues("not-mounted").Inc()
+	opts.Wait, opts.Mode = opts.Wait.Native(), inject.ModeNative
+	var ops []inject.Op
+	plan, err := inject.NewPlan(opts)
+	if err == nil {
+		var o *manifest.Object
+		if o, err = podObject(req.Object.Raw); err == nil {
+			ops, _, err = inject.Patch(o, plan)
+		}
+	}
+	msg := fmt.Sprintf("nap: pod %s: not nap's binary, as %s; ", podName(req), why)
+	switch {
+	case err != nil:
+		msg += "and no native sleep (" + err.Error() + "): admitted without a preStop delay"
+	case len(ops) == 0:
+		msg += "admitted unchanged"
+	case audit != "":
+		msg += fmt.Sprintf("it would get the native sleep of %s (audit policy: %s); admitted unchanged", opts.Wait.DelayArg(), audit)
+		ops = nil
+	default:
+		msg += fmt.Sprintf("the native sleep of %s instead", opts.Wait.DelayArg())
+	}
+	logf.FromContext(ctx).Info("did not mount a namespace's nap ConfigMap", "namespace", req.Namespace, "why", why, "injected", len(ops) > 0)
+	if i.Recorder != nil {
+		i.Recorder.Event(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}, corev1.EventTypeWarning, "NapBinaryNotMounted", msg)
+	}
+	if len(ops) == 0 {
+		return admission.Allowed("").WithWarnings(msg)
+	}
+	return patched(ops).WithWarnings(msg)
+}
+
+// patched is the response that makes inject's edits.
+func patched(ops []inject.Op) admission.Response {
+	patches := make([]jsonpatch.JsonPatchOperation, len(ops))
+	for i, op := range ops {
+		patches[i] = jsonpatch.NewOperation(op.Op, op.Path, op.Value)
+	}
+	return admission.Patched("", patches...)
 }
 
 // describe names the wait a pod would get, for the audit policy's words.

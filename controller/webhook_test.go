@@ -254,3 +254,86 @@ func TestInjectorDeliveryAuto(t *testing.T) {
 		}
 	}
 }
+
+// A pod that would run nap from a ConfigMap that must not be mounted (Mountable: not this
+// build's bytes, or a namespace nap does not publish into) gets the native sleep, as
+// long as its wait or longer, where its kubelets have it, and no delay where they have
+// not; a warning, an event and the metric say so. Where the pod needs no ConfigMap,
+// Mountable is not asked.
+func TestInjectorNotMountable(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 34}
+	old := []kube.Node{{Name: "old", Kubelet: kube.Version{Major: 1, Minor: 29}}}
+	pod := func(annotations string) []byte {
+		return []byte(`{"metadata":{"name":"p","annotations":{` + annotations + `}},"spec":{"containers":[{"name":"a","image":"a"}]}}`)
+	}
+	for _, tc := range []struct {
+		name      string
+		raw       []byte
+		nodes     []kube.Node
+		why       string
+		err       error
+		asked     bool
+		want      string // in the patch; "" for none
+		warning   string
+		notMounts float64
+	}{
+		{name: "mountable", raw: pod(`"nap.dev/delay":"2.5"`), asked: true, want: `"/nap/nap","2.5"`},
+		{name: "other bytes: the native sleep, rounded up", raw: pod(`"nap.dev/delay":"2.5"`), why: "the ConfigMap shop/nap holds other bytes", asked: true,
+			want: `"sleep":{"seconds":3}`, warning: "not nap's binary, as the ConfigMap shop/nap holds other bytes; the native sleep of 3s instead", notMounts: 1},
+		{name: "adaptive: the native sleep of MAX", raw: pod(`"nap.dev/wait":"adaptive","nap.dev/delay":"40s"`), why: "x", asked: true,
+			want: `"sleep":{"seconds":40}`, warning: "the native sleep of 40s instead", notMounts: 1},
+		{name: "a cache error is a reason", raw: pod(`"nap.dev/delay":"2.5"`), err: fmt.Errorf("cache not synced"), asked: true,
+			want: `"sleep":{"seconds":3}`, warning: "its nap ConfigMap could not be read: cache not synced", notMounts: 1},
+		{name: "kubelets without the sleep action: no delay", raw: pod(`"nap.dev/delay":"2.5"`), nodes: old, why: "x", asked: true,
+			warning: "node old runs kubelet 1.29, which has no sleep action (1.30+)): admitted without a preStop delay", notMounts: 1},
+		{name: "native anyway: not asked", raw: pod(""), why: "x", want: `"sleep":{"seconds":5}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			asked := false
+			i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Recorder: rec,
+				Mountable: func(_ context.Context, ns string) (string, error) {
+					asked = true
+					if ns != "shop" {
+						t.Errorf("asked about namespace %q", ns)
+					}
+					return tc.why, tc.err
+				}}
+			if tc.nodes != nil {
+				i.Nodes = func(context.Context) ([]kube.Node, error) { return tc.nodes, nil }
+			}
+			before := testutil.ToFloat64(admissions.WithLabelValues("not-mounted"))
+			r := i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop",
+				Object: runtime.RawExtension{Raw: tc.raw}}})
+			patch, _ := json.Marshal(r.Patches)
+			switch {
+			case !r.Allowed:
+				t.Errorf("refused: %+v", r.Result)
+			case tc.want == "" && len(r.Patches) > 0, tc.want != "" && !strings.Contains(string(patch), tc.want):
+				t.Errorf("patch %s, want %q", patch, tc.want)
+			case tc.want != "" && tc.notMounts > 0 && strings.Contains(string(patch), `"configMap"`):
+				t.Errorf("mounts the ConfigMap: %s", patch)
+			}
+			if asked != tc.asked {
+				t.Errorf("Mountable asked: %v, want %v", asked, tc.asked)
+			}
+			if warned := strings.Join(r.Warnings, "\n"); (tc.warning == "") != (warned == "") || !strings.Contains(warned, tc.warning) {
+				t.Errorf("warnings %q, want %q", warned, tc.warning)
+			}
+			if n := testutil.ToFloat64(admissions.WithLabelValues("not-mounted")) - before; n != tc.notMounts {
+				t.Errorf("not-mounted admissions: %v, want %v", n, tc.notMounts)
+			}
+			select {
+			case e := <-rec.Events:
+				if tc.notMounts == 0 || !strings.HasPrefix(e, "Warning NapBinaryNotMounted nap: pod") {
+					t.Errorf("event %q", e)
+				}
+			default:
+				if tc.notMounts > 0 {
+					t.Error("no event")
+				}
+			}
+		})
+	}
+}

@@ -63,6 +63,13 @@ func Default() Wait { return builtIn.Fixed }
 // DefaultAdaptive is DefaultInput's adaptive wait: no MIN, nap's QUIET and MAX.
 func DefaultAdaptive() Wait { return builtIn.Adaptive }
 
+// Native is the fixed wait the native sleep action can hold in w's place, never shorter
+// than w may hold: its delay (an adaptive wait's MAX) rounded up to whole seconds.
+func (w Wait) Native() Wait {
+	d := (w.Delay + time.Second - 1) / time.Second * time.Second
+	return Wait{Kind: Fixed, Delay: d}
+}
+
 // IsAdaptive tells whether w is the adaptive wait.
 func (w Wait) IsAdaptive() bool { return w.Kind == Adaptive }
 

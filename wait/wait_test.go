@@ -156,3 +156,23 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// Native is never shorter than the wait it stands for: whole seconds, rounded up, and
+// an adaptive wait's MAX.
+func TestNative(t *testing.T) {
+	for _, c := range []struct {
+		in   Wait
+		want time.Duration
+	}{
+		{Wait{Kind: Fixed, Delay: 5 * time.Second, DelayText: "5"}, 5 * time.Second},
+		{Wait{Kind: Fixed, Delay: 2500 * time.Millisecond}, 3 * time.Second},
+		{Wait{Kind: Fixed, Delay: time.Nanosecond}, time.Second},
+		{Wait{Kind: Fixed}, 0},
+		{Wait{Kind: Adaptive, Delay: 60 * time.Second, Min: 5 * time.Second, Quiet: 2 * time.Second, Allow: 3}, 60 * time.Second},
+	} {
+		got := c.in.Native()
+		if got != (Wait{Kind: Fixed, Delay: c.want}) {
+			t.Errorf("%+v: %+v, want a fixed %v", c.in, got, c.want)
+		}
+	}
+}

@@ -84,8 +84,9 @@ const (
 var DefaultImage = version.Image(version.ControllerImage, version.Version)
 
 // Objects returns every object of an installation, in the order to apply them:
-// Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget,
-// MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked);
+// Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget, the
+// ValidatingAdmissionPolicy that lets only the controller write the nap ConfigMaps
+// (controller.ConfigMapGuard) and its binding, MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked);
 // with AdmissionPolicy, the MutatingAdmissionPolicy and its binding instead of the
 // webhook's configuration, and the controller runs without its webhook (it still
 // publishes the ConfigMap and reports).
@@ -128,6 +129,8 @@ func Objects(o Options) ([]runtime.Object, error) {
 	deploy := deployment(o, meta, appLabels, webhook, args, volumes, mounts)
 	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
 		MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
+	guard, guardBinding := controller.ConfigMapGuard(controller.Name+"-configmap", kube.ConfigMapName, controller.ServiceAccountUser(ns, controller.Name), o.ExcludeNamespaces)
+	guard.Labels, guardBinding.Labels = appLabels, appLabels
 
 	if !webhook {
 		// The API server injects: whole seconds as the native sleep, which every
@@ -140,11 +143,11 @@ func Objects(o Options) ([]runtime.Object, error) {
 			return nil, err
 		}
 		mp.Labels, mpb.Labels = appLabels, appLabels
-		return []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mp, mpb}, nil
+		return []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mp, mpb}, nil
 	}
 	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
 	mwc.Labels = appLabels
-	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, mwc}
+	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mwc}
 	if o.CertManager {
 		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
 		issuer := &unstructured.Unstructured{Object: map[string]any{

@@ -56,6 +56,9 @@ func Rules() []RuleGroup {
 		alert("NapWebhookErrors", `sum(rate(nap_admissions_total{result="error"}[5m])) / sum(rate(nap_admissions_total[5m])) > 0.01`, "10m", "warning",
 			"nap's webhook fails {{ $value | humanizePercentage }} of pod admissions.",
 			"Pods admitted on an error get no delay (the webhook fails open). The controller's log says why."),
+		alert("NapConfigMapTampered", `sum(increase(nap_configmaps_tampered_total[15m])) > 0`, "", "critical",
+			"Someone other than nap's controller wrote a nap ConfigMap, the preStop binary pods run.",
+			"The Publisher found a nap ConfigMap it had seen right written by someone else ({{ $value }} in 15 minutes), and put its content back. Pods that ran their preStop in between may have run other code. Its Warning events (reason Tampered) name the namespaces: kubectl get events -A --field-selector reason=Tampered. The ValidatingAdmissionPolicy nap-configmap refuses such writes: check that it and its binding are there."),
 		alert("NapWebhookCertificateExpiring", `nap_webhook_certificate_expiry_timestamp_seconds - time() < 30 * 24 * 3600`, "1h", "warning",
 			"nap's webhook certificate expires in {{ $value | humanizeDuration }}.",
 			"The controller renews its certificate when a third of its life is left, and cert-manager before it expires: one this close was not renewed. The API server then cannot call the webhook and pods get no delay."),
@@ -134,8 +137,8 @@ var dashboardPanels = []panel{
 	{title: "Missed pods rolled, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_pods_rolled_total[1h]))`}, legends: []string{"{{namespace}}"}},
 	{title: "nap ConfigMaps", kind: "timeseries", exprs: []string{
 		`sum(increase(nap_configmaps_published_total[1h]))`, `sum(increase(nap_configmaps_repaired_total[1h]))`,
-		`sum(increase(nap_configmaps_removed_total[1h]))`, `sum(increase(nap_configmaps_conflicts_total[1h]))`},
-		legends: []string{"published", "repaired", "removed", "conflicts"}},
+		`sum(increase(nap_configmaps_removed_total[1h]))`, `sum(increase(nap_configmaps_tampered_total[1h]))`},
+		legends: []string{"published", "repaired", "removed", "tampered"}},
 }
 
 // DashboardQueries are every query of the dashboard.

@@ -26,6 +26,7 @@ import (
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/app"
 	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/status"
@@ -77,8 +78,21 @@ func namespace(t *testing.T, cs *kubernetes.Clientset) string {
 		t.Fatal(err)
 	}
 	// With nap's controller installed (by an earlier test of the run), it may have
-	// published the same ConfigMap already.
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// published the same ConfigMap already, and its guard lets no one else write it
+	// (controller.ConfigMapGuard): then the controller's copy is awaited.
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+	case apierrors.IsForbidden(err):
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, kube.ConfigMapName, metav1.GetOptions{}); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the nap ConfigMap: refused (%v), and the controller published none in 30s", err)
+			}
+		}
+	default:
 		t.Fatal(err)
 	}
 	return ns
