@@ -17,6 +17,7 @@ FUZZ_READ   ?= 20000x
 FUZZ_INJECT ?= 15000x
 FUZZ_SNMP   ?= 100000x
 FUZZ_UTF16  ?= 50000x
+FUZZ_WEBHOOK ?= 10000x
 ifdef FUZZTIME
 FUZZ_PARSE  := $(FUZZTIME)
 FUZZ_DIFF   := $(FUZZTIME)
@@ -24,6 +25,7 @@ FUZZ_READ   := $(FUZZTIME)
 FUZZ_INJECT := $(FUZZTIME)
 FUZZ_SNMP   := $(FUZZTIME)
 FUZZ_UTF16  := $(FUZZTIME)
+FUZZ_WEBHOOK := $(FUZZTIME)
 endif
 
 .PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
@@ -116,6 +118,7 @@ fuzz:
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzUTF16$$' -fuzztime $(FUZZ_UTF16) -fuzzminimizetime 2s
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZ_INJECT) -fuzzminimizetime 2s
+	$(GO) test ./controller -run '^$$' -fuzz '^FuzzInjectorHandle$$' -fuzztime $(FUZZ_WEBHOOK) -fuzzminimizetime 2s
 
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper

@@ -91,3 +91,52 @@ func BenchmarkInjectorHandleNodes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInjectorHandleCrafted is one admission of pods shaped to cost: many
+// annotations (10,000 is valid: their total stays under the API's 256 KiB; 40,000 is
+// just under MaxPodBytes), and a pod near the largest the API server forwards (its env;
+// over MaxPodBytes: admitted unchanged unread).
+func BenchmarkInjectorHandleCrafted(b *testing.B) {
+	v := kube.Version{Major: 1, Minor: 34}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s}
+	for _, c := range []struct {
+		name string
+		pod  func() *corev1.Pod
+	}{
+		{"annotations-10000", func() *corev1.Pod {
+			p := benchPod()
+			for k := range 10000 {
+				p.Annotations[fmt.Sprintf("a%05d", k)] = "v"
+			}
+			return p
+		}},
+		{"annotations-40000", func() *corev1.Pod { // just under MaxPodBytes
+			p := benchPod()
+			for k := range 40000 {
+				p.Annotations[fmt.Sprintf("a%06d", k)] = "v"
+			}
+			return p
+		}},
+		{"env-2.8MB", func() *corev1.Pod {
+			p := benchPod()
+			for k := range 40000 {
+				p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("E%05d", k), Value: "0123456789012345678901234567890123456789"})
+			}
+			return p
+		}},
+	} {
+		raw, err := json.Marshal(c.pod())
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}}
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				i.Handle(context.Background(), req)
+			}
+		})
+	}
+}

@@ -72,18 +72,24 @@ var deliveryFallbacks sync.Map
 
 // admissionPod is what the webhook reads of the object before injecting.
 type admissionPod struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
-		Labels          map[string]string `json:"labels"`
-		Annotations     map[string]string `json:"annotations"`
-		OwnerReferences []struct {
-			Kind string `json:"kind"`
-		} `json:"ownerReferences"`
-	} `json:"metadata"`
-	Spec struct {
-		RestartPolicy corev1.RestartPolicy `json:"restartPolicy"`
-	} `json:"spec"`
+	Labels, Annotations map[string]string
+	OwnerKinds          []string
+	RestartPolicy       corev1.RestartPolicy
 }
+
+// The webhook's bounds on what a pod may cost it. A pod is decoded once, into values
+// that inject reads (a tree of nodes): about 30 bytes of memory for each byte of JSON.
+// The API server forwards objects of up to 3 MB before it refuses them at storage
+// (etcd's limit, 1.5 MiB by default): a 2.8 MB pod held 218 MiB of heap, most of the
+// controller's limit. So a pod over MaxPodBytes is admitted unchanged, with a warning
+// (no real pod comes near it: the API caps a pod's annotations at 256 KiB), and the
+// pods over bigPodBytes are read one at a time (bigPods).
+const (
+	MaxPodBytes = 1 << 20
+	bigPodBytes = 64 << 10
+)
+
+var bigPods = make(chan struct{}, 1)
 
 var _ admission.Handler = (*Injector)(nil)
 
@@ -96,15 +102,26 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("not a Pod create")
 	}
-	var pod admissionPod
-	err := json.Unmarshal(req.Object.Raw, &pod)
-	if err == nil && bytes.Equal(bytes.TrimSpace(req.Object.Raw), []byte("null")) {
-		err = errors.New("the object is null")
+	if n := len(req.Object.Raw); n > MaxPodBytes {
+		return i.undecodable(ctx, req, fmt.Errorf("it is %d bytes, more than the webhook reads (%d)", n, MaxPodBytes))
 	}
+	if len(req.Object.Raw) > bigPodBytes {
+		select {
+		case bigPods <- struct{}{}:
+			defer func() { <-bigPods }()
+		case <-ctx.Done():
+			return i.undecodable(ctx, req, fmt.Errorf("it waited for another large pod until the admission's time ran out: %w", ctx.Err()))
+		}
+	}
+	v, err := decodePod(req.Object.Raw)
 	if err != nil {
 		return i.undecodable(ctx, req, err)
 	}
-	if pod.Metadata.Labels[InjectLabel] == scope.Disabled { // the objectSelector keeps these away too
+	pod, err := readPod(v)
+	if err != nil {
+		return i.undecodable(ctx, req, err)
+	}
+	if pod.Labels[InjectLabel] == scope.Disabled { // the objectSelector keeps these away too
 		admissions.WithLabelValues("skipped").Inc()
 		return admission.Allowed("opted out")
 	}
@@ -124,7 +141,7 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 			return admission.Allowed(d.Why)
 		}
 	}
-	w, err := i.Waits.ForPod(pod.Metadata.Annotations)
+	w, err := i.Waits.ForPod(pod.Annotations)
 	if err != nil {
 		admissions.WithLabelValues("error").Inc()
 		return admission.Allowed("").WithWarnings("nap: " + err.Error())
@@ -143,7 +160,11 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		admissions.WithLabelValues("error").Inc()
 		return admission.Allowed("").WithWarnings("nap: " + err.Error())
 	}
-	o, err := podObject(req.Object.Raw)
+	if err := ctx.Err(); err != nil { // the API server has stopped waiting
+		admissions.WithLabelValues("error").Inc()
+		return admission.Allowed("").WithWarnings("nap: " + err.Error())
+	}
+	o, err := manifest.FromValue("pod", v)
 	if err != nil {
 		return i.undecodable(ctx, req, err)
 	}
@@ -196,9 +217,12 @@ func (i *Injector) notMountable(ctx context.Context, req admission.Request, opts
 	var ops []inject.Op
 	plan, err := inject.NewPlan(opts)
 	if err == nil {
+		var v map[string]any
 		var o *manifest.Object
-		if o, err = podObject(req.Object.Raw); err == nil {
-			ops, _, err = inject.Patch(o, plan)
+		if v, err = decodePod(req.Object.Raw); err == nil {
+			if o, err = manifest.FromValue("pod", v); err == nil {
+				ops, _, err = inject.Patch(o, plan)
+			}
 		}
 	}
 	msg := fmt.Sprintf("nap: pod %s: not nap's binary, as %s; ", podName(req), why)
@@ -240,10 +264,11 @@ func describe(w wait.Wait) string {
 	return fmt.Sprintf("a %s preStop delay", w.DelayArg())
 }
 
-// podObject reads the request's pod for inject.Patch: decoded once into values (not
-// parsed as YAML text, and no diff of two documents afterwards: the patch is the edits),
-// its type filled in when the request's object comes without one.
-func podObject(raw []byte) (*manifest.Object, error) {
+// decodePod decodes the request's pod once, into the values inject.Patch reads
+// (manifest.FromValue: not parsed as YAML text, and no diff of two documents
+// afterwards: the patch is the edits), its type filled in when the request's object
+// comes without one.
+func decodePod(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v map[string]any
@@ -256,15 +281,88 @@ func podObject(raw []byte) (*manifest.Object, error) {
 	if v["kind"] == nil {
 		v["kind"], v["apiVersion"] = "Pod", "v1"
 	}
-	return manifest.FromValue("pod", v)
+	return v, nil
+}
+
+// readPod reads what the webhook decides by from the decoded pod, each field of the
+// type the API gives it.
+func readPod(v map[string]any) (admissionPod, error) {
+	var p admissionPod
+	meta, err := field[map[string]any](v, "metadata")
+	if err != nil {
+		return p, err
+	}
+	if p.Labels, err = stringMap(meta, "labels"); err != nil {
+		return p, err
+	}
+	if p.Annotations, err = stringMap(meta, "annotations"); err != nil {
+		return p, err
+	}
+	refs, err := field[[]any](meta, "ownerReferences")
+	if err != nil {
+		return p, fmt.Errorf("metadata.%w", err)
+	}
+	for i, r := range refs {
+		ref, ok := r.(map[string]any)
+		if !ok {
+			return p, fmt.Errorf("metadata.ownerReferences[%d]: not an object", i)
+		}
+		kind, err := field[string](ref, "kind")
+		if err != nil {
+			return p, fmt.Errorf("metadata.ownerReferences[%d].%w", i, err)
+		}
+		p.OwnerKinds = append(p.OwnerKinds, kind)
+	}
+	spec, err := field[map[string]any](v, "spec")
+	if err != nil {
+		return p, err
+	}
+	rp, err := field[string](spec, "restartPolicy")
+	if err != nil {
+		return p, fmt.Errorf("spec.%w", err)
+	}
+	p.RestartPolicy = corev1.RestartPolicy(rp)
+	return p, nil
+}
+
+// field is m[key] as a T: its zero value when absent or null, an error naming key when
+// of another type.
+func field[T any](m map[string]any, key string) (T, error) {
+	var zero T
+	e, ok := m[key]
+	if !ok || e == nil {
+		return zero, nil
+	}
+	t, ok := e.(T)
+	if !ok {
+		return zero, fmt.Errorf("%s: a %T, not a %T", key, e, zero)
+	}
+	return t, nil
+}
+
+// stringMap is metadata's field key as a map of strings (labels, annotations).
+func stringMap(meta map[string]any, key string) (map[string]string, error) {
+	raw, err := field[map[string]any](meta, key)
+	if err != nil {
+		return nil, fmt.Errorf("metadata.%w", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	out := make(map[string]string, len(raw))
+	for k, e := range raw {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("metadata.%s[%q]: a %T, not a string", key, k, e)
+		}
+		out[k] = s
+	}
+	return out, nil
 }
 
 // decide is the policy webhook's scope.Decide for a pod, from the caches.
 func (i *Injector) decide(ctx context.Context, ns string, pod *admissionPod) (scope.Decision, error) {
-	in := scope.Input{Installed: i.Scope, Pod: scope.Pod{Labels: pod.Metadata.Labels, RestartPolicy: pod.Spec.RestartPolicy}}
-	for _, o := range pod.Metadata.OwnerReferences {
-		in.Pod.OwnerKinds = append(in.Pod.OwnerKinds, o.Kind)
-	}
+	in := scope.Input{Installed: i.Scope, Pod: scope.Pod{Labels: pod.Labels, RestartPolicy: pod.RestartPolicy, OwnerKinds: pod.OwnerKinds}}
 	if i.NamespaceLabels != nil {
 		var err error
 		if in.NamespaceLabels, err = i.NamespaceLabels(ctx, ns); err != nil {
@@ -279,7 +377,7 @@ func (i *Injector) decide(ctx context.Context, ns string, pod *admissionPod) (sc
 		if err != nil {
 			return "", false, fmt.Errorf("%s: %w", ns, err)
 		}
-		name, ok := scope.SelectingService(svcs, pod.Metadata.Labels)
+		name, ok := scope.SelectingService(svcs, pod.Labels)
 		return name, ok, nil
 	}
 	return scope.Decide(in)

@@ -337,3 +337,65 @@ func TestInjectorNotMountable(t *testing.T) {
 		})
 	}
 }
+
+// The webhook's bounds: a pod over MaxPodBytes, a large pod that waits past the
+// admission's time for another, and an admission whose time ran out are admitted
+// unchanged, with a warning and the error metric.
+func TestInjectorBounds(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 34}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s}
+	pod := func(annotations int) []byte {
+		p := benchPod()
+		for k := range annotations {
+			p.Annotations[fmt.Sprintf("example.com/a%06d", k)] = "v"
+		}
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	handle := func(ctx context.Context, raw []byte) admission.Response {
+		return i.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop", Name: "p",
+			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	large := pod(4000) // over bigPodBytes, under MaxPodBytes
+	if len(large) <= bigPodBytes || len(large) > MaxPodBytes {
+		t.Fatalf("the large pod is %d bytes", len(large))
+	}
+	for _, c := range []struct {
+		name    string
+		ctx     context.Context
+		raw     []byte
+		hold    bool // another large pod is being read
+		warning string
+	}{
+		{name: "a large pod is read", ctx: context.Background(), raw: large},
+		{name: "over the bound", ctx: context.Background(), raw: pod(50000), warning: "more than the webhook reads (1048576)"},
+		{name: "a large pod waits for another", ctx: canceled, raw: large, hold: true, warning: "waited for another large pod until the admission's time ran out"},
+		{name: "time ran out", ctx: canceled, raw: pod(0), warning: "nap: context canceled"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.hold {
+				bigPods <- struct{}{}
+				defer func() { <-bigPods }()
+			}
+			before := testutil.ToFloat64(admissions.WithLabelValues("error"))
+			r := handle(c.ctx, c.raw)
+			warned := strings.Join(r.Warnings, "\n")
+			switch {
+			case !r.Allowed:
+				t.Errorf("refused: %+v", r.Result)
+			case c.warning == "" && (len(r.Patches) == 0 || warned != ""):
+				t.Errorf("not injected: %v, warnings %q", r.Patches, warned)
+			case c.warning != "" && (len(r.Patches) != 0 || !strings.Contains(warned, c.warning)):
+				t.Errorf("patches %v, warnings %q; want none, and %q", r.Patches, warned, c.warning)
+			}
+			if n := testutil.ToFloat64(admissions.WithLabelValues("error")) - before; (n == 1) != (c.warning != "") {
+				t.Errorf("error admissions: %v more", n)
+			}
+		})
+	}
+}

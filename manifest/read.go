@@ -272,6 +272,48 @@ func shift(n *yaml.Node, line, col int, done map[*yaml.Node]bool) {
 	}
 }
 
+// readMeta sets o's apiVersion, kind, namespace and name from mapping n, in one pass
+// over n and one over its metadata: kyaml's GetMeta looks each field up anew, which is
+// quadratic in a mapping's keys (10,000 annotations took 0.37 s a pod).
+func readMeta(o *Object, n *yaml.Node) {
+	scalar := func(v *yaml.Node) string {
+		if v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		if v.Kind != yaml.ScalarNode || v.Tag == yaml.NodeTagNull {
+			return ""
+		}
+		return v.Value
+	}
+	// The first of a key counts, as for kyaml's lookups.
+	field := func(n *yaml.Node, keys ...string) []*yaml.Node {
+		out := make([]*yaml.Node, len(keys))
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := slices.Index(keys, n.Content[i].Value); k >= 0 && out[k] == nil {
+				out[k] = n.Content[i+1]
+			}
+		}
+		return out
+	}
+	value := func(v *yaml.Node) string {
+		if v == nil {
+			return ""
+		}
+		return scalar(v)
+	}
+	top := field(n, "apiVersion", "kind", "metadata")
+	o.APIVersion, o.Kind = value(top[0]), value(top[1])
+	meta := top[2]
+	if meta != nil && meta.Kind == yaml.AliasNode && meta.Alias != nil {
+		meta = meta.Alias
+	}
+	if meta == nil || meta.Kind != yaml.MappingNode {
+		return
+	}
+	m := field(meta, "name", "namespace")
+	o.Name, o.Namespace = value(m[0]), value(m[1])
+}
+
 func add(objs *[]*Object, file string, n *yaml.RNode) error {
 	if n.IsNilOrEmpty() {
 		return nil
@@ -280,8 +322,8 @@ func add(objs *[]*Object, file string, n *yaml.RNode) error {
 	if n.YNode().Kind != yaml.MappingNode {
 		return &ReadError{File: file, Line: line, Err: errNotObject}
 	}
-	meta, _ := n.GetMeta()
-	o := &Object{File: file, Line: line, Node: n, APIVersion: meta.APIVersion, Kind: meta.Kind, Namespace: meta.Namespace, Name: meta.Name}
+	o := &Object{File: file, Line: line, Node: n}
+	readMeta(o, n.YNode())
 	if o.Kind == "" {
 		return &ReadError{File: file, Line: line, Err: errNoKind}
 	}
