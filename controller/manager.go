@@ -115,8 +115,13 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	if err := p.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	// The webhook's decisions, which the Reporter asks too (Refusal); without the
+	// webhook, those of the MutatingAdmissionPolicy, which match them
+	// (TestPolicyMatchesWebhook) but mount whatever ConfigMap is there.
+	v := o.Kube
+	injector := &Injector{Options: inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}, Waits: o.Waits}
 	if o.Webhook {
-		if err := addWebhook(mgr, cfg, o, owners, p.Mountable); err != nil {
+		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable); err != nil {
 			return nil, err
 		}
 	}
@@ -127,7 +132,8 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		}
 		r := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Scope: installed, Kube: o.Kube,
 			Exclude: map[string]bool{o.Namespace: true, "kube-system": true}, Roll: o.RollMissed, RollInterval: o.RollInterval,
-			Log: o.Log.WithName("reporter"),
+			Log:     o.Log.WithName("reporter"),
+			Refusal: RefusalOf(mgr.GetAPIReader(), injector),
 			// Protection first: the pod list waits until every namespace has the ConfigMap.
 			Before:         func(ctx context.Context) error { return p.Published(ctx, 2*time.Minute) },
 			AfterFirstPass: settle}
@@ -162,7 +168,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // Certs runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, mountable func(context.Context, string) (string, error)) error {
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error)) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Not the manager's cached client: that would list and watch every Secret.
@@ -190,21 +196,14 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	if err != nil {
 		return err
 	}
-	v := o.Kube
-	explicit := Injector{
-		Options:   inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage},
-		Waits:     o.Waits,
-		Nodes:     nodes.Nodes,
-		Recorder:  mgr.GetEventRecorderFor("nap-webhook"),
-		Mountable: mountable,
-	}
+	explicit.Nodes, explicit.Recorder, explicit.Mountable = nodes.Nodes, mgr.GetEventRecorderFor("nap-webhook"), mountable
 	srv.Register(WebhookPath, explicit.Handler())
 	// The policy webhook reads namespaces and Services from informers that start with the
 	// manager; the Publisher's cache already holds the namespaces.
 	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{}); err != nil {
 		return err
 	}
-	policy := explicit
+	policy := *explicit
 	policy.Scope = cmp.Or(o.Scope, scope.OptIn)
 	policy.NamespaceLabels = NamespaceLabelsFrom(mgr.GetCache())
 	policy.Services = ServicesFrom(mgr.GetCache())

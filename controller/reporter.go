@@ -44,6 +44,11 @@ const (
 	// have it (before 1.30; lint's native-sleep-unsupported): the hook fails and the
 	// container stops at once.
 	NativeSleepUnsupported Reason = "native-sleep-unsupported"
+	// Refused: the pod has no delay because the webhook leaves it unchanged on purpose
+	// (a bad nap.dev/delay or nap.dev/wait, the pod's own nap volume, an architecture
+	// without a binary...; Injector.Refusal says why): rolling it would not help, and
+	// it is never rolled.
+	Refused Reason = "refused"
 	// FailedPreStopHook: the kubelet reported that a pod's preStop hook failed.
 	FailedPreStopHook Reason = "failed-prestop-hook"
 )
@@ -51,6 +56,7 @@ const (
 // eventReasons are the Warning events the Reporter puts on workloads.
 var eventReasons = map[Reason]string{
 	NotInjected:            "NapNotInjected",
+	Refused:                "NapRefused",
 	DelayExceedsGrace:      "NapDelayExceedsGrace",
 	NativeSleepUnsupported: "NapNativeSleepUnsupported",
 	FailedPreStopHook:      "NapFailedPreStopHook",
@@ -82,7 +88,8 @@ type Finding struct {
 // Reporter finds, at start and then every Interval, what makes nap's protection fail
 // silently, from the manager's caches (no API call per pod):
 //
-//   - pods the webhook should have injected and did not (NotInjected);
+//   - pods the webhook should have injected and did not (NotInjected), apart from
+//     those it leaves unchanged on purpose (Refused);
 //   - hooks that cannot do their job (DelayExceedsGrace, NativeSleepUnsupported);
 //   - FailedPreStopHook events, per workload and cause.
 //
@@ -107,6 +114,11 @@ type Reporter struct {
 
 	Roll         bool
 	RollInterval time.Duration // default 1m
+
+	// Refusal, when set, says why the webhook would leave a pod without a delay
+	// unchanged if it were created now ("" when it would give it one): such a pod is
+	// Refused, not NotInjected, and never rolled. See RefusalOf.
+	Refusal func(ctx context.Context, namespace, name string) (string, error)
 
 	// Reports, when set, keeps a policy report per namespace of what is found
 	// (policyreport: OpenReports or the wg-policy PolicyReport).
@@ -594,6 +606,16 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 			return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		// Under audit nothing is injected by design: that is reported at admission.
+		if d.Inject && r.Refusal != nil {
+			why, err := r.Refusal(ctx, p.Namespace, p.Name)
+			if err != nil {
+				return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			if why != "" {
+				out.finds = append(out.finds, podFinding{w, Refused, p.Name, "pods have no preStop delay: nap's webhook leaves them unchanged (" + why + "); fix that, then roll the workload"})
+				continue
+			}
+		}
 		if d.Inject {
 			out.finds = append(out.finds, podFinding{w, NotInjected, p.Name, fmt.Sprintf("pods have no preStop delay although nap's webhook gives them one (%s): admitted while the webhook was down, unreachable or not yet trusted; roll the workload to inject them", d)})
 			out.notInjected = append(out.notInjected, *p.DeepCopy()) // p is the next pod's too
@@ -759,7 +781,7 @@ func Results(found []Finding) map[string][]policyreport.Result {
 	out := map[string][]policyreport.Result{}
 	for _, f := range found {
 		severity := policyreport.Medium
-		if f.Reason == NotInjected || f.Reason == FailedPreStopHook {
+		if f.Reason == NotInjected || f.Reason == Refused || f.Reason == FailedPreStopHook {
 			severity = policyreport.High // no delay at all
 		}
 		props := map[string]string{"pods": fmt.Sprint(len(f.Pods))}

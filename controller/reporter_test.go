@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
@@ -97,6 +99,12 @@ func TestReporter(t *testing.T) {
 	pod("plain", "api-2", "StatefulSet", "api", nil, nil)
 	pod("nap-system", "nap-6b7c8d9f-aaaaa", "ReplicaSet", "nap-6b7c8d9f", nil, nil) // the controller's own namespace
 	pod("opted-in", "own-0", "StatefulSet", "own", map[string]string{InjectLabel: "disabled"}, nil)
+	// Left unchanged by the webhook on purpose: refused, never rolled.
+	pod("opted-in", "bad-0", "StatefulSet", "bad", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{DelayAnnotation: "soon"} })
+	pod("opted-in", "ownvol-0", "StatefulSet", "ownvol", nil, func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: kube.ConfigMapName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		p.Annotations = map[string]string{DelayAnnotation: "2.5"} // nap's binary, which needs the volume
+	})
 	pod("plain", "slow-0", "StatefulSet", "slow", nil, func(p *corev1.Pod) {
 		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(10))
 		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/nap/nap", "10s"}}}}
@@ -125,8 +133,10 @@ func TestReporter(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "api-2"}, Reason: "Killing", Type: corev1.EventTypeNormal})
 
 	rec := record.NewFakeRecorder(100)
+	v := kube.Version{Major: 1, Minor: 34}
 	r := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard(),
-		Reports: &writer.Writer{Client: c, Format: policyreport.OpenReports}}
+		Reports: &writer.Writer{Client: c, Format: policyreport.OpenReports},
+		Refusal: RefusalOf(c, &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s})}
 	if err := r.Watch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +144,8 @@ func TestReporter(t *testing.T) {
 		"Deployment/opted-in/api not-injected api-7d9f8c6b5-abcde,api-7d9f8c6b5-fghij",
 		"Deployment/plain/shell failed-prestop-hook/no-shell shell-6f7d8c9b4-q2w3e",
 		"StatefulSet/defaulted/web not-injected web-0",
+		"StatefulSet/opted-in/bad refused bad-0",
+		"StatefulSet/opted-in/ownvol refused ownvol-0",
 		"StatefulSet/plain/native native-sleep-unsupported native-0",
 		"StatefulSet/plain/shellhook failed-prestop-hook/hook-shell shellhook-0",
 		"StatefulSet/plain/slow delay-exceeds-grace slow-0",
@@ -169,10 +181,11 @@ func TestReporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := drain(rec)
-	if len(events) != 6 {
-		t.Errorf("%d events after the first pass, want 6: %q", len(events), events)
+	if len(events) != 8 {
+		t.Errorf("%d events after the first pass, want 8: %q", len(events), events)
 	}
-	for _, w := range []string{"Warning NapNotInjected 2 pod(s) (api-7d9f8c6b5-abcde, api-7d9f8c6b5-fghij)", "Warning NapFailedPreStopHook", "Warning NapDelayExceedsGrace", "Warning NapNativeSleepUnsupported"} {
+	for _, w := range []string{"Warning NapNotInjected 2 pod(s) (api-7d9f8c6b5-abcde, api-7d9f8c6b5-fghij)",
+		`Warning NapRefused 1 pod(s) (bad-0): pods have no preStop delay: nap's webhook leaves them unchanged (nap.dev/delay "soon"`, "Warning NapFailedPreStopHook", "Warning NapDelayExceedsGrace", "Warning NapNativeSleepUnsupported"} {
 		if !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, w) }) {
 			t.Errorf("no event %q in %q", w, events)
 		}
@@ -194,7 +207,7 @@ func TestReporter(t *testing.T) {
 		return fails, u.GetResourceVersion()
 	}
 	rvs := map[string]string{}
-	for ns, want := range map[string]int64{"opted-in": 1, "defaulted": 1, "plain": 4, "opted-out": -1, "audited": -1} {
+	for ns, want := range map[string]int64{"opted-in": 3, "defaulted": 1, "plain": 4, "opted-out": -1, "audited": -1} {
 		fails, rv := report(ns)
 		if fails != want {
 			t.Errorf("namespace %s: a report of %d failures, want %d (-1: none)", ns, fails, want)
@@ -235,6 +248,22 @@ func TestReporter(t *testing.T) {
 	}
 	if e := drain(rec); !slices.ContainsFunc(e, func(s string) bool { return strings.HasPrefix(s, "Normal NapRolled") }) {
 		t.Errorf("no NapRolled event: %q", e)
+	}
+	// Pass after pass, the missed pods go and the refused ones stay.
+	for range 4 {
+		r.lastRoll = time.Time{}
+		if err := r.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"bad-0", "ownvol-0"} {
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "opted-in", Name: name}, &p); err != nil || p.DeletionTimestamp != nil {
+			t.Errorf("refused pod %s rolled: %v", name, err)
+		}
+	}
+	if n := testutil.ToFloat64(rolled.WithLabelValues("opted-in")) + testutil.ToFloat64(rolled.WithLabelValues("defaulted")); n < 3 {
+		t.Errorf("%v missed pods rolled, want the 3", n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,10 +15,13 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/go-logr/logr"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
@@ -94,36 +98,72 @@ var bigPods = make(chan struct{}, 1)
 var _ admission.Handler = (*Injector)(nil)
 
 // Handle answers one admission request. Errors never block a pod (the webhook's
-// failurePolicy is Ignore too): the pod is admitted unchanged, with a warning.
+// failurePolicy is Ignore too): the pod is admitted unchanged, with a warning. It
+// records what answer decided: the metrics, the event, the log.
 func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	defer func() { admissionSeconds.Observe(time.Since(start).Seconds()) }()
+	a := i.answer(ctx, req)
+	admissions.WithLabelValues(a.result).Inc()
+	if a.result == "audit" {
+		auditWouldInject.WithLabelValues(req.Namespace).Inc()
+	}
+	if a.event != nil && i.Recorder != nil && req.Namespace != "" {
+		i.Recorder.Event(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}, a.event.kind, a.event.reason, a.event.message)
+	}
+	lg := logf.FromContext(ctx)
+	for _, l := range a.logs {
+		l(lg)
+	}
+	admissionSeconds.Observe(time.Since(start).Seconds())
+	return a.Response
+}
+
+// answered is the webhook's answer to one request, and what Handle records of it.
+type answered struct {
+	admission.Response
+	result string   // nap_admissions_total's: injected, unchanged, skipped, audit, error, not-mounted
+	event  *nsEvent // on the pod's namespace
+	logs   []func(logr.Logger)
+}
+
+type nsEvent struct{ kind, reason, message string }
+
+func result(result string, r admission.Response) answered {
+	return answered{Response: r, result: result}
+}
+
+// failed is an error's answer: the pod admitted unchanged, with a warning.
+func failed(err error) answered {
+	return result("error", admission.Allowed("").WithWarnings("nap: "+err.Error()))
+}
+
+// answer decides for req, with no side effect (no metric, event or log: Handle records
+// them), so that the Reporter can ask it about a pod that runs (Refusal).
+func (i *Injector) answer(ctx context.Context, req admission.Request) answered {
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || len(req.Object.Raw) == 0 {
-		admissions.WithLabelValues("skipped").Inc()
-		return admission.Allowed("not a Pod create")
+		return result("skipped", admission.Allowed("not a Pod create"))
 	}
 	if n := len(req.Object.Raw); n > MaxPodBytes {
-		return i.undecodable(ctx, req, fmt.Errorf("it is %d bytes, more than the webhook reads (%d)", n, MaxPodBytes))
+		return undecodable(req, fmt.Errorf("it is %d bytes, more than the webhook reads (%d)", n, MaxPodBytes))
 	}
 	if len(req.Object.Raw) > bigPodBytes {
 		select {
 		case bigPods <- struct{}{}:
 			defer func() { <-bigPods }()
 		case <-ctx.Done():
-			return i.undecodable(ctx, req, fmt.Errorf("it waited for another large pod until the admission's time ran out: %w", ctx.Err()))
+			return undecodable(req, fmt.Errorf("it waited for another large pod until the admission's time ran out: %w", ctx.Err()))
 		}
 	}
 	v, err := decodePod(req.Object.Raw)
 	if err != nil {
-		return i.undecodable(ctx, req, err)
+		return undecodable(req, err)
 	}
 	pod, err := readPod(v)
 	if err != nil {
-		return i.undecodable(ctx, req, err)
+		return undecodable(req, err)
 	}
 	if pod.Labels[InjectLabel] == scope.Disabled { // the objectSelector keeps these away too
-		admissions.WithLabelValues("skipped").Inc()
-		return admission.Allowed("opted out")
+		return result("skipped", admission.Allowed("opted out"))
 	}
 	// The explicit webhook's pods were chosen by its selectors; the policy webhook's
 	// are decided here.
@@ -131,51 +171,58 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if i.Scope != "" {
 		d, err := i.decide(ctx, req.Namespace, &pod)
 		if err != nil {
-			admissions.WithLabelValues("error").Inc()
-			return admission.Allowed("").WithWarnings("nap: " + err.Error())
+			return failed(err)
 		}
 		if d.Audit {
 			audit = d.Why
 		} else if !d.Inject {
-			admissions.WithLabelValues("skipped").Inc()
-			return admission.Allowed(d.Why)
+			return result("skipped", admission.Allowed(d.Why))
 		}
 	}
 	w, err := i.Waits.ForPod(pod.Annotations)
 	if err != nil {
-		admissions.WithLabelValues("error").Inc()
-		return admission.Allowed("").WithWarnings("nap: " + err.Error())
+		return failed(err)
 	}
 	opts := i.Options
 	opts.Wait = w
+	var logs []func(logr.Logger)
 	if i.Nodes != nil && opts.Kube != nil {
 		if nodes, err := i.Nodes(ctx); err == nil {
 			opts.Nodes = nodes
 		} else {
-			logf.FromContext(ctx).Info("nodes unknown; assuming the oldest kubelet the skew policy allows", "error", err.Error())
+			logs = append(logs, func(lg logr.Logger) {
+				lg.Info("nodes unknown; assuming the oldest kubelet the skew policy allows", "error", err.Error())
+			})
 		}
 	}
+	a := i.plan(ctx, req, v, opts, audit)
+	a.logs = append(logs, a.logs...)
+	return a
+}
+
+// plan is answer's part once the pod is read and its wait known.
+func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string]any, opts inject.Options, audit string) answered {
 	plan, err := inject.NewPlan(opts)
 	if err != nil {
-		admissions.WithLabelValues("error").Inc()
-		return admission.Allowed("").WithWarnings("nap: " + err.Error())
+		return failed(err)
 	}
 	if err := ctx.Err(); err != nil { // the API server has stopped waiting
-		admissions.WithLabelValues("error").Inc()
-		return admission.Allowed("").WithWarnings("nap: " + err.Error())
+		return failed(err)
 	}
 	o, err := manifest.FromValue("pod", v)
 	if err != nil {
-		return i.undecodable(ctx, req, err)
+		return undecodable(req, err)
 	}
-	ops, _, err := inject.Patch(o, plan)
+	ops, notes, err := inject.Patch(o, plan)
 	if err != nil {
-		admissions.WithLabelValues("error").Inc()
-		return admission.Allowed("").WithWarnings("nap: " + err.Error())
+		return failed(err)
 	}
-	if len(ops) == 0 {
-		admissions.WithLabelValues("unchanged").Inc()
-		return admission.Allowed("nothing to add")
+	if len(ops) == 0 { // why, in the answer's message: not a warning to every pod with its own hook
+		why := "nothing to add"
+		for _, n := range notes {
+			why += "; " + n.Msg
+		}
+		return result("unchanged", admission.Allowed(why))
 	}
 	if i.Mountable != nil && len(plan.ConfigMapNamespaces()) > 0 {
 		why, err := i.Mountable(ctx, req.Namespace)
@@ -183,36 +230,33 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 			why = "its nap ConfigMap could not be read: " + err.Error()
 		}
 		if why != "" {
-			return i.notMountable(ctx, req, opts, why, audit)
+			return notMountable(req, opts, why, audit)
 		}
 	}
 	if audit != "" {
-		admissions.WithLabelValues("audit").Inc()
-		auditWouldInject.WithLabelValues(req.Namespace).Inc()
-		msg := fmt.Sprintf("nap (audit policy): pod %s would get %s (%s); admitted unchanged", podName(req), describe(w), audit)
-		if i.Recorder != nil {
-			i.Recorder.Event(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}, corev1.EventTypeNormal, "NapAuditWouldInject", msg)
-		}
-		return admission.Allowed("audit").WithWarnings(msg)
+		msg := fmt.Sprintf("nap (audit policy): pod %s would get %s (%s); admitted unchanged", podName(req), describe(opts.Wait), audit)
+		a := result("audit", admission.Allowed("audit").WithWarnings(msg))
+		a.event = &nsEvent{corev1.EventTypeNormal, "NapAuditWouldInject", msg}
+		return a
 	}
-	admissions.WithLabelValues("injected").Inc()
-	resp := patched(ops)
+	a := result("injected", patched(ops))
 	if plan.DeliveryWhy != "" { // --delivery auto fell back: said to whoever created the pod, and logged once
 		msg := "nap: the nap ConfigMap, not the image volume: " + plan.DeliveryWhy
-		if _, said := deliveryFallbacks.LoadOrStore(msg, true); !said {
-			logf.FromContext(ctx).Info("delivering nap from the ConfigMap", "why", plan.DeliveryWhy)
-		}
-		resp = resp.WithWarnings(msg)
+		a.Response = a.Response.WithWarnings(msg)
+		a.logs = append(a.logs, func(lg logr.Logger) {
+			if _, said := deliveryFallbacks.LoadOrStore(msg, true); !said {
+				lg.Info("delivering nap from the ConfigMap", "why", plan.DeliveryWhy)
+			}
+		})
 	}
-	return resp
+	return a
 }
 
 // notMountable answers for a pod that would run nap from a ConfigMap that must not be
 // mounted (why): the native sleep of opts' wait (Wait.Native) where every kubelet that
 // may run the pod has it, else the pod unchanged; a warning and a Warning event
 // (NapBinaryNotMounted) on the namespace either way, and the result "not-mounted".
-func (i *Injector) notMountable(ctx context.Context, req admission.Request, opts inject.Options, why, audit string) admission.Response {
-	admissions.WithLabelValues("not-mounted").Inc()
+func notMountable(req admission.Request, opts inject.Options, why, audit string) answered {
 	opts.Wait, opts.Mode = opts.Wait.Native(), inject.ModeNative
 	var ops []inject.Op
 	plan, err := inject.NewPlan(opts)
@@ -237,14 +281,16 @@ func (i *Injector) notMountable(ctx context.Context, req admission.Request, opts
 	default:
 		msg += fmt.Sprintf("the native sleep of %s instead", opts.Wait.DelayArg())
 	}
-	logf.FromContext(ctx).Info("did not mount a namespace's nap ConfigMap", "namespace", req.Namespace, "why", why, "injected", len(ops) > 0)
-	if i.Recorder != nil {
-		i.Recorder.Event(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}, corev1.EventTypeWarning, "NapBinaryNotMounted", msg)
+	a := result("not-mounted", admission.Allowed("").WithWarnings(msg))
+	if len(ops) > 0 {
+		a.Response = patched(ops).WithWarnings(msg)
 	}
-	if len(ops) == 0 {
-		return admission.Allowed("").WithWarnings(msg)
-	}
-	return patched(ops).WithWarnings(msg)
+	a.event = &nsEvent{corev1.EventTypeWarning, "NapBinaryNotMounted", msg}
+	injected := len(ops) > 0
+	a.logs = []func(logr.Logger){func(lg logr.Logger) {
+		lg.Info("did not mount a namespace's nap ConfigMap", "namespace", req.Namespace, "why", why, "injected", injected)
+	}}
+	return a
 }
 
 // patched is the response that makes inject's edits.
@@ -393,15 +439,47 @@ func podName(req admission.Request) string {
 
 // undecodable admits a pod the webhook could not read, unchanged, and says so: in the
 // response's warnings, the error metric, the log and an event on the namespace.
-func (i *Injector) undecodable(ctx context.Context, req admission.Request, err error) admission.Response {
-	admissions.WithLabelValues("error").Inc()
+func undecodable(req admission.Request, err error) answered {
 	msg := fmt.Sprintf("nap: pod %s/%s admitted without a preStop delay: its object could not be read: %v", req.Namespace, req.Name, err)
-	logf.FromContext(ctx).Error(err, "admitted a pod the webhook could not read, unchanged", "namespace", req.Namespace, "name", req.Name, "uid", req.UID)
-	if i.Recorder != nil && req.Namespace != "" {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}
-		i.Recorder.Event(ns, corev1.EventTypeWarning, "NapUndecodablePod", msg)
+	a := result("error", admission.Allowed("").WithWarnings(msg))
+	a.event = &nsEvent{corev1.EventTypeWarning, "NapUndecodablePod", msg}
+	a.logs = []func(logr.Logger){func(lg logr.Logger) {
+		lg.Error(err, "admitted a pod the webhook could not read, unchanged", "namespace", req.Namespace, "name", req.Name, "uid", req.UID)
+	}}
+	return a
+}
+
+// Refusal says why the webhook would leave pod, which runs without nap's hook,
+// unchanged if it were created now ("" when it would give it a delay): what its
+// warnings say (a bad annotation, the pod's own nap volume, an architecture without a
+// binary, a ConfigMap it may not mount where no native sleep will do), or why not.
+// It asks answer, so it records nothing.
+func (i *Injector) Refusal(ctx context.Context, pod *corev1.Pod) (string, error) {
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return "", err
 	}
-	return admission.Allowed("").WithWarnings(msg)
+	a := i.answer(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: pod.Namespace, Name: pod.Name,
+		Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
+	if len(a.Patches) > 0 {
+		return "", nil
+	}
+	if len(a.Warnings) > 0 {
+		return strings.TrimPrefix(strings.Join(a.Warnings, "; "), "nap: "), nil
+	}
+	return "the webhook would not change it: " + a.Result.Message, nil
+}
+
+// RefusalOf is the Reporter's Refusal: the pod read whole through reader (the cache
+// holds summaries), then Injector.Refusal. A pod gone meanwhile is not refused.
+func RefusalOf(reader client.Reader, i *Injector) func(ctx context.Context, namespace, name string) (string, error) {
+	return func(ctx context.Context, namespace, name string) (string, error) {
+		var p corev1.Pod
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+		return i.Refusal(ctx, &p)
+	}
 }
 
 // Handler returns the webhook as an http.Handler, for a webhook server's path.

@@ -399,3 +399,45 @@ func TestInjectorBounds(t *testing.T) {
 		})
 	}
 }
+
+// Refusal tells the pods the webhook leaves unchanged on purpose, and why, from those
+// it would inject if created now; it records nothing.
+func TestInjectorRefusal(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 34}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s}
+	pod := func(f func(p *corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "a"}}}}
+		if f != nil {
+			f(p)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string // in the refusal; "" for none
+	}{
+		{"missed", pod(nil), ""},
+		{"a bad delay", pod(func(p *corev1.Pod) { p.Annotations = map[string]string{DelayAnnotation: "soon"} }), `nap.dev/delay "soon"`},
+		{"a bad wait", pod(func(p *corev1.Pod) { p.Annotations = map[string]string{WaitAnnotation: "sometimes"} }), `"sometimes"`},
+		{"its own nap volume", pod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{DelayAnnotation: "2.5"}
+			p.Spec.Volumes = []corev1.Volume{{Name: kube.ConfigMapName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		}), "volume"},
+		{"an architecture without a binary", pod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{DelayAnnotation: "2.5"}
+			p.Spec.NodeSelector = map[string]string{"kubernetes.io/arch": "s390x"}
+		}), "s390x"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := testutil.ToFloat64(admissions.WithLabelValues("error"))
+			why, err := i.Refusal(context.Background(), c.pod)
+			if err != nil || (c.want == "") != (why == "") || !strings.Contains(why, c.want) {
+				t.Errorf("%q, %v; want %q", why, err, c.want)
+			}
+			if testutil.ToFloat64(admissions.WithLabelValues("error")) != before {
+				t.Error("Refusal counted an admission")
+			}
+		})
+	}
+}

@@ -49,7 +49,7 @@ func Rules() []RuleGroup {
 			"No replica of nap's controller has answered a scrape for 5 minutes. Pods admitted meanwhile get no delay (the webhook fails open) and nothing reports them."),
 		alert("NapPodsUnprotected", `sum by (namespace, reason) (nap_pods_unprotected) > 0`, "15m", "warning",
 			"{{ $value }} pods in {{ $labels.namespace }} may drop requests when they terminate ({{ $labels.reason }}).",
-			"nap's Reporter finds pods without a working delay: not-injected (admitted while the webhook was down; roll them, or run the controller with --roll-missed), delay-exceeds-grace, native-sleep-unsupported. kubectl nap status -n {{ $labels.namespace }} lists them."),
+			"nap's Reporter finds pods without a working delay: not-injected (admitted while the webhook was down; roll them, or run the controller with --roll-missed), refused (the webhook leaves them unchanged on purpose: their event says why), delay-exceeds-grace, native-sleep-unsupported. kubectl nap status -n {{ $labels.namespace }} lists them."),
 		alert("NapPreStopHookFailing", `sum by (namespace, workload, cause) (nap_prestop_hook_failures) > 0`, "5m", "warning",
 			"preStop hooks of {{ $labels.workload }} in {{ $labels.namespace }} fail ({{ $labels.cause }}).",
 			"The kubelet reported FailedPreStopHook for {{ $value }} pods: they stop without their delay and drop requests. kubectl nap lint --live -n {{ $labels.namespace }} says why."),
