@@ -18,6 +18,7 @@ FUZZ_INJECT ?= 15000x
 FUZZ_SNMP   ?= 100000x
 FUZZ_UTF16  ?= 50000x
 FUZZ_WEBHOOK ?= 10000x
+FUZZ_VALUE  ?= 30000x
 ifdef FUZZTIME
 FUZZ_PARSE  := $(FUZZTIME)
 FUZZ_DIFF   := $(FUZZTIME)
@@ -26,6 +27,7 @@ FUZZ_INJECT := $(FUZZTIME)
 FUZZ_SNMP   := $(FUZZTIME)
 FUZZ_UTF16  := $(FUZZTIME)
 FUZZ_WEBHOOK := $(FUZZTIME)
+FUZZ_VALUE  := $(FUZZTIME)
 endif
 
 .PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
@@ -117,6 +119,7 @@ fuzz:
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZ_DIFF) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzUTF16$$' -fuzztime $(FUZZ_UTF16) -fuzzminimizetime 2s
+	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZ_VALUE) -fuzzminimizetime 2s
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZ_INJECT) -fuzzminimizetime 2s
 	$(GO) test ./controller -run '^$$' -fuzz '^FuzzInjectorHandle$$' -fuzztime $(FUZZ_WEBHOOK) -fuzzminimizetime 2s
 
@@ -126,7 +129,7 @@ bench: prereqs build
 	$(GO) test ./lint -run '^$$' -bench 'Lint10k' -benchmem -count 3
 	$(GO) test ./lint -run '^$$' -bench 'InjectVsLint' -benchmem -count 3 | tee /dev/stderr | bash hack/bench-ratio.sh Lint Inject
 	$(GO) test ./controller -run '^$$' -bench 'InjectorHandle' -benchmem -count 3
-	$(GO) test ./internal/cli/app -run '^$$' -bench 'LargeManifest' -benchtime 1x -timeout 20m
+	$(GO) test ./internal/cli/app -run '^$$' -bench 'LargeManifest|LargeMapping' -benchtime 1x -timeout 20m
 	bash hack/bench-probe.sh
 	$(MAKE) kube-bins
 	NAP_BENCH_PROBE_WATCH=1 $(GO) test -count=1 -run TestProbeWatchCost -v ./internal/cli/probe

@@ -133,9 +133,10 @@ func (o *Object) Decode(v any, path ...string) error {
 		}
 	}
 	// Through the YAML node's own value, not RNode.MarshalJSON: that one re-encodes the
-	// node as YAML text and parses it again, which dominated linting large inputs.
-	var tree any
-	if err := n.YNode().Decode(&tree); err != nil {
+	// node as YAML text and parses it again, which dominated linting large inputs; and
+	// by Value, not yaml.v3's decoder, which is quadratic in a mapping's keys.
+	tree, err := Value(n.YNode())
+	if err != nil {
 		return err
 	}
 	b, err := json.Marshal(tree)
@@ -143,6 +144,27 @@ func (o *Object) Decode(v any, path ...string) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// Keys are the keys of the mapping at path, in order (none when it is not a mapping),
+// read from the node: no value is decoded.
+func (o *Object) Keys(path ...string) []string {
+	n, err := o.Node.Pipe(yaml.Lookup(path...))
+	if err != nil || n == nil {
+		return nil
+	}
+	y := n.YNode()
+	if y.Kind == yaml.AliasNode && y.Alias != nil {
+		y = y.Alias
+	}
+	if y.Kind != yaml.MappingNode {
+		return nil
+	}
+	keys := make([]string, 0, len(y.Content)/2)
+	for i := 0; i+1 < len(y.Content); i += 2 {
+		keys = append(keys, y.Content[i].Value)
+	}
+	return keys
 }
 
 // ContainerLines returns the line of each container of a pod spec node, by name.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,4 +77,72 @@ func BenchmarkLargeManifest(b *testing.B) {
 			b.Errorf("%d no-prestop-delay findings, want %d", n, apps)
 		}
 	})
+}
+
+// lintMappingBytesPerInput is napctl lint's budget of peak RSS per byte of a manifest
+// whose bulk is one mapping, beyond lintBaseMiB (napctl's own, about 85 MiB on any
+// input): the YAML node tree is about 45× the text for block keys and 60× for short
+// flow items (make bench).
+const (
+	lintMappingBytesPerInput = 80
+	lintBaseMiB              = 100
+)
+
+// BenchmarkLargeMapping runs napctl lint, as a process, on ConfigMaps whose bulk is one
+// mapping (the shapes where yaml.v3's decoder was quadratic: 80,000 keys took 34 s, and
+// 1,000,000 did not finish in 180 s), and reports each one's wall time and peak RSS.
+// It fails past lintMappingBytesPerInput.
+func BenchmarkLargeMapping(b *testing.B) {
+	dir := b.TempDir()
+	napctl := filepath.Join(dir, "napctl")
+	if out, err := exec.Command("go", "build", "-o", napctl, "github.com/nap-k8s/nap/cmd/napctl").CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	head := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:"
+	for _, c := range []struct {
+		name string
+		keys int
+		flow bool
+	}{{"block-80k", 80_000, false}, {"block-1M", 1_000_000, false}, {"flow-1M", 1_000_000, true}} {
+		var buf bytes.Buffer
+		buf.WriteString(head)
+		if c.flow {
+			buf.WriteString(" {")
+			for i := range c.keys {
+				if i > 0 {
+					buf.WriteByte(',')
+				}
+				fmt.Fprintf(&buf, "k%d: v", i)
+			}
+			buf.WriteString("}\n")
+		} else {
+			buf.WriteByte('\n')
+			for i := range c.keys {
+				fmt.Fprintf(&buf, "  k%07d: v\n", i)
+			}
+		}
+		in := filepath.Join(dir, c.name+".yaml")
+		if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			var rss float64
+			for b.Loop() {
+				var stderr bytes.Buffer
+				cmd := exec.Command(napctl, "lint", "-f", in)
+				cmd.Stderr = &stderr
+				start := time.Now()
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("napctl lint: %v\n%.2000s", err, stderr.Bytes())
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "s/run")
+				rss = float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+				b.ReportMetric(rss, "MiB-peak-rss")
+			}
+			b.ReportMetric(float64(buf.Len())/(1<<20), "MiB-input")
+			if budget := lintBaseMiB + float64(lintMappingBytesPerInput*buf.Len())/(1<<20); rss > budget {
+				b.Errorf("peak RSS %.0f MiB for %.1f MiB of input: past the budget of %d MiB and %d× the input (%.0f MiB)", rss, float64(buf.Len())/(1<<20), lintBaseMiB, lintMappingBytesPerInput, budget)
+			}
+		})
+	}
 }
