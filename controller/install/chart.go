@@ -809,6 +809,18 @@ func indent(s, prefix string) string {
 }
 
 // valuesSchema is values.schema.json: helm refuses what napctl's flags would.
+// SelectorPattern is the label selectors the chart takes for namespaceSelector: the
+// grammar of Kubernetes' labels.Parse (what napctl install and the controller accept),
+// written with spaces as the only blank, so that no value can carry a newline into the
+// controller's arguments (TestSelectorPattern holds it to labels.Parse).
+var SelectorPattern = func() string {
+	name := `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`
+	key := `([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?` + name
+	val := `(` + name + `)?`
+	req := ` *(!` + key + `|` + key + `( *(==|=|!=) *` + val + `| *(>|<) *[0-9]+| +(in|notin) *\( *` + val + `( *, *` + val + `)* *\))?) *`
+	return `^(` + req + `(,` + req + `)*)?$`
+}()
+
 func valuesSchema() ([]byte, error) {
 	enum := func(vals []string) map[string]any { return map[string]any{"type": "string", "enum": vals} }
 	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), wait.KindNames()
@@ -829,7 +841,7 @@ func valuesSchema() ([]byte, error) {
 		"delivery":  obj(map[string]any{"mode": enum(deliveries), "napImage": plain}),
 		"wait": obj(map[string]any{"mode": enum(waits), "delay": duration, "max": duration,
 			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`}}),
-		"namespaceSelector": map[string]any{"type": "string", "pattern": `^[^"']*$`},
+		"namespaceSelector": map[string]any{"type": "string", "pattern": SelectorPattern},
 		"excludeNamespaces": map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
 		"certManager":       obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 		"rollMissed":        map[string]any{"type": "boolean"},

@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nap-k8s/nap/controller"
@@ -112,6 +114,8 @@ resources: {requests: {cpu: 50m, memory: 128Mi}, limits: {memory: 512Mi}}`,
 			refused: "--delivery auto needs the webhook"},
 		{name: "refused: a delay", values: "wait: {delay: ten seconds}", refused: "/wait/delay"},
 		{name: "refused: a scope", values: "policy: everything", refused: "/policy"},
+		{name: "refused: a selector that carries an argument", values: `namespaceSelector: "team=shop\n- --roll-missed"`, refused: "/namespaceSelector"},
+		{name: "refused: a selector napctl install refuses", values: "namespaceSelector: team in shop", refused: "/namespaceSelector"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -211,4 +215,22 @@ func docs(t *testing.T, stream []byte) []map[string]any {
 		}
 	}
 	return out
+}
+
+// SelectorPattern accepts what labels.Parse accepts, written with spaces, and nothing
+// with another blank.
+func TestSelectorPattern(t *testing.T) {
+	re := regexp.MustCompile(SelectorPattern)
+	for _, sel := range []string{
+		"", "team=shop", "team==shop", "team!=shop", "team", "!team", "team=", "team in (shop,search)", "team notin (a, b)",
+		"example.com/team=shop, env in (prod), !legacy", "team in ()", "a.b_c-d=e_f.g-h", " team = shop ",
+		"team=shop\n- --roll-missed", "team=shop\t", "team in shop", "team=a=b", "team=\"shop\"", "-team=x", "team=shop,", ",team",
+		"Example.com/team=x", "team=a b", "team in (a,b", "team>3", "team < 10", "team>x", "team>-1",
+	} {
+		_, err := labels.Parse(sel)
+		valid := err == nil && !strings.ContainsAny(sel, "\t\n\r")
+		if re.MatchString(sel) != valid {
+			t.Errorf("%q: the pattern says %v, labels.Parse %v", sel, re.MatchString(sel), err)
+		}
+	}
 }
