@@ -109,6 +109,18 @@ func dimensions() []dimension {
 			}},
 		{values: scopes, expr: eqExpr(".Values." + scope.Flag),
 			set: func(o *Options, v string) { o.Scope = scope.Scope(v) }},
+		// One replica: no PodDisruptionBudget (it would block every drain).
+		{values: []string{"", "y"}, expr: func(v string, negated bool) string {
+			if (v == "y") != negated {
+				return "eq (int .Values.replicas) 1"
+			}
+			return "ne (int .Values.replicas) 1"
+		},
+			set: func(o *Options, v string) {
+				if v == "y" {
+					o.Replicas = 1
+				}
+			}},
 		{values: []string{"", "y"}, expr: boolExpr(".Values.namespaceSelector"),
 			set: func(o *Options, v string) {
 				if v != "" {
@@ -166,6 +178,7 @@ var substitutions = []struct{ sentinel, expr string }{
 	{sentSelector, `{{ .Values.namespaceSelector }}`},
 	{sentExclude, `{{ join "," .Values.excludeNamespaces }}`},
 	{fmt.Sprintf("replicas: %d", sentReplicas), `replicas: {{ .Values.replicas }}`},
+	{"replicas: 1\n", "replicas: {{ .Values.replicas }}\n"}, // the one-replica dimension's
 }
 
 // Resources are the controller's default requests and limits.

@@ -3,6 +3,7 @@ package install
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -84,7 +85,8 @@ const (
 var DefaultImage = version.Image(version.ControllerImage, version.Version)
 
 // Objects returns every object of an installation, in the order to apply them:
-// Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget, the
+// Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget (with 2
+// replicas or more), the
 // ValidatingAdmissionPolicy that lets only the controller write the nap ConfigMaps
 // (controller.ConfigMapGuard) and its binding, MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked);
 // with AdmissionPolicy, the MutatingAdmissionPolicy and its binding instead of the
@@ -127,8 +129,13 @@ func Objects(o Options) ([]runtime.Object, error) {
 	installed := cmp.Or(o.Scope, scope.OptIn)
 	args, volumes, mounts := controllerArgs(o, installed, webhook)
 	deploy := deployment(o, meta, appLabels, webhook, args, volumes, mounts)
-	pdb := &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
-		MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
+	// The PodDisruptionBudget keeps a replica serving through drains; with one replica it
+	// would keep any node from draining, so there is none.
+	var pdb *policyv1.PodDisruptionBudget
+	if cmp.Or(o.Replicas, 2) >= 2 {
+		pdb = &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
+	}
 	guard, guardBinding := controller.ConfigMapGuard(controller.Name+"-configmap", kube.ConfigMapName, controller.ServiceAccountUser(ns, controller.Name), o.ExcludeNamespaces)
 	guard.Labels, guardBinding.Labels = appLabels, appLabels
 
@@ -143,11 +150,11 @@ func Objects(o Options) ([]runtime.Object, error) {
 			return nil, err
 		}
 		mp.Labels, mpb.Labels = appLabels, appLabels
-		return []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mp, mpb}, nil
+		return withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mp, mpb), nil
 	}
 	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
 	mwc.Labels = appLabels
-	objs := []runtime.Object{namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mwc}
+	objs := withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mwc)
 	if o.CertManager {
 		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
 		issuer := &unstructured.Unstructured{Object: map[string]any{
@@ -167,6 +174,17 @@ func Objects(o Options) ([]runtime.Object, error) {
 		objs = append(objs[:len(objs)-1], issuer, cert, mwc)
 	}
 	return objs, nil
+}
+
+// withoutNil are objs but the nil ones (the objects an installation does not have).
+func withoutNil(objs ...runtime.Object) []runtime.Object {
+	out := objs[:0]
+	for _, o := range objs {
+		if o != nil && !reflect.ValueOf(o).IsNil() {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // typeMeta is an object's apiVersion and kind.

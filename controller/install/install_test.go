@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -241,6 +242,24 @@ func TestInstallApplies(t *testing.T) {
 			a, _ := yaml.Marshal(built[k])
 			b, _ := yaml.Marshal(w)
 			t.Errorf("%s differs:\nkustomize:\n%s\ninstall:\n%s", k, a, b)
+		}
+	}
+}
+
+// A PodDisruptionBudget of minAvailable 1 over one replica would block every drain of
+// its node: there is one only with 2 replicas or more.
+func TestInstallPDBWithReplicas(t *testing.T) {
+	for _, c := range []struct {
+		replicas int32
+		want     bool
+	}{{0, true}, {1, false}, {2, true}, {3, true}} {
+		objs, err := Objects(Options{Replicas: c.replicas})
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := slices.ContainsFunc(objs, func(o runtime.Object) bool { _, ok := o.(*policyv1.PodDisruptionBudget); return ok })
+		if has != c.want {
+			t.Errorf("replicas %d: a PodDisruptionBudget %v, want %v", c.replicas, has, c.want)
 		}
 	}
 }
