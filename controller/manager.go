@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -16,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -198,9 +202,27 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	}
 	explicit.Nodes, explicit.Recorder, explicit.Mountable = nodes.Nodes, mgr.GetEventRecorderFor("nap-webhook"), mountable
 	srv.Register(WebhookPath, explicit.Handler())
-	// The policy webhook reads namespaces and Services from informers that start with the
-	// manager; the Publisher's cache already holds the namespaces.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{}); err != nil {
+	// The webhooks read namespaces, nap's ConfigMaps (Mountable) and Services from
+	// informers that start with the manager, and a replica is ready only once they have
+	// synced: an informer started by the first admission that asks (on a replica that
+	// does not lead, the Publisher starts none) held that admission past the API
+	// server's timeout during a rollout, and the pod went without a delay.
+	var synced []toolscache.InformerSynced
+	for _, o := range []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &corev1.Service{}} {
+		inf, err := mgr.GetCache().GetInformer(context.Background(), o, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	if err := mgr.AddReadyzCheck("webhook-caches", func(*http.Request) error {
+		for _, s := range synced {
+			if !s() {
+				return errors.New("the webhook's caches have not synced yet")
+			}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	policy := *explicit
