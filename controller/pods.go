@@ -39,8 +39,8 @@ type podSummary struct {
 }
 
 type podOwner struct {
-	kind, name string
-	controller bool
+	apiVersion, kind, name string
+	controller             bool
 }
 
 type containerHook struct {
@@ -70,7 +70,7 @@ func summaryOf(p *corev1.Pod) *podSummary {
 	if len(p.OwnerReferences) > 0 {
 		s.owners = make([]podOwner, len(p.OwnerReferences))
 		for i, r := range p.OwnerReferences {
-			s.owners[i] = podOwner{kind: intern(r.Kind), name: r.Name, controller: r.Controller != nil && *r.Controller}
+			s.owners[i] = podOwner{apiVersion: intern(r.APIVersion), kind: intern(r.Kind), name: r.Name, controller: r.Controller != nil && *r.Controller}
 		}
 	}
 	for _, c := range p.Spec.Containers {
@@ -97,7 +97,7 @@ func (s *podSummary) fill(p *corev1.Pod) {
 		labels[s.labels[i]] = s.labels[i+1]
 	}
 	for _, o := range s.owners {
-		r := metav1.OwnerReference{Kind: o.kind, Name: o.name}
+		r := metav1.OwnerReference{APIVersion: o.apiVersion, Kind: o.kind, Name: o.name}
 		if o.controller {
 			r.Controller = &isController
 		}

@@ -56,7 +56,7 @@ func TestPodSummary(t *testing.T) {
 	var slim corev1.Pod
 	// Filled over another pod first: nothing of it may remain.
 	(&podSummary{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "y"}, labels: []string{"stale", "1", "app", "old"},
-		owners: []podOwner{{"Job", "j", true}, {"A", "b", false}, {"C", "d", false}},
+		owners: []podOwner{{"batch/v1", "Job", "j", true}, {"", "A", "b", false}, {"", "C", "d", false}},
 		hooks:  []containerHook{{"a", sleep.PreStop}, {"b", sleep.PreStop}}}).fill(&slim)
 	sum.fill(&slim)
 	if got, want := hook.WorkloadOf(&slim), hook.WorkloadOf(full); got != want {
@@ -71,8 +71,8 @@ func TestPodSummary(t *testing.T) {
 		t.Errorf("want only the hooked container, with its preStop alone: %+v", slim.Spec.Containers)
 	}
 	if len(slim.OwnerReferences) != 2 || slim.OwnerReferences[1].Kind != "ConfigMap" || slim.OwnerReferences[1].Controller != nil ||
-		slim.OwnerReferences[0].UID != "" || slim.OwnerReferences[0].APIVersion != "" {
-		t.Errorf("owners: want every kind and name, the controller marked, nothing else: %+v", slim.OwnerReferences)
+		slim.OwnerReferences[0].UID != "" || slim.OwnerReferences[0].APIVersion != "apps/v1" {
+		t.Errorf("owners: want every API version, kind and name, the controller marked, nothing else: %+v", slim.OwnerReferences)
 	}
 	if !maps.Equal(slim.Labels, full.Labels) {
 		t.Errorf("labels %v, want %v", slim.Labels, full.Labels)

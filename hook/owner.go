@@ -4,45 +4,56 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nap-k8s/nap/kube"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Workload names the controller of pods: Deployment, StatefulSet, DaemonSet, ReplicaSet,
-// another controller's kind, or the Pod itself when it has none.
+// Workload names the controller of pods: Deployment, StatefulSet, DaemonSet, an Argo
+// Rollout, another controller's kind, or the Pod itself when it has none; with its API
+// version, as its pods' owner reference gives it (as Kubernetes' garbage collector reads
+// owners), so that events and reports point at an object that exists.
 type Workload struct {
-	Kind, Namespace, Name string
+	APIVersion, Kind, Namespace, Name string
 }
 
 func (w Workload) String() string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
 
 // Reference is w as an object reference (an event's involved object, a report's
-// resource): its API version from its kind.
+// resource). A workload named without its API version (guessed from a gone pod's name,
+// or a manifest's built-in kind) gets Kubernetes' own kind's.
 func (w Workload) Reference() corev1.ObjectReference {
-	api := "apps/v1"
-	switch w.Kind {
-	case "Pod":
-		api = "v1"
-	case "Job", "CronJob":
-		api = "batch/v1"
+	api := w.APIVersion
+	if api == "" {
+		if k, ok := kube.BuiltinKind(w.Kind); ok {
+			api = k.APIVersion()
+		}
 	}
 	return corev1.ObjectReference{Kind: w.Kind, APIVersion: api, Namespace: w.Namespace, Name: w.Name}
 }
 
-// WorkloadOf is the pod's controller; a ReplicaSet's pods belong to its Deployment,
-// whose name is the ReplicaSet's without the pod-template-hash suffix.
+// WorkloadOf is the pod's controller. A ReplicaSet's pods belong to the workload that
+// made it: the kind whose template-hash label the pod carries (kube.KindInfo:
+// pod-template-hash for a Deployment, rollouts-pod-template-hash for an Argo Rollout),
+// named as the ReplicaSet is without that hash. Any other owner is itself, with its
+// API version.
 func WorkloadOf(p *corev1.Pod) Workload {
 	for _, o := range p.OwnerReferences {
 		if o.Controller == nil || !*o.Controller {
 			continue
 		}
 		if o.Kind == "ReplicaSet" {
-			if h := p.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(o.Name, "-"+h) {
-				return Workload{Kind: "Deployment", Namespace: p.Namespace, Name: strings.TrimSuffix(o.Name, "-"+h)}
+			for _, k := range kube.Kinds {
+				if k.TemplateHashLabel == "" {
+					continue
+				}
+				if h := p.Labels[k.TemplateHashLabel]; h != "" && strings.HasSuffix(o.Name, "-"+h) {
+					return Workload{APIVersion: k.APIVersion(), Kind: k.Kind, Namespace: p.Namespace, Name: strings.TrimSuffix(o.Name, "-"+h)}
+				}
 			}
 		}
-		return Workload{Kind: o.Kind, Namespace: p.Namespace, Name: o.Name}
+		return Workload{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: p.Namespace, Name: o.Name}
 	}
-	return Workload{Kind: "Pod", Namespace: p.Namespace, Name: p.Name}
+	return Workload{APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name}
 }
 
 // Pod names as their controllers make them, for events of pods that are gone.
@@ -54,13 +65,17 @@ var (
 // WorkloadOfName guesses a gone pod's workload from its name: name-<hash>-<suffix> is a
 // Deployment's, name-<ordinal> a StatefulSet's; else the pod itself.
 func WorkloadOfName(ns, pod string) Workload {
+	builtin := func(kind, name string) Workload {
+		k, _ := kube.BuiltinKind(kind)
+		return Workload{APIVersion: k.APIVersion(), Kind: kind, Namespace: ns, Name: name}
+	}
 	if m := deploymentPod.FindStringSubmatch(pod); m != nil {
-		return Workload{Kind: "Deployment", Namespace: ns, Name: m[1]}
+		return builtin("Deployment", m[1])
 	}
 	if m := statefulSetPod.FindStringSubmatch(pod); m != nil {
-		return Workload{Kind: "StatefulSet", Namespace: ns, Name: m[1]}
+		return builtin("StatefulSet", m[1])
 	}
-	return Workload{Kind: "Pod", Namespace: ns, Name: pod}
+	return builtin("Pod", pod)
 }
 
 // PodOf tells whether pod is named as the controller kind/name names its pods:

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 )
 
@@ -118,10 +119,6 @@ func typedListers(cs kubernetes.Interface, ns string) map[schema.GroupVersionRes
 	}
 }
 
-// kinds are the kinds of Resources: typed lists leave their items' kind empty.
-var kinds = map[string]string{"deployments": "Deployment", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet",
-	"services": "Service", "poddisruptionbudgets": "PodDisruptionBudget", "horizontalpodautoscalers": "HorizontalPodAutoscaler"}
-
 // listTyped reads one built-in resource page by page and makes each item the value a
 // JSON list would have given.
 func listTyped(ctx context.Context, r schema.GroupVersionResource, l typedLister) ([]*manifest.Object, error) {
@@ -139,7 +136,8 @@ func listTyped(ctx context.Context, r schema.GroupVersionResource, l typedLister
 			}
 			u := unstructured.Unstructured{Object: v}
 			u.SetAPIVersion(r.GroupVersion().String())
-			u.SetKind(kinds[r.Resource])
+			k, _ := kube.KindOfResource(r.Group, r.Resource) // typed lists leave their items' kind empty
+			u.SetKind(k.Kind)
 			o, err := object(&u)
 			if err != nil {
 				return nil, err

@@ -2,81 +2,48 @@ package manifest
 
 import (
 	"encoding/json"
-	"strings"
 
+	"github.com/nap-k8s/nap/kube"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// Workload kinds: where each kind keeps the pod spec its pods run, and what its pods
-// do, by API group and kind (a kind named Deployment in another group is not apps').
-// Adding a kind whose pods nap should protect is a row here.
-var workloadKinds = map[groupKind]workloadKind{
-	{"", "Pod"}:                   {path: []string{"spec"}, serves: true},
-	{"", "ReplicationController"}: {path: templateSpec, serves: true},
-	{"apps", "Deployment"}:        {path: templateSpec, serves: true},
-	{"apps", "StatefulSet"}:       {path: templateSpec, serves: true},
-	{"apps", "DaemonSet"}:         {path: templateSpec, serves: true},
-	{"apps", "ReplicaSet"}:        {path: templateSpec, serves: true},
-	// Manifests older than apps/v1 (Kubernetes 1.16 stopped serving them).
-	{"extensions", "Deployment"}: {path: templateSpec, serves: true},
-	{"extensions", "DaemonSet"}:  {path: templateSpec, serves: true},
-	{"extensions", "ReplicaSet"}: {path: templateSpec, serves: true},
-	{"batch", "Job"}:             {path: templateSpec},
-	{"batch", "CronJob"}:         {path: []string{"spec", "jobTemplate", "spec", "template", "spec"}},
-	// Pod-template CRDs whose pods serve like a Deployment's.
-	{"argoproj.io", "Rollout"}:      {path: templateSpec, serves: true},
-	{"apps.kruise.io", "CloneSet"}:  {path: templateSpec, serves: true},
-	{"apps.kruise.io", "DaemonSet"}: {path: templateSpec, serves: true},
-	// OpenShift's DeploymentConfig: a PodTemplateSpec at spec.template, as a Deployment.
-	{"apps.openshift.io", "DeploymentConfig"}: {path: templateSpec, serves: true},
-}
-
-var templateSpec = []string{"spec", "template", "spec"}
-
-type groupKind struct{ group, kind string }
-
-type workloadKind struct {
-	path   []string
-	serves bool // long-lived pods that serve; else they run to completion
-}
-
-// builtinGroups are the groups of the built-in workload kinds: an object that names no
-// apiVersion (a fragment; the API server would refuse it) is taken for the built-in
-// kind of its name.
-var builtinGroups = map[string]string{"Pod": "", "ReplicationController": "", "Deployment": "apps", "StatefulSet": "apps",
-	"DaemonSet": "apps", "ReplicaSet": "apps", "Job": "batch", "CronJob": "batch"}
-
-// Group is the API group of o's apiVersion ("" for the core group).
+// Group is the API group of o's apiVersion ("" for the core group); an object that names
+// no apiVersion is taken for the built-in kind of its name (kube.BuiltinKind).
 func (o *Object) Group() string {
 	if o.APIVersion == "" {
-		return builtinGroups[o.Kind]
+		k, _ := kube.BuiltinKind(o.Kind)
+		return k.Group
 	}
-	if g, _, ok := strings.Cut(o.APIVersion, "/"); ok {
-		return g
-	}
-	return ""
+	return kube.GroupOf(o.APIVersion)
+}
+
+// workloadKind is what nap knows of o's kind when it runs pods (kube.Kinds).
+func (o *Object) workloadKind() (kube.KindInfo, bool) {
+	k, ok := kube.KindFor(o.Group(), o.Kind)
+	return k, ok && len(k.PodSpec) > 0
 }
 
 // IsWorkload tells whether o runs long-lived pods that serve: the kinds whose
 // termination nap cares about (Jobs and CronJobs run to completion).
 func (o *Object) IsWorkload() bool {
-	return workloadKinds[groupKind{o.Group(), o.Kind}].serves
+	k, ok := o.workloadKind()
+	return ok && k.Serves
 }
 
 // RunsToCompletion tells whether o's pods run to completion (Jobs, CronJobs).
 func (o *Object) RunsToCompletion() bool {
-	k, ok := workloadKinds[groupKind{o.Group(), o.Kind}]
-	return ok && !k.serves
+	k, ok := o.workloadKind()
+	return ok && !k.Serves
 }
 
 // PodSpecNode returns the pod spec node of o, or nil when o is no workload kind nap
 // knows or has none.
 func (o *Object) PodSpecNode() *yaml.RNode {
-	k, ok := workloadKinds[groupKind{o.Group(), o.Kind}]
+	k, ok := o.workloadKind()
 	if !ok {
 		return nil
 	}
-	n, err := o.Node.Pipe(yaml.Lookup(k.path...))
+	n, err := o.Node.Pipe(yaml.Lookup(k.PodSpec...))
 	if err != nil {
 		return nil
 	}

@@ -1,0 +1,58 @@
+package hook
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A pod's workload is the object that its controller is, with the API version its owner
+// reference gives (or, through a ReplicaSet, the kind whose template hash it carries).
+func TestWorkloadOf(t *testing.T) {
+	yes := true
+	pod := func(name string, labels map[string]string, owner *metav1.OwnerReference) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: labels}}
+		if owner != nil {
+			owner.Controller = &yes
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "not-the-controller"}, *owner}
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want Workload
+	}{
+		{"a Deployment's", pod("web-5d8f7c9b6-x2x4q", map[string]string{"pod-template-hash": "5d8f7c9b6"},
+			&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f7c9b6"}),
+			Workload{"apps/v1", "Deployment", "shop", "web"}},
+		{"an Argo Rollout's", pod("web-6c7d8e9f5-q9w8e", map[string]string{"rollouts-pod-template-hash": "6c7d8e9f5"},
+			&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-6c7d8e9f5"}),
+			Workload{"argoproj.io/v1alpha1", "Rollout", "shop", "web"}},
+		{"a bare ReplicaSet's", pod("rs-abcde", nil, &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs"}),
+			Workload{"apps/v1", "ReplicaSet", "shop", "rs"}},
+		{"a ReplicationController's", pod("old-abcde", nil, &metav1.OwnerReference{APIVersion: "v1", Kind: "ReplicationController", Name: "old"}),
+			Workload{"v1", "ReplicationController", "shop", "old"}},
+		{"a StatefulSet's", pod("db-0", nil, &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"}),
+			Workload{"apps/v1", "StatefulSet", "shop", "db"}},
+		{"an OpenKruise CloneSet's", pod("api-x7k2p", nil, &metav1.OwnerReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "api"}),
+			Workload{"apps.kruise.io/v1alpha1", "CloneSet", "shop", "api"}},
+		{"a bare pod", pod("debug", nil, nil), Workload{"v1", "Pod", "shop", "debug"}},
+	} {
+		got := WorkloadOf(c.pod)
+		if got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+		if ref := got.Reference(); ref.APIVersion != c.want.APIVersion || ref.Kind != c.want.Kind || ref.Name != c.want.Name {
+			t.Errorf("%s: reference %+v", c.name, ref)
+		}
+	}
+	// Named without its API version (a gone pod's name; a manifest's built-in kind):
+	// Kubernetes' own kind's.
+	for _, c := range []struct{ kind, api string }{{"Deployment", "apps/v1"}, {"ReplicationController", "v1"}, {"CronJob", "batch/v1"}, {"Pod", "v1"}} {
+		if ref := (Workload{Kind: c.kind, Name: "x"}).Reference(); ref.APIVersion != c.api {
+			t.Errorf("%s: %s, want %s", c.kind, ref.APIVersion, c.api)
+		}
+	}
+}
