@@ -728,6 +728,14 @@ Pods get the preStop delay where they or their namespace opt in:
 
 What is protected, and what is not:
   kubectl nap status
+{{- $ns := lookup "v1" "Namespace" "" .Release.Namespace }}
+{{- if and $ns (ne (index ($ns.metadata.labels | default dict) "` + PodSecurityLabel + `" | default "") "` + PodSecurityLevel + `") }}
+
+The namespace {{ .Release.Namespace }} does not enforce Pod Security "` + PodSecurityLevel + `", which the
+controller meets and napctl install's namespace enforces (helm cannot label the namespace
+it creates):
+  kubectl label namespace {{ .Release.Namespace }} ` + PodSecurityLabel + `=` + PodSecurityLevel + `
+{{- end }}
 `
 
 // valuesYAML is values.yaml: the defaults, documented.

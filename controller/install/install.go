@@ -81,6 +81,14 @@ const (
 	AdmissionPolicy  Admission = "policy"  // a MutatingAdmissionPolicy: CEL in the API server, no webhook
 )
 
+// The Pod Security level the controller's namespace enforces: the controller meets
+// "restricted". napctl install labels the Namespace it writes; helm cannot label the
+// one --create-namespace makes, so the chart's notes say how where it is missing.
+const (
+	PodSecurityLabel = "pod-security.kubernetes.io/enforce"
+	PodSecurityLevel = "restricted"
+)
+
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
 var DefaultImage = version.Image(version.ControllerImage, version.Version)
 
@@ -119,8 +127,8 @@ func Objects(o Options) ([]runtime.Object, error) {
 
 	namespace := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: meta(ns, false)}
 	namespace.Labels = map[string]string{
-		"app.kubernetes.io/name":             controller.Name,
-		"pod-security.kubernetes.io/enforce": "restricted",
+		"app.kubernetes.io/name": controller.Name,
+		PodSecurityLabel:         PodSecurityLevel,
 	}
 	sa := &corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(controller.Name, true)}
 

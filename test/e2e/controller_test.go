@@ -215,8 +215,13 @@ func TestControllerRollout(t *testing.T) {
 	ns := controller.DefaultNamespace
 	waitNamespaceGone(t, cs, ns)
 	colon := strings.LastIndex(controllerImage, ":")
-	t.Log(helm("install", "nap", chart, "--namespace", ns, "--create-namespace",
-		"--set", "image.repository="+controllerImage[:colon], "--set", "image.tag="+controllerImage[colon+1:], "--set", "wait.delay=5s"))
+	installed := helm("install", "nap", chart, "--namespace", ns, "--create-namespace",
+		"--set", "image.repository="+controllerImage[:colon], "--set", "image.tag="+controllerImage[colon+1:], "--set", "wait.delay=5s")
+	t.Log(installed)
+	// The namespace helm made has no Pod Security label: the notes say how to set it.
+	if want := "kubectl label namespace " + ns + " " + install.PodSecurityLabel + "=" + install.PodSecurityLevel; !strings.Contains(installed, want) {
+		t.Errorf("helm install's notes do not say %q", want)
+	}
 	t.Cleanup(func() { helm("uninstall", "nap", "--namespace", ns, "--ignore-not-found") })
 	waitController(t, cs, false)
 
