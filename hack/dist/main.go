@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/internal/release"
@@ -47,6 +48,18 @@ func run(out, version string) error {
 		return err
 	}
 	if err := fsutil.WriteFileAtomic(filepath.Join(out, "nap.yaml"), manifest, 0o644); err != nil {
+		return err
+	}
+	// One bill of materials: what any platform's binary links.
+	var builds []*debug.BuildInfo
+	for _, a := range archives {
+		builds = append(builds, a.Build)
+	}
+	sbom, err := release.SBOM(version, builds...)
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(out, "sbom.spdx.json"), sbom, 0o644); err != nil {
 		return err
 	}
 	return fsutil.WriteFileAtomic(filepath.Join(out, "checksums.txt"), release.Checksums(archives), 0o644)

@@ -6,12 +6,14 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -43,6 +45,8 @@ type Archive struct {
 	Platform Platform
 	Path     string
 	SHA256   string
+	// Build is the plugin binary's build information (its modules: SBOM).
+	Build *debug.BuildInfo
 }
 
 // Name is the archive's file name for a platform.
@@ -62,6 +66,10 @@ func BuildPlugin(ctx context.Context, root, dir, version string, p Platform) (Ar
 		return Archive{}, fmt.Errorf("building %s for %s: %v\n%s", PluginBinary, p, err, out)
 	}
 	defer os.RemoveAll(filepath.Dir(bin))
+	build, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return Archive{}, fmt.Errorf("the build information of %s for %s: %w", PluginBinary, p, err)
+	}
 	files := []struct {
 		name, src string
 		mode      int64
@@ -97,7 +105,7 @@ func BuildPlugin(ctx context.Context, root, dir, version string, p Platform) (Ar
 		return Archive{}, err
 	}
 	sum := sha256.Sum256(buf.Bytes())
-	return Archive{Platform: p, Path: path, SHA256: hex.EncodeToString(sum[:])}, nil
+	return Archive{Platform: p, Path: path, SHA256: hex.EncodeToString(sum[:]), Build: build}, nil
 }
 
 // KrewManifest is the krew plugin manifest (krew-index's plugins/nap.yaml) of a

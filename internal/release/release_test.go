@@ -46,6 +46,7 @@ func TestDistKrew(t *testing.T) {
 	if got := strings.Join(archiveNames(t, again.Path), ","); got != PluginBinary+","+CompleteScript+","+License {
 		t.Errorf("archive files %s", got)
 	}
+	sbomOfArchives(t, version, archives)
 	manifest, err := KrewManifest(version, archives)
 	if err != nil {
 		t.Fatal(err)
