@@ -1,6 +1,8 @@
 package release
 
 import (
+	"bytes"
+
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +10,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	spdxjson "github.com/spdx/tools-golang/json"
+	"github.com/spdx/tools-golang/spdxlib"
 )
 
 type spdxDoc struct {
@@ -76,6 +81,28 @@ func TestSBOM(t *testing.T) {
 	if _, err := SBOM("v0.1.0"); err == nil {
 		t.Error("an SBOM of nothing")
 	}
+	spdxValid(t, b, len(want))
+	// The validator bites: a relationship to an element that is not there.
+	broken := bytes.Replace(b, []byte(`"relatedSpdxElement": "SPDXRef-Package-k8s-io-client-go"`), []byte(`"relatedSpdxElement": "SPDXRef-Package-gone"`), 1)
+	if doc, err := spdxjson.Read(bytes.NewReader(broken)); err != nil || spdxlib.ValidateDocument(doc) == nil {
+		t.Errorf("SPDX's validation passes a broken document (%v)", err)
+	}
+}
+
+// spdxValid reads the document with SPDX's own Go library, as SPDX 2.3, and has it
+// check it (element IDs unique, relationships between elements that exist).
+func spdxValid(t *testing.T, b []byte, packages int) {
+	t.Helper()
+	doc, err := spdxjson.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("SPDX's reader: %v", err)
+	}
+	if err := spdxlib.ValidateDocument(doc); err != nil {
+		t.Errorf("SPDX's validation: %v", err)
+	}
+	if doc.SPDXVersion != "SPDX-2.3" || len(doc.Packages) != packages || len(doc.Relationships) != packages {
+		t.Errorf("SPDX's reading: version %q, %d packages, %d relationships; want %d", doc.SPDXVersion, len(doc.Packages), len(doc.Relationships), packages)
+	}
 }
 
 // sbomOfArchives checks the SBOM of real builds against go.mod: every module it requires
@@ -108,6 +135,7 @@ func sbomOfArchives(t *testing.T, version string, archives []Archive) {
 			t.Errorf("the SBOM has %s at %q, go.mod %s", m[1], have[m[1]], m[2])
 		}
 	}
+	spdxValid(t, b, len(doc.Packages))
 	if have["github.com/nap-k8s/nap"] != version {
 		t.Errorf("the module at %q", have["github.com/nap-k8s/nap"])
 	}
