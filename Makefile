@@ -156,7 +156,7 @@ bench-scale: kube-bins
 dist:
 	$(if $(VERSION),,$(error make dist needs VERSION, such as make dist VERSION=v0.1.0))
 	$(GO) run ./hack/dist -o dist -version $(VERSION)
-	$(GO) run ./hack/images -version $(VERSION) -o dist/images.tar
+	$(GO) run ./hack/images -version $(VERSION) -o dist/images.tar -pinned dist/install.yaml
 
 clean:
 	rm -rf $(BIN) dist

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
+	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/internal/oci"
 	"github.com/nap-k8s/nap/internal/version"
@@ -22,13 +24,20 @@ func main() {
 	out := flag.String("o", "images.tar", "the tarball to write")
 	traefik := flag.String("traefik", "", "write only the ingress image, of this Traefik binary")
 	release := flag.String("version", "", "write only the images a release of this version publishes")
+	pinned := flag.String("pinned", "", "with -version: also write napctl install's manifests, its images pinned by digest, to this file")
 	flag.Parse()
 	var err error
 	switch {
 	case *traefik != "":
 		err = ingress(*out, *traefik)
 	case *release != "":
-		err = write(*out, func(tmp string) ([]oci.Image, error) { return published(tmp, *release) })
+		err = write(*out, func(tmp string) ([]oci.Image, error) {
+			imgs, err := published(tmp, *release)
+			if err == nil && *pinned != "" {
+				err = writePinned(*pinned, *release, imgs)
+			}
+			return imgs, err
+		})
 	default:
 		err = write(*out, lab)
 	}
@@ -97,6 +106,31 @@ func published(tmp, v string) ([]oci.Image, error) {
 	// nap's own image (napctl image), for image volumes.
 	nap, err := napimage.Images(version.Image(version.SleeperImage, v))
 	return append(images, nap...), err
+}
+
+// pinnedInstall is napctl install's default manifests for release v, the controller's
+// image named by the digest its index has among imgs (what the registry serves once
+// they are pushed): no tag moved later changes what a cluster runs.
+func pinnedInstall(v string, imgs []oci.Image) ([]byte, error) {
+	digests, err := oci.Digests(imgs...)
+	if err != nil {
+		return nil, err
+	}
+	name := version.Image(version.ControllerImage, v)
+	d, ok := digests[name]
+	if !ok {
+		return nil, fmt.Errorf("no image %s among the release's", name)
+	}
+	repo := name[:strings.LastIndex(name, ":")]
+	return install.YAML(install.Options{Image: repo + "@" + d})
+}
+
+func writePinned(out, v string, imgs []oci.Image) error {
+	b, err := pinnedInstall(v, imgs)
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(out, b, 0o644)
 }
 
 func ingress(out, bin string) error {

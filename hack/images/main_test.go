@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nap-k8s/nap/controller/install"
+	"github.com/nap-k8s/nap/internal/oci"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testutil/tarfiles"
 	"github.com/nap-k8s/nap/internal/version"
@@ -90,5 +91,47 @@ func TestControllerImageArm64(t *testing.T) {
 	}
 	if out, err := exec.Command(qemu, filepath.Join(dir, "nap"), "0.1").CombinedOutput(); err != nil {
 		t.Errorf("the arm64 image's /nap under qemu-user: %v %s", err, out)
+	}
+}
+
+// A release's install manifests name the controller's image by the digest its index
+// has in the release's layout, which pushing keeps.
+func TestPinnedInstall(t *testing.T) {
+	const v = "v9.9.9"
+	name := version.Image(version.ControllerImage, v)
+	imgs := []oci.Image{
+		{Name: name, Arch: "amd64", Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: []byte("amd64")}}},
+		{Name: name, Arch: "arm64", Files: []oci.File{{Path: "/napctl", Mode: 0o755, Data: []byte("arm64")}}},
+		{Name: version.Image(version.SleeperImage, v), Arch: "amd64", Files: []oci.File{{Path: "/nap", Mode: 0o555, Data: []byte("nap")}}},
+	}
+	b, err := pinnedInstall(v, imgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layout bytes.Buffer
+	if err := oci.WriteLayout(&layout, imgs...); err != nil {
+		t.Fatal(err)
+	}
+	var index struct {
+		Manifests []struct {
+			Digest      string
+			Annotations map[string]string
+		}
+	}
+	if err := json.Unmarshal(tarfiles.Read(t, layout.Bytes())["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	digest := ""
+	for _, m := range index.Manifests {
+		if m.Annotations["org.opencontainers.image.ref.name"] == name {
+			digest = m.Digest
+		}
+	}
+	want := "image: " + strings.TrimSuffix(name, ":"+v) + "@" + digest + "\n"
+	if digest == "" || !strings.Contains(string(b), want) || strings.Contains(string(b), ":"+v+"\n") {
+		t.Errorf("want %q in the manifests, and no tag:\n%s", want, b)
+	}
+	if _, err := pinnedInstall("v0.0.1", imgs); err == nil {
+		t.Error("pinned to an image the release does not have")
 	}
 }

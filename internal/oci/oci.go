@@ -93,6 +93,31 @@ func WriteLayoutDir(dir string, images ...Image) error {
 	})
 }
 
+// Digests are the digests images get in a layout (WriteLayout, WriteLayoutDir), by
+// name: what a registry serves them under once pushed, for a reference pinned by
+// digest (name@sha256:...). The same images give the same digests.
+func Digests(images ...Image) (map[string]string, error) {
+	var index []byte
+	err := layout(images, func(name string, data []byte) error {
+		if name == "index.json" {
+			index = data
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var idx struct{ Manifests []descriptor }
+	if err := json.Unmarshal(index, &idx); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range idx.Manifests {
+		out[m.Annotations["org.opencontainers.image.ref.name"]] = m.Digest
+	}
+	return out, nil
+}
+
 // layout makes the layout's files and hands each to put: oci-layout, index.json, then
 // the blobs by digest.
 func layout(images []Image, put func(name string, data []byte) error) error {
