@@ -156,7 +156,10 @@ bench-scale: kube-bins
 dist:
 	$(if $(VERSION),,$(error make dist needs VERSION, such as make dist VERSION=v0.1.0))
 	$(GO) run ./hack/dist -o dist -version $(VERSION)
-	$(GO) run ./hack/images -version $(VERSION) -o dist/images.tar -pinned dist/install.yaml
+	$(GO) run ./hack/images -version $(VERSION) -o dist/images.tar -pinned dist/images.txt
+	# napctl install's manifests, the controller's image pinned by digest.
+	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/napctl install --image "$$(grep -m1 '/napctl@sha256:' dist/images.txt)" > dist/install.yaml.new
+	mv dist/install.yaml.new dist/install.yaml
 
 clean:
 	rm -rf $(BIN) dist

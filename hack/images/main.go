@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/internal/oci"
 	"github.com/nap-k8s/nap/internal/version"
@@ -24,7 +23,7 @@ func main() {
 	out := flag.String("o", "images.tar", "the tarball to write")
 	traefik := flag.String("traefik", "", "write only the ingress image, of this Traefik binary")
 	release := flag.String("version", "", "write only the images a release of this version publishes")
-	pinned := flag.String("pinned", "", "with -version: also write napctl install's manifests, its images pinned by digest, to this file")
+	pinned := flag.String("pinned", "", "with -version: also write the images' references pinned by digest (REPOSITORY@sha256:...), one a line, to this file")
 	flag.Parse()
 	var err error
 	switch {
@@ -34,7 +33,7 @@ func main() {
 		err = write(*out, func(tmp string) ([]oci.Image, error) {
 			imgs, err := published(tmp, *release)
 			if err == nil && *pinned != "" {
-				err = writePinned(*pinned, *release, imgs)
+				err = writePinned(*pinned, imgs)
 			}
 			return imgs, err
 		})
@@ -108,25 +107,33 @@ func published(tmp, v string) ([]oci.Image, error) {
 	return append(images, nap...), err
 }
 
-// pinnedInstall is napctl install's default manifests for release v, the controller's
-// image named by the digest its index has among imgs (what the registry serves once
-// they are pushed): no tag moved later changes what a cluster runs.
-func pinnedInstall(v string, imgs []oci.Image) ([]byte, error) {
+// pinnedRefs are the references of imgs pinned by the digest each has in their layout
+// (what the registry serves once they are pushed), one a line, in order: no tag moved
+// later changes what a cluster runs. make dist passes the controller's to napctl
+// install --image.
+func pinnedRefs(imgs []oci.Image) ([]byte, error) {
 	digests, err := oci.Digests(imgs...)
 	if err != nil {
 		return nil, err
 	}
-	name := version.Image(version.ControllerImage, v)
-	d, ok := digests[name]
-	if !ok {
-		return nil, fmt.Errorf("no image %s among the release's", name)
+	var b bytes.Buffer
+	seen := map[string]bool{}
+	for _, img := range imgs {
+		if seen[img.Name] {
+			continue
+		}
+		seen[img.Name] = true
+		repo := img.Name
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
+		fmt.Fprintf(&b, "%s@%s\n", repo, digests[img.Name])
 	}
-	repo := name[:strings.LastIndex(name, ":")]
-	return install.YAML(install.Options{Image: repo + "@" + d})
+	return b.Bytes(), nil
 }
 
-func writePinned(out, v string, imgs []oci.Image) error {
-	b, err := pinnedInstall(v, imgs)
+func writePinned(out string, imgs []oci.Image) error {
+	b, err := pinnedRefs(imgs)
 	if err != nil {
 		return err
 	}
