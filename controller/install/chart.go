@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -70,7 +71,26 @@ const (
 	sentExclude   = "exsentinel"
 	sentReplicas  = 7919
 	sentCPU       = "7919m"
+	sentNodeSel   = "nodeselsentinel"
+	sentToler     = "tolsentinel"
+	sentPriority  = "prisentinel"
+	sentSpread    = "tscsentinel"
 )
+
+// blocks are the values the chart writes whole, found in Objects' output by their
+// sentinel: resources always (toYaml of the value), the scheduling values only where
+// set (a scalar as it is).
+var blocks = []struct {
+	key, sentinel string
+	optional      bool
+	scalar        bool
+}{
+	{"resources", sentCPU, false, false},
+	{"nodeSelector", sentNodeSel, true, false},
+	{"tolerations", sentToler, true, false},
+	{"priorityClassName", sentPriority, true, true},
+	{"topologySpreadConstraints", sentSpread, true, false},
+}
 
 // The helpers that resolve auto values at install, from what the API server serves.
 const (
@@ -228,8 +248,13 @@ func Chart() (map[string][]byte, error) {
 	slotOf := map[string]*slot{}
 	for vi, v := range variants {
 		o := Options{Namespace: sentNamespace, Image: sentImage, Replicas: sentReplicas,
-			Waits:     wait.Input{Delay: sentDelay, Max: sentMax, Min: sentMin, Quiet: sentQuiet},
-			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(sentCPU)}}}
+			Waits:             wait.Input{Delay: sentDelay, Max: sentMax, Min: sentMin, Quiet: sentQuiet},
+			Resources:         &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(sentCPU)}},
+			NodeSelector:      map[string]string{sentNodeSel: "s"},
+			Tolerations:       []corev1.Toleration{{Key: sentToler, Operator: corev1.TolerationOpExists}},
+			PriorityClassName: sentPriority,
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: sentSpread, WhenUnsatisfiable: corev1.ScheduleAnyway,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": controller.Name}}}}}
 		for d, i := range v {
 			dims[d].set(&o, dims[d].values[i])
 		}
@@ -377,23 +402,42 @@ func substitute(kind, text string) (string, error) {
 	for _, s := range substitutions {
 		text = strings.ReplaceAll(text, s.sentinel, s.expr)
 	}
-	// The resources block, whole: toYaml of the value.
+	// The blocks, whole: toYaml of the value; the optional ones only where set.
 	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		trimmed := strings.TrimLeft(lines[i], " ")
-		if trimmed != "resources:" {
-			continue
+	for _, b := range blocks {
+		for i := 0; i < len(lines); i++ {
+			trimmed := strings.TrimLeft(lines[i], " ")
+			if trimmed != b.key+":" && !(b.scalar && strings.HasPrefix(trimmed, b.key+": ")) {
+				continue
+			}
+			indent := len(lines[i]) - len(trimmed)
+			j := i + 1
+			for !b.scalar && j < len(lines) {
+				in := len(lines[j]) - len(strings.TrimLeft(lines[j], " "))
+				// A list's items may sit at its key's indent.
+				if in < indent || in == indent && !strings.HasPrefix(strings.TrimLeft(lines[j], " "), "- ") || lines[j] == "" {
+					break
+				}
+				j++
+			}
+			if !strings.Contains(strings.Join(lines[i:j], "\n"), b.sentinel) {
+				continue
+			}
+			pad := lines[i][:indent]
+			repl := []string{fmt.Sprintf("%s%s: {{- toYaml .Values.%s | nindent %d }}", pad, b.key, b.key, indent+2)}
+			switch {
+			case b.scalar:
+				repl = []string{fmt.Sprintf("%s%s: {{ . }}", pad, b.key)}
+				fallthrough
+			case b.optional:
+				if !b.scalar {
+					repl = []string{fmt.Sprintf("%s%s: {{- toYaml . | nindent %d }}", pad, b.key, indent+2)}
+				}
+				repl = append([]string{"{{- with .Values." + b.key + " }}"}, append(repl, "{{- end }}")...)
+			}
+			lines = append(lines[:i], append(repl, lines[j:]...)...)
+			i += len(repl) - 1
 		}
-		indent := len(lines[i]) - len(trimmed)
-		j := i + 1
-		for j < len(lines) && len(lines[j])-len(strings.TrimLeft(lines[j], " ")) > indent {
-			j++
-		}
-		if !strings.Contains(strings.Join(lines[i:j], "\n"), sentCPU) {
-			continue
-		}
-		repl := fmt.Sprintf("%sresources: {{- toYaml .Values.resources | nindent %d }}", lines[i][:indent], indent+2)
-		lines = append(lines[:i], append([]string{repl}, lines[j:]...)...)
 	}
 	text = strings.Join(lines, "\n")
 	for _, s := range leftovers() {
@@ -805,6 +849,13 @@ rollMissed: false
 
 resources:
 %[12]s
+# Where the controller's pods may run, as in a pod spec (unset: any node; the replicas
+# prefer different nodes).
+nodeSelector: {}
+tolerations: []
+priorityClassName: ""
+topologySpreadConstraints: []
+
 # The controller's monitoring (deploy/monitoring; docs/monitoring.md): a ServiceMonitor
 # and a PrometheusRule for the Prometheus Operator, and a dashboard ConfigMap for
 # Grafana's dashboard sidecar (label grafana_dashboard: "1").
@@ -829,7 +880,6 @@ func indent(s, prefix string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// valuesSchema is values.schema.json: helm refuses what napctl's flags would.
 // SelectorPattern is the label selectors the chart takes for namespaceSelector: the
 // grammar of Kubernetes' labels.Parse (what napctl install and the controller accept),
 // written with spaces as the only blank, so that no value can carry a newline into the
@@ -842,6 +892,7 @@ var SelectorPattern = func() string {
 	return `^(` + req + `(,` + req + `)*)?$`
 }()
 
+// valuesSchema is values.schema.json: helm refuses what napctl's flags would.
 func valuesSchema() ([]byte, error) {
 	enum := func(vals []string) map[string]any { return map[string]any{"type": "string", "enum": vals} }
 	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), wait.KindNames()
@@ -862,11 +913,15 @@ func valuesSchema() ([]byte, error) {
 		"delivery":  obj(map[string]any{"mode": enum(deliveries), "napImage": plain}),
 		"wait": obj(map[string]any{"mode": enum(waits), "delay": duration, "max": duration,
 			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`}}),
-		"namespaceSelector": map[string]any{"type": "string", "pattern": SelectorPattern},
-		"excludeNamespaces": map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
-		"certManager":       obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
-		"rollMissed":        map[string]any{"type": "boolean"},
-		"resources":         map[string]any{"type": "object"},
+		"namespaceSelector":         map[string]any{"type": "string", "pattern": SelectorPattern},
+		"excludeNamespaces":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
+		"certManager":               obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+		"rollMissed":                map[string]any{"type": "boolean"},
+		"resources":                 map[string]any{"type": "object"},
+		"nodeSelector":              map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+		"tolerations":               map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+		"priorityClassName":         map[string]any{"type": "string", "pattern": `^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`, "maxLength": 253},
+		"topologySpreadConstraints": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
 		"metrics": obj(map[string]any{
 			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 			"prometheusRule": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
@@ -87,6 +88,15 @@ resources: {requests: {cpu: 50m, memory: 128Mi}, limits: {memory: 512Mi}}`,
 				Replicas: 3, Resources: &custom}},
 		{name: "policy default", values: "policy: default", opts: Options{Scope: scope.Default}},
 		{name: "one replica: no PodDisruptionBudget", values: "replicas: 1", opts: Options{Replicas: 1}},
+		{name: "scheduling", values: `nodeSelector: {node-role.kubernetes.io/infra: ""}
+tolerations: [{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]
+priorityClassName: system-cluster-critical
+topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app.kubernetes.io/name: nap}}}]`,
+			opts: Options{NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
+				Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infra", Effect: corev1.TaintEffectNoSchedule}},
+				PriorityClassName: "system-cluster-critical",
+				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "nap"}}}}}},
 		{name: "policy audit; tag", values: "policy: audit\nimage: {tag: v9}", opts: Options{Scope: scope.Audit, Image: "ghcr.io/nap-k8s/napctl:v9"}},
 		{name: "admission policy", values: "admission: {mode: policy}", opts: Options{Admission: AdmissionPolicy}},
 		{name: "admission policy beta", values: "admission: {mode: policy, policyAPIVersion: admissionregistration.k8s.io/v1beta1}\nwait: {delay: \"4.5\"}",

@@ -64,6 +64,13 @@ type Options struct {
 	// Replicas of the controller (default 2), and its Resources (default Resources()).
 	Replicas  int32
 	Resources *corev1.ResourceRequirements
+	// Where the controller's pods may run (none set: anywhere, spread over nodes by a
+	// preferred anti-affinity): NodeSelector, Tolerations, PriorityClassName and
+	// TopologySpreadConstraints, as in a pod spec.
+	NodeSelector              map[string]string
+	Tolerations               []corev1.Toleration
+	PriorityClassName         string
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint
 }
 
 // routeDelay is how long the controller's routes take to follow a replica, both ways:
@@ -417,7 +424,11 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 						Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 					VolumeMounts: mounts,
 				}},
-				Volumes: volumes,
+				Volumes:                   volumes,
+				NodeSelector:              o.NodeSelector,
+				Tolerations:               o.Tolerations,
+				PriorityClassName:         o.PriorityClassName,
+				TopologySpreadConstraints: o.TopologySpreadConstraints,
 			},
 		},
 	}}

@@ -89,6 +89,20 @@ func TestInstallCommand(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, `namespace "Platform"`) {
 		t.Errorf("bad namespace: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
+	// Where the controller runs.
+	code, out, errOut = runNapctl("install", "--image", "r/napctl:1", "--node-selector", "pool=infra", "--priority-class-name", "high",
+		"--tolerations", `[{"key":"dedicated","operator":"Exists","effect":"NoSchedule"}]`,
+		"--topology-spread-constraints", `[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]`)
+	for _, s := range []string{"nodeSelector:\n        pool: infra\n", "priorityClassName: high\n", "tolerations:\n      - effect: NoSchedule\n        key: dedicated\n        operator: Exists\n",
+		"topologySpreadConstraints:\n      - maxSkew: 1\n        topologyKey: topology.kubernetes.io/zone\n"} {
+		if code != 0 || !strings.Contains(out, s) {
+			t.Errorf("napctl install with scheduling: exit %d (%s), no %q", code, errOut, s)
+		}
+	}
+	code, out, errOut = runNapctl("install", "--tolerations", `{"key":"x"}`)
+	if code != 1 || out != "" || !strings.Contains(errOut, "--tolerations") || !strings.Contains(errOut, "want a JSON list") {
+		t.Errorf("bad tolerations: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
+	}
 }
 
 // napctl install --admission policy prints the policy instead of the webhook's

@@ -2,7 +2,9 @@ package install
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/discovery"
@@ -17,18 +19,33 @@ import (
 // NewCommand returns the install command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	o := install.Options{}
-	var admission string
+	var admission, tolerations, spread string
 	var cluster cli.Cluster
 	cmd := &cobra.Command{
 		Use:   "install [--namespace nap-system] [--image REF] [--cert-manager]",
 		Short: "Print the manifests that run nap's controller (pipe them to kubectl apply -f -)",
 		Long: "Print every object nap's controller needs: Namespace, ServiceAccount, least-privilege\n" +
 			"RBAC, Service, Deployment (2 replicas, non-root, read-only root filesystem),\n" +
-			"PodDisruptionBudget and the MutatingWebhookConfiguration. The controller makes its own\n" +
+			"PodDisruptionBudget (with 2 replicas or more), the ValidatingAdmissionPolicy that lets\n" +
+			"only the controller write the nap ConfigMaps, and the MutatingWebhookConfiguration.\n" +
+			"The controller makes its own\n" +
 			"webhook certificate unless --cert-manager asks cert-manager for one.\n\n" +
 			"  napctl install | kubectl apply -f -",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, f := range []struct {
+				flag, value string
+				into        any
+			}{{"tolerations", tolerations, &o.Tolerations}, {"topology-spread-constraints", spread, &o.TopologySpreadConstraints}} {
+				if f.value == "" {
+					continue
+				}
+				dec := json.NewDecoder(strings.NewReader(f.value))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(f.into); err != nil {
+					return fmt.Errorf("--%s %q: want a JSON list, as in a pod spec: %w", f.flag, f.value, err)
+				}
+			}
 			if err := chooseAdmission(streams, &o, admission, cluster); err != nil {
 				return err
 			}
@@ -68,6 +85,10 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
+	fl.StringToStringVar(&o.NodeSelector, "node-selector", nil, "run the controller only on nodes with these labels (key=value,...)")
+	fl.StringVar(&tolerations, "tolerations", "", `the controller's tolerations, a JSON list as in a pod spec ('[{"key":"dedicated","operator":"Exists"}]')`)
+	fl.StringVar(&o.PriorityClassName, "priority-class-name", "", "the controller's PriorityClass")
+	fl.StringVar(&spread, "topology-spread-constraints", "", "the controller's topology spread constraints, a JSON list as in a pod spec")
 	return cmd
 }
 
