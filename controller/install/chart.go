@@ -364,6 +364,22 @@ func Chart() (map[string][]byte, error) {
 		files["templates/"+strings.ToLower(value)+".yaml"] = []byte(fmt.Sprintf("# Generated from controller/install/monitoring.go: do not edit.\n{{- if .Values.metrics.%s.enabled }}\n%s{{- end }}\n", value, text))
 	}
 
+	// The NetworkPolicy, where networkPolicy.enabled asks for it (napctl install
+	// --network-policy): the same whatever the other values.
+	np, err := runtime.DefaultUnstructuredConverter.ToUnstructured(NetworkPolicyObject(sentNamespace))
+	if err != nil {
+		return nil, err
+	}
+	b, err := objectYAML(np)
+	if err != nil {
+		return nil, err
+	}
+	text, err := substitute("NetworkPolicy", string(b))
+	if err != nil {
+		return nil, err
+	}
+	files["templates/networkpolicy.yaml"] = []byte("# Generated from napctl install's objects (controller/install): do not edit.\n{{- if .Values.networkPolicy.enabled }}\n" + text + "{{- end }}\n")
+
 	var validate bytes.Buffer
 	validate.WriteString("# The values napctl install refuses, refused with its words. Generated: do not edit.\n")
 	for i, msg := range messages {
@@ -856,6 +872,11 @@ tolerations: []
 priorityClassName: ""
 topologySpreadConstraints: []
 
+# A NetworkPolicy that lets into the controller's pods only the webhook's calls, the
+# kubelet's probes and metrics scrapes from pods of the cluster.
+networkPolicy:
+  enabled: false
+
 # The controller's monitoring (deploy/monitoring; docs/monitoring.md): a ServiceMonitor
 # and a PrometheusRule for the Prometheus Operator, and a dashboard ConfigMap for
 # Grafana's dashboard sidecar (label grafana_dashboard: "1").
@@ -922,6 +943,7 @@ func valuesSchema() ([]byte, error) {
 		"tolerations":               map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
 		"priorityClassName":         map[string]any{"type": "string", "pattern": `^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`, "maxLength": 253},
 		"topologySpreadConstraints": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+		"networkPolicy":             obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 		"metrics": obj(map[string]any{
 			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 			"prometheusRule": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),

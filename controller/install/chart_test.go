@@ -88,6 +88,8 @@ resources: {requests: {cpu: 50m, memory: 128Mi}, limits: {memory: 512Mi}}`,
 				Replicas: 3, Resources: &custom}},
 		{name: "policy default", values: "policy: default", opts: Options{Scope: scope.Default}},
 		{name: "one replica: no PodDisruptionBudget", values: "replicas: 1", opts: Options{Replicas: 1}},
+		{name: "network policy", values: "networkPolicy: {enabled: true}", opts: Options{NetworkPolicy: true}},
+		{name: "network policy; admission policy", values: "networkPolicy: {enabled: true}\nadmission: {mode: policy}", opts: Options{NetworkPolicy: true, Admission: AdmissionPolicy}},
 		{name: "scheduling", values: `nodeSelector: {node-role.kubernetes.io/infra: ""}
 tolerations: [{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]
 priorityClassName: system-cluster-critical

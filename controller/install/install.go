@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,6 +72,10 @@ type Options struct {
 	Tolerations               []corev1.Toleration
 	PriorityClassName         string
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint
+	// NetworkPolicy adds one that lets into the controller's pods only the API server's
+	// calls to the webhook, the kubelet's probes and scrapes of the metrics from pods
+	// of the cluster (NetworkPolicyObject).
+	NetworkPolicy bool
 }
 
 // routeDelay is how long the controller's routes take to follow a replica, both ways:
@@ -151,6 +156,10 @@ func Objects(o Options) ([]runtime.Object, error) {
 		pdb = &policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: meta(controller.Name, true), Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: appLabels}}}
 	}
+	var netpol *networkingv1.NetworkPolicy
+	if o.NetworkPolicy {
+		netpol = NetworkPolicyObject(ns)
+	}
 	guard, guardBinding := controller.ConfigMapGuard(controller.Name+"-configmap", kube.ConfigMapName, controller.ServiceAccountUser(ns, controller.Name), o.ExcludeNamespaces)
 	guard.Labels, guardBinding.Labels = appLabels, appLabels
 
@@ -165,11 +174,11 @@ func Objects(o Options) ([]runtime.Object, error) {
 			return nil, err
 		}
 		mp.Labels, mpb.Labels = appLabels, appLabels
-		return withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mp, mpb), nil
+		return withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, netpol, guard, guardBinding, mp, mpb), nil
 	}
 	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
 	mwc.Labels = appLabels
-	objs := withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, guard, guardBinding, mwc)
+	objs := withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, netpol, guard, guardBinding, mwc)
 	if o.CertManager {
 		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
 		issuer := &unstructured.Unstructured{Object: map[string]any{
@@ -189,6 +198,30 @@ func Objects(o Options) ([]runtime.Object, error) {
 		objs = append(objs[:len(objs)-1], issuer, cert, mwc)
 	}
 	return objs, nil
+}
+
+// NetworkPolicyObject is the controller's NetworkPolicy in namespace ns: into its pods,
+// the webhook's port from anywhere (the API server calls it from addresses no selector
+// names), the health port from anywhere (the kubelet probes it from its node), the
+// metrics port from any pod of the cluster (Prometheus), nothing else. Egress is left
+// open: the controller talks to the API server, whose address is the cluster's own.
+func NetworkPolicyObject(ns string) *networkingv1.NetworkPolicy {
+	labels := map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
+	port := func(name string) []networkingv1.NetworkPolicyPort {
+		p := intstr.FromString(name)
+		return []networkingv1.NetworkPolicyPort{{Port: &p}}
+	}
+	return &networkingv1.NetworkPolicy{TypeMeta: typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
+		ObjectMeta: metav1.ObjectMeta{Name: controller.Name, Namespace: ns, Labels: labels},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: labels},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{
+				{Ports: port("webhook")},
+				{Ports: port("health")},
+				{Ports: port("metrics"), From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}},
+			},
+		}}
 }
 
 // withoutNil are objs but the nil ones (the objects an installation does not have).

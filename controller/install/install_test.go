@@ -199,7 +199,8 @@ func TestInstallApplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objs {
+	// The optional NetworkPolicy too.
+	for _, o := range append(slices.Clone(objs), NetworkPolicyObject(controller.DefaultNamespace)) {
 		if err := c.Create(context.Background(), o.(client.Object)); err != nil {
 			t.Errorf("%T: %v", o, err)
 		}

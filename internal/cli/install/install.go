@@ -89,6 +89,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&tolerations, "tolerations", "", `the controller's tolerations, a JSON list as in a pod spec ('[{"key":"dedicated","operator":"Exists"}]')`)
 	fl.StringVar(&o.PriorityClassName, "priority-class-name", "", "the controller's PriorityClass")
 	fl.StringVar(&spread, "topology-spread-constraints", "", "the controller's topology spread constraints, a JSON list as in a pod spec")
+	fl.BoolVar(&o.NetworkPolicy, "network-policy", false, "add a NetworkPolicy that lets into the controller's pods only the webhook's calls, the kubelet's probes and metrics scrapes from pods of the cluster")
 	return cmd
 }
 
