@@ -14,3 +14,8 @@ const (
 
 // DefaultNamespace is where napctl install puts the controller.
 const DefaultNamespace = "nap-system"
+
+// MemoryLimitEnv is where the controller's Deployment hands its container's memory
+// limit down (resourceFieldRef limits.memory, in bytes): the controller sets its Go
+// memory limit from it.
+const MemoryLimitEnv = "NAP_MEMORY_LIMIT"

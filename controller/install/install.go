@@ -450,6 +450,9 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 					// asks for this). The image carries nap for it.
 					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 						Command: []string{kube.ControllerImageNapPath, routeDelay.String()}}}},
+					// Its memory limit, from which it sets its Go memory limit.
+					Env: []corev1.EnvVar{{Name: controller.MemoryLimitEnv, ValueFrom: &corev1.EnvVarSource{
+						ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "controller", Resource: "limits.memory"}}}},
 					ReadinessProbe: probe("/readyz"),
 					LivenessProbe:  probe("/healthz"),
 					Resources:      resources,

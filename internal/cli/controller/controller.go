@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,6 +96,23 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	return cmd
 }
 
+// memoryLimit is the Go memory limit the controller sets itself (false: none): 90% of
+// its container's memory limit (the Deployment hands it down in MemoryLimitEnv, from
+// resources.limits.memory), so that the collector works harder before the kernel kills
+// the process, not after. GOMEMLIMIT, when set, decides; so does a container without
+// a limit (the API gives the node's memory then, which is no limit of ours: it is read
+// only when below 1 TiB).
+func memoryLimit(gomemlimit, container string) (int64, bool) {
+	if gomemlimit != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(container, 10, 64)
+	if err != nil || n <= 0 || n >= 1<<40 {
+		return 0, false
+	}
+	return n / 10 * 9, true
+}
+
 func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	sel, err := labels.Parse(f.namespaceSelector)
 	if err != nil {
@@ -128,6 +146,10 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	}
 	log := quietReleasedLease(zap.New(zap.WriteTo(streams.ErrOut), zap.JSONEncoder()))
 	ctrl.SetLogger(log)
+	if limit, ok := memoryLimit(os.Getenv("GOMEMLIMIT"), os.Getenv(controller.MemoryLimitEnv)); ok {
+		debug.SetMemoryLimit(limit)
+		log.Info("memory limit", "container", os.Getenv(controller.MemoryLimitEnv), "GOMEMLIMIT", limit)
+	}
 	var cfg *rest.Config
 	if f.kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
