@@ -152,10 +152,16 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	lg := log.FromContext(ctx).WithValues("namespace", req.Name)
 	var ns corev1.Namespace
 	if err := p.Client.Get(ctx, types.NamespacedName{Name: req.Name}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.seen.Delete(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ns.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil // terminating: its content goes with it
+		// Terminating: its content goes with it, and a namespace of its name made later
+		// starts unseen.
+		p.seen.Delete(req.Name)
+		return reconcile.Result{}, nil
 	}
 	var have corev1.ConfigMap
 	err := p.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: p.Want.Name}, &have)
