@@ -199,9 +199,10 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		_, tamper := p.seen.Load(ns.Name)
 		if tamper {
 			tampered.Inc()
+			what := p.difference(&have)
 			p.Recorder.Eventf(&have, corev1.EventTypeWarning, "Tampered",
-				"the nap ConfigMap was written by someone other than nap's controller (%s); its content is put back", p.difference(&have))
-			lg.Info("the nap ConfigMap was tampered with; putting it back", "what", p.difference(&have))
+				"the nap ConfigMap was written by someone other than nap's controller (%s); its content is put back", what)
+			lg.Info("the nap ConfigMap was tampered with; putting it back", "what", what)
 		}
 	}
 	if have.Immutable != nil && *have.Immutable {

@@ -230,7 +230,7 @@ func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string
 			why = "its nap ConfigMap could not be read: " + err.Error()
 		}
 		if why != "" {
-			return notMountable(req, opts, why, audit)
+			return notMountable(req, v, opts, why, audit)
 		}
 	}
 	if audit != "" {
@@ -252,21 +252,19 @@ func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string
 	return a
 }
 
-// notMountable answers for a pod that would run nap from a ConfigMap that must not be
-// mounted (why): the native sleep of opts' wait (Wait.Native) where every kubelet that
+// notMountable answers for a pod (v, as decoded) that would run nap from a ConfigMap
+// that must not be mounted (why): the native sleep of opts' wait (Wait.Native) where every kubelet that
 // may run the pod has it, else the pod unchanged; a warning and a Warning event
 // (NapBinaryNotMounted) on the namespace either way, and the result "not-mounted".
-func notMountable(req admission.Request, opts inject.Options, why, audit string) answered {
+func notMountable(req admission.Request, v map[string]any, opts inject.Options, why, audit string) answered {
 	opts.Wait, opts.Mode = opts.Wait.Native(), inject.ModeNative
 	var ops []inject.Op
 	plan, err := inject.NewPlan(opts)
 	if err == nil {
-		var v map[string]any
+		// A new tree of the decoded pod: the first plan's edits were to its own.
 		var o *manifest.Object
-		if v, err = decodePod(req.Object.Raw); err == nil {
-			if o, err = manifest.FromValue("pod", v); err == nil {
-				ops, _, err = inject.Patch(o, plan)
-			}
+		if o, err = manifest.FromValue("pod", v); err == nil {
+			ops, _, err = inject.Patch(o, plan)
 		}
 	}
 	msg := fmt.Sprintf("nap: pod %s: not nap's binary, as %s; ", podName(req), why)

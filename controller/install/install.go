@@ -127,7 +127,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	webhook := o.Admission == AdmissionWebhook
 	ns := o.Namespace
-	appLabels := map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
+	appLabels := controllerLabels()
 	meta := func(name string, namespaced bool) metav1.ObjectMeta {
 		m := metav1.ObjectMeta{Name: name, Labels: appLabels}
 		if namespaced {
@@ -200,13 +200,19 @@ func Objects(o Options) ([]runtime.Object, error) {
 	return objs, nil
 }
 
+// controllerLabels are the labels of the controller's objects, and the selector of its
+// pods.
+func controllerLabels() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
+}
+
 // NetworkPolicyObject is the controller's NetworkPolicy in namespace ns: into its pods,
 // the webhook's port from anywhere (the API server calls it from addresses no selector
 // names), the health port from anywhere (the kubelet probes it from its node), the
 // metrics port from any pod of the cluster (Prometheus), nothing else. Egress is left
 // open: the controller talks to the API server, whose address is the cluster's own.
 func NetworkPolicyObject(ns string) *networkingv1.NetworkPolicy {
-	labels := map[string]string{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
+	labels := controllerLabels()
 	port := func(name string) []networkingv1.NetworkPolicyPort {
 		p := intstr.FromString(name)
 		return []networkingv1.NetworkPolicyPort{{Port: &p}}

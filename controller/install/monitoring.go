@@ -73,7 +73,10 @@ func RulesFile() ([]byte, error) {
 // MonitoringObjects are the ServiceMonitor, the PrometheusRule and the dashboard's
 // ConfigMap (labelled for Grafana's dashboard sidecar) in namespace ns.
 func MonitoringObjects(ns string) ([]*unstructured.Unstructured, error) {
-	labels := map[string]any{"app.kubernetes.io/name": controller.Name, "app.kubernetes.io/component": "controller"}
+	labels := map[string]any{}
+	for k, v := range controllerLabels() {
+		labels[k] = v
+	}
 	groups, err := toAny(Rules())
 	if err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ func BuildNapctl(t testing.TB) string {
 // install.
 func SAKubeconfig(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
-	return kubeenv.KubeconfigAs(t, cfg, "system:serviceaccount:"+controller.DefaultNamespace+":"+controller.Name,
+	return kubeenv.KubeconfigAs(t, cfg, controller.ServiceAccountUser(controller.DefaultNamespace, controller.Name),
 		"system:serviceaccounts", "system:serviceaccounts:"+controller.DefaultNamespace, "system:authenticated")
 }
 
