@@ -34,7 +34,7 @@ import (
 const Name = "nap-calibrate"
 
 // ManagedLabel marks the namespace calibrate created, the only kind it deletes.
-const ManagedLabel = "app.kubernetes.io/managed-by"
+const ManagedLabel = kube.ManagedByLabel
 
 // managedBy is ManagedLabel's value.
 const managedBy = "napctl-calibrate"

@@ -24,7 +24,7 @@ const (
 	// can check what it mounts without decoding binaryData.
 	SHA256AnnotationPrefix = "nap.dev/sha256-"
 	// ManagedByLabel tells who keeps the ConfigMap: napctl, or the controller.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByLabel = kube.ManagedByLabel
 )
 
 // Options choose what New holds.

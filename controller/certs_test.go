@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,160 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nap-k8s/nap/controller/certs"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
 )
 
-func pemCerts(t *testing.T, p []byte) []*x509.Certificate {
-	t.Helper()
-	var out []*x509.Certificate
-	for {
-		var b *pem.Block
-		b, p = pem.Decode(p)
-		if b == nil {
-			return out
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-	}
-}
-
-// verify checks that data's serving certificate chains to its bundle for host at now.
-func verify(t *testing.T, data map[string][]byte, host string, now time.Time) *x509.Certificate {
-	t.Helper()
-	leaf := pemCerts(t, data[corev1.TLSCertKey])[0]
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(data[SecretCAKey])
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: host, CurrentTime: now}); err != nil {
-		t.Fatalf("the serving certificate at %v: %v", now, err)
-	}
-	if _, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]); err != nil {
-		t.Fatal(err)
-	}
-	return leaf
-}
-
-// The renewal rules on a moving clock, without an API server.
-func TestCertsRenew(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := &Certs{Namespace: "nap-system", Service: "nap", Now: func() time.Time { return now }}
-	const host = "nap.nap-system.svc"
-	day := 24 * time.Hour
-
-	data, changed, err := c.renew(nil, time.Time{})
-	if err != nil || !changed {
-		t.Fatalf("bootstrap: changed %v, %v", changed, err)
-	}
-	leaf0 := verify(t, data, host, now)
-	ca0 := pemCerts(t, data[SecretCAKey])
-	if len(ca0) != 1 || !ca0[0].IsCA {
-		t.Fatalf("bundle: %d certificates", len(ca0))
-	}
-
-	step := func(name string, d time.Duration, wantChanged bool) (map[string][]byte, *x509.Certificate, []*x509.Certificate) {
-		t.Helper()
-		now = now.Add(d)
-		next, changed, err := c.renew(data, time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if changed != wantChanged {
-			t.Fatalf("%s: changed %v, want %v", name, changed, wantChanged)
-		}
-		if !changed {
-			for k, v := range data {
-				if !bytes.Equal(next[k], v) {
-					t.Fatalf("%s: %s differs though unchanged", name, k)
-				}
-			}
-		}
-		data = next
-		return data, verify(t, data, host, now), pemCerts(t, data[SecretCAKey])
-	}
-
-	_, leaf, cas := step("same moment", 0, false)
-	_, leaf, cas = step("200 days on", 200*day, false)
-	if !leaf.Equal(leaf0) {
-		t.Fatal("the serving certificate changed before it had to")
-	}
-	_, leaf, cas = step("250 days on: a third of its year left", 50*day, true)
-	if leaf.Equal(leaf0) || len(cas) != 1 || !cas[0].Equal(ca0[0]) {
-		t.Fatalf("serving renewal: new leaf %v, CAs %d, same CA %v", !leaf.Equal(leaf0), len(cas), cas[0].Equal(ca0[0]))
-	}
-	_, leaf, cas = step("7 years on: the CA's last third", 7*365*day, true)
-	if len(cas) != 2 || !cas[1].Equal(ca0[0]) || leaf.CheckSignatureFrom(cas[0]) != nil {
-		t.Fatalf("CA renewal: %d CAs, the old one kept %v, leaf from the new %v", len(cas), len(cas) == 2 && cas[1].Equal(ca0[0]), leaf.CheckSignatureFrom(cas[0]) == nil)
-	}
-	ca1 := cas[0]
-	_, _, cas = step("11 years: the first CA expired", 4*365*day, true)
-	if len(cas) != 1 || !cas[0].Equal(ca1) {
-		t.Fatalf("after the first CA expired: %d CAs", len(cas))
-	}
-	c.Hosts = []string{"127.0.0.1", "webhook.example"}
-	_, leaf, _ = step("new names", 0, true)
-	if len(leaf.IPAddresses) != 1 || leaf.DNSNames[len(leaf.DNSNames)-1] != "webhook.example" {
-		t.Fatalf("names: %v %v", leaf.DNSNames, leaf.IPAddresses)
-	}
-	step("names settled", 0, false)
-
-	delete(data, SecretCAKeyPK)
-	_, _, cas = step("CA key lost", 0, true)
-	if len(cas) != 2 {
-		t.Fatalf("after losing the CA key: %d CAs, want a new one and the old", len(cas))
-	}
-}
-
-// A CA rotation with a webhook configuration to wait for: the new CA is pending until
-// the caBundle has carried it for the trust delay; only then does a serving certificate
-// of the new CA replace the old one.
-func TestCertsRenewTwoPhases(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := &Certs{Namespace: "nap-system", Service: "nap", WebhookConfiguration: "nap", Now: func() time.Time { return now }}
-	const host = "nap.nap-system.svc"
-	data, _, err := c.renew(nil, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca0 := pemCerts(t, data[SecretCAKey])[0]
-	now = now.Add(7 * 365 * 24 * time.Hour) // the CA's last third; the serving certificate expired
-
-	renew := func(name string, published time.Time, wantChanged bool) {
-		t.Helper()
-		next, changed, err := c.renew(data, published)
-		if err != nil || changed != wantChanged {
-			t.Fatalf("%s: changed %v, %v; want changed %v", name, changed, err, wantChanged)
-		}
-		data = next
-	}
-	renew("phase one", time.Time{}, true)
-	cas := pemCerts(t, data[SecretCAKey])
-	if len(cas) != 2 || !cas[0].Equal(ca0) || len(data[SecretNextCAKeyPK]) == 0 {
-		t.Fatalf("phase one: %d CAs, the old one first %v, pending key %v", len(cas), cas[0].Equal(ca0), len(data[SecretNextCAKeyPK]) > 0)
-	}
-	if leaf := verify(t, data, host, now); leaf.CheckSignatureFrom(ca0) != nil {
-		t.Fatal("phase one: the serving certificate is not the old CA's")
-	}
-	ca1 := cas[1]
-	now = now.Add(10 * time.Minute)
-	renew("not published yet", time.Time{}, false)
-	renew("published a minute ago", now.Add(-time.Minute), false)
-	renew("published two minutes ago", now.Add(-2*time.Minute), true)
-	cas = pemCerts(t, data[SecretCAKey])
-	leaf := verify(t, data, host, now)
-	if len(cas) != 2 || !cas[0].Equal(ca1) || !cas[1].Equal(ca0) || leaf.CheckSignatureFrom(ca1) != nil || len(data[SecretNextCAKeyPK]) != 0 {
-		t.Fatalf("phase two: %d CAs, new first %v, leaf from the new CA %v, pending key left %v",
-			len(cas), cas[0].Equal(ca1), leaf.CheckSignatureFrom(ca1) == nil, len(data[SecretNextCAKeyPK]) > 0)
-	}
-	renew("settled", now.Add(-2*time.Minute), false)
-}
-
-// TestCertsWebhook: the real API server calls the webhook with the certificate Certs
-// bootstrapped, trusting the CA Certs wrote into the configuration's caBundle;
+// TestCertsWebhook: the real API server calls the webhook with the certificate the
+// Rotator bootstrapped, trusting the CA it wrote into the configuration's caBundle;
 // restarts write nothing; a tampered caBundle is put back; other webhook
 // configurations are left alone; the serving certificate is rotated while serving.
 func TestCertsWebhook(t *testing.T) {
@@ -207,8 +61,8 @@ func TestCertsWebhook(t *testing.T) {
 	envtestCA := mwc("nap").Webhooks[0].ClientConfig.CABundle
 	otherBefore := mwc("someone-else")
 
-	newCerts := func(validity time.Duration) *Certs {
-		return &Certs{Client: c, Namespace: "nap-system", SecretName: "nap-webhook-tls", Service: "nap",
+	newCerts := func(validity time.Duration) *certs.Rotator {
+		return &certs.Rotator{Client: c, Namespace: "nap-system", SecretName: "nap-webhook-tls", Service: "nap",
 			Hosts: []string{wopts.LocalServingHost, "localhost"}, WebhookConfiguration: "nap",
 			CertValidity: validity, Interval: 300 * time.Millisecond, Log: testr.New(t)}
 	}
@@ -216,7 +70,7 @@ func TestCertsWebhook(t *testing.T) {
 	a, b := newCerts(0), newCerts(0)
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	for i, r := range []*Certs{a, b} {
+	for i, r := range []*certs.Rotator{a, b} {
 		wg.Go(func() { errs[i] = r.Ensure(ctx) })
 	}
 	wg.Wait()
@@ -233,7 +87,7 @@ func TestCertsWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	bundle := mwc("nap").Webhooks[1].ClientConfig.CABundle
-	if !bytes.Equal(bundle, secret.Data[SecretCAKey]) || bytes.Equal(bundle, envtestCA) {
+	if !bytes.Equal(bundle, secret.Data[certs.SecretCAKey]) || bytes.Equal(bundle, envtestCA) {
 		t.Fatal("the caBundle is not the Secret's CA")
 	}
 	if o := mwc("someone-else"); o.ResourceVersion != otherBefore.ResourceVersion {
@@ -276,7 +130,7 @@ func TestCertsWebhook(t *testing.T) {
 	}
 	sctx, stopShort := context.WithCancel(ctx)
 	go short.Start(sctx)
-	var active atomic.Pointer[Certs] // whose certificate the webhook server serves
+	var active atomic.Pointer[certs.Rotator] // whose certificate the webhook server serves
 	active.Store(short)
 	v := kube.Version{Major: 1, Minor: 34}
 	srv := webhook.NewServer(webhook.Options{Host: wopts.LocalServingHost, Port: wopts.LocalServingPort,
@@ -357,7 +211,7 @@ func TestCertsWebhook(t *testing.T) {
 		for ; wctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
 			var m admissionregistrationv1.MutatingWebhookConfiguration
 			if err := c.Get(wctx, types.NamespacedName{Name: "nap"}, &m); err == nil && published.Load() == 0 {
-				for _, ca := range pemCerts(t, m.Webhooks[0].ClientConfig.CABundle) {
+				for _, ca := range certs.Bundle(m.Webhooks[0].ClientConfig.CABundle) {
 					if ca.Subject.CommonName != firstCA {
 						published.Store(time.Now().UnixNano())
 					}

@@ -9,14 +9,9 @@
 //     answers with its edits as a JSON Patch;
 //   - AdmissionPolicy is the MutatingAdmissionPolicy that does the opt-in injection in
 //     the API server (CEL), held to the webhook's pod specs by its tests;
-//   - Reporter finds what fails silently — pods scope.Decide says the webhook should
-//     have injected and it did not, hooks that cannot work (lint's termination checks
-//     on live pods), FailedPreStopHook events — and reports it on the owning workloads
-//     and as metrics (optionally evicting the missed pods so they are recreated
-//     injected);
-//   - Certs bootstraps and rotates the webhook's CA and certificate in a Secret and
-//     the caBundle of its own MutatingWebhookConfiguration;
-//   - NewManager wires them.
+//   - NewManager wires them with the Reporter (package controller/report: what fails
+//     silently, on the owning workloads, as metrics and policy reports) and the
+//     webhook's certificates (package controller/certs).
 //
 // Package controller/install holds every object `napctl install` prints (and deploy/).
 package controller

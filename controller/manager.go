@@ -26,6 +26,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nap-k8s/nap/controller/certs"
+	"github.com/nap-k8s/nap/controller/report"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport/writer"
@@ -61,7 +63,7 @@ type ManagerOptions struct {
 	Delivery inject.Delivery
 	NapImage string
 	// Namespace, SecretName, Service and Configuration locate the webhook's TLS (see
-	// Certs); CertDir serves a certificate from a folder instead (cert-manager).
+	// certs.Rotator); CertDir serves a certificate from a folder instead (cert-manager).
 	Namespace, SecretName, Service, Configuration, CertDir string
 	Port                                                   int
 
@@ -79,7 +81,7 @@ type ManagerOptions struct {
 }
 
 // NewManager wires nap's controller: a manager whose cache holds only what nap reads,
-// the Publisher, and with Webhook the webhook server, its certificates (Certs, run by
+// the Publisher, and with Webhook the webhook server, its certificates (certs.Rotator, run by
 // every replica) and the nodes' informer the Injector reads. Start it to run.
 func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -134,13 +136,13 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		if !o.Webhook {
 			installed = scope.OptIn
 		}
-		r := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Scope: installed, Kube: o.Kube,
+		r := &report.Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: mgr.GetEventRecorderFor("nap-reporter"), Scope: installed, Kube: o.Kube,
 			Exclude: map[string]bool{o.Namespace: true, "kube-system": true}, Roll: o.RollMissed, RollInterval: o.RollInterval,
 			Log:     o.Log.WithName("reporter"),
 			Refusal: RefusalOf(mgr.GetAPIReader(), injector),
 			// Protection first: the pod list waits until every namespace has the ConfigMap.
-			Before:         func(ctx context.Context) error { return p.Published(ctx, 2*time.Minute) },
-			AfterFirstPass: settle}
+			Before:      func(ctx context.Context) error { return p.Published(ctx, 2*time.Minute) },
+			AfterSynced: settle}
 		if o.PolicyReports {
 			d, err := discovery.NewDiscoveryClientForConfig(cfg)
 			if err != nil {
@@ -171,7 +173,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 }
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
-// Certs runnable that makes and rotates them.
+// certs.Rotator runnable that makes and rotates them.
 func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error)) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
@@ -180,15 +182,15 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 		if err != nil {
 			return err
 		}
-		certs := &Certs{Client: c, Namespace: o.Namespace, SecretName: o.SecretName,
+		rotator := &certs.Rotator{Client: c, Namespace: o.Namespace, SecretName: o.SecretName,
 			Service: o.Service, WebhookConfiguration: o.Configuration, Log: o.Log.WithName("certs"), Owners: owners}
-		if err := mgr.Add(certs); err != nil {
+		if err := mgr.Add(rotator); err != nil {
 			return err
 		}
-		if err := mgr.AddReadyzCheck("webhook-certificate", certs.Ready); err != nil {
+		if err := mgr.AddReadyzCheck("webhook-certificate", rotator.Ready); err != nil {
 			return err
 		}
-		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = rotator.GetCertificate }}
 	}
 	// HTTP/1.1 alone: the API server calls webhooks over it, and a server that speaks
 	// HTTP/2 is open to rapid-reset floods (CVE-2023-44487), as controller-runtime's

@@ -24,21 +24,8 @@ var (
 		Help: "Pods admitted unchanged under the audit policy that the default policy would give a preStop delay, by namespace."}, []string{"namespace"})
 	admissionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nap_admission_duration_seconds", Help: "Time to answer a Pod admission.",
 		Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}})
-
-	// The Reporter: what it finds now (gauges, set whole at each pass), and its evictions.
-	unprotected = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_pods_unprotected",
-		Help: "Pods that may drop requests when they terminate, by namespace and reason: not-injected (admitted while the webhook was down), refused (the webhook leaves them unchanged: a bad annotation, their own nap volume...), delay-exceeds-grace, native-sleep-unsupported."}, []string{"namespace", "reason"})
-	hookFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_prestop_hook_failures",
-		Help: "Pods with a FailedPreStopHook event the API server still holds, by namespace, workload (Kind/name) and cause: from the message (no-shell, no-binary, non-zero-exit, http, refused, other), or, as the kubelet gives none, what the hook runs (hook-shell, hook-nap, hook-exec, hook-http, unknown)."}, []string{"namespace", "workload", "cause"})
-	rolled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_pods_rolled_total",
-		Help: "Pods the webhook missed that the controller evicted (--roll-missed) so that they are recreated with a delay, by namespace."}, []string{"namespace"})
-
-	// certNotAfter lets an alert fire long before the webhook's certificate expires,
-	// should rotation ever stop (it renews with a third of the life left).
-	certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nap_webhook_certificate_expiry_timestamp_seconds",
-		Help: "When the webhook's serving certificate expires (Unix seconds)."})
 )
 
 func init() {
-	metrics.Registry.MustRegister(published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds, unprotected, hookFailures, rolled, certNotAfter)
+	metrics.Registry.MustRegister(published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds)
 }

@@ -29,10 +29,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nap-k8s/nap/configmap"
+	"github.com/nap-k8s/nap/controller/report"
+	"github.com/nap-k8s/nap/kube"
 )
 
 // ManagedBy is the managed-by label value of the copies the Publisher owns.
-const ManagedBy = "nap-controller"
+const ManagedBy = kube.ManagedByController
 
 // Publisher reconciles namespaces: each selected one holds the nap ConfigMap.
 type Publisher struct {
@@ -62,16 +64,15 @@ func NewPublisher(c client.Client, rec record.EventRecorder, name, version strin
 // Publisher's name only, so memory does not grow with the cluster's other ConfigMaps,
 // and of each Node only its name, labels and kubelet version (for the webhook). No
 // object keeps its managedFields: nap never reads them, and they are much of a small
-// object's size. Pods are summaries (podSummary), listed in pages (pagedPods).
+// object's size. Pods and events are as the Reporter needs them (report.CacheByObject).
 func CacheOptions(name string) cache.Options {
-	return cache.Options{NewInformer: newInformer, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
+	by := map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name), Transform: shareBinaries()},
 		&corev1.Node{}:      {Transform: slimNode},
 		&corev1.Service{}:   {Transform: slimService},
-		&corev1.Pod{}:       {Transform: summarizePod}, // podSummary: only the Reporter reads pods
-		// The Reporter reads only these events.
-		&corev1.Event{}: {Field: fields.OneTermEqualSelector("reason", "FailedPreStopHook")},
-	}}
+	}
+	maps.Copy(by, report.CacheByObject()) // pods, as summaries; events
+	return cache.Options{NewInformer: report.NewInformer, DefaultTransform: cache.TransformStripManagedFields(), ByObject: by}
 }
 
 // shareBinaries is the cache's transform of nap's ConfigMaps: no managedFields, and

@@ -3,13 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/nap-k8s/nap/controller/report"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
@@ -132,13 +134,10 @@ func TestReporter(t *testing.T) {
 	create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "other.1", Namespace: "plain"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "plain", Name: "api-2"}, Reason: "Killing", Type: corev1.EventTypeNormal})
 
-	rec := record.NewFakeRecorder(100)
 	v := kube.Version{Major: 1, Minor: 34}
-	r := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard(),
-		Reports: &writer.Writer{Client: c, Format: policyreport.OpenReports},
-		Refusal: RefusalOf(c, &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s})}
-	if err := r.Watch(ctx); err != nil {
-		t.Fatal(err)
+	reporter := func(rec record.EventRecorder) *report.Reporter {
+		return &report.Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: rec, Scope: scope.OptIn, Exclude: map[string]bool{"nap-system": true, "kube-system": true}, Log: logr.Discard(),
+			Refusal: RefusalOf(c, &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s})}
 	}
 	want := []string{
 		"Deployment/opted-in/api not-injected api-7d9f8c6b5-abcde,api-7d9f8c6b5-fghij",
@@ -151,14 +150,13 @@ func TestReporter(t *testing.T) {
 		"StatefulSet/plain/slow delay-exceeds-grace slow-0",
 	}
 	var got []string
-	scan := func() {
+	scan := func(r *report.Reporter) {
 		t.Helper()
-		found, _, err := r.Scan(ctx)
-		if err != nil {
+		if err := r.SyncAll(ctx); err != nil {
 			t.Fatal(err)
 		}
 		got = got[:0]
-		for _, f := range found {
+		for _, f := range r.Findings() {
 			reason := string(f.Reason)
 			if f.Cause != "" {
 				reason += "/" + f.Cause
@@ -166,9 +164,13 @@ func TestReporter(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %s %s", f.Workload, reason, strings.Join(f.Pods, ",")))
 		}
 	}
-	// The caches fill asynchronously: wait until they hold every object made above.
+	// The caches fill asynchronously: wait, with a Reporter that reports nothing, until
+	// they hold every object made above.
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("caches did not sync")
+	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		scan()
+		scan(reporter(nil))
 		if slices.Equal(got, want) || time.Now().After(deadline) {
 			break
 		}
@@ -177,8 +179,13 @@ func TestReporter(t *testing.T) {
 		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	if err := r.Pass(ctx); err != nil {
-		t.Fatal(err)
+	// The Reporter as the manager runs it: its first sync of every namespace.
+	rec := record.NewFakeRecorder(100)
+	r := reporter(rec)
+	r.Reports = &writer.Writer{Client: c, Format: policyreport.OpenReports}
+	scan(r)
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	events := drain(rec)
 	if len(events) != 8 {
@@ -190,14 +197,14 @@ func TestReporter(t *testing.T) {
 			t.Errorf("no event %q in %q", w, events)
 		}
 	}
-	if v := testutil.ToFloat64(unprotected.WithLabelValues("opted-in", string(NotInjected))); v != 2 {
+	if v := gauge(t, "nap_pods_unprotected", map[string]string{"namespace": "opted-in", "reason": string(report.NotInjected)}); v != 2 {
 		t.Errorf("nap_pods_unprotected{opted-in,not-injected} = %v, want 2", v)
 	}
-	if v := testutil.ToFloat64(hookFailures.WithLabelValues("plain", "Deployment/shell", "no-shell")); v != 1 {
+	if v := gauge(t, "nap_prestop_hook_failures", map[string]string{"namespace": "plain", "workload": "Deployment/shell", "cause": "no-shell"}); v != 1 {
 		t.Errorf("nap_prestop_hook_failures{plain,Deployment/shell,no-shell} = %v, want 1", v)
 	}
 	// One OpenReports Report per namespace with findings, one result per finding.
-	report := func(ns string) (fails int64, rv string) {
+	reportOf := func(ns string) (fails int64, rv string) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(policyreport.OpenReports.GroupVersion.WithKind(policyreport.OpenReports.Kind))
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: policyreport.Name}, u); err != nil {
@@ -208,29 +215,29 @@ func TestReporter(t *testing.T) {
 	}
 	rvs := map[string]string{}
 	for ns, want := range map[string]int64{"opted-in": 3, "defaulted": 1, "plain": 4, "opted-out": -1, "audited": -1} {
-		fails, rv := report(ns)
+		fails, rv := reportOf(ns)
 		if fails != want {
 			t.Errorf("namespace %s: a report of %d failures, want %d (-1: none)", ns, fails, want)
 		}
 		rvs[ns] = rv
 	}
 	// At rest: no new event, no report written.
-	if err := r.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	scan(r)
 	if e := drain(rec); len(e) != 0 {
 		t.Errorf("events at rest: %q", e)
 	}
 	for ns, rv := range rvs {
-		if _, now := report(ns); now != rv {
+		if _, now := reportOf(ns); now != rv {
 			t.Errorf("namespace %s: the report was written at rest (%s → %s)", ns, rv, now)
 		}
 	}
 
 	// Rolling: one not-injected pod evicted per interval.
 	r.Roll, r.RollInterval = true, time.Hour
-	if err := r.Pass(ctx); err != nil {
-		t.Fatal(err)
+	for range 2 { // the second within the hour: nothing
+		if err := r.RollOne(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	gone := 0
 	for _, name := range []string{"api-7d9f8c6b5-abcde", "api-7d9f8c6b5-fghij", "web-0"} {
@@ -250,9 +257,10 @@ func TestReporter(t *testing.T) {
 		t.Errorf("no NapRolled event: %q", e)
 	}
 	// Pass after pass, the missed pods go and the refused ones stay.
+	r.RollInterval = time.Nanosecond
 	for range 4 {
-		r.lastRoll = time.Time{}
-		if err := r.Pass(ctx); err != nil {
+		scan(r)
+		if err := r.RollOne(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -262,7 +270,7 @@ func TestReporter(t *testing.T) {
 			t.Errorf("refused pod %s rolled: %v", name, err)
 		}
 	}
-	if n := testutil.ToFloat64(rolled.WithLabelValues("opted-in")) + testutil.ToFloat64(rolled.WithLabelValues("defaulted")); n < 3 {
+	if n := gauge(t, "nap_pods_rolled_total", map[string]string{"namespace": "opted-in"}) + gauge(t, "nap_pods_rolled_total", map[string]string{"namespace": "defaulted"}); n < 3 {
 		t.Errorf("%v missed pods rolled, want the 3", n)
 	}
 }
@@ -277,4 +285,29 @@ func drain(rec *record.FakeRecorder) []string {
 			return out
 		}
 	}
+}
+
+// gauge is the value of the metric name (a gauge or a counter) of exactly these
+// labels, as the controller serves it; 0 when it has none.
+func gauge(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(have, labels) {
+				return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -41,3 +41,10 @@ func ImagePullFailure(pods []corev1.Pod) (image, reason, message string) {
 	}
 	return "", "", ""
 }
+
+// ManagedByLabel is Kubernetes' recommended label naming who keeps an object; nap sets
+// it on everything it writes (ManagedByController where the controller keeps it).
+const (
+	ManagedByLabel      = "app.kubernetes.io/managed-by"
+	ManagedByController = "nap-controller"
+)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nap-k8s/nap/kube"
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,7 +35,7 @@ var (
 const (
 	Name         = "nap"
 	Source       = "nap"
-	ManagedLabel = "app.kubernetes.io/managed-by"
+	ManagedLabel = kube.ManagedByLabel
 	ManagedBy    = "nap"
 	Category     = "zero-downtime termination"
 )

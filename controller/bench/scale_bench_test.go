@@ -40,8 +40,11 @@ import (
 
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/controller/install"
+	"github.com/nap-k8s/nap/controller/report"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/internal/testutil/controllerproc"
+	"github.com/nap-k8s/nap/internal/testutil/memcg"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
 )
@@ -309,9 +312,12 @@ type scaleResult struct {
 	posts                           int
 	atRest                          map[string]int
 	rssConv, rssRest, rssPeak       float64
+	limit, charged                  float64 // MiB: the controller's memory cgroup's limit (the chart's), the most charged to it
+	oomKills                        int
 	cpuRest                         float64 // percent of a core
 	events                          [2]int  // NapNotInjected, NapFailedPreStopHook workloads evented
-	scan, scanRest                  scanCost
+	scan                            scanCost
+	restSyncs                       float64       // namespaces put on the Reporter's queue at rest
 	findings                        [2]int        // not injected, failed hooks
 	plain, optedIn, policy          time.Duration // p99
 	plain50, optedIn50, policy50    time.Duration
@@ -423,11 +429,31 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	before := writes(t, cs, "configmaps")
 	since := metav1.NewTime(time.Now().Truncate(time.Second))
 
-	// Cold start, as installed but for the webhook's certificate and ports.
+	// Cold start, as installed but for the webhook's certificate and ports: in a memory
+	// cgroup of its own limited as the chart limits its container, so that the peak is
+	// what the kernel would charge against that limit, and a kill is counted.
+	limits := install.Resources().Limits
+	limit := limits.Memory().Value()
+	cg, err := memcg.New(fmt.Sprintf("bench-scale-%d-%d", os.Getpid(), s.pods), limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cg.Remove() })
+	res.limit = float64(limit) / (1 << 20)
 	began := time.Now()
 	pprofPort := controllerproc.FreePort(t)
-	ctl := controllerproc.Start(t, bin, admin, "controller", "--webhook-cert-dir", certDir, fmt.Sprintf("--webhook-port=%d", port), "--webhook-configuration=",
+	ctl := controllerproc.StartIn(t, cg, bin, admin, "controller", "--webhook-cert-dir", certDir, fmt.Sprintf("--webhook-port=%d", port), "--webhook-configuration=",
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
+	// The controller must live through the step: an exit (an OOM kill) ends it.
+	alive := func() {
+		t.Helper()
+		select {
+		case err := <-ctl.Done:
+			kills, _ := cg.OOMKills()
+			t.Fatalf("the controller exited (%v); OOM kills in its memory cgroup of %.0f MiB: %d\n%s", err, res.limit, kills, ctl.Log)
+		default:
+		}
+	}
 	stopProfiles := profiles(t, fmt.Sprintf("publish-%d-namespaces-%d-pods", s.namespaces, s.pods), cs, pprofPort)
 	for deadline := began.Add(10 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		n := writes(t, cs, "configmaps")["POST"] - before["POST"]
@@ -440,6 +466,7 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d ConfigMaps created after 10 minutes", n, want)
 		}
+		alive()
 	}
 	res.publish = time.Since(began)
 	res.posts = diff(writes(t, cs, "configmaps"), before)["POST"]
@@ -468,6 +495,7 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 		return n
 	}
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+		alive()
 		res.events = evented()
 		if res.events == [2]int{wantNI, wantFH} || time.Now().After(deadline) {
 			break
@@ -480,13 +508,18 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	// At rest: no writes, the RSS and CPU the caches and the Reporter's passes cost.
 	atRest0 := writes(t, cs, "")
 	cpu0 := cpuOf(t, ctl.Cmd.Process.Pid)
+	adds0 := queueAdds(t, ctl)
 	time.Sleep(steady)
 	res.cpuRest = 100 * (cpuOf(t, ctl.Cmd.Process.Pid) - cpu0).Seconds() / steady.Seconds()
+	res.restSyncs = queueAdds(t, ctl) - adds0
 	res.atRest = diff(writes(t, cs, ""), atRest0)
 	res.rssRest, res.rssPeak = rss(t, ctl.Cmd.Process.Pid)
 	t.Logf("at rest over %v: writes %s, RSS %.0f MiB (peak %.0f), CPU %.1f%% of a core", steady, format(res.atRest), res.rssRest, res.rssPeak, res.cpuRest)
 	if len(res.atRest) != 0 {
 		t.Errorf("writes at rest: %s, want none", format(res.atRest))
+	}
+	if res.restSyncs != 0 {
+		t.Errorf("the Reporter's queue took %.0f namespaces at rest, want none", res.restSyncs)
 	}
 	// The controller's heap at rest, for go tool pprof.
 	if dir := os.Getenv(profilesEnv); dir != "" {
@@ -500,12 +533,11 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	}
 
 	// One Reporter scan, in this process over caches as the controller's.
-	res.scan, res.scanRest, res.findings = measureScan(t, ctx, cfg, fmt.Sprintf("%d-namespaces-%d-pods", s.namespaces, s.pods))
+	res.scan, res.findings = measureScan(t, ctx, cfg, fmt.Sprintf("%d-namespaces-%d-pods", s.namespaces, s.pods))
 	if res.findings != [2]int{wantNI, wantFH} {
 		t.Errorf("the Reporter's scan found %d not-injected and %d failed-hook workloads, want %d and %d", res.findings[0], res.findings[1], wantNI, wantFH)
 	}
-	t.Logf("a Reporter scan: full %v, %.0f allocations, %.1f MiB; at rest %v, %.0f allocations", res.scan.time.Round(time.Millisecond), res.scan.allocs, res.scan.bytes/(1<<20),
-		res.scanRest.time.Round(time.Microsecond), res.scanRest.allocs)
+	t.Logf("a Reporter's sync of every namespace: %v, %.0f allocations, %.1f MiB", res.scan.time.Round(time.Millisecond), res.scan.allocs, res.scan.bytes/(1<<20))
 
 	// Admission at 50 creates a second beside the fleet.
 	untilInjected(t, cs, "opted-in", time.Minute)
@@ -529,6 +561,17 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 		}
 	}
 	clean()
+	alive()
+	peak, err := cg.Peak()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.oomKills, err = cg.OOMKills(); err != nil {
+		t.Fatal(err)
+	}
+	res.charged = float64(peak) / (1 << 20)
+	_, res.rssPeak = rss(t, ctl.Cmd.Process.Pid)
+	t.Logf("under a memory limit of %.0f MiB: at most %.0f MiB charged, RSS peak %.0f MiB, %d OOM kills", res.limit, res.charged, res.rssPeak, res.oomKills)
 	stopController(t, ctl)
 
 	// The same with the webhook in a process of its own, without the Reporter and so
@@ -656,12 +699,10 @@ func runMeasured(t *testing.T, bin string, args ...string) (time.Duration, float
 	return d, peak, []byte(stdout.String())
 }
 
-// measureScan fills caches as the controller's (controller.CacheOptions) in this
-// process and runs the Reporter's Scan over them as the controller does (incremental,
-// told of changes by the informers): a full scan (a Reporter's first; the median of 3)
-// and one at rest (the median of 5), their time, allocations and bytes, and the
-// workloads the full scan found not injected and with failed hooks.
-func measureScan(t *testing.T, ctx context.Context, cfg *rest.Config, step string) (full, rest scanCost, n [2]int) {
+// measureScan syncs every namespace with a Reporter of its own, in this process, over
+// caches as the controller's (the Reporter's start): the median of 3 by time, and the
+// workloads it found not injected and with failed hooks.
+func measureScan(t *testing.T, ctx context.Context, cfg *rest.Config, step string) (full scanCost, n [2]int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -682,29 +723,23 @@ func measureScan(t *testing.T, ctx context.Context, cfg *rest.Config, step strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	reporter := func() *controller.Reporter {
-		return &controller.Reporter{Client: cl, Informers: c, Scope: scope.OptIn, Exclude: map[string]bool{controller.DefaultNamespace: true, "kube-system": true}}
-	}
-	r := reporter()
-	if err := r.Watch(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Each scan starts on a collected heap, so that one is not charged the collection of
+	// Each sync starts on a collected heap, so that one is not charged the collection of
 	// what the one before it allocated (its own allocations are counted apart).
-	scan := func(r *controller.Reporter) (scanCost, []controller.Finding) {
+	scan := func() (scanCost, []report.Finding) {
+		r := &report.Reporter{Client: cl, Informers: c, Scope: scope.OptIn, Exclude: map[string]bool{controller.DefaultNamespace: true, "kube-system": true}}
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
 		t0 := time.Now()
-		found, _, err := r.Scan(ctx)
+		err := r.SyncAll(ctx)
 		d := time.Since(t0)
 		runtime.ReadMemStats(&m1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return scanCost{d, float64(m1.Mallocs - m0.Mallocs), float64(m1.TotalAlloc - m0.TotalAlloc)}, found
+		return scanCost{d, float64(m1.Mallocs - m0.Mallocs), float64(m1.TotalAlloc - m0.TotalAlloc)}, r.Findings()
 	}
-	// A CPU profile of the first full scan, for go tool pprof.
+	// A CPU profile of the first, for go tool pprof.
 	if dir := os.Getenv(profilesEnv); dir != "" {
 		pf, err := os.Create(filepath.Join(dir, "scan-"+step+".pb.gz"))
 		if err != nil {
@@ -715,46 +750,57 @@ func measureScan(t *testing.T, ctx context.Context, cfg *rest.Config, step strin
 			t.Fatal(err)
 		}
 	}
-	first, found := scan(r)
+	first, found := scan()
 	pprof.StopCPUProfile()
-	// A full scan is a Reporter's first: two more by Reporters of their own, on the same
-	// caches, for the median of 3.
 	fulls := []scanCost{first}
 	for range 2 {
-		c, again := scan(reporter())
+		c, again := scan()
 		if len(again) != len(found) {
-			t.Errorf("another full scan found %d findings, the first %d", len(again), len(found))
+			t.Errorf("another Reporter found %d findings, the first %d", len(again), len(found))
 		}
 		fulls = append(fulls, c)
 	}
-	var rests []scanCost
-	for range 5 {
-		c, again := scan(r)
-		if len(again) != len(found) {
-			t.Errorf("a scan at rest found %d findings, the full one %d", len(again), len(found))
-		}
-		rests = append(rests, c)
-	}
-	byTime := func(a, b scanCost) int { return int(a.time - b.time) }
-	slices.SortFunc(fulls, byTime)
-	slices.SortFunc(rests, byTime)
+	slices.SortFunc(fulls, func(a, b scanCost) int { return int(a.time - b.time) })
 	for _, f := range found {
 		switch f.Reason {
-		case controller.NotInjected:
+		case report.NotInjected:
 			if !strings.HasPrefix(f.Workload.Namespace, "fleet-") || f.Workload.Kind != "Deployment" || len(f.Pods) != 1 {
 				t.Errorf("an unexpected finding: %+v", f)
 			}
 			n[0]++
-		case controller.FailedPreStopHook:
+		case report.FailedPreStopHook:
 			n[1]++
 		default:
 			t.Errorf("an unexpected finding: %+v", f)
 		}
 	}
-	return fulls[1], rests[2], n
+	return fulls[1], n
 }
 
-// scanCost is one Reporter scan's time, allocations and allocated bytes.
+// queueAdds is how many keys the controller's Reporter has put on its work queue
+// (controller-runtime's workqueue_adds_total), from its metrics.
+func queueAdds(t *testing.T, ctl *controllerproc.Replica) float64 {
+	t.Helper()
+	code, body := ctl.Get("/metrics", ctl.Metrics)
+	if code != 200 {
+		t.Fatalf("the controller's metrics: %d %s", code, body)
+	}
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, "workqueue_adds_total{") && strings.Contains(line, `name="`+report.QueueName+`"`) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no workqueue_adds_total of %s in the controller's metrics", report.QueueName)
+	return 0
+}
+
+// scanCost is one Reporter's sync of every namespace: time, allocations, bytes.
+
 type scanCost struct {
 	time          time.Duration
 	allocs, bytes float64
@@ -771,7 +817,7 @@ func scaleTargets(r scaleResult) []target {
 	return []target{
 		{"a ConfigMap in every namespace from a cold start", "at most 60 s", fmt.Sprintf("%.1f s", r.publish.Seconds()), r.publish <= 60*time.Second},
 		{"writes at rest", "none", format(r.atRest), len(r.atRest) == 0},
-		{"controller RSS at rest", "at most 400 MiB", fmt.Sprintf("%.0f MiB", r.rssRest), r.rssRest <= 400},
+		{"controller RSS peak, under the chart's memory limit", fmt.Sprintf("at most %.0f MiB (the limit), no OOM kill", r.limit), fmt.Sprintf("%.0f MiB, %d OOM kills", r.rssPeak, r.oomKills), r.limit > 0 && r.rssPeak <= r.limit && r.oomKills == 0},
 		{"controller CPU at rest", "at most 5% of a core", fmt.Sprintf("%.1f%%", r.cpuRest), r.cpuRest <= 5},
 		{"admission p99, opted in, above the plain namespace's (quiet rounds; the better of the two processes)", "at most 5 ms", fmt.Sprintf("%.1f ms (with the Reporter %s, alone %s; the MutatingAdmissionPolicy instead: %s)", float64(gap.Microseconds())/1000, ms(r.optedIn-r.plain), ms(r.aloneOptedIn-r.alonePlain), ms(r.celOptedIn-r.celPlain)), r.quiet > 0 && r.aloneQuiet > 0 && gap <= 5*time.Millisecond},
 		{"`napctl status` over the whole cluster", "at most 30 s", fmt.Sprintf("%.1f s", r.statusAll.Seconds()), r.statusAll <= 30*time.Second},
@@ -853,18 +899,16 @@ func scaleReport(rs []scaleResult, steady, round time.Duration) string {
 		{fmt.Sprintf("API writes over %v at rest (all but Lease renewals)", steady), "", nil, func(r scaleResult) string { return format(r.atRest) }},
 		{"controller RSS converged", "pods", func(r scaleResult) float64 { return r.rssConv }, func(r scaleResult) string { return fmt.Sprintf("%.0f MiB", r.rssConv) }},
 		{"controller RSS at rest", "pods", func(r scaleResult) float64 { return r.rssRest }, func(r scaleResult) string { return fmt.Sprintf("%.0f MiB", r.rssRest) }},
-		{"controller RSS peak", "pods", func(r scaleResult) float64 { return r.rssPeak }, func(r scaleResult) string { return fmt.Sprintf("%.0f MiB", r.rssPeak) }},
-		{fmt.Sprintf("controller CPU at rest over %v (Reporter passes every 10 s)", steady), "pods", func(r scaleResult) float64 { return r.cpuRest }, func(r scaleResult) string { return fmt.Sprintf("%.1f%% of a core", r.cpuRest) }},
-		{"one Reporter scan, full (a Reporter's first; median of 3): time", "pods", func(r scaleResult) float64 { return r.scan.time.Seconds() }, func(r scaleResult) string { return fmt.Sprintf("%.0f ms", float64(r.scan.time.Microseconds())/1000) }},
-		{"one Reporter scan, full: allocations", "pods", func(r scaleResult) float64 { return r.scan.allocs }, func(r scaleResult) string {
+		{"controller RSS peak (from its start to the end of the admission rounds)", "pods", func(r scaleResult) float64 { return r.rssPeak }, func(r scaleResult) string { return fmt.Sprintf("%.0f MiB", r.rssPeak) }},
+		{"controller in a memory cgroup limited as the chart limits it (GOMEMLIMIT 90% of that): the most charged to it; OOM kills", "", nil, func(r scaleResult) string {
+			return fmt.Sprintf("%.0f of %.0f MiB; %d", r.charged, r.limit, r.oomKills)
+		}},
+		{fmt.Sprintf("controller CPU at rest over %v", steady), "pods", func(r scaleResult) float64 { return r.cpuRest }, func(r scaleResult) string { return fmt.Sprintf("%.1f%% of a core", r.cpuRest) }},
+		{"the Reporter's sync of every namespace (its start; a Reporter of its own, median of 3): time", "pods", func(r scaleResult) float64 { return r.scan.time.Seconds() }, func(r scaleResult) string { return fmt.Sprintf("%.0f ms", float64(r.scan.time.Microseconds())/1000) }},
+		{"the same: allocations", "pods", func(r scaleResult) float64 { return r.scan.allocs }, func(r scaleResult) string {
 			return fmt.Sprintf("%.0f (%.1f MiB)", r.scan.allocs, r.scan.bytes/(1<<20))
 		}},
-		{"one Reporter scan at rest (every 10 s; nothing changed; median of 5): time", "namespaces", func(r scaleResult) float64 { return r.scanRest.time.Seconds() }, func(r scaleResult) string {
-			return fmt.Sprintf("%d µs", r.scanRest.time.Microseconds())
-		}},
-		{"one Reporter scan at rest: allocations", "namespaces", func(r scaleResult) float64 { return r.scanRest.allocs }, func(r scaleResult) string {
-			return fmt.Sprintf("%.0f (%.1f MiB)", r.scanRest.allocs, r.scanRest.bytes/(1<<20))
-		}},
+		{fmt.Sprintf("the Reporter at rest over %v: namespaces put on its work queue", steady), "", nil, func(r scaleResult) string { return fmt.Sprintf("%.0f", r.restSyncs) }},
 		{"Reporter: workloads found not injected / with failed hooks, and evented (= planted)", "", nil, func(r scaleResult) string {
 			return fmt.Sprintf("%d / %d, evented %d / %d", r.findings[0], r.findings[1], r.events[0], r.events[1])
 		}},

@@ -205,7 +205,7 @@ var substitutions = []struct{ sentinel, expr string }{
 func Resources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 	}
 }
 
@@ -863,6 +863,9 @@ certManager:
 # they are recreated with a delay.
 rollMissed: false
 
+# The leader's memory grows with the cluster's pods (it holds a summary of each): the
+# limit holds 150,000 pods; the controller's Go memory limit is 90%% of it. Sizing by
+# pods: docs/controller.md#memory.
 resources:
 %[12]s
 # Where the controller's pods may run, as in a pod spec (unset: any node; the replicas

@@ -99,6 +99,9 @@ func TestRules(t *testing.T) {
 		{rule: "the wait is below the hooks, which read it out of pods",
 			pkgs:   []string{module + "/wait"},
 			banned: []string{module + "/hook"}},
+		{rule: "the Reporter and the webhook's certificates are packages of their own, below the controller's: neither links it, nor the other",
+			pkgs:   []string{module + "/controller/report", module + "/controller/certs"},
+			banned: []string{module + "/controller$", module + "/controller/report$", module + "/controller/certs$", module + "/controller/install"}},
 		{rule: "libraries never import the CLI",
 			pkgs: filter(own, module+"/", func(p string) bool {
 				return !strings.HasPrefix(p, module+"/cmd/") && !strings.HasPrefix(p, module+"/internal/cli") && !strings.HasPrefix(p, module+"/test/")
@@ -144,7 +147,7 @@ func filter(pkgs []string, prefix string, tests ...func(string) bool) []string {
 func TestHooksThroughTheVocabulary(t *testing.T) {
 	field := regexp.MustCompile(`\.Lifecycle\.|\.PreStop\b`)
 	checked := 0
-	for _, dir := range []string{"lint", "status", "controller"} {
+	for _, dir := range []string{"lint", "status", "controller", "controller/report"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

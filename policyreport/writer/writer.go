@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,11 +50,12 @@ func content(u *unstructured.Unstructured) map[string]any {
 	return norm
 }
 
-// Writer keeps one report per namespace current.
+// Writer keeps one report per namespace current. Its methods may be called at once.
 type Writer struct {
 	Client client.Client
 	Format policyreport.Format
 
+	mu      sync.Mutex
 	written map[string]map[string]any // namespace → content, as last written or read
 }
 
@@ -64,49 +68,87 @@ func (w *Writer) list() *unstructured.UnstructuredList {
 
 // Sync makes the reports say results (by namespace): created, updated where they
 // differ, deleted where a namespace has none left; nothing written where nothing
-// changed. The first Sync reads what an earlier run wrote.
+// changed. The first call of Sync or SyncNamespace reads what an earlier run wrote.
 func (w *Writer) Sync(ctx context.Context, byNamespace map[string][]policyreport.Result) error {
-	if w.written == nil {
-		l := w.list()
-		if err := w.Client.List(ctx, l, client.MatchingLabels{policyreport.ManagedLabel: policyreport.ManagedBy}); err != nil {
-			return fmt.Errorf("listing %s: %w", w.Format.Resource, err)
-		}
-		w.written = map[string]map[string]any{}
-		for i := range l.Items {
-			if l.Items[i].GetName() == policyreport.Name {
-				w.written[l.Items[i].GetNamespace()] = content(&l.Items[i])
-			}
-		}
+	if err := w.read(ctx); err != nil {
+		return err
 	}
+	w.mu.Lock()
+	namespaces := slices.Collect(maps.Keys(w.written))
+	w.mu.Unlock()
+	for ns := range byNamespace {
+		namespaces = append(namespaces, ns)
+	}
+	slices.Sort(namespaces)
 	var errs []error
-	for ns := range w.written {
-		if len(byNamespace[ns]) > 0 {
-			continue
-		}
-		gone := policyreport.Report(w.Format, ns, nil)
-		if err := w.Client.Delete(ctx, gone); err != nil && !apierrors.IsNotFound(err) {
+	for _, ns := range slices.Compact(namespaces) {
+		if err := w.SyncNamespace(ctx, ns, byNamespace[ns]); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		delete(w.written, ns)
-	}
-	for ns, results := range byNamespace {
-		if len(results) == 0 {
-			continue
-		}
-		want := policyreport.Report(w.Format, ns, results)
-		c := content(want)
-		if have, ok := w.written[ns]; ok && reflect.DeepEqual(have, c) {
-			continue
-		}
-		if err := w.put(ctx, want); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		w.written[ns] = c
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("writing %s: %v", w.Format.Resource, errs)
+	}
+	return nil
+}
+
+// SyncNamespace makes namespace ns's report say results: created, updated where it
+// differs, deleted when there are none; nothing written when nothing changed.
+func (w *Writer) SyncNamespace(ctx context.Context, ns string, results []policyreport.Result) error {
+	if err := w.read(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	have, ok := w.written[ns]
+	w.mu.Unlock()
+	if len(results) == 0 {
+		if !ok {
+			return nil
+		}
+		if err := w.Client.Delete(ctx, policyreport.Report(w.Format, ns, nil)); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		w.Forget(ns)
+		return nil
+	}
+	want := policyreport.Report(w.Format, ns, results)
+	c := content(want)
+	if ok && reflect.DeepEqual(have, c) {
+		return nil
+	}
+	if err := w.put(ctx, want); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.written[ns] = c
+	w.mu.Unlock()
+	return nil
+}
+
+// Forget drops what the Writer knows of namespace ns's report, without a write: the
+// namespace is gone, and its report with it.
+func (w *Writer) Forget(ns string) {
+	w.mu.Lock()
+	delete(w.written, ns)
+	w.mu.Unlock()
+}
+
+// read reads, once, the reports an earlier run wrote.
+func (w *Writer) read(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written != nil {
+		return nil
+	}
+	l := w.list()
+	if err := w.Client.List(ctx, l, client.MatchingLabels{policyreport.ManagedLabel: policyreport.ManagedBy}); err != nil {
+		return fmt.Errorf("listing %s: %w", w.Format.Resource, err)
+	}
+	w.written = map[string]map[string]any{}
+	for i := range l.Items {
+		if l.Items[i].GetName() == policyreport.Name {
+			w.written[l.Items[i].GetNamespace()] = content(&l.Items[i])
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/internal/testutil/memcg"
 )
 
 // InstalledAPIServer starts a real API server with the objects of napctl install in it
@@ -104,12 +106,29 @@ type Replica struct {
 // Start runs napctl controller as name; extra flags come last and win over these.
 func Start(t testing.TB, bin, kubeconfig, name string, extra ...string) *Replica {
 	t.Helper()
+	return start(t, exec.Command, bin, kubeconfig, name, extra...)
+}
+
+// StartIn runs napctl controller as Start does, in the memory cgroup g, as in a
+// container of g's memory limit: the limit is handed down as the Deployment hands it
+// (controller.MemoryLimitEnv, from resources.limits.memory).
+func StartIn(t testing.TB, g *memcg.Group, bin, kubeconfig, name string, extra ...string) *Replica {
+	t.Helper()
+	return start(t, func(name string, args ...string) *exec.Cmd {
+		cmd := g.Command(name, args...)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", controller.MemoryLimitEnv, g.Limit))
+		return cmd
+	}, bin, kubeconfig, name, extra...)
+}
+
+func start(t testing.TB, command func(string, ...string) *exec.Cmd, bin, kubeconfig, name string, extra ...string) *Replica {
+	t.Helper()
 	r := &Replica{Name: name, Metrics: FreePort(t), Health: FreePort(t), Webhook: FreePort(t), Log: &bytes.Buffer{}, Done: make(chan error, 1)}
 	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", controller.DefaultNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", r.Metrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", r.Health),
 		fmt.Sprintf("--webhook-port=%d", r.Webhook), "--delay=5s"}, extra...)
-	r.Cmd = exec.Command(bin, args...)
+	r.Cmd = command(bin, args...)
 	r.Cmd.Stdout, r.Cmd.Stderr = r.Log, r.Log
 	if err := r.Cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package controller
+package report
 
 import (
 	"context"
@@ -7,15 +7,19 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,21 +89,28 @@ type Finding struct {
 	Message  string
 }
 
-// Reporter finds, at start and then every Interval, what makes nap's protection fail
-// silently, from the manager's caches (no API call per pod):
+// Reporter finds what makes nap's protection fail silently, from the manager's caches
+// (no API call per pod):
 //
 //   - pods the webhook should have injected and did not (NotInjected), apart from
 //     those it leaves unchanged on purpose (Refused);
 //   - hooks that cannot do their job (DelayExceedsGrace, NativeSleepUnsupported);
 //   - FailedPreStopHook events, per workload and cause.
 //
-// It reports each as a Warning event on the owning workload (once while it lasts, again
-// when more pods show it) and as the metrics nap_pods_unprotected{namespace,reason} and
+// It is shaped as Kubernetes' small controllers are (the root-CA publisher): the
+// informers' handlers put the namespace of each change on a work queue, sync judges one
+// namespace at a time, and a rate-limited queue retries a namespace whose sync failed. A
+// change to a node's kubelet version puts every namespace on it. At rest the queue is
+// empty: nothing is read and nothing is written.
+//
+// It reports each finding as a Warning event on the owning workload (once while it
+// lasts, again when more pods show it) and as the metrics
+// nap_pods_unprotected{namespace,reason} and
 // nap_prestop_hook_failures{namespace,workload,cause}, which stay until the workload is
-// rolled (the pods are replaced) or the events expire. With Roll, it evicts one
-// not-injected pod every RollInterval through the Eviction API, so that
-// PodDisruptionBudgets hold and the pod's controller recreates it through the webhook.
-// At rest (nothing new found) it writes nothing to the API.
+// rolled (the pods are replaced) or the events expire; with Reports, as a policy report
+// per namespace. With Roll, it evicts one not-injected pod every RollInterval through
+// the Eviction API, so that PodDisruptionBudgets hold and the pod's controller recreates
+// it through the webhook.
 type Reporter struct {
 	Client   client.Client // the manager's: cached reads; evictions
 	Recorder record.EventRecorder
@@ -109,15 +120,14 @@ type Reporter struct {
 	// Scope is the installed scope (scope.Label on a namespace overrides it).
 	Scope scope.Scope
 	// Exclude are the namespaces the webhook never sees: its own and kube-system.
-	Exclude  map[string]bool
-	Interval time.Duration // default 10s
+	Exclude map[string]bool
 
 	Roll         bool
 	RollInterval time.Duration // default 1m
 
 	// Refusal, when set, says why the webhook would leave a pod without a delay
 	// unchanged if it were created now ("" when it would give it one): such a pod is
-	// Refused, not NotInjected, and never rolled. See RefusalOf.
+	// Refused, not NotInjected, and never rolled.
 	Refusal func(ctx context.Context, namespace, name string) (string, error)
 
 	// Reports, when set, keeps a policy report per namespace of what is found
@@ -126,11 +136,9 @@ type Reporter struct {
 
 	Log logr.Logger
 
-	// Informers, when set (the manager's cache), make the scans incremental: the
-	// Reporter is told of every change to pods, Services, namespaces and nodes, and a
-	// pass scans again only the namespaces where something changed since the last one
-	// (all of them when a node's kubelet version changed). Unset, every pass scans
-	// every pod.
+	// Informers are the manager's cache, whose pod informer holds summaries (see
+	// CacheByObject): Start has the Reporter told of every change through them. Unset,
+	// pods are listed through Client (tests that sync by hand).
 	Informers cache.Informers
 
 	// Before, when set, is waited for before the Reporter starts its informers: the
@@ -140,24 +148,38 @@ type Reporter struct {
 	// is logged and the Reporter starts anyway.
 	Before func(ctx context.Context) error
 
-	// AfterFirstPass, when set, is called once after the first pass: the caches are
-	// full and the one full scan is done.
-	AfterFirstPass func()
+	// AfterSynced, when set, is called once, when every namespace there at the start
+	// has been synced: the caches are full and the first report is done.
+	AfterSynced func()
 
-	reported map[findingKey]int // how many pods each finding had when last evented
-	lastRoll time.Time
+	// Workers sync namespaces at once (default 2); Batch is how long after a change its
+	// namespace is synced (default 1s), so that a burst of changes (a rollout's pods)
+	// is judged and reported once.
+	Workers int
+	Batch   time.Duration
+
+	queue workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
-	dirty    map[string]bool // namespaces changed since the last scan
-	allDirty bool
-	scanned  map[string]*nsScan // each namespace's last scan (Scan's own)
-	base     *merged            // scanned taken together
-	// Told of by Watch: events changed since the last scan; last is that scan's result,
-	// the next one's too when nothing was told.
-	watching, eventsDirty bool
-	last                  *scanResult
-	pods                  toolscache.Indexer // the pod informer's store, once asked for
-	rescans               int                // namespaces the last Scan read the pods of
+	state    map[string]*nsState // each namespace's last sync
+	env      *scanEnv            // the nodes' kubelets; nil: to be read again
+	pods     toolscache.Indexer  // the pod informer's store, once asked for
+	initial  map[string]bool     // namespaces of the start not yet synced
+	lastRoll time.Time
+
+	// synced counts namespaces synced (tests, benchmarks).
+	synced atomic.Int64
+}
+
+// everyNamespace is the queue's key for "sync every namespace": a node's kubelet
+// changed, or the Reporter starts. No namespace has an empty name.
+const everyNamespace = ""
+
+// nsState is what a namespace's last sync found.
+type nsState struct {
+	found       []Finding          // by workload, reason and cause
+	notInjected []corev1.Pod       // to roll
+	reported    map[findingKey]int // how many pods each finding had when last evented
 }
 
 type findingKey struct {
@@ -169,12 +191,34 @@ type findingKey struct {
 // NeedLeaderElection: one replica reports and rolls.
 func (r *Reporter) NeedLeaderElection() bool { return true }
 
-// Start runs a pass at once, then every Interval, until ctx ends.
-func (r *Reporter) Start(ctx context.Context) error {
-	interval := r.Interval
-	if interval <= 0 {
-		interval = 10 * time.Second
+func (r *Reporter) batch() time.Duration {
+	if r.Batch > 0 {
+		return r.Batch
 	}
+	return time.Second
+}
+
+func (r *Reporter) init() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queue == nil {
+		r.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName})
+	}
+	if r.state == nil {
+		r.state = map[string]*nsState{}
+	}
+}
+
+// QueueName names the Reporter's work queue in controller-runtime's workqueue_*
+// metrics.
+const QueueName = "nap-reporter"
+
+// Start has the Reporter told of changes (Watch), syncs every namespace once, then
+// each one as it changes, until ctx ends.
+func (r *Reporter) Start(ctx context.Context) error {
+	r.init()
+	defer r.queue.ShutDown()
 	if r.Before != nil {
 		if err := r.Before(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -183,146 +227,250 @@ func (r *Reporter) Start(ctx context.Context) error {
 			r.Log.Error(err, "starting the reports anyway")
 		}
 	}
-	if r.Informers != nil {
-		if err := r.Watch(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped while the informers filled: not an error
+	if err := r.Watch(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while the informers filled: not an error
+		}
+		return err
+	}
+	r.queue.Add(everyNamespace)
+	workers := r.Workers
+	if workers <= 0 {
+		workers = 2
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for r.processNext(ctx) {
 			}
-			return err
-		}
+		})
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for first := true; ; first = false {
-		if err := r.Pass(ctx); err != nil && ctx.Err() == nil {
-			r.Log.Error(err, "report pass")
-		}
-		if first && r.AfterFirstPass != nil {
-			r.AfterFirstPass()
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	if r.Roll {
+		wg.Go(func() { r.rollEvery(ctx) })
 	}
+	<-ctx.Done()
+	r.queue.ShutDown()
+	wg.Wait()
+	return nil
 }
 
-// Pass finds, reports and (with Roll) rolls once.
-func (r *Reporter) Pass(ctx context.Context) error {
-	found, notInjected, err := r.Scan(ctx)
+// processNext syncs the next key of the queue; false once the queue is shut down.
+func (r *Reporter) processNext(ctx context.Context) bool {
+	key, quit := r.queue.Get()
+	if quit {
+		return false
+	}
+	defer r.queue.Done(key)
+	if err := r.sync(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			r.Log.Error(err, "report", "namespace", key)
+		}
+		r.queue.AddRateLimited(key)
+		return true
+	}
+	r.queue.Forget(key)
+	return true
+}
+
+// sync is the queue's: every namespace put on it, or one namespace synced.
+func (r *Reporter) sync(ctx context.Context, key string) error {
+	if key != everyNamespace {
+		return r.Sync(ctx, key)
+	}
+	names, err := r.namespaces(ctx)
 	if err != nil {
 		return err
 	}
-	r.report(found)
-	if r.Reports != nil {
-		if err := r.Reports.Sync(ctx, Results(found)); err != nil {
-			r.Log.Error(err, "policy reports")
+	r.mu.Lock()
+	r.env = nil // read again at the next sync
+	first := r.initial == nil
+	if first {
+		r.initial = make(map[string]bool, len(names))
+		for _, n := range names {
+			r.initial[n] = true
 		}
 	}
-	if r.Roll && len(notInjected) > 0 {
-		return r.roll(ctx, notInjected)
+	r.mu.Unlock()
+	for _, n := range names {
+		r.queue.Add(n)
+	}
+	if first && len(names) == 0 {
+		r.synced0()
 	}
 	return nil
 }
 
-// Scan returns what is wrong now, and the pods that were not injected. With Informers
-// it rescans only the namespaces changed since the last scan (see Informers).
-func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []corev1.Pod, err error) {
-	r.mu.Lock()
-	full := r.Informers == nil || r.scanned == nil || r.allDirty
-	dirty, eventsDirty, last := r.dirty, r.eventsDirty, r.last
-	r.dirty, r.allDirty, r.eventsDirty = map[string]bool{}, false, false
-	told := r.watching
-	r.mu.Unlock()
-	r.rescans = 0
-	if !full && told && len(dirty) == 0 && !eventsDirty && last != nil {
-		// Nothing told since the last scan: what it found stands.
-		return slices.Clone(last.found), slices.Clone(last.notInjected), nil
+// namespaces are the names of the namespaces in the cache, and of those a sync found
+// before (gone since, to be forgotten).
+func (r *Reporter) namespaces(ctx context.Context) ([]string, error) {
+	var list corev1.NamespaceList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
 	}
-	defer func() {
-		if err != nil { // what was taken as changed is scanned again
-			r.mu.Lock()
-			r.allDirty, r.eventsDirty = true, true
-			r.mu.Unlock()
-		}
-	}()
-	// Read-only, so the cache's objects themselves, not deep copies.
-	ro := client.UnsafeDisableDeepCopy
-	var env *scanEnv // the nodes, read once a pass and only when a namespace is scanned
-	rescan := func(ns *corev1.Namespace) error {
-		if env == nil {
-			e, err := r.env(ctx)
-			if err != nil {
-				return err
-			}
-			env = e
-		}
-		s, err := r.scanNamespace(ctx, ns, env)
-		if err != nil {
-			return err
-		}
-		r.base.forget(r.scanned[ns.Name])
-		r.base.add(s)
-		r.scanned[ns.Name] = s
-		r.rescans++
+	seen := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		seen[list.Items[i].Name] = true
+	}
+	r.mu.Lock()
+	for n := range r.state {
+		seen[n] = true
+	}
+	r.mu.Unlock()
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// synced0 calls AfterSynced, once.
+func (r *Reporter) synced0() {
+	if r.AfterSynced != nil {
+		r.AfterSynced()
+	}
+}
+
+// Sync judges namespace ns from the caches and reports what changed: events on the
+// workloads with a finding new or grown, its metrics, its policy report. A namespace
+// gone is forgotten.
+func (r *Reporter) Sync(ctx context.Context, name string) error {
+	r.init()
+	r.synced.Add(1)
+	defer r.doneInitial(name)
+	var ns corev1.Namespace
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &ns, client.UnsafeDisableDeepCopy)
+	if apierrors.IsNotFound(err) {
+		r.forget(ctx, name)
 		return nil
 	}
-	if full {
-		r.scanned, r.base = map[string]*nsScan{}, newMerged()
-		var nsList corev1.NamespaceList
-		if err := r.Client.List(ctx, &nsList, ro); err != nil {
-			return nil, nil, err
-		}
-		for i := range nsList.Items {
-			if err := rescan(&nsList.Items[i]); err != nil {
-				return nil, nil, err
-			}
-		}
-	} else {
-		// Only the namespaces told of: at rest a pass reads nothing of the namespaces,
-		// and what they showed is kept merged.
-		for _, name := range slices.Sorted(maps.Keys(dirty)) {
-			var ns corev1.Namespace
-			err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &ns, ro)
-			switch {
-			case apierrors.IsNotFound(err):
-				r.base.forget(r.scanned[name])
-				delete(r.scanned, name)
-			case err != nil:
-				return nil, nil, err
-			default:
-				if err := rescan(&ns); err != nil {
-					return nil, nil, err
-				}
-			}
+	if err != nil {
+		return err
+	}
+	env, err := r.environment(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := r.scanNamespace(ctx, &ns, env)
+	if err != nil {
+		return err
+	}
+	found, err := r.judge(ctx, s)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	st := r.state[name]
+	if st == nil {
+		st = &nsState{reported: map[findingKey]int{}}
+		r.state[name] = st
+	}
+	st.found, st.notInjected = found, s.notInjected
+	r.mu.Unlock()
+	r.report(name, st)
+	if r.Reports != nil {
+		if err := r.Reports.SyncNamespace(ctx, name, Results(found)[name]); err != nil {
+			return fmt.Errorf("policy report: %w", err)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.base.missed)) {
-		notInjected = append(notInjected, r.scanned[name].notInjected...)
-	}
+	return nil
+}
 
-	// The pods' findings, then the events' on copies of them.
-	byKey := make(map[findingKey]*Finding, len(r.base.findings))
-	for k, f := range r.base.findings {
-		c := *f
-		c.Pods = slices.Clone(f.Pods)
-		byKey[k] = &c
+func (r *Reporter) doneInitial(name string) {
+	r.mu.Lock()
+	last := false
+	if r.initial[name] {
+		delete(r.initial, name)
+		last = len(r.initial) == 0
 	}
-	add := func(w WorkloadRef, reason Reason, cause, pod, msg string) {
-		addFinding(byKey, findingKey{workload: w, reason: reason, cause: cause}, pod, msg)
+	r.mu.Unlock()
+	if last {
+		r.synced0()
 	}
-	// What the workload's pods' hooks run, from its namespace's scan.
-	hookKind := func(w WorkloadRef) hook.Kind {
-		if s := r.scanned[w.Namespace]; s != nil {
-			return s.hookKinds[w]
-		}
-		return hook.None
-	}
+}
 
+// SyncAll syncs every namespace in turn: what Start does first, at once.
+func (r *Reporter) SyncAll(ctx context.Context) error {
+	r.init()
+	names, err := r.namespaces(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.env = nil
+	r.mu.Unlock()
+	for _, n := range names {
+		if err := r.Sync(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Synced is how many namespace syncs the Reporter has done.
+func (r *Reporter) Synced() int64 { return r.synced.Load() }
+
+// Findings are what the namespaces' last syncs found, by workload, reason and cause.
+func (r *Reporter) Findings() []Finding {
+	r.mu.Lock()
+	var out []Finding
+	for _, st := range r.state {
+		out = append(out, st.found...)
+	}
+	r.mu.Unlock()
+	return sortFindings(out)
+}
+
+// sortFindings sorts findings by workload, reason and cause, taken as one string made
+// once for each.
+func sortFindings(fs []Finding) []Finding {
+	type keyed struct {
+		key string
+		f   Finding
+	}
+	ks := make([]keyed, len(fs))
+	for i, f := range fs {
+		ks[i] = keyed{f.Workload.String() + string(f.Reason) + f.Cause, f}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for i := range ks {
+		fs[i] = ks[i].f
+	}
+	return fs
+}
+
+// NotInjected are the pods the namespaces' last syncs found not injected, by namespace.
+func (r *Reporter) NotInjected() []corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []corev1.Pod
+	for _, n := range slices.Sorted(maps.Keys(r.state)) {
+		out = append(out, r.state[n].notInjected...)
+	}
+	return out
+}
+
+// forget drops a namespace gone: its state, its metrics; its report went with it.
+func (r *Reporter) forget(ctx context.Context, name string) {
+	r.mu.Lock()
+	_, had := r.state[name]
+	delete(r.state, name)
+	r.mu.Unlock()
+	if !had {
+		return
+	}
+	unprotected.DeletePartialMatch(prometheus.Labels{"namespace": name})
+	hookFailures.DeletePartialMatch(prometheus.Labels{"namespace": name})
+	if r.Reports != nil {
+		r.Reports.Forget(name)
+	}
+}
+
+// judge is a namespace's findings: its pods' (s), then its FailedPreStopHook events',
+// by workload, reason and cause.
+func (r *Reporter) judge(ctx context.Context, s *nsScan) ([]Finding, error) {
+	byKey := map[findingKey]*Finding{}
+	for _, f := range s.finds {
+		addFinding(byKey, findingKey{workload: f.workload, reason: f.reason}, f.pod, f.message)
+	}
 	var events corev1.EventList
-	if err := r.Client.List(ctx, &events, ro); err != nil {
-		return nil, nil, err
+	if err := r.Client.List(ctx, &events, client.InNamespace(s.namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
 	}
 	for _, e := range events.Items {
 		if e.Reason != "FailedPreStopHook" || e.InvolvedObject.Kind != "Pod" {
@@ -330,82 +478,28 @@ func (r *Reporter) Scan(ctx context.Context) (found []Finding, notInjected []cor
 		}
 		w := hook.WorkloadOfName(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
 		if p, err := r.pod(ctx, e.InvolvedObject.Namespace, e.InvolvedObject.Name); err != nil {
-			return nil, nil, err
+			return nil, err
 		} else if p != nil {
 			w = hook.WorkloadOf(p) // the pod still runs: its owner, not a guess from its name
 		}
 		// The kubelet's own event says nothing more: then the cause is what the hook
 		// runs, from a live pod.
-		cause, why := hook.CauseLabel(e.Message, hookKind(w)), hook.Cause(e.Message)
+		kind := s.hookKinds[w]
+		cause, why := hook.CauseLabel(e.Message, kind), hook.Cause(e.Message)
 		if hook.Bare(e.Message) {
 			why = "the kubelet gives no reason"
-			if k := hookKind(w); k != hook.None {
-				why += "; the workload's hook is of kind " + string(k)
+			if kind != hook.None {
+				why += "; the workload's hook is of kind " + string(kind)
 			}
 		}
-		add(w, FailedPreStopHook, cause, e.InvolvedObject.Name, "preStop hook failed ("+cause+"): "+why)
+		addFinding(byKey, findingKey{workload: w, reason: FailedPreStopHook, cause: cause}, e.InvolvedObject.Name, "preStop hook failed ("+cause+"): "+why)
 	}
-
-	// Sorted by workload, reason and cause as one string, each made once.
-	type keyed struct {
-		key string
-		f   Finding
-	}
-	ks := make([]keyed, 0, len(byKey))
+	out := make([]Finding, 0, len(byKey))
 	for _, f := range byKey {
 		slices.Sort(f.Pods)
-		ks = append(ks, keyed{f.Workload.String() + string(f.Reason) + f.Cause, *f})
+		out = append(out, *f)
 	}
-	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-	out := make([]Finding, len(ks))
-	for i := range ks {
-		out[i] = ks[i].f
-	}
-	r.mu.Lock()
-	r.last = &scanResult{slices.Clone(out), slices.Clone(notInjected)}
-	r.mu.Unlock()
-	return out, notInjected, nil
-}
-
-// scanResult is what a scan returned.
-type scanResult struct {
-	found       []Finding
-	notInjected []corev1.Pod
-}
-
-// merged is the namespaces' scans taken together, kept as they change: their findings
-// by workload, reason and cause, and the namespaces with pods not injected.
-type merged struct {
-	findings map[findingKey]*Finding
-	missed   map[string]bool
-}
-
-func newMerged() *merged {
-	return &merged{findings: map[findingKey]*Finding{}, missed: map[string]bool{}}
-}
-
-// add takes in a namespace's scan.
-func (m *merged) add(s *nsScan) {
-	for _, f := range s.finds {
-		addFinding(m.findings, findingKey{workload: f.workload, reason: f.reason}, f.pod, f.message)
-	}
-	if len(s.notInjected) > 0 {
-		m.missed[s.namespace] = true
-	}
-}
-
-// forget takes out a namespace's scan (nil: none): a workload is of one namespace, so
-// its findings are that scan's alone.
-func (m *merged) forget(s *nsScan) {
-	if s == nil {
-		return
-	}
-	for _, f := range s.finds {
-		delete(m.findings, findingKey{workload: f.workload, reason: f.reason})
-	}
-	if len(s.notInjected) > 0 {
-		delete(m.missed, s.namespace)
-	}
+	return sortFindings(out), nil
 }
 
 // addFinding adds pod (if any) to the finding of key, made with msg if new.
@@ -420,18 +514,25 @@ func addFinding(byKey map[findingKey]*Finding, k findingKey, pod, msg string) {
 	}
 }
 
-// scanEnv is what a pass reads once for every namespace it scans: the nodes' kubelets.
+// scanEnv is what every namespace's sync reads the same: the nodes' kubelets.
 type scanEnv struct {
 	nodes     map[string]kube.Node
 	apiserver kube.Version
 }
 
-func (r *Reporter) env(ctx context.Context) (*scanEnv, error) {
+// environment is the nodes' kubelets, read once until a node's kubelet changes.
+func (r *Reporter) environment(ctx context.Context) (*scanEnv, error) {
+	r.mu.Lock()
+	e := r.env
+	r.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	e := &scanEnv{nodes: make(map[string]kube.Node, len(nodeList.Items)), apiserver: r.Kube} // unknown: no older than the newest kubelet
+	e = &scanEnv{nodes: make(map[string]kube.Node, len(nodeList.Items)), apiserver: r.Kube} // unknown: no older than the newest kubelet
 	for i := range nodeList.Items {
 		if n, err := kube.NodeOf(&nodeList.Items[i]); err == nil {
 			e.nodes[n.Name] = n
@@ -440,6 +541,9 @@ func (r *Reporter) env(ctx context.Context) (*scanEnv, error) {
 			}
 		}
 	}
+	r.mu.Lock()
+	r.env = e
+	r.mu.Unlock()
 	return e, nil
 }
 
@@ -534,7 +638,7 @@ func (r *Reporter) podIndex(ctx context.Context) (toolscache.Indexer, error) {
 	return i.GetIndexer(), nil
 }
 
-// nsScan is what one namespace's pods showed at its last scan.
+// nsScan is what one namespace's pods showed.
 type nsScan struct {
 	namespace   string
 	finds       []podFinding
@@ -624,56 +728,64 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 	return out, nil
 }
 
-// Watch has the Reporter told, through Informers, of every change to pods, Services
-// and namespaces (their namespace is scanned again at the next pass) and of nodes'
-// kubelet versions (every namespace is). Start calls it; whoever calls Scan without
-// Start calls it once first. It returns once the informers' present objects have been
-// told, and the next scan is a full one.
+// Watch has the Reporter told, through Informers, of every change to pods, Services,
+// namespaces and FailedPreStopHook events (their namespace is put on the queue, synced
+// Batch later) and of nodes' kubelet versions (every namespace is). The objects already
+// there when it is called are not told one by one: Start syncs every namespace first.
+// It returns once the informers have synced.
 func (r *Reporter) Watch(ctx context.Context) error {
-	mark := func(o any) {
+	r.init()
+	enqueue := func(o any) {
 		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
 		}
-		m, ok := o.(metav1.Object)
-		if !ok {
+		m, err := meta.Accessor(o)
+		if err != nil {
 			return
 		}
 		ns := m.GetNamespace()
 		if ns == "" { // a Namespace
 			ns = m.GetName()
 		}
-		r.mu.Lock()
-		r.dirty[ns] = true
-		r.mu.Unlock()
+		r.queue.AddAfter(ns, r.batch())
 	}
-	all := func(any) {
+	every := func() {
 		r.mu.Lock()
-		r.allDirty = true
+		r.env = nil
 		r.mu.Unlock()
+		r.queue.AddAfter(everyNamespace, r.batch())
 	}
-	events := func(any) {
-		r.mu.Lock()
-		r.eventsDirty = true
-		r.mu.Unlock()
+	changes := toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, initial bool) {
+			if !initial {
+				enqueue(o)
+			}
+		},
+		UpdateFunc: func(_, o any) { enqueue(o) },
+		DeleteFunc: enqueue,
 	}
-	r.mu.Lock()
-	r.dirty = map[string]bool{}
-	r.mu.Unlock()
 	handlers := []struct {
 		obj client.Object
 		h   toolscache.ResourceEventHandler
 	}{
-		{&corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
-		{&corev1.Service{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
-		{&corev1.Namespace{}, toolscache.ResourceEventHandlerFuncs{AddFunc: mark, UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}},
-		{&corev1.Event{}, toolscache.ResourceEventHandlerFuncs{AddFunc: events, UpdateFunc: func(_, o any) { events(o) }, DeleteFunc: events}},
-		{&corev1.Node{}, toolscache.ResourceEventHandlerFuncs{AddFunc: all, DeleteFunc: all, UpdateFunc: func(old, o any) {
-			a, errA := nodeOf(old)
-			b, errB := nodeOf(o)
-			if errA != nil || errB != nil || a.Kubelet != b.Kubelet {
-				all(o)
-			}
-		}}},
+		{&corev1.Pod{}, changes},
+		{&corev1.Service{}, changes},
+		{&corev1.Namespace{}, changes},
+		{&corev1.Event{}, changes},
+		{&corev1.Node{}, toolscache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(_ any, initial bool) {
+				if !initial {
+					every()
+				}
+			},
+			DeleteFunc: func(any) { every() },
+			UpdateFunc: func(old, o any) {
+				a, errA := nodeOf(old)
+				b, errB := nodeOf(o)
+				if errA != nil || errB != nil || a.Kubelet != b.Kubelet {
+					every()
+				}
+			}}},
 	}
 	var synced []toolscache.InformerSynced
 	for _, h := range handlers {
@@ -690,10 +802,6 @@ func (r *Reporter) Watch(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
-	// The objects present were all told as added: the next scan is a full one anyway.
-	r.mu.Lock()
-	r.dirty, r.allDirty, r.watching = map[string]bool{}, true, true
-	r.mu.Unlock()
 	return nil
 }
 
@@ -705,16 +813,13 @@ func nodeOf(o any) (kube.Node, error) {
 	return kube.NodeOf(n)
 }
 
-// report puts a Warning event on each workload whose finding is new or has more pods
-// than when it was last reported, and sets the gauges.
-func (r *Reporter) report(found []Finding) {
-	if r.reported == nil {
-		r.reported = map[findingKey]int{}
-	}
-	unprotected.Reset()
-	hookFailures.Reset()
+// report puts a Warning event on each workload of namespace ns whose finding is new or
+// has more pods than when it was last reported, and sets the namespace's gauges.
+func (r *Reporter) report(ns string, st *nsState) {
+	unprotected.DeletePartialMatch(prometheus.Labels{"namespace": ns})
+	hookFailures.DeletePartialMatch(prometheus.Labels{"namespace": ns})
 	seen := map[findingKey]bool{}
-	for _, f := range found {
+	for _, f := range st.found {
 		k := findingKey{workload: f.Workload, reason: f.Reason, cause: f.Cause}
 		seen[k] = true
 		if f.Reason == FailedPreStopHook {
@@ -722,25 +827,45 @@ func (r *Reporter) report(found []Finding) {
 		} else {
 			unprotected.WithLabelValues(f.Workload.Namespace, string(f.Reason)).Add(float64(len(f.Pods)))
 		}
-		if len(f.Pods) <= r.reported[k] {
+		if len(f.Pods) <= st.reported[k] {
 			continue
 		}
-		r.reported[k] = len(f.Pods)
+		st.reported[k] = len(f.Pods)
 		msg := fmt.Sprintf("%d pod(s) (%s): %s", len(f.Pods), strings.Join(firstN(f.Pods, 5), ", "), f.Message)
 		r.Log.Info("unprotected", "workload", f.Workload.String(), "reason", f.Reason, "pods", len(f.Pods), "message", f.Message)
 		if r.Recorder != nil {
 			r.Recorder.Event(objectOf(f.Workload), corev1.EventTypeWarning, eventReasons[f.Reason], msg)
 		}
 	}
-	for k := range r.reported {
+	for k := range st.reported {
 		if !seen[k] {
-			delete(r.reported, k) // gone: the workload was rolled, or the events expired
+			delete(st.reported, k) // gone: the workload was rolled, or the events expired
 		}
 	}
 }
 
-// roll evicts one not-injected pod, at most every RollInterval.
-func (r *Reporter) roll(ctx context.Context, pods []corev1.Pod) error {
+// rollEvery evicts a not-injected pod every RollInterval, until ctx ends.
+func (r *Reporter) rollEvery(ctx context.Context) {
+	every := r.RollInterval
+	if every <= 0 {
+		every = time.Minute
+	}
+	t := time.NewTicker(min(every, 10*time.Second))
+	defer t.Stop()
+	for {
+		if err := r.RollOne(ctx); err != nil && ctx.Err() == nil {
+			r.Log.Error(err, "rolling a pod the webhook missed")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RollOne evicts one not-injected pod, unless one was evicted less than RollInterval ago.
+func (r *Reporter) RollOne(ctx context.Context) error {
 	every := r.RollInterval
 	if every <= 0 {
 		every = time.Minute
@@ -748,7 +873,7 @@ func (r *Reporter) roll(ctx context.Context, pods []corev1.Pod) error {
 	if time.Since(r.lastRoll) < every {
 		return nil
 	}
-	for _, p := range pods {
+	for _, p := range r.NotInjected() {
 		if len(p.OwnerReferences) == 0 {
 			continue // nothing would recreate it
 		}

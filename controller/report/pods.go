@@ -1,14 +1,16 @@
-package controller
+package report
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -20,12 +22,15 @@ import (
 // Kubernetes' tested limits, so each byte here is paid for that many times: a
 // corev1.Pod is 1,144 bytes before any of its fields are set, a summary a third of
 // that, and its labels are a slice of pairs rather than a map (a map of two labels is
-// about 300 bytes). Namespaces and label keys are interned (unique.Make): the same
-// few strings, shared by every pod.
+// about 300 bytes). Namespaces, nodes, owners' names and labels are interned
+// (unique.Make): the same strings, shared by every pod of a workload or a node (a
+// string no pod holds any more is let go).
 //
-// The embedded ObjectMeta carries the name, the namespace and the deletion mark only:
-// it makes a summary a metav1.Object for the informer's keys, its namespace index and
-// the Reporter's handlers. Nothing but the Reporter reads pods from the cache; a
+// The embedded ObjectMeta carries the name, the namespace, the resourceVersion and the
+// deletion mark only: it makes a summary a metav1.Object for the informer's keys, its
+// namespace index and the Reporter's handlers. The informer hands an update on only
+// when the resourceVersion changed (an equal one is a resync, which the Reporter's
+// handlers do not ask for), so it is kept. Nothing but the Reporter reads pods from the cache; a
 // client's List or Get of pods through it fails (the cache holds no corev1.Pod).
 type podSummary struct {
 	metav1.ObjectMeta
@@ -59,18 +64,18 @@ func summarizePod(o any) (any, error) {
 }
 
 func summaryOf(p *corev1.Pod) *podSummary {
-	s := &podSummary{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: intern(p.Namespace), DeletionTimestamp: p.DeletionTimestamp},
-		node: p.Spec.NodeName, restart: p.Spec.RestartPolicy, grace: p.Spec.TerminationGracePeriodSeconds, phase: p.Status.Phase}
+	s := &podSummary{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: intern(p.Namespace), ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+		node: intern(p.Spec.NodeName), restart: p.Spec.RestartPolicy, grace: p.Spec.TerminationGracePeriodSeconds, phase: p.Status.Phase}
 	if len(p.Labels) > 0 {
 		s.labels = make([]string, 0, 2*len(p.Labels))
 		for k, v := range p.Labels {
-			s.labels = append(s.labels, intern(k), v)
+			s.labels = append(s.labels, intern(k), intern(v))
 		}
 	}
 	if len(p.OwnerReferences) > 0 {
 		s.owners = make([]podOwner, len(p.OwnerReferences))
 		for i, r := range p.OwnerReferences {
-			s.owners[i] = podOwner{apiVersion: intern(r.APIVersion), kind: intern(r.Kind), name: r.Name, controller: r.Controller != nil && *r.Controller}
+			s.owners[i] = podOwner{apiVersion: intern(r.APIVersion), kind: intern(r.Kind), name: intern(r.Name), controller: r.Controller != nil && *r.Controller}
 		}
 	}
 	for _, c := range p.Spec.Containers {
@@ -120,10 +125,10 @@ const podPage = 500
 // at once (resourceVersion 0, which the API server's watch cache serves whole, ignoring
 // the limit), and the reflector decodes all of it before the transform makes each pod
 // a summary: at 150,000 pods that is gigabytes at start, for caches of a few hundred
-// megabytes. pagedPods lists the most recent pods in pages of podPage instead and
-// keeps of each page only what the summary reads (podSummary.fill), so that at most
-// one page of full pods is held at a time. A list at a given resourceVersion (a
-// relist) is passed through as it is.
+// megabytes. pagedPods lists in pages of podPage instead, and makes each page's pods
+// summaries before it asks for the next: the list it hands the reflector is of
+// summaries (podSummaryList), so that at most one page of full pods is held at a time,
+// on a relist as on the first list.
 type pagedPods struct {
 	toolscache.ListerWatcherWithContext
 }
@@ -137,12 +142,16 @@ func (l pagedPods) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 }
 
 func (l pagedPods) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" || opts.Continue != "" {
+	if opts.Continue != "" { // never asked: this list hands out no continue token
 		return l.ListerWatcherWithContext.ListWithContext(ctx, opts)
 	}
-	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit = "", "", podPage
-	out := &corev1.PodList{}
-	for {
+	if opts.ResourceVersion == "0" {
+		// "Any": the watch cache would serve it whole. The most recent, in pages.
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+	opts.Limit = podPage
+	out := &podSummaryList{}
+	for first := true; ; first = false {
 		o, err := l.ListerWatcherWithContext.ListWithContext(ctx, opts)
 		if err != nil {
 			return nil, err
@@ -151,23 +160,46 @@ func (l pagedPods) ListWithContext(ctx context.Context, opts metav1.ListOptions)
 		if !ok {
 			return nil, fmt.Errorf("listing pods: got a %T", o)
 		}
-		if out.Items == nil {
+		if first {
 			out.ResourceVersion = page.ResourceVersion // every page is of the first one's snapshot
 			n := len(page.Items)
 			if page.RemainingItemCount != nil {
 				n += int(*page.RemainingItemCount)
 			}
-			out.Items = make([]corev1.Pod, 0, n)
+			out.Items = make([]runtime.Object, 0, n)
 		}
 		for i := range page.Items {
-			out.Items = append(out.Items, corev1.Pod{})
-			summaryOf(&page.Items[i]).fill(&out.Items[len(out.Items)-1])
+			out.Items = append(out.Items, summaryOf(&page.Items[i]))
 		}
 		if page.Continue == "" {
 			return out, nil
 		}
-		opts.Continue = page.Continue
+		// The pages after the first name their snapshot by the token alone.
+		opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = page.Continue, "", ""
 	}
+}
+
+// podSummaryList is pagedPods' list: the reflector takes its items as they are
+// (meta.ExtractList), and the transform passes summaries through.
+type podSummaryList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []runtime.Object // *podSummary
+}
+
+func (l *podSummaryList) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = slices.Clone(l.Items) // summaries are never changed once made
+	return &c
+}
+
+// GetObjectKind and DeepCopyObject make a summary a runtime.Object, for
+// podSummaryList. A summary is never changed once made: its copy shares its parts.
+func (s *podSummary) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (s *podSummary) DeepCopyObject() runtime.Object {
+	c := *s
+	return &c
 }
 
 // newInformer is the cache's informer constructor: pagedPods lists the pods.

@@ -1,4 +1,4 @@
-package controller
+package report
 
 import (
 	"context"
@@ -11,19 +11,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
 )
 
-// TestReporterIncremental checks the Reporter told of changes by the informers
-// (Informers) against one that scans every pod at each pass, on the same caches of a
-// real kube-apiserver: after each kind of change they find the same, and the told one
-// read again only the namespaces the change was in (every one after a node's kubelet
-// changed), and none at rest, through namespaces deleted and added too; a pass told of
-// nothing returns what the last one found. The NodeSet the webhook reads follows the same nodes.
+// TestReporterIncremental checks the Reporter as it runs (Start: told of changes by the
+// informers) against one that syncs every namespace from the API server after each
+// change, on a real kube-apiserver: after each kind of change they find the same, and
+// the running one synced only the namespace the change was in (every one after a
+// node's kubelet changed), and none at rest, through namespaces deleted and added too.
 func TestReporterIncremental(t *testing.T) {
-	_, mgr := envtestManager(t)
+	mgr, err := ctrl.NewManager(kubeenv.APIServer(t), ctrl.Options{Cache: cache.Options{NewInformer: NewInformer, ByObject: CacheByObject()},
+		Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go mgr.Start(ctx)
@@ -44,7 +52,7 @@ func TestReporterIncremental(t *testing.T) {
 	must(w.Create(ctx, node))
 	node.Status.NodeInfo.KubeletVersion = "v1.34.1"
 	must(w.Status().Update(ctx, node))
-	for name, l := range map[string]map[string]string{"in": {InjectLabel: "enabled"}, "def": {scope.Label: "default"}, "plain": nil, "other": {InjectLabel: "enabled"}} {
+	for name, l := range map[string]map[string]string{"in": {kube.InjectLabel: "enabled"}, "def": {scope.Label: "default"}, "plain": nil, "other": {kube.InjectLabel: "enabled"}} {
 		must(w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}))
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "def"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
@@ -66,55 +74,55 @@ func TestReporterIncremental(t *testing.T) {
 	pod("plain", "api-0", false)
 	pod("other", "calm-0", true)
 
-	told := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Scope: scope.OptIn, Exclude: map[string]bool{"kube-system": true}, Log: logr.Discard()}
-	must(told.Watch(ctx))
-	nodes, err := WatchNodes(ctx, mgr.GetCache())
-	must(err)
+	told := &Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Scope: scope.OptIn, Exclude: map[string]bool{"kube-system": true}, Log: logr.Discard(),
+		Batch: 20 * time.Millisecond}
+	go told.Start(ctx)
 	// Read from the API server: the cache holds pod summaries, which only an informed
 	// Reporter reads.
-	every := &Reporter{Client: w, Scope: scope.OptIn, Exclude: map[string]bool{"kube-system": true}, Log: logr.Discard()}
 	show := func(r *Reporter) string {
-		t.Helper()
-		found, _, err := r.Scan(ctx)
-		must(err)
 		var s []string
-		for _, f := range found {
+		for _, f := range r.Findings() {
 			s = append(s, fmt.Sprintf("%s %s %s", f.Workload, f.Reason, strings.Join(f.Pods, ",")))
 		}
 		return strings.Join(s, "\n")
 	}
-	// step waits until both Reporters agree on want (the caches and the handlers are
-	// asynchronous), and checks how many namespaces the told one read.
-	step := func(what, want string, rescans func(int) bool) {
+	every := func() string {
 		t.Helper()
+		r := &Reporter{Client: w, Scope: scope.OptIn, Exclude: map[string]bool{"kube-system": true}, Log: logr.Discard()}
+		must(r.SyncAll(ctx))
+		return show(r)
+	}
+	// step waits until both Reporters agree on want (the caches and the handlers are
+	// asynchronous), and checks how many namespaces the running one synced.
+	step := func(what, want string, syncs func(int64) bool) {
+		t.Helper()
+		before := told.Synced()
 		var a, b string
-		total := 0
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			a = show(told)
-			total += told.rescans
-			if b = show(every); a == want && b == want || time.Now().After(deadline) {
+			if a, b = show(told), every(); a == want && b == want || time.Now().After(deadline) {
 				break
 			}
 		}
 		if a != want || b != want {
-			t.Fatalf("%s: told of changes:\n%s\nscanning everything:\n%s\nwant:\n%s", what, a, b, want)
+			t.Fatalf("%s: running:\n%s\nsyncing everything:\n%s\nwant:\n%s", what, a, b, want)
 		}
 		// A change may come in more than one event (a deletion marks the pod, then
-		// removes it): what trails the agreement is read once more, and counted.
+		// removes it): what trails the agreement is synced too, and counted.
 		time.Sleep(300 * time.Millisecond)
 		if show(told) != want {
-			t.Fatalf("%s: the told Reporter changed its mind after agreeing", what)
+			t.Fatalf("%s: the running Reporter changed its mind after agreeing", what)
 		}
-		total += told.rescans
-		if !rescans(total) {
-			t.Errorf("%s: the told Reporter read %d namespaces again", what, total)
+		if n := told.Synced() - before; !syncs(n) {
+			t.Errorf("%s: the running Reporter synced %d namespaces", what, n)
 		}
-		if show(told); told.rescans != 0 {
-			t.Errorf("%s: at rest, the told Reporter read %d namespaces, want none", what, told.rescans)
+		rest := told.Synced()
+		time.Sleep(300 * time.Millisecond)
+		if n := told.Synced() - rest; n != 0 {
+			t.Errorf("%s: at rest, the running Reporter synced %d namespaces, want none", what, n)
 		}
 	}
-	all := func(n int) bool { return n >= 4 }
-	one := func(n int) bool { return n >= 1 && n <= 2 } // the change, and maybe a status write after it
+	all := func(n int64) bool { return n >= 4 }
+	one := func(n int64) bool { return n >= 1 && n <= 2 } // the change, and maybe a status write after it
 	step("the first scan", "StatefulSet/def/web not-injected web-0\nStatefulSet/in/missed not-injected missed-0", all)
 
 	pod("in", "missed-1", false)
@@ -122,7 +130,7 @@ func TestReporterIncremental(t *testing.T) {
 
 	var ns corev1.Namespace
 	must(w.Get(ctx, client.ObjectKey{Name: "plain"}, &ns))
-	ns.Labels = map[string]string{InjectLabel: "enabled"}
+	ns.Labels = map[string]string{kube.InjectLabel: "enabled"}
 	must(w.Update(ctx, &ns))
 	step("a namespace opted in", "StatefulSet/def/web not-injected web-0\nStatefulSet/in/missed not-injected missed-0,missed-1\nStatefulSet/plain/api not-injected api-0", one)
 
@@ -142,55 +150,21 @@ func TestReporterIncremental(t *testing.T) {
 	ns.Spec.Finalizers = nil
 	_, err = cs.CoreV1().Namespaces().Finalize(ctx, &ns, metav1.UpdateOptions{})
 	must(err)
-	step("a namespace deleted", "StatefulSet/in/missed not-injected missed-1", func(n int) bool { return n <= 2 })
-	must(w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "late", Labels: map[string]string{InjectLabel: "enabled"}}}))
+	step("a namespace deleted", "StatefulSet/in/missed not-injected missed-1", func(n int64) bool { return n >= 1 && n <= 2 })
+	must(w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "late", Labels: map[string]string{kube.InjectLabel: "enabled"}}}))
 	pod("late", "lost-0", false)
 	step("a namespace added", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/late/lost not-injected lost-0", one)
 
-	// The kubelet's event of a failed hook: no namespace is read again, the events are.
+	// The kubelet's event of a failed hook: its namespace is synced again.
 	must(w.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "sleepy-0.hook", Namespace: "in"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "in", Name: "sleepy-0"}, Reason: "FailedPreStopHook", Type: corev1.EventTypeWarning,
 		Message: "PreStopHook failed"}))
 	step("a FailedPreStopHook event", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/in/sleepy failed-prestop-hook sleepy-0\nStatefulSet/late/lost not-injected lost-0",
-		func(n int) bool { return n == 0 })
+		one)
 
 	// A kubelet too old for the native sleep: every namespace is read again.
 	must(w.Get(ctx, client.ObjectKey{Name: "node-a"}, node))
 	node.Status.NodeInfo.KubeletVersion = "v1.29.4"
 	must(w.Status().Update(ctx, node))
 	step("a node's kubelet changed", "StatefulSet/in/missed not-injected missed-1\nStatefulSet/in/sleepy failed-prestop-hook sleepy-0\nStatefulSet/in/sleepy native-sleep-unsupported sleepy-0\nStatefulSet/late/lost not-injected lost-0\nStatefulSet/other/calm native-sleep-unsupported calm-0", all)
-
-	// The webhook's nodes: the kubelet as it is now, then a second node.
-	names := func() string {
-		ns, err := nodes.Nodes(ctx)
-		must(err)
-		var s []string
-		for _, n := range ns {
-			s = append(s, n.Name+" "+n.Kubelet.String())
-		}
-		return strings.Join(s, ",")
-	}
-	if got := names(); got != "node-a 1.29" {
-		t.Errorf("the webhook's nodes: %q, want node-a 1.29", got)
-	}
-	b := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
-	must(w.Create(ctx, b))
-	b.Status.NodeInfo.KubeletVersion = "v1.36.0"
-	must(w.Status().Update(ctx, b))
-	for deadline := time.Now().Add(10 * time.Second); names() != "node-a 1.29,node-b 1.36" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-	}
-	if got := names(); got != "node-a 1.29,node-b 1.36" {
-		t.Errorf("the webhook's nodes: %q, want node-a 1.29,node-b 1.36", got)
-	}
-	first, _ := nodes.Nodes(ctx)
-	again, _ := nodes.Nodes(ctx)
-	if &first[0] != &again[0] {
-		t.Error("the webhook's nodes were made again with no node changed")
-	}
-	must(w.Delete(ctx, b))
-	for deadline := time.Now().Add(10 * time.Second); names() != "node-a 1.29" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-	}
-	if got := names(); got != "node-a 1.29" {
-		t.Errorf("the webhook's nodes after a delete: %q, want node-a 1.29", got)
-	}
 }

@@ -1,4 +1,4 @@
-package controller
+package certs
 
 import (
 	"bytes"
@@ -27,6 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nap-k8s/nap/kube"
 )
 
 // Keys of the webhook's TLS Secret. ca.crt may hold more than one CA: during a CA
@@ -44,14 +46,14 @@ const (
 	PublishedAnnotation = "nap.dev/ca-next-published"
 )
 
-// Certs bootstraps and rotates the webhook's TLS: a CA and a serving certificate for
+// Rotator bootstraps and rotates the webhook's TLS: a CA and a serving certificate for
 // the webhook's Service, kept in one Secret of the controller's namespace, and the CA
 // bundle of the controller's own MutatingWebhookConfiguration (by name; no other is
 // read or written). Every replica runs it — no leader needed: writes carry the
 // resourceVersion they were based on, so when two replicas race one wins and the
 // other re-reads. A serving certificate is renewed when a third of its life is left,
 // a CA likewise, which leaves months for every replica to pick up new material.
-type Certs struct {
+type Rotator struct {
 	// Client must not be a cache-backed client: reading Secrets through the manager's
 	// cache would list and watch Secrets cluster-wide, which the RBAC does not allow.
 	Client client.Client
@@ -84,14 +86,14 @@ type Certs struct {
 	cert atomic.Pointer[tls.Certificate]
 }
 
-func (c *Certs) now() time.Time {
+func (c *Rotator) now() time.Time {
 	if c.Now != nil {
 		return c.Now()
 	}
 	return time.Now()
 }
 
-func (c *Certs) validity() (ca, cert time.Duration) {
+func (c *Rotator) validity() (ca, cert time.Duration) {
 	ca, cert = c.CAValidity, c.CertValidity
 	if ca == 0 {
 		ca = 10 * 365 * 24 * time.Hour
@@ -103,7 +105,7 @@ func (c *Certs) validity() (ca, cert time.Duration) {
 }
 
 // GetCertificate serves the current certificate (for tls.Config.GetCertificate).
-func (c *Certs) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (c *Rotator) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if cert := c.cert.Load(); cert != nil {
 		return cert, nil
 	}
@@ -111,18 +113,18 @@ func (c *Certs) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 }
 
 // Ready is a readyz check: ready once a certificate is loaded.
-func (c *Certs) Ready(*http.Request) error {
+func (c *Rotator) Ready(*http.Request) error {
 	_, err := c.GetCertificate(nil)
 	return err
 }
 
 // NeedLeaderElection is false: every replica serves the webhook, so every replica
 // needs the certificate.
-func (c *Certs) NeedLeaderElection() bool { return false }
+func (c *Rotator) NeedLeaderElection() bool { return false }
 
 // Start checks now and then every Interval until ctx ends. Errors are logged and
 // retried at the next tick (sooner at start, while nothing is loaded).
-func (c *Certs) Start(ctx context.Context) error {
+func (c *Rotator) Start(ctx context.Context) error {
 	interval := c.Interval
 	if interval == 0 {
 		interval = time.Minute
@@ -151,7 +153,7 @@ func (c *Certs) Start(ctx context.Context) error {
 // has been seen carrying it (PublishedAnnotation) for TrustDelay, a serving certificate
 // of the new CA replaces the old one. The API server never meets a certificate it does
 // not trust yet.
-func (c *Certs) Ensure(ctx context.Context) error {
+func (c *Rotator) Ensure(ctx context.Context) error {
 	var s *corev1.Secret
 	for attempt := 0; ; attempt++ {
 		var err error
@@ -192,14 +194,14 @@ func (c *Certs) Ensure(ctx context.Context) error {
 	return nil
 }
 
-func (c *Certs) trustDelay() time.Duration {
+func (c *Rotator) trustDelay() time.Duration {
 	if c.TrustDelay == 0 {
 		return 2 * time.Minute
 	}
 	return c.TrustDelay
 }
 
-func (c *Certs) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
+func (c *Rotator) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.SecretName}
 	var s corev1.Secret
 	err := c.Client.Get(ctx, key, &s)
@@ -222,7 +224,7 @@ func (c *Certs) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
-		s.Labels["app.kubernetes.io/managed-by"] = ManagedBy
+		s.Labels[kube.ManagedByLabel] = kube.ManagedByController
 		if len(data[SecretNextCAKeyPK]) == 0 || !bytes.Equal(data[SecretNextCAKeyPK], oldNext) {
 			delete(s.Annotations, PublishedAnnotation) // promoted, or a different pending CA
 		}
@@ -248,7 +250,7 @@ func (c *Certs) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 	return &s, nil
 }
 
-func (c *Certs) ensureCABundle(ctx context.Context, bundle []byte) error {
+func (c *Rotator) ensureCABundle(ctx context.Context, bundle []byte) error {
 	var mwc admissionregistrationv1.MutatingWebhookConfiguration
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: c.WebhookConfiguration}, &mwc); err != nil {
 		return fmt.Errorf("mutatingwebhookconfiguration %s: %w", c.WebhookConfiguration, err)
@@ -271,7 +273,7 @@ func (c *Certs) ensureCABundle(ctx context.Context, bundle []byte) error {
 }
 
 // hosts are the names the serving certificate must carry.
-func (c *Certs) hosts() []string {
+func (c *Rotator) hosts() []string {
 	h := []string{
 		c.Service,
 		c.Service + "." + c.Namespace,
@@ -294,17 +296,12 @@ func (c *Certs) hosts() []string {
 //     in the bundle until it expires;
 //   - a serving certificate is replaced when its CA is no longer the signing one, when a
 //     third of its life is left, or when its names differ.
-func (c *Certs) renew(data map[string][]byte, published time.Time) (map[string][]byte, bool, error) {
+func (c *Rotator) renew(data map[string][]byte, published time.Time) (map[string][]byte, bool, error) {
 	now := c.now()
 	caLife, certLife := c.validity()
 	var cas []*x509.Certificate
-	for rest := data[SecretCAKey]; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if ca, err := x509.ParseCertificate(b.Bytes); err == nil && now.Before(ca.NotAfter) {
+	for _, ca := range Bundle(data[SecretCAKey]) {
+		if now.Before(ca.NotAfter) {
 			cas = append(cas, ca)
 		}
 	}
@@ -499,4 +496,19 @@ func parseKey(p []byte) (*ecdsa.PrivateKey, error) {
 		return nil, errors.New("no PEM block")
 	}
 	return x509.ParseECPrivateKey(b.Bytes)
+}
+
+// Bundle is the certificates of a PEM bundle (a caBundle, ca.crt), those that parse.
+func Bundle(p []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for {
+		var b *pem.Block
+		b, p = pem.Decode(p)
+		if b == nil {
+			return out
+		}
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
+			out = append(out, c)
+		}
+	}
 }

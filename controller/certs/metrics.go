@@ -1,0 +1,13 @@
+package certs
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// certNotAfter lets an alert fire long before the webhook's certificate expires, should
+// rotation ever stop (it renews with a third of the life left).
+var certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nap_webhook_certificate_expiry_timestamp_seconds",
+	Help: "When the webhook's serving certificate expires (Unix seconds)."})
+
+func init() { metrics.Registry.MustRegister(certNotAfter) }
