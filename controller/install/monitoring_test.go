@@ -101,10 +101,22 @@ func TestMonitoringNamesMetrics(t *testing.T) {
 			exported[f.GetName()+suffix] = true
 		}
 	}
-	// Vectors with no series yet are not gathered: register their names from the source.
-	src, err := os.ReadFile("../metrics.go")
+	// Vectors with no series yet are not gathered: register their names from the source,
+	// the controller's and its packages' (the Reporter's, the certificates').
+	files, err := filepath.Glob("../*/metrics.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var src []byte
+	for _, f := range append([]string{"../metrics.go"}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
+	}
+	if len(files) < 2 {
+		t.Fatalf("the metrics of controller/report and controller/certs: found %v", files)
 	}
 	for _, m := range regexp.MustCompile(`Name: "(nap_[a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
 		exported[m[1]] = true
