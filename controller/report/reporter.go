@@ -295,7 +295,7 @@ func (r *Reporter) sync(ctx context.Context, key string) error {
 		r.queue.Add(n)
 	}
 	if first && len(names) == 0 {
-		r.synced0()
+		r.afterSynced()
 	}
 	return nil
 }
@@ -319,8 +319,8 @@ func (r *Reporter) namespaces(ctx context.Context) ([]string, error) {
 	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-// synced0 calls AfterSynced, once.
-func (r *Reporter) synced0() {
+// afterSynced calls AfterSynced: once, when the namespaces of the start have all been synced.
+func (r *Reporter) afterSynced() {
 	if r.AfterSynced != nil {
 		r.AfterSynced()
 	}
@@ -380,7 +380,7 @@ func (r *Reporter) doneInitial(name string) {
 	}
 	r.mu.Unlock()
 	if last {
-		r.synced0()
+		r.afterSynced()
 	}
 }
 
