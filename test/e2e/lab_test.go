@@ -344,18 +344,25 @@ func youngPorts(entries []string) []string {
 	return out
 }
 
-// connsFrom lists a node's TCP conntrack entries of any state from source port port.
+// connsFrom lists a node's TCP conntrack entries of any state from source port port, or
+// answered to it (a connection whose source port the node rewrote to port, to keep its
+// reply apart from another entry's).
 func connsFrom(t *testing.T, onNode2 bool, port string) []string {
 	t.Helper()
-	args := []string{"conntrack", "-L", "-p", "tcp", "--orig-port-src", port}
-	if onNode2 {
-		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-	}
-	out, _ := exec.Command(args[0], args[1:]...).Output() // exit 1: none
 	var entries []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(l, "tcp") {
-			entries = append(entries, l)
+	for _, by := range []string{"--orig-port-src", "--reply-port-dst"} {
+		args := []string{"conntrack", "-L", "-p", "tcp", by, port}
+		if onNode2 {
+			args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+		}
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+			entries = append(entries, fmt.Sprintf("%s: %v: %s", strings.Join(args, " "), err, out))
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.HasPrefix(l, "tcp") && !slices.Contains(entries, l) {
+				entries = append(entries, l)
+			}
 		}
 	}
 	return entries
