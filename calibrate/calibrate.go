@@ -173,6 +173,9 @@ type Report struct {
 	Advice string `json:"advice,omitempty"`
 	// Adaptive is the recommended adaptive wait, beside the fixed Delay.
 	Adaptive AdaptiveWait `json:"adaptive_wait"`
+	// Stored is what napctl calibrate --save keeps: each measured path's tails and the
+	// delay it needs.
+	Stored traffic.Calibration `json:"-"`
 }
 
 // AdaptiveWait is a recommended adaptive wait (napctl inject --wait adaptive; see
@@ -502,7 +505,7 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 // its grace period (with advice past Options.AcceptGrace), and the adaptive wait.
 func recommend(rep *Report, opts Options) {
 	seconds := func(tail float64) time.Duration {
-		return time.Duration(math.Ceil(tail+opts.Margin.Seconds())) * time.Second
+		return traffic.DelayFor(time.Duration(tail*float64(time.Second)), opts.Margin)
 	}
 	longest := 0.0
 	for _, s := range rep.Paths {
@@ -521,6 +524,18 @@ func recommend(rep *Report, opts Options) {
 	a := AdaptiveWait{Wait: w, Grace: w.Delay + opts.Drain}
 	a.MinS, a.QuietS, a.MaxS, a.GraceS = w.Min.Seconds(), w.Quiet.Seconds(), w.Delay.Seconds(), a.Grace.Seconds()
 	rep.Adaptive = a
+	rep.Stored = traffic.Calibration{APIVersion: traffic.CalibrationAPIVersion, Kind: traffic.CalibrationKind,
+		Measured: time.Now().UTC().Truncate(time.Second), Namespace: rep.Namespace, Rounds: opts.Rounds, MarginS: opts.Margin.Seconds()}
+	for _, s := range rep.Paths {
+		if s.Samples == 0 {
+			continue
+		}
+		t := traffic.PathTail{Name: s.Path.Name, Samples: s.Samples, P50: s.P50, P99: s.P99, Max: s.Max, DelayS: seconds(s.Max).Seconds()}
+		if p, ok := traffic.Lookup(s.Path.Name); ok && p.NodeChecked && len(opts.Paths.LBAnnotations) > 0 {
+			t.Parameters = opts.Paths.LBAnnotations
+		}
+		rep.Stored.Paths = append(rep.Stored.Paths, t)
+	}
 }
 
 // scaleDowns tells whether the rounds include a scale-down: when a path is a load

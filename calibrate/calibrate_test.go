@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,21 @@ func TestRecommend(t *testing.T) {
 		a := rep.Adaptive
 		if rep.Delay != tc.delay || rep.Longest != tc.longest || a.Wait.Min != tc.min || a.Wait.Delay != tc.max || a.Wait.Quiet != 2*time.Second || !a.Wait.IsAdaptive() || a.Grace != tc.aGrace || a.MaxS != tc.max.Seconds() {
 			t.Errorf("%s: delay %v on %s, adaptive %+v; want %v on %s, MIN %v QUIET 2s MAX %v grace %v", tc.name, rep.Delay, rep.Longest, a, tc.delay, tc.longest, tc.min, tc.max, tc.aGrace)
+		}
+		// What --save keeps: the measured paths only, each with the delay it needs; the
+		// slowest one's is the recommendation.
+		st := rep.Stored
+		if st.APIVersion != traffic.CalibrationAPIVersion || st.Kind != traffic.CalibrationKind || st.MarginS != 2 || st.Measured.IsZero() {
+			t.Errorf("%s: stored %+v", tc.name, st)
+		}
+		for _, s := range tc.paths {
+			got, ok := st.Tail(s.Path.Name)
+			if ok != (s.Samples > 0) || ok && (got.Max != s.Max || got.DelayS != math.Ceil(s.Max+2)) {
+				t.Errorf("%s: stored %s: %+v %v", tc.name, s.Path.Name, got, ok)
+			}
+		}
+		if d, path, ok := st.Needs(traffic.All()); !ok || d != rep.Delay || path != rep.Longest {
+			t.Errorf("%s: the stored calibration needs %v for %s (%v), the recommendation is %v for %s", tc.name, d, path, ok, rep.Delay, rep.Longest)
 		}
 	}
 }

@@ -54,6 +54,15 @@ LB_CIDR=10.77.1.0/24
 LB_IP=10.77.1.1
 VETH_LB=nap-lb  # the host's end; the namespace's end is eth0
 ETCD_PORT=23790
+# Image pulls stay on the machine: both nodes' containerd send every registry request
+# through this proxy, on the node's loopback, where nothing listens. A pull of an image
+# the lab did not load is refused there, and the registry it names is never looked up
+# nor dialled (TestNoPullLeaves). Containerd 1.6 has no catch-all registry host
+# (hosts.toml's _default came later), and its mirrors fall back to the registry itself;
+# the proxy holds on both versions. Go never proxies loopback: a registry on it is
+# dialled as it is.
+REFUSING_REGISTRY=127.0.0.1:9
+NO_PULL=(env HTTP_PROXY="http://$REFUSING_REGISTRY" HTTPS_PROXY="http://$REFUSING_REGISTRY" NO_PROXY= http_proxy= https_proxy= no_proxy=)
 KCFG=$D/admin.kubeconfig
 EGRESS_RULE=(-s "$POD_CIDR" ! -o "nap+" -m comment --comment "nap-lab: pods stay on this machine" -j DROP)
 
@@ -372,9 +381,9 @@ up() {
 
   containerd_conf "$D" "$NODE_POD_CIDR" "$BRIDGE"
   containerd_conf "$D2" "$NODE2_POD_CIDR" "$BRIDGE2"
-  start containerd containerd --config "$D/containerd.toml"
+  start containerd "${NO_PULL[@]}" containerd --config "$D/containerd.toml"
   # Node 2: containerd 2.x, its shim found on PATH; it migrates the version 2 configuration.
-  start containerd-node2 env PATH="$C2:$PATH" "${IN2[@]}" "$C2/containerd" --config "$D2/containerd.toml"
+  start containerd-node2 "${NO_PULL[@]}" PATH="$C2:$PATH" "${IN2[@]}" "$C2/containerd" --config "$D2/containerd.toml"
   wait_for containerd 20 ctr --address "$D/containerd.sock" version
   wait_for containerd-node2 20 "$C2/ctr" --address "$D2/containerd.sock" version
   # Rebuilt at every up (Go's build cache makes that quick), imported when they changed,

@@ -78,6 +78,7 @@ const (
 	NapOnWindows            = "nap-on-windows"
 	NapKeyMissing           = "nap-key-missing"
 	GRPCReadiness           = "grpc-readiness"
+	DelayBelowPath          = "delay-below-path"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.
@@ -134,6 +135,17 @@ type Options struct {
 	// may be as old as the skew policy allows (kube.OldestKubelet).
 	Nodes  []kube.Node
 	Config Config
+	// Calibration is what napctl calibrate measured on the target cluster (napctl lint
+	// --calibration: a traffic.Calibration); nil: no delay is held to a path's tail.
+	Calibration Calibrated
+}
+
+// Calibrated tells the delay a pod's paths need by a calibration (traffic.Calibration,
+// which lint does not link: judging objects needs no API client).
+type Calibrated interface {
+	// PodNeeds is the delay the slowest measured path reaching the pods of svcs needs,
+	// why (for people) and what shortens that path's tail; ok false: none measured.
+	PodNeeds(svcs []*corev1.Service, ingressed func(service string) bool) (need time.Duration, why, remedy string, ok bool)
 }
 
 // Context is what checks see besides their workload.

@@ -24,7 +24,50 @@ func terminationChecks() []Check {
 		Check{ID: NativeSleepExceedsGrace, Title: "A native sleep is longer than the grace period", Severity: Error, Run: nativeSleepExceedsGrace},
 		Check{ID: NativeSleepUnsupported, Title: "A native sleep needs a newer Kubernetes", Severity: Error, Run: nativeSleepUnsupported},
 		Check{ID: GRPCReadiness, Title: "A gRPC container's readiness does not ask its health service", Severity: Warning, Run: grpcReadiness},
+		Check{ID: DelayBelowPath, Title: "A preStop delay is shorter than the calibrated tail of a path that reaches the pod", Severity: Warning, Run: delayBelowPath},
 	}
+}
+
+// delayBelowPath: with a calibration (napctl calibrate --save), a container behind a
+// Service whose preStop holds it for less than the slowest path reaching the pod needs:
+// a load balancer or an ingress still sends to the pod after it stopped. The paths are
+// the Services' (traffic.Reaching: their type, externalTrafficPolicy, an Ingress of the
+// input naming them); an adaptive wait holds at least its MIN, whatever the traffic.
+func delayBelowPath(c *Context, w *Workload) []Finding {
+	if c.Calibration == nil || len(w.Services) == 0 {
+		return nil
+	}
+	var svcs []*corev1.Service
+	for _, o := range w.Services {
+		svc := &corev1.Service{}
+		if o.Decode(svc) == nil {
+			svc.Name = o.Name
+			svcs = append(svcs, svc)
+		}
+	}
+	need, why, remedy, ok := c.Calibration.PodNeeds(svcs, func(name string) bool { return w.Ingressed[name] })
+	if !ok {
+		return nil // no path of the pod measured: the fleet's delay holds
+	}
+	return perRouted(w, func(ct corev1.Container, _ string) *Finding {
+		h := hook.Of(ct)
+		if h.Kind == hook.None || !h.Known || h.Stops {
+			return nil // no delay, or one not known: no-prestop-delay and its kin say so
+		}
+		holds, flag := h.Delay(), "--delay"
+		what := fmt.Sprintf("holds it %v", holds)
+		if h.Adaptive() {
+			holds, flag = h.Wait.Min, "--wait adaptive --min"
+			what = fmt.Sprintf("holds it at least %v (the adaptive wait's MIN)", holds)
+		}
+		if holds >= need {
+			return nil
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q's preStop %s, but %s: it needs %v", ct.Name, what, why, need),
+			Hint:    fmt.Sprintf("napctl inject -f %s %s %ds (and a grace period to cover it), or shorten the path's tail: %s", w.Obj.File, flag, int(need.Seconds()), remedy),
+		}
+	})
 }
 
 // grpcReadiness: a Service port that speaks gRPC (appProtocol grpc or

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,6 +39,9 @@ type Workload struct {
 	// ConfigMapKeys are the keys (data and binaryData) of the ConfigMaps of the input in
 	// the workload's namespace, by name: what its ConfigMap volumes can mount.
 	ConfigMapKeys map[string]map[string]bool
+	// Ingressed are the names of the workload's Services that an Ingress of the input
+	// names as a backend.
+	Ingressed map[string]bool
 
 	routed     []Routed
 	routedDone bool
@@ -155,6 +159,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	pdbs := selectorIndex[PDB]{}
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
 	configMaps := map[string]map[string]map[string]bool{} // namespace, name, key
+	ingressed := map[string]map[string]bool{}             // namespace, Service
 	for _, o := range objs {
 		switch {
 		case o.IsWorkload():
@@ -186,6 +191,18 @@ func Workloads(objs []*manifest.Object) []*Workload {
 			if err == nil && !sel.Empty() {
 				pdbs.add(appliedNamespace(o), sel, PDB{Obj: o, Spec: p.Spec})
 			}
+		case o.Kind == "Ingress":
+			var ing networkingv1.Ingress
+			if o.Decode(&ing) != nil {
+				continue
+			}
+			ns := appliedNamespace(o)
+			for _, name := range ingressBackends(&ing) {
+				if ingressed[ns] == nil {
+					ingressed[ns] = map[string]bool{}
+				}
+				ingressed[ns][name] = true
+			}
 		case o.Kind == "HorizontalPodAutoscaler":
 			var h autoscalingv2.HorizontalPodAutoscaler
 			if o.Decode(&h) == nil {
@@ -208,6 +225,14 @@ func Workloads(objs []*manifest.Object) []*Workload {
 		w.PDBs = pdbs.matches(ns, w.Labels)
 		w.HPAs = append(w.HPAs, hpas[hpaKey{ns, w.Obj.Kind, w.Obj.Name}]...)
 		w.ConfigMapKeys = configMaps[ns]
+		for _, svc := range w.Services {
+			if ingressed[ns][svc.Name] {
+				if w.Ingressed == nil {
+					w.Ingressed = map[string]bool{}
+				}
+				w.Ingressed[svc.Name] = true
+			}
+		}
 		n := w.MinReplicas()
 		if w.PerNode {
 			n = 2 // a DaemonSet: a pod on every node, never one for the whole Service
@@ -223,6 +248,27 @@ func Workloads(objs []*manifest.Object) []*Workload {
 		}
 	}
 	return ws
+}
+
+// ingressBackends are the names of the Services an Ingress sends to: its default
+// backend's and its rules' paths'.
+func ingressBackends(ing *networkingv1.Ingress) []string {
+	var out []string
+	add := func(b *networkingv1.IngressBackend) {
+		if b != nil && b.Service != nil && b.Service.Name != "" {
+			out = append(out, b.Service.Name)
+		}
+	}
+	add(ing.Spec.DefaultBackend)
+	for _, r := range ing.Spec.Rules {
+		if r.HTTP == nil {
+			continue
+		}
+		for _, p := range r.HTTP.Paths {
+			add(&p.Backend)
+		}
+	}
+	return out
 }
 
 // metricsOnly tells whether every port of svc is named for metrics (metrics,

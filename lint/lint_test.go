@@ -18,6 +18,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testutil/rendered"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 func read(t testing.TB, path string) []*manifest.Object {
@@ -33,6 +34,24 @@ var v131 = Version{Major: 1, Minor: 31}
 
 // fixtureNodes: the fixtures' cluster, 1.31 with 1.31 kubelets (TestKubeletSkew varies them).
 var fixtureNodes = []kube.Node{{Name: "node-1", Kubelet: v131}}
+
+// checkOptions are the options of check id's testdata: the fixtures' cluster, and for
+// delay-below-path the calibration in testdata/calibration.json.
+func checkOptions(t testing.TB, id string) Options {
+	t.Helper()
+	opts := Options{KubeVersion: &v131, Nodes: fixtureNodes}
+	if id == DelayBelowPath {
+		f, err := os.Open(filepath.Join("testdata", "calibration.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if opts.Calibration, err = traffic.ReadCalibration(f, f.Name()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return opts
+}
 
 // Objects read from a cluster (manifest.FromValue over what the API server returned)
 // get the same findings as the same objects read from files: every check's testdata,
@@ -61,7 +80,7 @@ func TestChecksFromValues(t *testing.T) {
 			}
 			values = append(values, lo)
 		}
-		opts := Options{KubeVersion: &v131, Nodes: fixtureNodes}
+		opts := checkOptions(t, c.ID)
 		key := func(fs []Finding) []string {
 			var out []string
 			for _, f := range fs {
@@ -85,7 +104,7 @@ func TestChecks(t *testing.T) {
 		t.Run(c.ID, func(t *testing.T) {
 			path := filepath.Join("testdata", "checks", c.ID+".yaml")
 			objs := read(t, path)
-			fs := Lint(objs, Options{KubeVersion: &v131, Nodes: fixtureNodes})
+			fs := Lint(objs, checkOptions(t, c.ID))
 			flagged := map[string]bool{}
 			for _, f := range fs {
 				name := f.Object[strings.LastIndex(f.Object, "/")+1:]

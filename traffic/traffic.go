@@ -93,6 +93,9 @@ type Path struct {
 	NodeChecked bool
 	// Remedy is what shortens the path's tail, for a recommendation that is too long.
 	Remedy string
+	// Reaches tells whether the path leads to the pods of svc, a Service as written
+	// (the API's defaults not yet applied); ingressed: an Ingress names svc as a backend.
+	Reaches func(svc *corev1.Service, ingressed bool) bool
 }
 
 // The paths. Adding one: an entry here and in All, and its test.
@@ -107,7 +110,10 @@ var (
 			}
 			return hostURL(svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), nil
 		},
-		Close: nothing, Remedy: remedyProxy}
+		Close: nothing, Remedy: remedyProxy,
+		Reaches: func(svc *corev1.Service, _ bool) bool {
+			return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone
+		}}
 	// NodePort: a node's address and the Service's NodePort, through that node's
 	// kube-proxy (what an external load balancer sends to).
 	NodePort = Path{Name: "nodeport", Title: "NodePort", Needs: corev1.ServiceTypeNodePort,
@@ -125,7 +131,11 @@ var (
 			}
 			return hostURL(addr, svc.Spec.Ports[0].NodePort), nil
 		},
-		Close: nothing, Remedy: remedyProxy}
+		Close: nothing, Remedy: remedyProxy,
+		Reaches: func(svc *corev1.Service, _ bool) bool {
+			return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+				(svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts)
+		}}
 	// Ingress: an Ingress of the configured class routing Target.Prefix to the Service;
 	// the controller routes to pod IPs from the EndpointSlices it watches.
 	Ingress = Path{Name: "ingress", Title: "ingress", Needs: corev1.ServiceTypeClusterIP,
@@ -149,7 +159,8 @@ var (
 			return err
 		},
 		Remedy: "The ingress controller routes from the EndpointSlices it watches, on its own schedule " +
-			"(a reload, a throttle on changes): look at how it applies endpoint changes."}
+			"(a reload, a throttle on changes): look at how it applies endpoint changes.",
+		Reaches: func(_ *corev1.Service, ingressed bool) bool { return ingressed }}
 	// LoadBalancerLocal: an external load balancer in front of a Service with
 	// externalTrafficPolicy Local. It sends to the NodePorts of nodes whose health check
 	// (the Service's healthCheckNodePort, served by kube-proxy) passes: a node has a
@@ -178,6 +189,11 @@ func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remed
 	svcName := func(t Target) string { return t.Service + "-" + name }
 	return Path{Name: name, Title: title, Needs: corev1.ServiceTypeClusterIP, NodeChecked: true, Remedy: remedy,
 		Enabled: func(c Config) bool { return slices.Contains(c.LoadBalancers, policy) },
+		Reaches: func(svc *corev1.Service, _ bool) bool {
+			// The API's default policy is Cluster.
+			return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+				cmp.Or(svc.Spec.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicyCluster) == policy
+		},
 		Open: func(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service) (string, error) {
 			lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svcName(t), Labels: svc.Labels, Annotations: c.LBAnnotations},
 				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: policy, Selector: svc.Spec.Selector}}
@@ -221,6 +237,18 @@ func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remed
 // All is every path, in the order reports list them.
 func All() []Path {
 	return []Path{ClusterIP, NodePort, Ingress, LoadBalancerLocal, LoadBalancerCluster}
+}
+
+// Reaching is every path that leads to the pods of svc (Path.Reaches), in All's order;
+// ingressed: an Ingress names svc as a backend.
+func Reaching(svc *corev1.Service, ingressed bool) []Path {
+	var out []Path
+	for _, p := range All() {
+		if p.Reaches(svc, ingressed) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Lookup is the path named name (Path.Name).

@@ -168,9 +168,42 @@ func TestParseLoadBalancers(t *testing.T) {
 func TestPathsComplete(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range All() {
-		if p.Remedy == "" || p.Title == "" || p.Open == nil || p.Close == nil || p.Enabled == nil || seen[p.Name] {
+		if p.Remedy == "" || p.Title == "" || p.Open == nil || p.Close == nil || p.Enabled == nil || p.Reaches == nil || seen[p.Name] {
 			t.Errorf("path %q: incomplete or a duplicate name", p.Name)
 		}
 		seen[p.Name] = true
+	}
+}
+
+func TestReaching(t *testing.T) {
+	svc := func(typ corev1.ServiceType, policy corev1.ServiceExternalTrafficPolicy, clusterIP string) *corev1.Service {
+		return &corev1.Service{Spec: corev1.ServiceSpec{Type: typ, ExternalTrafficPolicy: policy, ClusterIP: clusterIP}}
+	}
+	noNodePorts := svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, "")
+	noNodePorts.Spec.AllocateLoadBalancerNodePorts = new(bool)
+	for _, c := range []struct {
+		name      string
+		svc       *corev1.Service
+		ingressed bool
+		want      string
+	}{
+		{"a Service of no type", svc("", "", ""), false, "clusterip"},
+		{"ClusterIP, behind an Ingress", svc(corev1.ServiceTypeClusterIP, "", ""), true, "clusterip ingress"},
+		{"headless", svc(corev1.ServiceTypeClusterIP, "", corev1.ClusterIPNone), false, ""},
+		{"headless, behind an Ingress", svc("", "", corev1.ClusterIPNone), true, "ingress"},
+		{"ExternalName", svc(corev1.ServiceTypeExternalName, "", ""), false, ""},
+		{"NodePort", svc(corev1.ServiceTypeNodePort, "", ""), false, "clusterip nodeport"},
+		{"LoadBalancer, the default policy", svc(corev1.ServiceTypeLoadBalancer, "", ""), false, "clusterip nodeport lb-cluster"},
+		{"LoadBalancer, Local", svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, ""), false, "clusterip nodeport lb-local"},
+		{"LoadBalancer, Cluster, behind an Ingress", svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyCluster, ""), true, "clusterip nodeport ingress lb-cluster"},
+		{"LoadBalancer, Local, no NodePorts", noNodePorts, false, "clusterip lb-local"},
+	} {
+		var got []string
+		for _, p := range Reaching(c.svc, c.ingressed) {
+			got = append(got, p.Name)
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

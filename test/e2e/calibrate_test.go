@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/version"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // TestCalibrate: napctl calibrate on the lab measures the tail of every path (the
@@ -28,8 +31,9 @@ func TestCalibrate(t *testing.T) {
 	cs := client(t)
 	ctx := context.Background()
 	ns := "nap-calibrate-e2e"
+	saved := filepath.Join(t.TempDir(), "calibration.json")
 	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", "3s",
-		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "-o", "json"}
+		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "-o", "json", "--save", saved}
 	cmd := exec.Command(napctl(t), args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
@@ -67,6 +71,8 @@ func TestCalibrate(t *testing.T) {
 	if a := rep.Adaptive; a.Min != rep.Delay || a.Quiet != 2 || a.Max != max(60, 2*rep.Delay) || a.Grace != a.Max+30 {
 		t.Errorf("recommended adaptive wait %+v beside a fixed delay of %gs", a, rep.Delay)
 	}
+	checkSaved(t, saved, rep)
+
 	// Nothing left: the namespace it created is deleted (it may still be terminating).
 	if n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
 		t.Errorf("namespace %s left behind", ns)
@@ -338,5 +344,80 @@ func recommendedAndFifth(t *testing.T, cs *kubernetes.Clientset, path labPath, d
 			t.Errorf("%s: %d requests over new connections failed (want failures: %v); tail calibrated %.2fs; outages %+v",
 				m.scenario, n, c.wantNew, tail, m.summary.Outages)
 		}
+	}
+}
+
+// checkSaved: what calibrate --save wrote is the report's paths, each with the delay it
+// needs, and napctl lint --calibration holds a workload behind the ingress to the
+// slowest of its paths: 1 s is too short, the recommended delay is not.
+func checkSaved(t *testing.T, saved string, rep calibration) {
+	t.Helper()
+	f, err := os.Open(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cal, err := traffic.ReadCalibration(f, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Paths {
+		tl, ok := cal.Tail(p.Path.Name)
+		if !ok || tl.Max != p.Max || tl.Samples != p.Samples || tl.DelayS != math.Ceil(p.Max+2) {
+			t.Errorf("saved %s: %+v (%v); the report's max %.2fs of %d samples", p.Path.Name, tl, ok, p.Max, p.Samples)
+		}
+	}
+	workload := func(name string, delay int) string {
+		return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      terminationGracePeriodSeconds: 60
+      containers:
+      - name: app
+        image: registry.example/app:1
+        ports: [{containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {sleep: {seconds: %[2]d}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: %[1]s}
+spec:
+  selector: {app: %[1]s}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: %[1]s}
+spec:
+  defaultBackend: {service: {name: %[1]s, port: {number: 80}}}
+`, name, delay)
+	}
+	manifests := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(manifests, []byte(workload("short", 1)+"---\n"+workload("covered", int(rep.Delay))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(napctl(t), "lint", "-f", manifests, "--calibration", saved, "--kube-version", "1.34", "-o", "json").Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+		t.Fatalf("napctl lint --calibration: %v\n%s", err, out)
+	}
+	var report struct{ Findings []struct{ ID, Name, Message string } }
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var below []string
+	for _, fd := range report.Findings {
+		if fd.ID == "delay-below-path" {
+			below = append(below, fd.Name)
+			t.Logf("%s: %s", fd.Name, fd.Message)
+		}
+	}
+	if !slices.Equal(below, []string{"short"}) {
+		t.Errorf("delay-below-path on %q, want on short alone (1 s; covered holds %gs): %s", below, rep.Delay, out)
 	}
 }

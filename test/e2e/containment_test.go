@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -186,5 +189,74 @@ func TestContainmentLoadBalancer(t *testing.T) {
 	// The check can tell: the nodes are reachable from there.
 	if out, err := exec.Command("nsenter", netns, "ip", "route", "get", node2IP).CombinedOutput(); err != nil {
 		t.Errorf("the load balancer cannot route to node 2: %v: %s", err, out)
+	}
+}
+
+// TestNoPullLeaves: an image the lab did not load, named on any registry, is pulled
+// from no registry outside the machine. Each node's containerd sends every registry
+// request through a proxy at REFUSING_REGISTRY (hack/cluster.sh), on the node's
+// loopback, where nothing listens: the pull is refused there, and the kubelet's message
+// shows that dial, and no lookup or dial of the registry the image names. (Before,
+// node 1's containerd looked up registry-1.docker.io for such an image; a catch-all
+// registry host in hosts.toml held on node 2's containerd 2.x only.)
+func TestNoPullLeaves(t *testing.T) {
+	cs := client(t)
+	ctx := context.Background()
+	ns := namespace(t, cs)
+	refusing := clusterSetting(t, "REFUSING_REGISTRY")
+	images := map[string]string{ // image → the host a pull must not name
+		"docker.io/nap/never-loaded:e2e":            "docker.io",
+		"registry.nap.invalid/nap/never-loaded:e2e": "registry.nap.invalid",
+	}
+	var pods []string
+	for i, node := range []string{node1, node2} {
+		j := 0
+		for image := range images {
+			name := fmt.Sprintf("pull-%d-%d", i+1, j)
+			j++
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"kubernetes.io/hostname": node},
+				Containers:   []corev1.Container{{Name: "c", Image: image, ImagePullPolicy: corev1.PullIfNotPresent}},
+			}}
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, name)
+		}
+	}
+	for _, name := range pods {
+		var msg, image string
+		deadline := time.Now().Add(90 * time.Second)
+		for msg == "" && time.Now().Before(deadline) {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			image = p.Spec.Containers[0].Image
+			for _, s := range p.Status.ContainerStatuses {
+				if w := s.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") && w.Message != "" {
+					msg = w.Message
+				}
+			}
+			if msg == "" {
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+		if msg == "" {
+			t.Errorf("pod %s (%s): no pull error within 90 s", name, image)
+			continue
+		}
+		t.Logf("pod %s (%s): %s", name, image, msg)
+		if !strings.Contains(msg, "dial tcp "+refusing+": connect: connection refused") {
+			t.Errorf("pod %s (%s): the pull was not refused at %s: %s", name, image, refusing, msg)
+		}
+		host := images[image]
+		if host == "docker.io" {
+			host = "registry-1.docker.io"
+		}
+		// The request's URL names the registry; no lookup of it, no dial to it.
+		if strings.Contains(msg, "lookup ") || strings.Contains(msg, "dial tcp "+host) || strings.Contains(msg, "dial tcp: ") {
+			t.Errorf("pod %s (%s): the pull went for %s: %s", name, image, host, msg)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/nap-k8s/nap/calibrate"
 	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/fsutil"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -25,6 +27,7 @@ type flags struct {
 	cluster cli.Cluster
 	output  string
 	lbs     string
+	save    string // --save: the stored calibration's file
 }
 
 // NewCommand returns the calibrate command.
@@ -76,6 +79,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.DurationVar(&o.AcceptGrace, "accept-grace", calibrate.DefaultAccept, "the longest grace period you would accept: a longer recommendation comes with advice")
 	fl.DurationVar(&o.Margin, "margin", calibrate.DefaultMargin, "added to the longest tail for the recommended delay")
 	fl.DurationVar(&o.Drain, "drain", calibrate.DefaultDrain, "the grace period beyond the delay that the recommendation leaves for draining")
+	fl.StringVar(&f.save, "save", "", "also write what was measured, per path, to this file ("+traffic.CalibrationKind+" "+traffic.CalibrationAPIVersion+"): napctl lint --calibration holds each workload's delay to its own paths' tails")
 	cli.OutputFlag(cmd, &f.output, "text", "json")
 	return cmd
 }
@@ -91,6 +95,12 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	f.opts.Paths.LoadBalancers = lbs
 	if err := f.opts.Validate(); err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
+	}
+	if f.save != "" {
+		// Before minutes of measuring: a directory that is not there fails now.
+		if st, err := os.Stat(filepath.Dir(f.save)); err != nil || !st.IsDir() {
+			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--save %s: no directory %s", f.save, filepath.Dir(f.save))}
+		}
 	}
 	cfg, err := cli.RESTConfig(f.cluster)
 	if err != nil {
@@ -116,6 +126,15 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	}
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
+	}
+	if f.save != "" {
+		b, err := json.MarshalIndent(rep.Stored, "", "  ")
+		if err == nil {
+			err = fsutil.WriteFileAtomic(f.save, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--save: %w", err)}
+		}
 	}
 	var out bytes.Buffer
 	if f.output == "json" {

@@ -1,0 +1,76 @@
+package traffic
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const stored = `{"apiVersion": "calibrate.nap.dev/v1", "kind": "Calibration", "measured": "2026-11-27T05:00:00Z", "namespace": "nap-calibrate", "rounds": 5,
+ "margin_seconds": 2,
+ "paths": [
+  {"name": "clusterip", "samples": 15, "p50_seconds": 0.7, "p99_seconds": 1.9, "max_seconds": 2.1, "delay_seconds": 5},
+  {"name": "ingress", "samples": 15, "p50_seconds": 1.1, "p99_seconds": 2.0, "max_seconds": 2.2, "delay_seconds": 5},
+  {"name": "lb-local", "samples": 5, "p50_seconds": 24, "p99_seconds": 27.3, "max_seconds": 27.3, "delay_seconds": 30,
+   "parameters": {"service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval": "10"}},
+  {"name": "lb-cluster", "samples": 0, "p50_seconds": 0, "p99_seconds": 0, "max_seconds": 0, "delay_seconds": 0}
+ ]}`
+
+func TestReadCalibration(t *testing.T) {
+	c, err := ReadCalibration(strings.NewReader(stored), "cal.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		paths []Path
+		delay time.Duration
+		path  string
+		ok    bool
+	}{
+		{"in-cluster", []Path{ClusterIP}, 5 * time.Second, "clusterip", true},
+		{"behind the ingress", []Path{ClusterIP, Ingress}, 5 * time.Second, "clusterip", true},
+		{"behind a load balancer (Local)", []Path{ClusterIP, NodePort, LoadBalancerLocal}, 30 * time.Second, "lb-local", true},
+		{"a path without samples, another unmeasured", []Path{LoadBalancerCluster, NodePort}, 0, "", false},
+		{"none", nil, 0, "", false},
+	} {
+		d, p, ok := c.Needs(tc.paths)
+		if d != tc.delay || p != tc.path || ok != tc.ok {
+			t.Errorf("%s: needs %v for %q (%v), want %v for %q (%v)", tc.name, d, p, ok, tc.delay, tc.path, tc.ok)
+		}
+	}
+	if tl, ok := c.Tail("lb-local"); !ok || tl.Max != 27.3 || tl.Parameters == nil {
+		t.Errorf("lb-local: %+v %v", tl, ok)
+	}
+
+	for _, tc := range []struct{ name, doc, want string }{
+		{"not JSON", "paths: []", "cal.json: not a calibration"},
+		{"an unknown field", strings.Replace(stored, `"rounds"`, `"round"`, 1), `unknown field "round"`},
+		{"another version", strings.Replace(stored, "calibrate.nap.dev/v1", "calibrate.nap.dev/v2", 1), `cal.json: apiVersion "calibrate.nap.dev/v2", kind "Calibration": want "calibrate.nap.dev/v1", "Calibration"`},
+		{"no kind", strings.Replace(stored, `"kind": "Calibration", `, "", 1), `kind ""`},
+		{"an unknown path", strings.Replace(stored, `"ingress"`, `"gateway"`, 1), `cal.json: paths[1]: path "gateway": want one of clusterip, nodeport, ingress, lb-local, lb-cluster`},
+		{"a path twice", strings.Replace(stored, `"ingress"`, `"clusterip"`, 1), `paths[1]: path "clusterip" twice`},
+		{"a delay below the tail", strings.Replace(stored, `"delay_seconds": 30`, `"delay_seconds": 20`, 1), `paths[2] (lb-local): negative figures, or a delay below the longest tail`},
+		{"a negative margin", strings.Replace(stored, `"margin_seconds": 2`, `"margin_seconds": -2`, 1), "margin_seconds is negative"},
+	} {
+		_, err := ReadCalibration(strings.NewReader(tc.doc), "cal.json")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestDelayFor(t *testing.T) {
+	for _, tc := range []struct {
+		tail, margin, want time.Duration
+	}{
+		{2100 * time.Millisecond, 2 * time.Second, 5 * time.Second},
+		{3 * time.Second, 2 * time.Second, 5 * time.Second},
+		{0, 2 * time.Second, 2 * time.Second},
+		{27300 * time.Millisecond, 2 * time.Second, 30 * time.Second},
+	} {
+		if got := DelayFor(tc.tail, tc.margin); got != tc.want {
+			t.Errorf("DelayFor(%v, %v) = %v, want %v", tc.tail, tc.margin, got, tc.want)
+		}
+	}
+}
