@@ -406,7 +406,9 @@ spec:
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
 		t.Fatalf("napctl lint --calibration: %v\n%s", err, out)
 	}
-	var report struct{ Findings []struct{ ID, Name, Message string } }
+	var report struct {
+		Findings []struct{ ID, Name, Message string }
+	}
 	if err := json.Unmarshal(out, &report); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
