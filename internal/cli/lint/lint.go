@@ -43,8 +43,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"kustomize build output on stdin) for the termination path: readiness, preStop delays,\n" +
 			"grace periods, native sleep, replicas, rollout strategy and PodDisruptionBudgets.\n\n" +
 			"With --live, the same checks run on the live Deployments, StatefulSets, DaemonSets,\n" +
-			"Services, PodDisruptionBudgets and HorizontalPodAutoscalers of the cluster (every\n" +
-			"namespace, or -n), with its real API server and kubelet versions; it only lists.\n" +
+			"Services, PodDisruptionBudgets, HorizontalPodAutoscalers and Ingresses of the cluster\n" +
+			"(every namespace, or -n), with its real API server and kubelet versions; it only lists.\n" +
 			"Findings name the object as " + live.Prefix + "Kind/namespace/name.\n\n" +
 			"Exit status: 0 clean, 1 a finding at or above --fail-on, 2 a usage error, no objects,\n" +
 			"unreadable input or output that could not be written.\n" +
