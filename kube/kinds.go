@@ -56,6 +56,7 @@ var Kinds = []KindInfo{
 	{Version: "v1", Kind: "Service", Resource: "services", Builtin: true},
 	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Resource: "poddisruptionbudgets", Builtin: true},
 	{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler", Resource: "horizontalpodautoscalers", Builtin: true},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Resource: "ingresses", Builtin: true},
 }
 
 type groupKind struct{ group, kind string }

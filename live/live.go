@@ -31,6 +31,7 @@ var Resources = []schema.GroupVersionResource{
 	{Version: "v1", Resource: "services"},
 	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 	{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+	{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
 }
 
 // pageSize bounds one list call: a fleet of thousands of namespaces is read in pages.
@@ -116,6 +117,7 @@ func typedListers(cs kubernetes.Interface, ns string) map[schema.GroupVersionRes
 		Resources[3]: listerOf(cs.CoreV1().Services(ns).List),
 		Resources[4]: listerOf(cs.PolicyV1().PodDisruptionBudgets(ns).List),
 		Resources[5]: listerOf(cs.AutoscalingV2().HorizontalPodAutoscalers(ns).List),
+		Resources[6]: listerOf(cs.NetworkingV1().Ingresses(ns).List),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 const fleet = `apiVersion: apps/v1
@@ -93,6 +94,41 @@ func TestMeans(t *testing.T) {
 		r := Compute(Input{Objects: objs})
 		if len(r.Namespaces) != 1 || r.Namespaces[0].Workloads[0].Means != tc.want {
 			t.Errorf("preStop %s: %+v, want means %s", tc.preStop, r.Namespaces, tc.want)
+		}
+	}
+}
+
+// TestDelayBelowPath: with a calibration, a workload whose delay covers its in-cluster
+// path is safe, and the same workload behind a load balancer (Local) whose calibrated
+// tail is longer is unprotected, the reason naming the path and the delay it needs.
+func TestDelayBelowPath(t *testing.T) {
+	cal, err := traffic.ReadCalibration(strings.NewReader(`{"apiVersion": "calibrate.nap.dev/v1", "kind": "Calibration",
+		"measured": "2026-11-27T05:00:00Z", "rounds": 5, "margin_seconds": 2, "paths": [
+		{"name": "clusterip", "samples": 15, "p50_seconds": 0.7, "p99_seconds": 1.9, "max_seconds": 2.1, "delay_seconds": 5},
+		{"name": "lb-local", "samples": 5, "p50_seconds": 24, "p99_seconds": 27.3, "max_seconds": 27.3, "delay_seconds": 30}]}`), "cal.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := strings.Replace(fleet, `readinessProbe: {httpGet: {path: /readyz, port: 8080}}}]`,
+		`readinessProbe: {httpGet: {path: /readyz, port: 8080}}, lifecycle: {preStop: {sleep: {seconds: 5}}}}]`, 1)
+	for _, tc := range []struct {
+		name, doc string
+		reason    string // "" safe
+	}{
+		{"in the cluster", hooked, ""},
+		{"behind a load balancer (Local)", strings.Replace(hooked, "spec: {selector: {app: api},", "spec: {type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: api},", 1),
+			"delay-below-path: container \"api\"'s preStop holds it 5s, but Service api reaches the pod through the load balancer (Local), whose tail napctl calibrate measured at 27.3 s (the longest of 5 samples, 2026-11-27): it needs 30s"},
+	} {
+		objs, err := manifest.Read("fleet.yaml", []byte(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Input{Objects: objs}
+		in.Lint.Calibration = cal
+		r := Compute(in)
+		w := r.Namespaces[0].Workloads[0]
+		if got := strings.Join(w.Reasons, "; "); got != tc.reason || w.Safe != (tc.reason == "") {
+			t.Errorf("%s: safe %v, reasons %q; want %q", tc.name, w.Safe, got, tc.reason)
 		}
 	}
 }

@@ -71,7 +71,7 @@ func TestCalibrate(t *testing.T) {
 	if a := rep.Adaptive; a.Min != rep.Delay || a.Quiet != 2 || a.Max != max(60, 2*rep.Delay) || a.Grace != a.Max+30 {
 		t.Errorf("recommended adaptive wait %+v beside a fixed delay of %gs", a, rep.Delay)
 	}
-	checkSaved(t, saved, rep)
+	checkSaved(t, cs, saved, rep)
 
 	// Nothing left: the namespace it created is deleted (it may still be terminating).
 	if n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
@@ -349,8 +349,9 @@ func recommendedAndFifth(t *testing.T, cs *kubernetes.Clientset, path labPath, d
 
 // checkSaved: what calibrate --save wrote is the report's paths, each with the delay it
 // needs, and napctl lint --calibration holds a workload behind the ingress to the
-// slowest of its paths: 1 s is too short, the recommended delay is not.
-func checkSaved(t *testing.T, saved string, rep calibration) {
+// slowest of its paths, in files and live: 1 s is too short, the recommended delay is
+// not.
+func checkSaved(t *testing.T, cs *kubernetes.Clientset, saved string, rep calibration) {
 	t.Helper()
 	f, err := os.Open(saved)
 	if err != nil {
@@ -398,28 +399,38 @@ spec:
   defaultBackend: {service: {name: %[1]s, port: {number: 80}}}
 `, name, delay)
 	}
-	manifests := filepath.Join(t.TempDir(), "app.yaml")
-	if err := os.WriteFile(manifests, []byte(workload("short", 1)+"---\n"+workload("covered", int(rep.Delay))), 0o644); err != nil {
+	manifests := []byte(workload("short", 1) + "---\n" + workload("covered", int(rep.Delay)))
+	file := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(file, manifests, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(napctl(t), "lint", "-f", manifests, "--calibration", saved, "--kube-version", "1.34", "-o", "json").Output()
-	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
-		t.Fatalf("napctl lint --calibration: %v\n%s", err, out)
-	}
-	var report struct {
-		Findings []struct{ ID, Name, Message string }
-	}
-	if err := json.Unmarshal(out, &report); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	var below []string
-	for _, fd := range report.Findings {
-		if fd.ID == "delay-below-path" {
-			below = append(below, fd.Name)
-			t.Logf("%s: %s", fd.Name, fd.Message)
+	// The same objects in the cluster, linted live: the Ingress is read as the Services
+	// are (their pods never start: the image is nowhere, and lint reads objects only).
+	ns := namespace(t, cs)
+	kubectl(t, manifests, "apply", "-n", ns, "-f", "-")
+	for _, args := range [][]string{
+		{"lint", "-f", file, "--calibration", saved, "--kube-version", "1.34", "-o", "json"},
+		{"lint", "--kubeconfig", kubeconfigPath(), "-n", ns, "--calibration", saved, "-o", "json"},
+	} {
+		out, err := exec.Command(napctl(t), args...).Output()
+		if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+			t.Fatalf("napctl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-	}
-	if !slices.Equal(below, []string{"short"}) {
-		t.Errorf("delay-below-path on %q, want on short alone (1 s; covered holds %gs): %s", below, rep.Delay, out)
+		var report struct {
+			Findings []struct{ ID, Name, Message string }
+		}
+		if err := json.Unmarshal(out, &report); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var below []string
+		for _, fd := range report.Findings {
+			if fd.ID == "delay-below-path" {
+				below = append(below, fd.Name)
+				t.Logf("%s: %s", fd.Name, fd.Message)
+			}
+		}
+		if !slices.Equal(below, []string{"short"}) {
+			t.Errorf("napctl %s: delay-below-path on %q, want on short alone (1 s; covered holds %gs): %s", strings.Join(args, " "), below, rep.Delay, out)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +13,6 @@ import (
 	nlint "github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/live"
 	"github.com/nap-k8s/nap/manifest"
-	"github.com/nap-k8s/nap/traffic"
 )
 
 type flags struct {
@@ -43,8 +41,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			"kustomize build output on stdin) for the termination path: readiness, preStop delays,\n" +
 			"grace periods, native sleep, replicas, rollout strategy and PodDisruptionBudgets.\n\n" +
 			"With --live, the same checks run on the live Deployments, StatefulSets, DaemonSets,\n" +
-			"Services, PodDisruptionBudgets and HorizontalPodAutoscalers of the cluster (every\n" +
-			"namespace, or -n), with its real API server and kubelet versions; it only lists.\n" +
+			"Services, PodDisruptionBudgets, HorizontalPodAutoscalers and Ingresses of the cluster\n" +
+			"(every namespace, or -n), with its real API server and kubelet versions; it only lists.\n" +
 			"Findings name the object as " + live.Prefix + "Kind/namespace/name.\n\n" +
 			"Exit status: 0 clean, 1 a finding at or above --fail-on, 2 a usage error, no objects,\n" +
 			"unreadable input or output that could not be written.\n" +
@@ -79,7 +77,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cli.Complete(cmd, "fail-on", "warning", "error")
 	cmd.Flags().StringVar(&f.stdinName, "stdin-filename", "", "the name findings give manifests read from stdin (default -): the chart's path, so that SARIF and file:line point into the repository")
 	cmd.Flags().StringVar(&f.config, "config", "", "configuration file: disable checks, change severities")
-	cmd.Flags().StringVar(&f.calibration, "calibration", "", "a calibration napctl calibrate --save wrote: hold each workload's preStop delay to the tail of the slowest path that reaches its pods ("+nlint.DelayBelowPath+")")
+	cli.CalibrationFlag(cmd.Flags(), &f.calibration)
 	f.live.Flags(cmd.Flags(), "lint the live objects of the cluster instead of files")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "with --live: only this namespace (default: every namespace)")
 	return cmd
@@ -109,10 +107,10 @@ func run(streams cli.IOStreams, f *flags) error {
 			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--config: %w", err)}
 		}
 	}
-	if f.calibration != "" {
-		if opts.Calibration, err = readCalibration(f.calibration); err != nil {
-			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--calibration: %w", err)}
-		}
+	if cal, err := cli.ReadCalibration(f.calibration); err != nil {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--calibration: %w", err)}
+	} else if cal != nil {
+		opts.Calibration = cal
 	}
 	var objs []*manifest.Object
 	if f.live.On {
@@ -186,14 +184,4 @@ func readCluster(f *flags, opts *nlint.Options) ([]*manifest.Object, error) {
 		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
 	}
 	return objs, nil
-}
-
-// readCalibration reads the stored calibration at path.
-func readCalibration(path string) (*traffic.Calibration, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return traffic.ReadCalibration(fh, path)
 }

@@ -29,6 +29,8 @@ type flags struct {
 	namespace string
 	output    string
 	failOn    string
+	// calibration: --calibration's file.
+	calibration string
 }
 
 // NewCommand returns the status command.
@@ -58,6 +60,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cli.OutputFlag(cmd, &f.output, "text", "json", "openreports", "policyreport")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
 	cli.Complete(cmd, "fail-on", "unprotected")
+	cli.CalibrationFlag(cmd.Flags(), &f.calibration)
 	return cmd
 }
 
@@ -65,9 +68,16 @@ func run(streams cli.IOStreams, f *flags) error {
 	if f.failOn != "" && f.failOn != "unprotected" {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--fail-on %q: want unprotected", f.failOn)}
 	}
+	cal, err := cli.ReadCalibration(f.calibration)
+	if err != nil {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--calibration: %w", err)}
+	}
 	in, err := gather(streams, f)
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
+	}
+	if cal != nil {
+		in.Lint.Calibration = cal
 	}
 	r := nstatus.Compute(in)
 	var out bytes.Buffer // nothing half-written: render fully, then write
