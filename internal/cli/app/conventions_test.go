@@ -47,6 +47,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"probe"}, "accepts 1 arg(s), received 0\nSee 'napctl probe --help'."},
 		{[]string{"lint", "--live", "a.yaml"}, "--live lints the cluster's objects: no paths with it"},
 		{[]string{"lint", "--context", "k", "a.yaml"}, "--context lints the cluster's objects: no paths with it"},
+		{[]string{"calibrate", "--save", "/nonexistent-nap/c.json"}, "--save /nonexistent-nap/c.json: no directory /nonexistent-nap"},
+		{[]string{"lint", "--calibration", "/nonexistent-nap/c.json", lintClean}, "--calibration: open /nonexistent-nap/c.json"},
+		{[]string{"lint", "--calibration", lintClean, lintClean}, "--calibration: " + lintClean + ": not a calibration (napctl calibrate --save)"},
+		{[]string{"status", "--calibration", "/nonexistent-nap/c.json"}, "--calibration: open /nonexistent-nap/c.json"},
 	} {
 		code, stdout, stderr := runAs("napctl", nil, tc.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
