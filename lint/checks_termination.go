@@ -41,7 +41,6 @@ func delayBelowPath(c *Context, w *Workload) []Finding {
 	for _, o := range w.Services {
 		svc := &corev1.Service{}
 		if o.Decode(svc) == nil {
-			svc.Name = o.Name
 			svcs = append(svcs, svc)
 		}
 	}

@@ -65,11 +65,11 @@ func DelayFor(tail, margin time.Duration) time.Duration {
 // false when c measured none of them (the fleet's delay then holds).
 func (c *Calibration) Needs(paths []Path) (delay time.Duration, path string, ok bool) {
 	for _, p := range paths {
-		i := slices.IndexFunc(c.Paths, func(t PathTail) bool { return t.Name == p.Name })
-		if i < 0 || c.Paths[i].Samples == 0 {
+		t, found := c.Tail(p.Name)
+		if !found || t.Samples == 0 {
 			continue
 		}
-		if d := time.Duration(c.Paths[i].DelayS * float64(time.Second)); !ok || d > delay {
+		if d := time.Duration(t.DelayS * float64(time.Second)); !ok || d > delay {
 			delay, path, ok = d, p.Name, true
 		}
 	}
