@@ -374,6 +374,7 @@ kind: Deployment
 metadata: {name: %[1]s}
 spec:
   replicas: 2
+  selector: {matchLabels: {app: %[1]s}}
   template:
     metadata: {labels: {app: %[1]s}}
     spec:
