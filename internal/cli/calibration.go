@@ -5,13 +5,14 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/traffic"
 )
 
 // CalibrationFlag is --calibration FILE, for the commands that judge delays against what
 // napctl calibrate --save measured: lint and status.
 func CalibrationFlag(fl *pflag.FlagSet, path *string) {
-	fl.StringVar(path, "calibration", "", "a calibration napctl calibrate --save wrote: hold each workload's preStop delay to the tail of the slowest path that reaches its pods (delay-below-path)")
+	fl.StringVar(path, "calibration", "", "a calibration napctl calibrate --save wrote: hold each workload's preStop delay to the tail of the slowest path that reaches its pods ("+lint.DelayBelowPath+")")
 }
 
 // ReadCalibration reads the stored calibration at path ("" none: nil).

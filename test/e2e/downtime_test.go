@@ -121,13 +121,13 @@ func (d downtime) failedNew() int {
 // check fails the test when d does not show what its variant expects.
 func (d downtime) check(t *testing.T) {
 	t.Helper()
-	for _, p := range d.problems() {
+	if p := d.problem(); p != "" {
 		t.Error(p)
 	}
 }
 
-// problems says how d does not show what its variant expects.
-func (d downtime) problems() []string {
+// problem says how d does not show what its variant expects ("": it does).
+func (d downtime) problem() string {
 	s := d.summary
 	failedNew := d.failedNew()
 	failed := s.Total.Failed
@@ -137,18 +137,18 @@ func (d downtime) problems() []string {
 	switch d.scenario.variant.expect {
 	case fails:
 		if failed == 0 {
-			return []string{fmt.Sprintf("%s: no request failed: the experiment no longer shows the problem", d.scenario)}
+			return fmt.Sprintf("%s: no request failed: the experiment no longer shows the problem", d.scenario)
 		}
 	case newClean:
 		if failedNew > 0 {
-			return []string{fmt.Sprintf("%s: %d requests over new connections failed, want none: %+v", d.scenario, failedNew, s.Outages)}
+			return fmt.Sprintf("%s: %d requests over new connections failed, want none: %+v", d.scenario, failedNew, s.Outages)
 		}
 	case clean:
 		if failed > 0 {
-			return []string{fmt.Sprintf("%s: %d requests (or broken streams) failed, want none: %+v %+v", d.scenario, failed, s.Outages, s.Streams)}
+			return fmt.Sprintf("%s: %d requests (or broken streams) failed, want none: %+v %+v", d.scenario, failed, s.Outages, s.Streams)
 		}
 	}
-	return nil
+	return ""
 }
 
 // measureChecked measures sc with a delay and checks it. When it loses requests while a
@@ -160,9 +160,9 @@ func measureChecked(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate fl
 	t.Helper()
 	m := measure(t, cs, sc, rate)
 	t.Log(m.row())
-	if p := m.problems(); len(p) > 0 && sc.variant.expect != fails && len(m.terminations) > 0 {
+	if p := m.problem(); p != "" && sc.variant.expect != fails && len(m.terminations) > 0 {
 		if why, late := m.routes.late(m.terminations[0]); late {
-			t.Logf("%s; explained: %s; measured once more", p[0], why)
+			t.Logf("%s; explained: %s; measured once more", p, why)
 			m = measure(t, cs, sc, rate)
 			t.Log(m.row())
 		}
