@@ -7,6 +7,8 @@
 //     pods its selectors send, and for the policy webhook those scope.Decide chooses;
 //     it runs inject.Patch on the decoded pod, the plan `napctl inject` runs, and
 //     answers with its edits as a JSON Patch;
+//   - CalibrationSource holds the calibration kept in the cluster (napctl calibrate
+//     --store), by which the Injector gives each pod the wait of its own paths;
 //   - AdmissionPolicy is the MutatingAdmissionPolicy that does the opt-in injection in
 //     the API server (CEL), held to the webhook's pod specs by its tests;
 //   - NewManager wires them with the Reporter (package controller/report: what fails

@@ -13,10 +13,12 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -126,8 +128,23 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	// (TestPolicyMatchesWebhook) but mount whatever ConfigMap is there.
 	v := o.Kube
 	injector := &Injector{Options: inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}, Waits: o.Waits}
+	// The calibration kept in the cluster: each pod's wait by its own paths.
+	var calibration *CalibrationSource
+	if o.Namespace != "" && (o.Webhook || o.Report) {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		calibration = &CalibrationSource{Client: cs, Namespace: o.Namespace, Recorder: mgr.GetEventRecorderFor("nap-controller"), Log: o.Log.WithName("calibration")}
+		if err := mgr.Add(calibration); err != nil {
+			return nil, err
+		}
+		injector.Calibration = calibration.Load
+		injector.Services = ServicesFrom(mgr.GetCache())
+		injector.Ingressed = IngressedFrom(mgr.GetCache())
+	}
 	if o.Webhook {
-		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable); err != nil {
+		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable, calibration); err != nil {
 			return nil, err
 		}
 	}
@@ -143,6 +160,10 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			// Protection first: the pod list waits until every namespace has the ConfigMap.
 			Before:      func(ctx context.Context) error { return p.Published(ctx, 2*time.Minute) },
 			AfterSynced: settle}
+		if calibration != nil {
+			r.Calibration = calibration.Load
+			calibration.OnChange = r.Recalibrated
+		}
 		if o.PolicyReports {
 			d, err := discovery.NewDiscoveryClientForConfig(cfg)
 			if err != nil {
@@ -174,7 +195,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // certs.Rotator runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error)) error {
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error), calibration *CalibrationSource) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Not the manager's cached client: that would list and watch every Secret.
@@ -210,12 +231,15 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	// does not lead, the Publisher starts none) held that admission past the API
 	// server's timeout during a rollout, and the pod went without a delay.
 	var synced []toolscache.InformerSynced
-	for _, o := range []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &corev1.Service{}} {
+	for _, o := range []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &corev1.Service{}, &networkingv1.Ingress{}} {
 		inf, err := mgr.GetCache().GetInformer(context.Background(), o, cache.BlockUntilSynced(false))
 		if err != nil {
 			return err
 		}
 		synced = append(synced, inf.HasSynced)
+	}
+	if calibration != nil {
+		synced = append(synced, calibration.Informer().HasSynced)
 	}
 	if err := mgr.AddReadyzCheck("webhook-caches", func(*http.Request) error {
 		for _, s := range synced {
@@ -230,7 +254,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	policy := *explicit
 	policy.Scope = cmp.Or(o.Scope, scope.OptIn)
 	policy.NamespaceLabels = NamespaceLabelsFrom(mgr.GetCache())
-	policy.Services = ServicesFrom(mgr.GetCache())
+	policy.Services = ServicesFrom(mgr.GetCache()) // and the explicit webhook's, with a calibration
 	srv.Register(PolicyWebhookPath, policy.Handler())
 	if err := mgr.Add(srv); err != nil {
 		return err

@@ -24,8 +24,12 @@ var (
 		Help: "Pods admitted unchanged under the audit policy that the default policy would give a preStop delay, by namespace."}, []string{"namespace"})
 	admissionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nap_admission_duration_seconds", Help: "Time to answer a Pod admission.",
 		Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}})
+	// calibratedDelay is what the calibration kept in the cluster says each measured path
+	// needs: what the webhook holds pods for, by their paths (none: no calibration).
+	calibratedDelay = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_calibration_delay_seconds",
+		Help: "The preStop hold each measured path needs, by the calibration kept in the cluster (napctl calibrate --store); absent without one."}, []string{"path"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds)
+	metrics.Registry.MustRegister(published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds, calibratedDelay)
 }

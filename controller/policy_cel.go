@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nap-k8s/nap/controller/report"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +63,7 @@ var PolicyCannot = []string{
 	"warnings, events and metrics for a pod it could not change (a bad " + DelayAnnotation + " annotation): the pod is admitted unchanged, silently; the controller's Reporter still finds it",
 	"the delay of a nap hook already in the pod when raising the grace period: only the hooks it adds count",
 	"whether the namespace's nap ConfigMap holds this build's binaries: it mounts whatever is there (the ValidatingAdmissionPolicy " + Name + "-configmap lets only the controller write it)",
+	"each pod's wait by its own paths (a calibration kept in the cluster, napctl calibrate --store): they depend on the Services that select the pod and the Ingresses that name those, which CEL cannot read; every pod gets the fleet's wait, and the Reporter reports those whose paths need longer (" + string(report.DelayBelowPath) + ")",
 }
 
 // AdmissionPolicy returns the MutatingAdmissionPolicy and its binding that do in the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -67,9 +68,10 @@ func NewPublisher(c client.Client, rec record.EventRecorder, name, version strin
 // object's size. Pods and events are as the Reporter needs them (report.CacheByObject).
 func CacheOptions(name string) cache.Options {
 	by := map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name), Transform: shareBinaries()},
-		&corev1.Node{}:      {Transform: slimNode},
-		&corev1.Service{}:   {Transform: slimService},
+		&corev1.ConfigMap{}:     {Field: fields.OneTermEqualSelector("metadata.name", name), Transform: shareBinaries()},
+		&corev1.Node{}:          {Transform: slimNode},
+		&corev1.Service{}:       {Transform: slimService},
+		&networkingv1.Ingress{}: {Transform: slimIngress},
 	}
 	maps.Copy(by, report.CacheByObject()) // pods, as summaries; events
 	return cache.Options{NewInformer: report.NewInformer, DefaultTransform: cache.TransformStripManagedFields(), ByObject: by}
@@ -102,14 +104,42 @@ func shareBinaries() func(any) (any, error) {
 	}
 }
 
-// slimService keeps what the policy webhook reads of a Service: its selector.
+// slimService keeps what the webhook and the Reporter read of a Service: its selector
+// (scope.Selects), and what the paths that reach its pods depend on (traffic.Reaching:
+// its type, cluster IP, externalTrafficPolicy, node ports, load balancer class, and
+// its annotations, which set a cloud load balancer's health checks), without kubectl's
+// copy of the whole object.
 func slimService(o any) (any, error) {
 	s, ok := o.(*corev1.Service)
 	if !ok {
 		return o, nil
 	}
 	slim := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, UID: s.UID}}
-	slim.Spec.Selector = s.Spec.Selector
+	if len(s.Annotations) > 0 {
+		slim.Annotations = make(map[string]string, len(s.Annotations))
+		for k, v := range s.Annotations {
+			if k != corev1.LastAppliedConfigAnnotation {
+				slim.Annotations[k] = v
+			}
+		}
+	}
+	slim.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP, ExternalTrafficPolicy: s.Spec.ExternalTrafficPolicy,
+		AllocateLoadBalancerNodePorts: s.Spec.AllocateLoadBalancerNodePorts, LoadBalancerClass: s.Spec.LoadBalancerClass}
+	return slim, nil
+}
+
+// slimIngress keeps what the webhook and the Reporter read of an Ingress: the Services
+// it names (kube.IngressBackends).
+func slimIngress(o any) (any, error) {
+	ing, ok := o.(*networkingv1.Ingress)
+	if !ok {
+		return o, nil
+	}
+	slim := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: ing.Name, Namespace: ing.Namespace, ResourceVersion: ing.ResourceVersion, UID: ing.UID}}
+	for _, name := range kube.IngressBackends(ing) {
+		slim.Spec.Rules = append(slim.Spec.Rules, networkingv1.IngressRule{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Paths: []networkingv1.HTTPIngressPath{{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name}}}}}}})
+	}
 	return slim, nil
 }
 

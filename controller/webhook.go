@@ -26,6 +26,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -68,6 +69,15 @@ type Injector struct {
 	// native sleep instead, as long as nap's wait or longer, or, where its kubelets
 	// have none, no delay; either way a warning and an event say why.
 	Mountable func(ctx context.Context, namespace string) (string, error)
+
+	// Calibration, when set, is the calibration kept in the cluster (CalibrationSource;
+	// nil while there is none). With it and Services, each pod that does not set its own
+	// delay gets the wait of the slowest path that reaches it (traffic.Need.Wait): the
+	// paths of the Services that select it, and of the Ingresses that name those
+	// (Ingressed, a namespace's ingressed Services, from an informer cache); the
+	// pod's ReasonAnnotation says why.
+	Calibration func() *traffic.Calibration
+	Ingressed   func(ctx context.Context, namespace string) (map[string]bool, error)
 }
 
 // deliveryFallbacks are the reasons --delivery auto fell back to the ConfigMap, each
@@ -183,9 +193,16 @@ func (i *Injector) answer(ctx context.Context, req admission.Request) answered {
 	if err != nil {
 		return failed(err)
 	}
+	var logs []func(logr.Logger)
+	w, reason, err := i.routed(ctx, req.Namespace, &pod, w)
+	if err != nil { // the fleet's wait, as without a calibration
+		reason = fmt.Sprintf("holds %s, the fleet's: the paths that reach the pod could not be read (%v)", w.DelayArg(), err)
+		logs = append(logs, func(lg logr.Logger) {
+			lg.Info("the paths that reach a pod could not be read; it gets the fleet's wait", "namespace", req.Namespace, "error", err.Error())
+		})
+	}
 	opts := i.Options
 	opts.Wait = w
-	var logs []func(logr.Logger)
 	if i.Nodes != nil && opts.Kube != nil {
 		if nodes, err := i.Nodes(ctx); err == nil {
 			opts.Nodes = nodes
@@ -195,13 +212,66 @@ func (i *Injector) answer(ctx context.Context, req admission.Request) answered {
 			})
 		}
 	}
-	a := i.plan(ctx, req, v, opts, audit)
+	a := i.plan(ctx, req, v, opts, audit, reason)
 	a.logs = append(logs, a.logs...)
 	return a
 }
 
+// routed is the wait of a pod by the paths that reach it (traffic.Need.Wait), with the
+// calibration kept in the cluster, and why (for ReasonAnnotation); w is the fleet's, of
+// the kind the pod chose. A pod that sets its own delay (DelayAnnotation) keeps w, and
+// so does every pod while there is no calibration ("" reason). An error reading the
+// caches leaves w.
+func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w wait.Wait) (wait.Wait, string, error) {
+	if i.Calibration == nil || i.Services == nil {
+		return w, "", nil
+	}
+	c := i.Calibration()
+	if c == nil || strings.TrimSpace(pod.Annotations[DelayAnnotation]) != "" {
+		return w, "", nil
+	}
+	all, err := i.Services(ctx, ns)
+	if err != nil {
+		return w, "", fmt.Errorf("the Services of %s: %w", ns, err)
+	}
+	var svcs []*corev1.Service
+	for k := range all {
+		if scope.Selects(&all[k], pod.Labels) {
+			svcs = append(svcs, &all[k])
+		}
+	}
+	var ingressed map[string]bool
+	if i.Ingressed != nil && len(svcs) > 0 {
+		if ingressed, err = i.Ingressed(ctx, ns); err != nil {
+			return w, "", fmt.Errorf("the Ingresses of %s: %w", ns, err)
+		}
+	}
+	n := c.Route(svcs, func(s string) bool { return ingressed[s] })
+	got := n.Wait(w)
+	if err := got.Check(); err != nil { // a calibrated hold no wait may have
+		return w, "", fmt.Errorf("the wait for %s: %w", n.Path, err)
+	}
+	return got, n.Reason(got), nil
+}
+
+// withReason adds to ops the pod's ReasonAnnotation (reason; none when ""), on the
+// pod v as decoded.
+func withReason(ops []inject.Op, v map[string]any, reason string) []inject.Op {
+	if reason == "" || len(ops) == 0 {
+		return ops
+	}
+	meta, _ := v["metadata"].(map[string]any) // readPod checked it is an object or absent
+	if meta == nil {
+		return append(ops, inject.Op{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{wait.ReasonAnnotation: reason}}})
+	}
+	if a, _ := meta["annotations"].(map[string]any); a == nil {
+		return append(ops, inject.Op{Op: "add", Path: "/metadata/annotations", Value: map[string]string{wait.ReasonAnnotation: reason}})
+	}
+	return append(ops, inject.Op{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(wait.ReasonAnnotation, "~", "~0"), "/", "~1"), Value: reason})
+}
+
 // plan is answer's part once the pod is read and its wait known.
-func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string]any, opts inject.Options, audit string) answered {
+func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string]any, opts inject.Options, audit, reason string) answered {
 	plan, err := inject.NewPlan(opts)
 	if err != nil {
 		return failed(err)
@@ -230,7 +300,7 @@ func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string
 			why = "its nap ConfigMap could not be read: " + err.Error()
 		}
 		if why != "" {
-			return notMountable(req, v, opts, why, audit)
+			return notMountable(req, v, opts, why, audit, reason)
 		}
 	}
 	if audit != "" {
@@ -239,7 +309,7 @@ func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string
 		a.event = &nsEvent{corev1.EventTypeNormal, "NapAuditWouldInject", msg}
 		return a
 	}
-	a := result("injected", patched(ops))
+	a := result("injected", patched(withReason(ops, v, reason)))
 	if plan.DeliveryWhy != "" { // --delivery auto fell back: said to whoever created the pod, and logged once
 		msg := "nap: the nap ConfigMap, not the image volume: " + plan.DeliveryWhy
 		a.Response = a.Response.WithWarnings(msg)
@@ -256,7 +326,7 @@ func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string
 // that must not be mounted (why): the native sleep of opts' wait (Wait.Native) where every kubelet that
 // may run the pod has it, else the pod unchanged; a warning and a Warning event
 // (NapBinaryNotMounted) on the namespace either way, and the result "not-mounted".
-func notMountable(req admission.Request, v map[string]any, opts inject.Options, why, audit string) answered {
+func notMountable(req admission.Request, v map[string]any, opts inject.Options, why, audit, reason string) answered {
 	opts.Wait, opts.Mode = opts.Wait.Native(), inject.ModeNative
 	var ops []inject.Op
 	plan, err := inject.NewPlan(opts)
@@ -281,7 +351,7 @@ func notMountable(req admission.Request, v map[string]any, opts inject.Options, 
 	}
 	a := result("not-mounted", admission.Allowed("").WithWarnings(msg))
 	if len(ops) > 0 {
-		a.Response = patched(ops).WithWarnings(msg)
+		a.Response = patched(withReason(ops, v, reason)).WithWarnings(msg)
 	}
 	a.event = &nsEvent{corev1.EventTypeWarning, "NapBinaryNotMounted", msg}
 	injected := len(ops) > 0

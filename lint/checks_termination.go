@@ -53,10 +53,10 @@ func delayBelowPath(c *Context, w *Workload) []Finding {
 		if h.Kind == hook.None || !h.Known || h.Stops {
 			return nil // no delay, or one not known: no-prestop-delay and its kin say so
 		}
-		holds, flag := h.Delay(), "--delay"
+		holds, flag := h.Holds(), "--delay"
 		what := fmt.Sprintf("holds it %v", holds)
 		if h.Adaptive() {
-			holds, flag = h.Wait.Min, "--wait adaptive --min"
+			flag = "--wait adaptive --min"
 			what = fmt.Sprintf("holds it at least %v (the adaptive wait's MIN)", holds)
 		}
 		if holds >= need {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 )
 
@@ -197,7 +198,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 				continue
 			}
 			ns := appliedNamespace(o)
-			for _, name := range ingressBackends(&ing) {
+			for _, name := range kube.IngressBackends(&ing) {
 				if ingressed[ns] == nil {
 					ingressed[ns] = map[string]bool{}
 				}
@@ -248,27 +249,6 @@ func Workloads(objs []*manifest.Object) []*Workload {
 		}
 	}
 	return ws
-}
-
-// ingressBackends are the names of the Services an Ingress sends to: its default
-// backend's and its rules' paths'.
-func ingressBackends(ing *networkingv1.Ingress) []string {
-	var out []string
-	add := func(b *networkingv1.IngressBackend) {
-		if b != nil && b.Service != nil && b.Service.Name != "" {
-			out = append(out, b.Service.Name)
-		}
-	}
-	add(ing.Spec.DefaultBackend)
-	for _, r := range ing.Spec.Rules {
-		if r.HTTP == nil {
-			continue
-		}
-		for _, p := range r.HTTP.Paths {
-			add(&p.Backend)
-		}
-	}
-	return out
 }
 
 // metricsOnly tells whether every port of svc is named for metrics (metrics,

@@ -110,10 +110,16 @@ func Decide(in Input) (Decision, error) {
 // spec.selector that matches the pod's labels (what sends it traffic through
 // kube-proxy and the EndpointSlice controller).
 func SelectingService(svcs []corev1.Service, podLabels map[string]string) (string, bool) {
-	for _, s := range svcs {
-		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
-			return s.Name, true
+	for i := range svcs {
+		if Selects(&svcs[i], podLabels) {
+			return svcs[i].Name, true
 		}
 	}
 	return "", false
+}
+
+// Selects tells whether svc sends traffic to a pod with these labels: its spec.selector
+// is not empty and matches them.
+func Selects(svc *corev1.Service, podLabels map[string]string) bool {
+	return len(svc.Spec.Selector) > 0 && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels))
 }

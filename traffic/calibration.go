@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nap-k8s/nap/wait"
 )
 
 // The stored calibration's shape: a JSON document that names its version, so that what
@@ -69,37 +71,149 @@ func (c *Calibration) Needs(paths []Path) (delay time.Duration, path string, ok 
 		if !found || t.Samples == 0 {
 			continue
 		}
-		if d := time.Duration(t.DelayS * float64(time.Second)); !ok || d > delay {
+		if d := seconds(t.DelayS); !ok || d > delay {
 			delay, path, ok = d, p.Name, true
 		}
 	}
 	return delay, path, ok
 }
 
-// PodNeeds is the delay that the slowest measured path reaching a pod needs: the paths
-// of the Services that select it (Reaching; ingressed tells whether an Ingress names a
-// Service), why (that path, its Service and its measured tail, for people) and what
-// shortens that path's tail; ok is false when c measured none of them.
+// PodNeeds is the delay that the slowest measured path reaching a pod needs (Route),
+// why (that path, its Service and its measured tail, for people) and what shortens that
+// path's tail; ok is false when c measured none of them. It is lint's Calibrated.
 func (c *Calibration) PodNeeds(svcs []*corev1.Service, ingressed func(service string) bool) (need time.Duration, why, remedy string, ok bool) {
-	var paths []Path
-	via := map[string]string{} // path → the first Service it reaches the pod through
+	n := c.Route(svcs, ingressed)
+	if !n.Measured() {
+		return 0, "", "", false
+	}
+	p, _ := Lookup(n.Path)
+	return n.Delay, n.Why(), p.Remedy, true
+}
+
+// Need is what the paths that reach a pod need, by a calibration.
+type Need struct {
+	// Delay is what the slowest measured path needs (PathTail.DelayS); Path names it,
+	// Service is the Service it reaches the pod through, Tail its figures. Path "": no
+	// measured path reaches the pod.
+	Delay   time.Duration
+	Path    string
+	Service string
+	Tail    PathTail
+	// Calibrated is when the calibration ended.
+	Calibrated time.Time
+	// Unmeasured are the paths that reach the pod with no measurement that holds for
+	// them, each as "PATH via Service NAME (why)": the fleet's wait holds for them.
+	Unmeasured []string
+}
+
+// Measured tells whether a measured path reaches the pod.
+func (n Need) Measured() bool { return n.Path != "" }
+
+// Why says, for people, which path the need is of and what was measured of it.
+func (n Need) Why() string {
+	if !n.Measured() {
+		return ""
+	}
+	p, _ := Lookup(n.Path)
+	return fmt.Sprintf("Service %s reaches the pod through the %s, whose tail napctl calibrate measured at %.1f s (the longest of %d samples, %s)",
+		n.Service, p.Title, n.Tail.Max, n.Tail.Samples, n.Calibrated.Format("2006-01-02"))
+}
+
+// Route is what the paths of svcs, the Services that select a pod, need by c: the
+// paths each Service reaches the pod through (Reaching; ingressed tells whether an
+// Ingress names a Service), the slowest that c measured, and those it did not. A
+// measurement holds for a Service only as it was made: a path calibrated with
+// parameters (a load balancer's annotations, its health checks) holds for a Service
+// that carries the same.
+func (c *Calibration) Route(svcs []*corev1.Service, ingressed func(service string) bool) Need {
+	n := Need{Calibrated: c.Measured}
+	seen := map[string]bool{} // PATH via SERVICE, said once
 	for _, svc := range svcs {
 		for _, p := range Reaching(svc, ingressed(svc.Name)) {
-			if _, seen := via[p.Name]; !seen {
-				via[p.Name] = svc.Name
-				paths = append(paths, p)
+			if seen[p.Name+"/"+svc.Name] {
+				continue
+			}
+			seen[p.Name+"/"+svc.Name] = true
+			t, found := c.Tail(p.Name)
+			switch {
+			case !found || t.Samples == 0:
+				n.Unmeasured = append(n.Unmeasured, fmt.Sprintf("%s via Service %s (not calibrated)", p.Name, svc.Name))
+				continue
+			case !sameParameters(t.Parameters, svc.Annotations):
+				n.Unmeasured = append(n.Unmeasured, fmt.Sprintf("%s via Service %s (its annotations are not those calibrated)", p.Name, svc.Name))
+				continue
+			}
+			if d := seconds(t.DelayS); !n.Measured() || d > n.Delay {
+				n.Delay, n.Path, n.Service, n.Tail = d, p.Name, svc.Name, t
 			}
 		}
 	}
-	need, slowest, ok := c.Needs(paths)
-	if !ok {
-		return 0, "", "", false
+	return n
+}
+
+// sameParameters tells whether a Service's annotations hold every calibrated parameter.
+func sameParameters(params, annotations map[string]string) bool {
+	for k, v := range params {
+		if got, ok := annotations[k]; !ok || got != v {
+			return false
+		}
 	}
-	p, _ := Lookup(slowest)
-	tail, _ := c.Tail(slowest)
-	why = fmt.Sprintf("Service %s reaches the pod through the %s, whose tail napctl calibrate measured at %.1f s (the longest of %d samples, %s)",
-		via[slowest], p.Title, tail.Max, tail.Samples, c.Measured.Format("2006-01-02"))
-	return need, why, p.Remedy, true
+	return true
+}
+
+// Reason says why a pod got w (n.Wait of the fleet's), for the pod's
+// wait.ReasonAnnotation: the path it holds for and that path's measured tail, the
+// unmeasured paths that hold it to the fleet's wait, or that no path reaches it.
+func (n Need) Reason(w wait.Wait) string {
+	hold := w.DelayArg()
+	if w.IsAdaptive() {
+		hold = "at least " + wait.Arg(w.Min)
+	}
+	var s string
+	switch {
+	case n.Measured():
+		s = fmt.Sprintf("holds %s for %s via Service %s: its tail measured at %.1f s (p99 %.1f s, %d samples, calibrated %s)",
+			hold, n.Path, n.Service, n.Tail.Max, n.Tail.P99, n.Tail.Samples, n.Calibrated.Format("2006-01-02"))
+	case len(n.Unmeasured) == 0:
+		return fmt.Sprintf("holds %s, the fleet's: no Service path reaches the pod", hold)
+	default:
+		s = fmt.Sprintf("holds %s, the fleet's", hold)
+	}
+	if len(n.Unmeasured) > 0 {
+		s += "; not calibrated, so at least the fleet's: " + strings.Join(n.Unmeasured, ", ")
+	}
+	return s
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Wait is the wait for a pod that these paths reach, from the fleet's (the installed
+// default, or what the pod's nap.dev/wait chose): it holds the pod for what its slowest
+// measured path needs, and for at least the fleet's where a path is unmeasured. A fixed
+// delay becomes that hold; an adaptive wait's MIN does, its MAX at least that. The
+// pod's routes decide, not the fleet's slowest: a pod reached only in the cluster holds
+// for the cluster's tail. Without a measured path, the fleet's wait as it is.
+func (n Need) Wait(fleet wait.Wait) wait.Wait {
+	if !n.Measured() {
+		return fleet
+	}
+	w, floor := fleet, fleet.Delay
+	if w.IsAdaptive() {
+		floor = w.Min
+	}
+	hold := n.Delay
+	if len(n.Unmeasured) > 0 {
+		hold = max(hold, floor)
+	}
+	if w.IsAdaptive() {
+		w.Min, w.Delay = hold, max(w.Delay, hold)
+	} else {
+		w.Delay = hold
+	}
+	if w.Delay != fleet.Delay {
+		w.DelayText = "" // the fleet's spelling was of its own delay
+	}
+	return w
 }
 
 // Tail is the measured tail of the path named name.

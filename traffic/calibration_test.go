@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nap-k8s/nap/wait"
 )
 
 const stored = `{"apiVersion": "calibrate.nap.dev/v1", "kind": "Calibration", "measured": "2026-11-27T05:00:00Z", "namespace": "nap-calibrate", "rounds": 5,
@@ -71,6 +76,63 @@ func TestDelayFor(t *testing.T) {
 	} {
 		if got := DelayFor(tc.tail, tc.margin); got != tc.want {
 			t.Errorf("DelayFor(%v, %v) = %v, want %v", tc.tail, tc.margin, got, tc.want)
+		}
+	}
+}
+
+func TestRoute(t *testing.T) {
+	c, err := ReadCalibration(strings.NewReader(stored), "cal.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := map[string]string{"service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval": "10"}
+	svc := func(name string, typ corev1.ServiceType, policy corev1.ServiceExternalTrafficPolicy, ann map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}, Spec: corev1.ServiceSpec{Type: typ, ExternalTrafficPolicy: policy}}
+	}
+	fixed := wait.Wait{Kind: wait.Fixed, Delay: 10 * time.Second, DelayText: "10"}
+	adaptive := wait.Wait{Kind: wait.Adaptive, Min: 10 * time.Second, Delay: 20 * time.Second, Quiet: time.Second}
+	for _, tc := range []struct {
+		name       string
+		svcs       []*corev1.Service
+		ingressed  string
+		path, via  string
+		unmeasured []string
+		fixed      time.Duration // the fixed wait's delay from the fleet's 10 s
+		min, max   time.Duration // the adaptive wait's from the fleet's 10 s to 20 s
+	}{
+		{name: "no Service", fixed: 10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+		{name: "in the cluster only: the cluster's tail, below the fleet's",
+			svcs: []*corev1.Service{svc("web", "", "", nil)}, path: "clusterip", via: "web",
+			fixed: 5 * time.Second, min: 5 * time.Second, max: 20 * time.Second},
+		{name: "behind the ingress",
+			svcs: []*corev1.Service{svc("web", "", "", nil)}, ingressed: "web", path: "clusterip", via: "web",
+			fixed: 5 * time.Second, min: 5 * time.Second, max: 20 * time.Second},
+		{name: "behind a load balancer (Local), its health checks as calibrated: above the fleet's",
+			svcs: []*corev1.Service{svc("web", "", "", nil), svc("web-lb", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, hc)},
+			path: "lb-local", via: "web-lb", unmeasured: []string{"nodeport via Service web-lb (not calibrated)"},
+			fixed: 30 * time.Second, min: 30 * time.Second, max: 30 * time.Second},
+		{name: "a load balancer set otherwise: unmeasured, so at least the fleet's",
+			svcs: []*corev1.Service{svc("web", "", "", nil), svc("web-lb", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, nil)},
+			path: "clusterip", via: "web",
+			unmeasured: []string{"nodeport via Service web-lb (not calibrated)", "lb-local via Service web-lb (its annotations are not those calibrated)"},
+			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+		{name: "a load balancer (Cluster) without samples",
+			svcs: []*corev1.Service{svc("web", corev1.ServiceTypeLoadBalancer, "", nil)}, path: "clusterip", via: "web",
+			unmeasured: []string{"nodeport via Service web (not calibrated)", "lb-cluster via Service web (not calibrated)"},
+			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+	} {
+		n := c.Route(tc.svcs, func(s string) bool { return s == tc.ingressed })
+		if n.Path != tc.path || n.Service != tc.via || strings.Join(n.Unmeasured, "; ") != strings.Join(tc.unmeasured, "; ") {
+			t.Errorf("%s: %q via %q, unmeasured %q; want %q via %q, %q", tc.name, n.Path, n.Service, n.Unmeasured, tc.path, tc.via, tc.unmeasured)
+		}
+		if w := n.Wait(fixed); w.Delay != tc.fixed || w.Kind != wait.Fixed || w.DelayArg() != map[bool]string{true: "10", false: wait.Arg(tc.fixed)}[tc.fixed == fixed.Delay] {
+			t.Errorf("%s: fixed %+v, want a delay of %v", tc.name, w, tc.fixed)
+		}
+		if w := n.Wait(adaptive); w.Min != tc.min || w.Delay != tc.max || w.Quiet != time.Second || w.Check() != nil {
+			t.Errorf("%s: adaptive %+v (%v), want MIN %v, MAX %v", tc.name, w, w.Check(), tc.min, tc.max)
+		}
+		if tc.path != "" && !strings.Contains(n.Why(), "Service "+tc.via+" reaches the pod through the ") {
+			t.Errorf("%s: why %q", tc.name, n.Why())
 		}
 	}
 }

@@ -117,6 +117,10 @@ const (
 	// DelayAnnotation sets how long the hook may hold, in nap's syntax: the fixed delay,
 	// or the adaptive wait's MAX.
 	DelayAnnotation = "nap.dev/delay"
+	// ReasonAnnotation is where nap's webhook says, on a pod, why it holds for its wait:
+	// the path that decided it and its measured tail (a calibration kept in the
+	// cluster), for kubectl describe.
+	ReasonAnnotation = "nap.dev/delay-reason"
 )
 
 // Defaults are the waits given to a pod that does not choose its own: the kind, and a

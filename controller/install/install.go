@@ -311,6 +311,8 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			// The kubelets' versions: the native sleep only where every kubelet has it.
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
+			// The Services Ingresses name: one more path to their pods (a calibration's).
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
 			// The Reporter: pods the webhook missed, hooks that cannot work.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 			// The ConfigMaps it publishes, by name: list and watch too, as its cache asks
@@ -343,6 +345,8 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			// create cannot be limited to a name (the object does not exist yet).
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{controller.LeaseName}, Verbs: []string{"get", "update"}},
+			// The calibration kept in the cluster (napctl calibrate --store), read by name.
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{kube.CalibrationConfigMap}, Verbs: []string{"get", "list", "watch"}},
 		}}
 	if webhook && !o.CertManager {
 		role.Rules = append(role.Rules,

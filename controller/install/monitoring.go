@@ -138,6 +138,7 @@ var dashboardPanels = []panel{
 		`histogram_quantile(0.5, sum by (le) (rate(nap_admission_duration_seconds_bucket[5m])))`}, legends: []string{"p99", "p50"}},
 	{title: "Pods the audit policy would give a delay, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_audit_would_inject_total[1h]))`}, legends: []string{"{{namespace}}"}},
 	{title: "Missed pods rolled, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_pods_rolled_total[1h]))`}, legends: []string{"{{namespace}}"}},
+	{title: "Calibrated hold per path (napctl calibrate --store)", kind: "timeseries", unit: "s", exprs: []string{`max by (path) (nap_calibration_delay_seconds)`}, legends: []string{"{{path}}"}},
 	{title: "nap ConfigMaps", kind: "timeseries", exprs: []string{
 		`sum(increase(nap_configmaps_published_total[1h]))`, `sum(increase(nap_configmaps_repaired_total[1h]))`,
 		`sum(increase(nap_configmaps_removed_total[1h]))`, `sum(increase(nap_configmaps_tampered_total[1h]))`},

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,7 @@ import (
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // Reason is why a workload's pods may drop requests when they terminate, as the Reporter
@@ -55,6 +57,11 @@ const (
 	Refused Reason = "refused"
 	// FailedPreStopHook: the kubelet reported that a pod's preStop hook failed.
 	FailedPreStopHook Reason = "failed-prestop-hook"
+	// DelayBelowPath: by the calibration kept in the cluster, a path that reaches the
+	// pods (a LoadBalancer Service or an Ingress added after they were admitted) sends
+	// to them for longer than their hook holds them (lint's delay-below-path): a rollout
+	// gives the new pods the longer wait.
+	DelayBelowPath Reason = "delay-below-path"
 )
 
 // eventReasons are the Warning events the Reporter puts on workloads.
@@ -64,6 +71,7 @@ var eventReasons = map[Reason]string{
 	DelayExceedsGrace:      "NapDelayExceedsGrace",
 	NativeSleepUnsupported: "NapNativeSleepUnsupported",
 	FailedPreStopHook:      "NapFailedPreStopHook",
+	DelayBelowPath:         "NapDelayBelowPath",
 }
 
 // WorkloadRef names the controller of pods (hook.WorkloadOf).
@@ -129,6 +137,11 @@ type Reporter struct {
 	// unchanged if it were created now ("" when it would give it one): such a pod is
 	// Refused, not NotInjected, and never rolled.
 	Refusal func(ctx context.Context, namespace, name string) (string, error)
+
+	// Calibration, when set, is the calibration kept in the cluster (nil while there is
+	// none): pods whose hook holds them less than the slowest measured path that reaches
+	// them needs are DelayBelowPath. Call Recalibrated when it changes.
+	Calibration func() *traffic.Calibration
 
 	// Reports, when set, keeps a policy report per namespace of what is found
 	// (policyreport: OpenReports or the wg-policy PolicyReport).
@@ -673,6 +686,46 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 		name, found := scope.SelectingService(svcs, p.Labels)
 		return name, found, nil
 	}
+	var cal *traffic.Calibration
+	if r.Calibration != nil {
+		cal = r.Calibration()
+	}
+	var ingressed map[string]bool // the Services this namespace's Ingresses name
+	belowPath := func(p *corev1.Pod, h hook.Hook) (string, error) {
+		if _, _, err := selecting(p); err != nil { // the Services, listed once
+			return "", err
+		}
+		var mine []*corev1.Service
+		for i := range svcs {
+			if scope.Selects(&svcs[i], p.Labels) {
+				mine = append(mine, &svcs[i])
+			}
+		}
+		if len(mine) == 0 {
+			return "", nil
+		}
+		if ingressed == nil {
+			var list networkingv1.IngressList
+			if err := r.Client.List(ctx, &list, client.InNamespace(ns.Name), ro); err != nil {
+				return "", err
+			}
+			ingressed = map[string]bool{}
+			for i := range list.Items {
+				for _, name := range kube.IngressBackends(&list.Items[i]) {
+					ingressed[name] = true
+				}
+			}
+		}
+		need := cal.Route(mine, func(s string) bool { return ingressed[s] })
+		if !need.Measured() || h.Holds() >= need.Delay {
+			return "", nil
+		}
+		what := fmt.Sprintf("holds them %v", h.Holds())
+		if h.Adaptive() {
+			what = fmt.Sprintf("holds them at least %v (the adaptive wait's MIN)", h.Holds())
+		}
+		return fmt.Sprintf("pods' preStop hook %s, but %s: they need %v; roll the workload (nap's webhook gives new pods the wait of their slowest path)", what, need.Why(), need.Delay), nil
+	}
 	var pod corev1.Pod // each summary in turn: see podSummary.fill
 	p := &pod
 	for _, sum := range pods {
@@ -696,6 +749,15 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 			}
 			for _, f := range lint.CheckPod(p.Namespace, p.Name, p.Spec, opts, reporterChecks...) {
 				out.finds = append(out.finds, podFinding{w, reasonOfCheck[f.ID], p.Name, f.Message})
+			}
+			if cal != nil && h.Known && !h.Stops {
+				msg, err := belowPath(p, h)
+				if err != nil {
+					return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+				}
+				if msg != "" {
+					out.finds = append(out.finds, podFinding{w, DelayBelowPath, p.Name, msg})
+				}
 			}
 			continue
 		}
@@ -770,6 +832,7 @@ func (r *Reporter) Watch(ctx context.Context) error {
 	}{
 		{&corev1.Pod{}, changes},
 		{&corev1.Service{}, changes},
+		{&networkingv1.Ingress{}, changes},
 		{&corev1.Namespace{}, changes},
 		{&corev1.Event{}, changes},
 		{&corev1.Node{}, toolscache.ResourceEventHandlerDetailedFuncs{
@@ -803,6 +866,12 @@ func (r *Reporter) Watch(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// Recalibrated has every namespace judged again: the calibration changed.
+func (r *Reporter) Recalibrated() {
+	r.init()
+	r.queue.AddAfter(everyNamespace, r.batch())
 }
 
 func nodeOf(o any) (kube.Node, error) {

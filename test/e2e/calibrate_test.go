@@ -8,18 +8,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/version"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -32,8 +36,15 @@ func TestCalibrate(t *testing.T) {
 	ctx := context.Background()
 	ns := "nap-calibrate-e2e"
 	saved := filepath.Join(t.TempDir(), "calibration.json")
+	// --store keeps it in the cluster too, in the namespace of a nap controller.
+	napNS := "nap-calibration-e2e"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: napNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), napNS, metav1.DeleteOptions{}) })
 	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", "3s",
-		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "-o", "json", "--save", saved}
+		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "-o", "json", "--save", saved,
+		"--store", "--nap-namespace", napNS}
 	cmd := exec.Command(napctl(t), args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
@@ -72,6 +83,20 @@ func TestCalibrate(t *testing.T) {
 		t.Errorf("recommended adaptive wait %+v beside a fixed delay of %gs", a, rep.Delay)
 	}
 	checkSaved(t, cs, saved, rep)
+	// What it kept in the cluster is what it saved, as the controller reads it.
+	cm, err := cs.CoreV1().ConfigMaps(napNS).Get(ctx, kube.CalibrationConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := controller.ReadCalibrationConfigMap(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.Open(saved); err != nil {
+		t.Fatal(err)
+	} else if file, err := traffic.ReadCalibration(f, saved); f.Close() != nil || err != nil || !reflect.DeepEqual(file, kept) {
+		t.Errorf("kept in the cluster %+v, saved %+v (%v)", kept, file, err)
+	}
 
 	// Nothing left: the namespace it created is deleted (it may still be terminating).
 	if n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil && n.DeletionTimestamp == nil {
@@ -102,7 +127,7 @@ func TestCalibrate(t *testing.T) {
 		}
 	}
 	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "cleaned up "+ns) {
 		t.Errorf("interrupted calibrate: %v\n%s", err, stderr.String())
 	}

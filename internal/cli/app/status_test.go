@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/kube"
 	nstatus "github.com/nap-k8s/nap/status"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // statusWorkloads: Deployments behind one Service each (but "batch"), a readiness probe
@@ -201,6 +203,41 @@ func TestStatus(t *testing.T) {
 	}
 	if code, _, stderr := runNapctl("status", "--kubeconfig", kubeconfig, "--fail-on", "everything"); code != 2 || stderr == "" {
 		t.Errorf("--fail-on everything: exit %d %q, want 2 and a reason", code, stderr)
+	}
+
+	// A calibration kept in the cluster (napctl calibrate --store) whose in-cluster path
+	// needs 8 s: status holds the 5 s delays to it, with no flag; one that is not a
+	// calibration is left out with a word.
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kept := &traffic.Calibration{APIVersion: traffic.CalibrationAPIVersion, Kind: traffic.CalibrationKind, Measured: time.Now(), Rounds: 1, MarginS: 2,
+		Paths: []traffic.PathTail{{Name: traffic.ClusterIP.Name, Samples: 3, P50: 4, P99: 5.5, Max: 5.5, DelayS: 8}}}
+	if err := controller.StoreCalibration(ctx, cs, controller.DefaultNamespace, kept); err != nil {
+		t.Fatal(err)
+	}
+	code, r, _ = status("-n", "st-optin", "--fail-on", "unprotected")
+	if code != 1 || r.Unprotected != 2 {
+		t.Errorf("-n st-optin beside a kept calibration: exit %d, %d unprotected; want 1, 2 (binary and native below the path)", code, r.Unprotected)
+	}
+	for _, ns := range r.Namespaces {
+		for _, w := range ns.Workloads {
+			if below := strings.Contains(strings.Join(w.Reasons, ";"), "it needs 8s"); below != (w.Name != "nohook") {
+				t.Errorf("%s: reasons %q; want delay-below-path (it needs 8s) on binary and native only", w.Name, w.Reasons)
+			}
+		}
+	}
+	cm, err := cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Get(ctx, kube.CalibrationConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[kube.CalibrationKey] = "{}"
+	if _, err := cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, r, stderr := status("-n", "st-optin", "--fail-on", "unprotected")
+	if code != 0 || r.Unprotected != 0 || !strings.Contains(stderr, "napctl status: not holding delays to a calibration: ConfigMap nap-system/nap-calibration key calibration.json") {
+		t.Errorf("beside a ConfigMap that is not a calibration: exit %d, %d unprotected, %q; want 0, 0 and a word", code, r.Unprotected, stderr)
 	}
 
 	// One namespace's status reads the nodes only when a workload there uses the native

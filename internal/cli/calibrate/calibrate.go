@@ -13,12 +13,15 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nap-k8s/nap/calibrate"
+	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/fsutil"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -28,6 +31,8 @@ type flags struct {
 	output  string
 	lbs     string
 	save    string // --save: the stored calibration's file
+	store   bool   // --store: kept in the cluster, in storeNS
+	storeNS string
 }
 
 // NewCommand returns the calibrate command.
@@ -80,6 +85,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.DurationVar(&o.Margin, "margin", calibrate.DefaultMargin, "added to the longest tail for the recommended delay")
 	fl.DurationVar(&o.Drain, "drain", calibrate.DefaultDrain, "the grace period beyond the delay that the recommendation leaves for draining")
 	fl.StringVar(&f.save, "save", "", "also write what was measured, per path, to this file ("+traffic.CalibrationKind+" "+traffic.CalibrationAPIVersion+"): napctl lint --calibration holds each workload's delay to its own paths' tails")
+	fl.BoolVar(&f.store, "store", false, "also keep what was measured in the cluster (ConfigMap "+kube.CalibrationConfigMap+" in --nap-namespace): nap's webhook then gives each pod the wait of the slowest path that reaches it")
+	fl.StringVar(&f.storeNS, "nap-namespace", controller.DefaultNamespace, "the nap controller's namespace, where --store keeps the calibration")
 	cli.OutputFlag(cmd, &f.output, "text", "json")
 	return cmd
 }
@@ -110,6 +117,12 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
+	if f.store {
+		// Before minutes of measuring: nap's namespace must be there.
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, f.storeNS, metav1.GetOptions{}); err != nil {
+			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--store: nap's namespace %s (--nap-namespace): %w", f.storeNS, err)}
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: clean up, then exit
 	defer stop()
 	f.opts.Log = func(format string, args ...any) {
@@ -135,6 +148,12 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 		if err != nil {
 			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--save: %w", err)}
 		}
+	}
+	if f.store {
+		if err := controller.StoreCalibration(ctx, cs, f.storeNS, &rep.Stored); err != nil {
+			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--store: %w", err)}
+		}
+		f.opts.Log("kept the calibration in ConfigMap %s/%s: nap's webhook gives each new pod the wait of its own paths", f.storeNS, kube.CalibrationConfigMap)
 	}
 	var out bytes.Buffer
 	if f.output == "json" {

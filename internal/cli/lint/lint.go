@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -114,7 +115,7 @@ func run(streams cli.IOStreams, f *flags) error {
 	}
 	var objs []*manifest.Object
 	if f.live.On {
-		objs, err = readCluster(f, &opts)
+		objs, err = readCluster(f, &opts, streams.ErrOut)
 	} else {
 		var skipped []manifest.Skipped
 		objs, skipped, err = manifest.ReadPaths(f.files, streams.In)
@@ -169,7 +170,7 @@ func run(streams cli.IOStreams, f *flags) error {
 
 // readCluster reads the live objects of the cluster and sets opts to its versions: the API
 // server's, and every node's kubelet.
-func readCluster(f *flags, opts *nlint.Options) ([]*manifest.Object, error) {
+func readCluster(f *flags, opts *nlint.Options, errOut io.Writer) ([]*manifest.Object, error) {
 	cfg, err := cli.RESTConfig(f.live.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
@@ -179,6 +180,16 @@ func readCluster(f *flags, opts *nlint.Options) ([]*manifest.Object, error) {
 		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
 	}
 	opts.KubeVersion, opts.Nodes = &v, nodes
+	if opts.Calibration == nil {
+		// The calibration kept in the cluster; one that is not a calibration is left
+		// out with a word, as the controller does.
+		cal, err := cli.KeptCalibration(context.Background(), cfg)
+		if err != nil {
+			fmt.Fprintf(errOut, "%s lint: not holding delays to a calibration: %v\n", f.prog, err)
+		} else if cal != nil {
+			opts.Calibration = cal
+		}
+	}
 	objs, err := live.Read(context.Background(), cfg, f.namespace)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)

@@ -22,6 +22,7 @@ import (
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 	nstatus "github.com/nap-k8s/nap/status"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 type flags struct {
@@ -146,7 +147,18 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	wg.Go(func() { in.NamespaceLabels, errNamespaces = namespaceLabels(ctx, cs, f.namespace) })
 	wg.Go(func() { in.WebhookInstalled, in.Scope, warning = installed(ctx, cs) })
 	wg.Go(func() { in.Events, errEvents = failedPreStopHooks(ctx, cs, f.namespace) })
+	var kept *traffic.Calibration
+	var errKept error
+	if f.calibration == "" { // none named: the one kept in the cluster, if any
+		wg.Go(func() { kept, errKept = cli.KeptCalibration(ctx, cfg) })
+	}
 	wg.Wait()
+	if errKept != nil { // as the controller does: the fleet's waits, and a word
+		fmt.Fprintln(streams.ErrOut, "napctl status: not holding delays to a calibration:", errKept)
+	}
+	if kept != nil {
+		in.Lint.Calibration = kept
+	}
 	if warning != "" {
 		fmt.Fprintln(streams.ErrOut, "napctl status:", warning)
 	}

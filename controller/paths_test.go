@@ -1,0 +1,239 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nap-k8s/nap/controller/report"
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
+)
+
+// healthCheck is the load balancer setting the lab calibration was measured with.
+const healthCheck = "lb.example.com/healthcheck-interval"
+
+// labCalibration is a calibration as napctl calibrate --store keeps it: the cluster's
+// paths short, the load balancer's (Local) long.
+var labCalibration = `{"apiVersion": "calibrate.nap.dev/v1", "kind": "Calibration", "measured": "2026-11-27T05:00:00Z", "rounds": 5, "margin_seconds": 1,
+ "paths": [
+  {"name": "clusterip", "samples": 15, "p50_seconds": 0.7, "p99_seconds": 1.6, "max_seconds": 1.8, "delay_seconds": 3},
+  {"name": "nodeport", "samples": 15, "p50_seconds": 0.8, "p99_seconds": 2.0, "max_seconds": 2.2, "delay_seconds": 4},
+  {"name": "ingress", "samples": 15, "p50_seconds": 1.1, "p99_seconds": 4.0, "max_seconds": 4.4, "delay_seconds": 6},
+  {"name": "lb-local", "samples": 5, "p50_seconds": 24, "p99_seconds": 27.3, "max_seconds": 27.3, "delay_seconds": 29,
+   "parameters": {"` + healthCheck + `": "10"}}
+ ]}`
+
+// TestPathAwareWebhook has the real kube-apiserver call the webhook with a calibration
+// kept in the cluster (its ConfigMap, read by CalibrationSource): each pod gets the
+// wait of the slowest path that reaches it, and says why in nap.dev/delay-reason; a pod
+// that sets its own delay, and every pod once the calibration is gone, get the fleet's.
+// Then the Reporter, on a manager's caches, finds a pod whose routes outgrew its delay
+// when a LoadBalancer Service is added.
+func TestPathAwareWebhook(t *testing.T) {
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	create := func(o client.Object) {
+		t.Helper()
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nap-system"}})
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{InjectLabel: "enabled"}}})
+	rec := record.NewFakeRecorder(10)
+	src := &CalibrationSource{Client: cs, Namespace: "nap-system", Recorder: rec, Log: logr.Discard()}
+	go src.Start(ctx)
+
+	v := kube.Version{Major: 1, Minor: 34}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Calibration: src.Load, Services: ServicesFrom(c), Ingressed: IngressedFrom(c)}
+	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: i.Handler()})
+
+	svc := func(name string, typ corev1.ServiceType, policy corev1.ServiceExternalTrafficPolicy, ann map[string]string) {
+		t.Helper()
+		create(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Annotations: ann},
+			Spec: corev1.ServiceSpec{Type: typ, ExternalTrafficPolicy: policy, Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Port: 80}}}})
+	}
+	svc("cart", corev1.ServiceTypeClusterIP, "", nil)
+	svc("site", corev1.ServiceTypeClusterIP, "", nil)
+	svc("edge", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, map[string]string{healthCheck: "10"})
+	svc("other-lb", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, map[string]string{healthCheck: "5"})
+	pathType := networkingv1.PathTypePrefix
+	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
+		Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{
+				Service: &networkingv1.IngressServiceBackend{Name: "site", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}})
+
+	// admit creates a pod of app and returns its preStop and its delay-reason.
+	n := 0
+	admit := func(app string, annotations map[string]string) (*corev1.Pod, string, string) {
+		t.Helper()
+		n++
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", app, n), Namespace: "shop", Labels: map[string]string{"app": app}, Annotations: annotations},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+		create(p)
+		got := "none"
+		if lc := p.Spec.Containers[0].Lifecycle; lc != nil && lc.PreStop != nil {
+			switch ps := lc.PreStop; {
+			case ps.Sleep != nil:
+				got = fmt.Sprintf("sleep %ds", ps.Sleep.Seconds)
+			case ps.Exec != nil:
+				got = "exec " + strings.Join(ps.Exec.Command, " ")
+			}
+		}
+		return p, got, p.Annotations[wait.ReasonAnnotation]
+	}
+
+	// No calibration yet: the fleet's wait, and no reason.
+	if _, got, why := admit("edge", nil); got != "sleep 5s" || why != "" {
+		t.Fatalf("without a calibration: %q (%q), want the fleet's sleep 5s and no reason", got, why)
+	}
+	doc := CalibrationConfigMap("nap-system", []byte(labCalibration))
+	create(doc)
+	for deadline := time.Now().Add(10 * time.Second); src.Load() == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the calibration was not read")
+		}
+	}
+	if g := gauge(t, "nap_calibration_delay_seconds", map[string]string{"path": "lb-local"}); g != 29 {
+		t.Errorf("nap_calibration_delay_seconds{path=lb-local} = %v, want 29", g)
+	}
+	for _, tc := range []struct {
+		name, app   string
+		annotations map[string]string
+		want, why   string
+	}{
+		{name: "in the cluster only: the cluster's tail", app: "cart", want: "sleep 3s",
+			why: "holds 3s for clusterip via Service cart: its tail measured at 1.8 s (p99 1.6 s, 15 samples, calibrated 2026-11-27)"},
+		{name: "behind the ingress", app: "site", want: "sleep 6s", why: "holds 6s for ingress via Service site"},
+		{name: "behind a load balancer (Local) as calibrated", app: "edge", want: "sleep 29s", why: "holds 29s for lb-local via Service edge: its tail measured at 27.3 s"},
+		{name: "a load balancer set otherwise: at least the fleet's", app: "other-lb", want: "sleep 5s",
+			why: "holds 5s for nodeport via Service other-lb: its tail measured at 2.2 s (p99 2.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-local via Service other-lb (its annotations are not those calibrated)"},
+		{name: "no Service", app: "batch", want: "sleep 5s", why: "holds 5s, the fleet's: no Service path reaches the pod"},
+		{name: "the adaptive wait: MIN from the path", app: "edge", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
+			want: "exec /nap/nap 29s --quiet 2s --max 60s", why: "holds at least 29s for lb-local via Service edge"},
+		{name: "its own delay", app: "edge", annotations: map[string]string{DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, got, why := admit(tc.app, tc.annotations)
+			if !strings.HasPrefix(got, tc.want) || !strings.HasPrefix(why, tc.why) || (tc.why == "") != (why == "") {
+				t.Errorf("preStop %q, reason %q; want %q, %q", got, why, tc.want, tc.why)
+			}
+			if g := p.Spec.TerminationGracePeriodSeconds; tc.want == "sleep 29s" && (g == nil || *g < 29) {
+				t.Errorf("grace period %v does not cover the delay", g)
+			}
+		})
+	}
+
+	// The Reporter: a pod admitted with the cluster's 3 s, then a LoadBalancer Service
+	// (Local, as calibrated) that selects it.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: CacheOptions(kube.ConfigMapName), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go mgr.Start(ctx)
+	events := record.NewFakeRecorder(100)
+	r := &report.Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: events, Scope: scope.OptIn, Log: logr.Discard(),
+		Kube: v, Calibration: src.Load, Batch: 100 * time.Millisecond}
+	src.OnChange = r.Recalibrated
+	go r.Start(ctx)
+	findings := func() []string {
+		var out []string
+		for _, f := range r.Findings() {
+			if f.Workload.Namespace == "shop" {
+				out = append(out, fmt.Sprintf("%s %s %s", f.Workload.Name, f.Reason, strings.Join(f.Pods, ",")))
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(20 * time.Second); r.Synced() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Reporter did not sync")
+		}
+	}
+	// The pods above each hold what their paths need, or the fleet's where unmeasured,
+	// but two behind edge: the one admitted before the calibration, and the one with its
+	// own 2.5 s.
+	if got := findings(); !slices.Equal(got, []string{"edge-1 delay-below-path edge-1", "edge-8 delay-below-path edge-8"}) {
+		t.Fatalf("findings before the Service: %q", got)
+	}
+	cart, got, _ := admit("cart", nil)
+	if got != "sleep 3s" {
+		t.Fatalf("cart: %q", got)
+	}
+	added := time.Now()
+	create(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "cart-lb", Namespace: "shop", Annotations: map[string]string{healthCheck: "10"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Selector: map[string]string{"app": "cart"}, Ports: []corev1.ServicePort{{Port: 80}}}})
+	want := cart.Name + " delay-below-path"
+	for !slices.ContainsFunc(findings(), func(f string) bool { return strings.HasPrefix(f, want) }) {
+		if time.Since(added) > 30*time.Second {
+			t.Fatalf("no %q 30 s after the LoadBalancer Service: %q", want, findings())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("reported %v after the LoadBalancer Service was added", time.Since(added).Round(10*time.Millisecond))
+	for _, f := range r.Findings() {
+		if f.Reason == report.DelayBelowPath && slices.Contains(f.Pods, cart.Name) &&
+			!strings.Contains(f.Message, "holds them 3s, but Service cart-lb reaches the pod through the load balancer (Local), whose tail napctl calibrate measured at 27.3 s") {
+			t.Errorf("message %q", f.Message)
+		}
+	}
+	if ev := drain(events); !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "Warning NapDelayBelowPath") }) {
+		t.Errorf("no NapDelayBelowPath event: %q", ev)
+	}
+	// A new pod of cart, as after a rollout: the longer wait.
+	if _, got, _ := admit("cart", nil); got != "sleep 29s" {
+		t.Errorf("cart after the LoadBalancer Service: %q, want sleep 29s", got)
+	}
+
+	// The calibration gone: every pod the fleet's wait, and nothing below a path.
+	if err := c.Delete(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); src.Load() != nil || len(findings()) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("calibration deleted: still %v, findings %q", src.Load() != nil, findings())
+		}
+	}
+	if _, got, why := admit("edge", nil); got != "sleep 5s" || why != "" {
+		t.Errorf("after the calibration was deleted: %q (%q), want the fleet's sleep 5s and no reason", got, why)
+	}
+	// One that is not a calibration: none, and a Warning event on it.
+	bad := CalibrationConfigMap("nap-system", []byte(`{"apiVersion": "calibrate.nap.dev/v2", "kind": "Calibration"}`))
+	create(bad)
+	for deadline := time.Now().Add(10 * time.Second); len(rec.Events) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no event on a ConfigMap that is not a calibration")
+		}
+	}
+	if e := <-rec.Events; !strings.HasPrefix(e, `Warning NapCalibrationInvalid ConfigMap nap-system/nap-calibration key calibration.json: apiVersion "calibrate.nap.dev/v2"`) {
+		t.Errorf("event %q", e)
+	}
+	if src.Load() != nil {
+		t.Error("a ConfigMap that is not a calibration was taken for one")
+	}
+}
