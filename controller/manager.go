@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -130,6 +131,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	injector := &Injector{Options: inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}, Waits: o.Waits}
 	// The calibration kept in the cluster: each pod's wait by its own paths.
 	var calibration *CalibrationSource
+	var fronts []client.Object // the kinds of the front doors: an Ingress, the served Gateway API routes
 	if o.Namespace != "" && (o.Webhook || o.Report) {
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
@@ -139,12 +141,26 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		if err := mgr.Add(calibration); err != nil {
 			return nil, err
 		}
+		d, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		routes, err := ServedRoutes(d)
+		if err != nil {
+			return nil, fmt.Errorf("the Gateway API routes the API server serves: %w", err)
+		}
+		fronts = []client.Object{&networkingv1.Ingress{}}
+		for _, gvk := range routes {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			fronts = append(fronts, u)
+		}
 		injector.Calibration = calibration.Load
 		injector.Services = ServicesFrom(mgr.GetCache())
-		injector.Ingressed = IngressedFrom(mgr.GetCache())
+		injector.Fronts = FrontendsFrom(mgr.GetCache(), routes)
 	}
 	if o.Webhook {
-		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable, calibration); err != nil {
+		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable, calibration, fronts); err != nil {
 			return nil, err
 		}
 	}
@@ -161,7 +177,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			Before:      func(ctx context.Context) error { return p.Published(ctx, 2*time.Minute) },
 			AfterSynced: settle}
 		if calibration != nil {
-			r.Calibration = calibration.Load
+			r.Calibration, r.Fronts, r.FrontKinds, r.Waits = calibration.Load, injector.Fronts, fronts, o.Waits
 			calibration.OnChange = r.Recalibrated
 		}
 		if o.PolicyReports {
@@ -195,7 +211,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // certs.Rotator runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error), calibration *CalibrationSource) error {
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error), calibration *CalibrationSource, fronts []client.Object) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Not the manager's cached client: that would list and watch every Secret.
@@ -231,7 +247,7 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	// does not lead, the Publisher starts none) held that admission past the API
 	// server's timeout during a rollout, and the pod went without a delay.
 	var synced []toolscache.InformerSynced
-	for _, o := range []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &corev1.Service{}, &networkingv1.Ingress{}} {
+	for _, o := range append([]client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &corev1.Service{}}, fronts...) {
 		inf, err := mgr.GetCache().GetInformer(context.Background(), o, cache.BlockUntilSynced(false))
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nap-k8s/nap/controller/report"
@@ -56,6 +60,20 @@ func TestPathAwareWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
+	// The Gateway API's routes, as its release defines them (standard channel).
+	gw := kubeenv.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.4.0")
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{
+		filepath.Join(gw, "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"),
+		filepath.Join(gw, "config/crd/standard/gateway.networking.k8s.io_grpcroutes.yaml")}}); err != nil {
+		t.Fatal(err)
+	}
+	routes, err := ServedRoutes(discovery.NewDiscoveryClientForConfigOrDie(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(routes) != "[gateway.networking.k8s.io/v1, Kind=GRPCRoute gateway.networking.k8s.io/v1, Kind=HTTPRoute]" {
+		t.Errorf("served routes %v, want GRPCRoute and HTTPRoute at v1", routes)
+	}
 	create := func(o client.Object) {
 		t.Helper()
 		if err := c.Create(ctx, o); err != nil {
@@ -69,7 +87,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	go src.Start(ctx)
 
 	v := kube.Version{Major: 1, Minor: 34}
-	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Calibration: src.Load, Services: ServicesFrom(c), Ingressed: IngressedFrom(c)}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Calibration: src.Load, Services: ServicesFrom(c), Fronts: FrontendsFrom(c, routes)}
 	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: i.Handler()})
 
 	svc := func(name string, typ corev1.ServiceType, policy corev1.ServiceExternalTrafficPolicy, ann map[string]string) {
@@ -80,6 +98,12 @@ func TestPathAwareWebhook(t *testing.T) {
 	svc("cart", corev1.ServiceTypeClusterIP, "", nil)
 	svc("site", corev1.ServiceTypeClusterIP, "", nil)
 	svc("edge", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, map[string]string{healthCheck: "10"})
+	svc("checkout", corev1.ServiceTypeClusterIP, "", nil)
+	route := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "checkout", "namespace": "shop"},
+		"spec": map[string]any{"parentRefs": []any{map[string]any{"name": "edge-gateway"}},
+			"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "checkout", "port": int64(80)}}}}}}}
+	create(route)
 	svc("other-lb", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, map[string]string{healthCheck: "5"})
 	pathType := networkingv1.PathTypePrefix
 	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
@@ -132,6 +156,8 @@ func TestPathAwareWebhook(t *testing.T) {
 		{name: "behind a load balancer (Local) as calibrated", app: "edge", want: "sleep 29s", why: "holds 29s for lb-local via Service edge: its tail measured at 27.3 s"},
 		{name: "a load balancer set otherwise: at least the fleet's", app: "other-lb", want: "sleep 5s",
 			why: "holds 5s for nodeport via Service other-lb: its tail measured at 2.2 s (p99 2.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-local via Service other-lb (its annotations are not those calibrated)"},
+		{name: "behind a Gateway API route: not calibrated, so at least the fleet's", app: "checkout", want: "sleep 5s",
+			why: "holds 5s for clusterip via Service checkout: its tail measured at 1.8 s (p99 1.6 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: gateway-route via Service checkout (not calibrated)"},
 		{name: "no Service", app: "batch", want: "sleep 5s", why: "holds 5s, the fleet's: no Service path reaches the pod"},
 		{name: "the adaptive wait: MIN from the path", app: "edge", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
 			want: "exec /nap/nap 29s --quiet 2s --max 60s", why: "holds at least 29s for lb-local via Service edge"},
@@ -156,8 +182,14 @@ func TestPathAwareWebhook(t *testing.T) {
 	}
 	go mgr.Start(ctx)
 	events := record.NewFakeRecorder(100)
+	fronts := []client.Object{&networkingv1.Ingress{}}
+	for _, gvk := range routes {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		fronts = append(fronts, u)
+	}
 	r := &report.Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: events, Scope: scope.OptIn, Log: logr.Discard(),
-		Kube: v, Calibration: src.Load, Batch: 100 * time.Millisecond}
+		Kube: v, Waits: waits5s, Calibration: src.Load, Fronts: FrontendsFrom(mgr.GetCache(), routes), FrontKinds: fronts, Batch: 100 * time.Millisecond}
 	src.OnChange = r.Recalibrated
 	go r.Start(ctx)
 	findings := func() []string {
@@ -177,7 +209,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	// The pods above each hold what their paths need, or the fleet's where unmeasured,
 	// but two behind edge: the one admitted before the calibration, and the one with its
 	// own 2.5 s.
-	if got := findings(); !slices.Equal(got, []string{"edge-1 delay-below-path edge-1", "edge-8 delay-below-path edge-8"}) {
+	if got := findings(); !slices.Equal(got, []string{"edge-1 delay-below-path edge-1", "edge-9 delay-below-path edge-9"}) {
 		t.Fatalf("findings before the Service: %q", got)
 	}
 	cart, got, _ := admit("cart", nil)
@@ -208,6 +240,27 @@ func TestPathAwareWebhook(t *testing.T) {
 	// A new pod of cart, as after a rollout: the longer wait.
 	if _, got, _ := admit("cart", nil); got != "sleep 29s" {
 		t.Errorf("cart after the LoadBalancer Service: %q, want sleep 29s", got)
+	}
+
+	// A Gateway API route added in front of a pod that holds the cluster's 3 s: a path no
+	// calibration measured, which needs at least the fleet's 5 s.
+	svc("quiet", corev1.ServiceTypeClusterIP, "", nil)
+	quiet, got, _ := admit("quiet", nil)
+	if got != "sleep 3s" {
+		t.Fatalf("quiet: %q", got)
+	}
+	create(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GRPCRoute",
+		"metadata": map[string]any{"name": "quiet", "namespace": "shop"},
+		"spec":     map[string]any{"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "quiet", "port": int64(80)}}}}}}})
+	routed := time.Now()
+	for !slices.ContainsFunc(r.Findings(), func(f report.Finding) bool {
+		return f.Reason == report.DelayBelowPath && slices.Contains(f.Pods, quiet.Name) &&
+			strings.Contains(f.Message, "holds them 3s, but gateway-route via Service quiet (not calibrated) reach the pod, and no calibration measured them: at least the fleet's 5s")
+	}) {
+		if time.Since(routed) > 30*time.Second {
+			t.Fatalf("no delay-below-path for %s 30 s after a GRPCRoute named its Service: %q", quiet.Name, r.Findings())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// The calibration gone: every pod the fleet's wait, and nothing below a path.

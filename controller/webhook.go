@@ -73,11 +73,11 @@ type Injector struct {
 	// Calibration, when set, is the calibration kept in the cluster (CalibrationSource;
 	// nil while there is none). With it and Services, each pod that does not set its own
 	// delay gets the wait of the slowest path that reaches it (traffic.Need.Wait): the
-	// paths of the Services that select it, and of the Ingresses that name those
-	// (Ingressed, a namespace's ingressed Services, from an informer cache); the
-	// pod's ReasonAnnotation says why.
+	// paths of the Services that select it, and of the Ingresses and Gateway API routes
+	// that name those (Fronts, a namespace's, from informer caches); the pod's
+	// ReasonAnnotation says why.
 	Calibration func() *traffic.Calibration
-	Ingressed   func(ctx context.Context, namespace string) (map[string]bool, error)
+	Fronts      func(ctx context.Context, namespace string) (kube.Frontends, error)
 }
 
 // deliveryFallbacks are the reasons --delivery auto fell back to the ConfigMap, each
@@ -240,13 +240,13 @@ func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w w
 			svcs = append(svcs, &all[k])
 		}
 	}
-	var ingressed map[string]bool
-	if i.Ingressed != nil && len(svcs) > 0 {
-		if ingressed, err = i.Ingressed(ctx, ns); err != nil {
-			return w, "", fmt.Errorf("the Ingresses of %s: %w", ns, err)
+	var fronts kube.Frontends
+	if i.Fronts != nil && len(svcs) > 0 {
+		if fronts, err = i.Fronts(ctx, ns); err != nil {
+			return w, "", fmt.Errorf("the Ingresses and routes of %s: %w", ns, err)
 		}
 	}
-	n := c.Route(svcs, func(s string) bool { return ingressed[s] })
+	n := c.Route(svcs, fronts.Of)
 	got := n.Wait(w)
 	if err := got.Check(); err != nil { // a calibrated hold no wait may have
 		return w, "", fmt.Errorf("the wait for %s: %w", n.Path, err)

@@ -1,10 +1,44 @@
 package kube
 
-import networkingv1 "k8s.io/api/networking/v1"
+import (
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Fronts are the front doors that name a Service as a backend: each is one more path
+// to its pods (traffic.Reaching).
+type Fronts struct {
+	Ingress bool // an Ingress
+	Route   bool // a Gateway API route (RouteKinds)
+}
+
+// Frontends are a namespace's Services by the front doors that name them.
+type Frontends map[string]Fronts
+
+// Of is what names service (nothing: the zero Fronts).
+func (f Frontends) Of(service string) Fronts { return f[service] }
+
+// AddIngress counts the Services ing names: its default backend's and its rules' paths'.
+func (f Frontends) AddIngress(ing *networkingv1.Ingress) {
+	for _, name := range IngressBackends(ing) {
+		fr := f[name]
+		fr.Ingress = true
+		f[name] = fr
+	}
+}
+
+// AddRoute counts the Services a Gateway API route names (RouteBackends), given as the
+// API serves it (an unstructured object's content).
+func (f Frontends) AddRoute(route map[string]any) {
+	for _, name := range RouteBackends(route) {
+		fr := f[name]
+		fr.Route = true
+		f[name] = fr
+	}
+}
 
 // IngressBackends are the names of the Services an Ingress sends to: its default
-// backend's and its rules' paths'. The Services it names are ingressed (traffic.Reaching):
-// the ingress controller is one more path to their pods.
+// backend's and its rules' paths'.
 func IngressBackends(ing *networkingv1.Ingress) []string {
 	var out []string
 	add := func(b *networkingv1.IngressBackend) {
@@ -22,6 +56,44 @@ func IngressBackends(ing *networkingv1.Ingress) []string {
 		}
 	}
 	return out
+}
+
+// GatewayGroup is the Gateway API's group.
+const GatewayGroup = "gateway.networking.k8s.io"
+
+// RouteKinds are the Gateway API routes whose backendRefs send to Services, by their
+// resource names.
+var RouteKinds = map[string]string{"httproutes": "HTTPRoute", "grpcroutes": "GRPCRoute", "tlsroutes": "TLSRoute", "tcproutes": "TCPRoute", "udproutes": "UDPRoute"}
+
+// RouteBackends are the names of the Services in a Gateway API route's own namespace
+// that its rules' backendRefs name (kind Service, the default, of the core group): a
+// reference to another namespace is that namespace's (and needs a ReferenceGrant there).
+func RouteBackends(route map[string]any) []string {
+	meta, _ := route["metadata"].(map[string]any)
+	own, _ := meta["namespace"].(string)
+	spec, _ := route["spec"].(map[string]any)
+	rules, _ := spec["rules"].([]any)
+	var out []string
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		refs, _ := rule["backendRefs"].([]any)
+		for _, b := range refs {
+			ref, _ := b.(map[string]any)
+			group, _ := ref["group"].(string)
+			kind, _ := ref["kind"].(string)
+			name, _ := ref["name"].(string)
+			ns, _ := ref["namespace"].(string)
+			if group == "" && (kind == "" || kind == "Service") && name != "" && (ns == "" || ns == own) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// RouteGVK is the kind of a Gateway API route resource at version.
+func RouteGVK(resource, version string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: GatewayGroup, Version: version, Kind: RouteKinds[resource]}
 }
 
 // The calibration kept in the cluster: napctl calibrate --store writes what it measured

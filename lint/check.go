@@ -145,7 +145,7 @@ type Options struct {
 type Calibrated interface {
 	// PodNeeds is the delay the slowest measured path reaching the pods of svcs needs,
 	// why (for people) and what shortens that path's tail; ok false: none measured.
-	PodNeeds(svcs []*corev1.Service, ingressed func(service string) bool) (need time.Duration, why, remedy string, ok bool)
+	PodNeeds(svcs []*corev1.Service, fronts func(service string) kube.Fronts) (need time.Duration, why, remedy string, ok bool)
 }
 
 // Context is what checks see besides their workload.

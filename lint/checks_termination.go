@@ -31,8 +31,8 @@ func terminationChecks() []Check {
 // delayBelowPath: with a calibration (napctl calibrate --save), a container behind a
 // Service whose preStop holds it for less than the slowest path reaching the pod needs:
 // a load balancer or an ingress still sends to the pod after it stopped. The paths are
-// the Services' (traffic.Reaching: their type, externalTrafficPolicy, an Ingress of the
-// input naming them); an adaptive wait holds at least its MIN, whatever the traffic.
+// the Services' (traffic.Reaching: their type, externalTrafficPolicy, an Ingress or a
+// Gateway API route of the input naming them); an adaptive wait holds at least its MIN, whatever the traffic.
 func delayBelowPath(c *Context, w *Workload) []Finding {
 	if c.Calibration == nil || len(w.Services) == 0 {
 		return nil
@@ -44,7 +44,7 @@ func delayBelowPath(c *Context, w *Workload) []Finding {
 			svcs = append(svcs, svc)
 		}
 	}
-	need, why, remedy, ok := c.Calibration.PodNeeds(svcs, func(name string) bool { return w.Ingressed[name] })
+	need, why, remedy, ok := c.Calibration.PodNeeds(svcs, w.Fronts.Of)
 	if !ok {
 		return nil // no path of the pod measured: the fleet's delay holds
 	}

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,9 +41,9 @@ type Workload struct {
 	// ConfigMapKeys are the keys (data and binaryData) of the ConfigMaps of the input in
 	// the workload's namespace, by name: what its ConfigMap volumes can mount.
 	ConfigMapKeys map[string]map[string]bool
-	// Ingressed are the names of the workload's Services that an Ingress of the input
-	// names as a backend.
-	Ingressed map[string]bool
+	// Fronts are the front doors of the input (Ingresses, Gateway API routes) that name
+	// the workload's Services as backends.
+	Fronts kube.Frontends
 
 	routed     []Routed
 	routedDone bool
@@ -160,7 +161,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	pdbs := selectorIndex[PDB]{}
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
 	configMaps := map[string]map[string]map[string]bool{} // namespace, name, key
-	ingressed := map[string]map[string]bool{}             // namespace, Service
+	fronts := map[string]kube.Frontends{}                 // namespace: its Services' front doors
 	for _, o := range objs {
 		switch {
 		case o.IsWorkload():
@@ -198,12 +199,23 @@ func Workloads(objs []*manifest.Object) []*Workload {
 				continue
 			}
 			ns := appliedNamespace(o)
-			for _, name := range kube.IngressBackends(&ing) {
-				if ingressed[ns] == nil {
-					ingressed[ns] = map[string]bool{}
-				}
-				ingressed[ns][name] = true
+			if fronts[ns] == nil {
+				fronts[ns] = kube.Frontends{}
 			}
+			fronts[ns].AddIngress(&ing)
+		case o.Group() == kube.GatewayGroup && slices.Contains(slices.Collect(maps.Values(kube.RouteKinds)), o.Kind):
+			var route map[string]any
+			if o.Decode(&route) != nil {
+				continue
+			}
+			ns := appliedNamespace(o)
+			if fronts[ns] == nil {
+				fronts[ns] = kube.Frontends{}
+			}
+			if meta, ok := route["metadata"].(map[string]any); ok {
+				meta["namespace"] = ns // the route's backendRefs default to its own
+			}
+			fronts[ns].AddRoute(route)
 		case o.Kind == "HorizontalPodAutoscaler":
 			var h autoscalingv2.HorizontalPodAutoscaler
 			if o.Decode(&h) == nil {
@@ -227,11 +239,11 @@ func Workloads(objs []*manifest.Object) []*Workload {
 		w.HPAs = append(w.HPAs, hpas[hpaKey{ns, w.Obj.Kind, w.Obj.Name}]...)
 		w.ConfigMapKeys = configMaps[ns]
 		for _, svc := range w.Services {
-			if ingressed[ns][svc.Name] {
-				if w.Ingressed == nil {
-					w.Ingressed = map[string]bool{}
+			if f, ok := fronts[ns][svc.Name]; ok {
+				if w.Fronts == nil {
+					w.Fronts = kube.Frontends{}
 				}
-				w.Ingressed[svc.Name] = true
+				w.Fronts[svc.Name] = f
 			}
 		}
 		n := w.MinReplicas()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -689,5 +690,59 @@ spec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}
 	}
 	if want := []string{"in-default", "unnamed"}; !slices.Equal(got, want) || len(ws[0].PDBs) != 1 {
 		t.Errorf("Services %v, want %v; PDBs %d, want 1", got, want, len(ws[0].PDBs))
+	}
+}
+
+// TestWorkloadFronts: the Ingresses and Gateway API routes of the input that name a
+// workload's Services are its front doors (traffic.Reaching's paths), in its namespace.
+func TestWorkloadFronts(t *testing.T) {
+	src := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: app:1}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-grpc, namespace: shop}
+spec: {selector: {app: web}, ports: [{port: 9090}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: shop}
+spec:
+  parentRefs: [{name: edge}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: other, namespace: elsewhere}
+spec:
+  rules: [{backendRefs: [{name: web-grpc, port: 9090}]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: shop}
+spec: {defaultBackend: {service: {name: web-grpc, port: {number: 9090}}}}
+`
+	objs, err := manifest.Read("fronts.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := Workloads(objs)
+	if len(ws) != 1 {
+		t.Fatalf("%d workloads", len(ws))
+	}
+	want := kube.Frontends{"web": {Route: true}, "web-grpc": {Ingress: true}}
+	if !maps.Equal(ws[0].Fronts, want) {
+		t.Errorf("fronts %v, want %v (a route in another namespace names another Service)", ws[0].Fronts, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -81,8 +82,8 @@ func (c *Calibration) Needs(paths []Path) (delay time.Duration, path string, ok 
 // PodNeeds is the delay that the slowest measured path reaching a pod needs (Route),
 // why (that path, its Service and its measured tail, for people) and what shortens that
 // path's tail; ok is false when c measured none of them. It is lint's Calibrated.
-func (c *Calibration) PodNeeds(svcs []*corev1.Service, ingressed func(service string) bool) (need time.Duration, why, remedy string, ok bool) {
-	n := c.Route(svcs, ingressed)
+func (c *Calibration) PodNeeds(svcs []*corev1.Service, fronts func(service string) kube.Fronts) (need time.Duration, why, remedy string, ok bool) {
+	n := c.Route(svcs, fronts)
 	if !n.Measured() {
 		return 0, "", "", false
 	}
@@ -120,16 +121,16 @@ func (n Need) Why() string {
 }
 
 // Route is what the paths of svcs, the Services that select a pod, need by c: the
-// paths each Service reaches the pod through (Reaching; ingressed tells whether an
-// Ingress names a Service), the slowest that c measured, and those it did not. A
+// paths each Service reaches the pod through (Reaching; fronts tells which front doors
+// name a Service), the slowest that c measured, and those it did not. A
 // measurement holds for a Service only as it was made: a path calibrated with
 // parameters (a load balancer's annotations, its health checks) holds for a Service
 // that carries the same.
-func (c *Calibration) Route(svcs []*corev1.Service, ingressed func(service string) bool) Need {
+func (c *Calibration) Route(svcs []*corev1.Service, fronts func(service string) kube.Fronts) Need {
 	n := Need{Calibrated: c.Measured}
 	seen := map[string]bool{} // PATH via SERVICE, said once
 	for _, svc := range svcs {
-		for _, p := range Reaching(svc, ingressed(svc.Name)) {
+		for _, p := range Reaching(svc, fronts(svc.Name)) {
 			if seen[p.Name+"/"+svc.Name] {
 				continue
 			}
@@ -159,6 +160,25 @@ func sameParameters(params, annotations map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Requires is the least a pod these paths reach must hold (what Wait gives it from
+// fleet, the fleet's wait of the pod's kind: a fixed delay, or an adaptive wait's MIN)
+// and why, for a pod whose hook may hold less (its routes grew after its admission);
+// ok is false when no path reaches the pod.
+func (n Need) Requires(fleet wait.Wait) (hold time.Duration, why string, ok bool) {
+	if !n.Measured() && len(n.Unmeasured) == 0 {
+		return 0, "", false
+	}
+	w := n.Wait(fleet)
+	hold = w.Delay
+	if w.IsAdaptive() {
+		hold = w.Min
+	}
+	if n.Measured() && n.Delay >= hold {
+		return hold, n.Why(), true
+	}
+	return hold, fmt.Sprintf("%s reach the pod, and no calibration measured them: at least the fleet's %v", strings.Join(n.Unmeasured, ", "), hold), true
 }
 
 // Reason says why a pod got w (n.Wait of the fleet's), for the pod's

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -53,7 +54,7 @@ func TestReadCalibration(t *testing.T) {
 		{"an unknown field", strings.Replace(stored, `"rounds"`, `"round"`, 1), `unknown field "round"`},
 		{"another version", strings.Replace(stored, "calibrate.nap.dev/v1", "calibrate.nap.dev/v2", 1), `cal.json: apiVersion "calibrate.nap.dev/v2", kind "Calibration": want "calibrate.nap.dev/v1", "Calibration"`},
 		{"no kind", strings.Replace(stored, `"kind": "Calibration", `, "", 1), `kind ""`},
-		{"an unknown path", strings.Replace(stored, `"ingress"`, `"gateway"`, 1), `cal.json: paths[1]: path "gateway": want one of clusterip, nodeport, ingress, lb-local, lb-cluster`},
+		{"an unknown path", strings.Replace(stored, `"ingress"`, `"gateway"`, 1), `cal.json: paths[1]: path "gateway": want one of clusterip, nodeport, ingress, gateway-route, lb-local, lb-cluster`},
 		{"a path twice", strings.Replace(stored, `"ingress"`, `"clusterip"`, 1), `paths[1]: path "clusterip" twice`},
 		{"a delay below the tail", strings.Replace(stored, `"delay_seconds": 30`, `"delay_seconds": 20`, 1), `paths[2] (lb-local): negative figures, or a delay below the longest tail`},
 		{"a negative margin", strings.Replace(stored, `"margin_seconds": 2`, `"margin_seconds": -2`, 1), "margin_seconds is negative"},
@@ -95,6 +96,7 @@ func TestRoute(t *testing.T) {
 		name       string
 		svcs       []*corev1.Service
 		ingressed  string
+		routed     string // a Gateway API route names it
 		path, via  string
 		unmeasured []string
 		fixed      time.Duration // the fixed wait's delay from the fleet's 10 s
@@ -116,12 +118,16 @@ func TestRoute(t *testing.T) {
 			path: "clusterip", via: "web",
 			unmeasured: []string{"nodeport via Service web-lb (not calibrated)", "lb-local via Service web-lb (its annotations are not those calibrated)"},
 			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+		{name: "behind a Gateway API route: never calibrated, so at least the fleet's",
+			svcs: []*corev1.Service{svc("web", "", "", nil)}, routed: "web", path: "clusterip", via: "web",
+			unmeasured: []string{"gateway-route via Service web (not calibrated)"},
+			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 		{name: "a load balancer (Cluster) without samples",
 			svcs: []*corev1.Service{svc("web", corev1.ServiceTypeLoadBalancer, "", nil)}, path: "clusterip", via: "web",
 			unmeasured: []string{"nodeport via Service web (not calibrated)", "lb-cluster via Service web (not calibrated)"},
 			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 	} {
-		n := c.Route(tc.svcs, func(s string) bool { return s == tc.ingressed })
+		n := c.Route(tc.svcs, func(s string) kube.Fronts { return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed} })
 		if n.Path != tc.path || n.Service != tc.via || strings.Join(n.Unmeasured, "; ") != strings.Join(tc.unmeasured, "; ") {
 			t.Errorf("%s: %q via %q, unmeasured %q; want %q via %q, %q", tc.name, n.Path, n.Service, n.Unmeasured, tc.path, tc.via, tc.unmeasured)
 		}
@@ -130,6 +136,10 @@ func TestRoute(t *testing.T) {
 		}
 		if w := n.Wait(adaptive); w.Min != tc.min || w.Delay != tc.max || w.Quiet != time.Second || w.Check() != nil {
 			t.Errorf("%s: adaptive %+v (%v), want MIN %v, MAX %v", tc.name, w, w.Check(), tc.min, tc.max)
+		}
+		// What a pod these paths reach must hold: what Wait gives it.
+		if hold, why, ok := n.Requires(fixed); len(tc.svcs) > 0 && (!ok || hold != tc.fixed || why == "") || len(tc.svcs) == 0 && ok {
+			t.Errorf("%s: requires %v (%q, %v), want %v", tc.name, hold, why, ok, tc.fixed)
 		}
 		if tc.path != "" && !strings.Contains(n.Why(), "Service "+tc.via+" reaches the pod through the ") {
 			t.Errorf("%s: why %q", tc.name, n.Why())

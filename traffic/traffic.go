@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/nap-k8s/nap/kube"
 )
 
 // Config is what reaching the paths takes in one cluster.
@@ -94,8 +96,9 @@ type Path struct {
 	// Remedy is what shortens the path's tail, for a recommendation that is too long.
 	Remedy string
 	// Reaches tells whether the path leads to the pods of svc, a Service as written
-	// (the API's defaults not yet applied); ingressed: an Ingress names svc as a backend.
-	Reaches func(svc *corev1.Service, ingressed bool) bool
+	// (the API's defaults not yet applied); fronts: the front doors that name svc as a
+	// backend (an Ingress, a Gateway API route).
+	Reaches func(svc *corev1.Service, fronts kube.Fronts) bool
 }
 
 // The paths. Adding one: an entry here and in All, and its test.
@@ -111,7 +114,7 @@ var (
 			return hostURL(svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), nil
 		},
 		Close: nothing, Remedy: remedyProxy,
-		Reaches: func(svc *corev1.Service, _ bool) bool {
+		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
 			return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone
 		}}
 	// NodePort: a node's address and the Service's NodePort, through that node's
@@ -132,7 +135,7 @@ var (
 			return hostURL(addr, svc.Spec.Ports[0].NodePort), nil
 		},
 		Close: nothing, Remedy: remedyProxy,
-		Reaches: func(svc *corev1.Service, _ bool) bool {
+		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
 			return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
 				(svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts)
 		}}
@@ -160,7 +163,20 @@ var (
 		},
 		Remedy: "The ingress controller routes from the EndpointSlices it watches, on its own schedule " +
 			"(a reload, a throttle on changes): look at how it applies endpoint changes.",
-		Reaches: func(_ *corev1.Service, ingressed bool) bool { return ingressed }}
+		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Ingress }}
+	// GatewayRoute: a Gateway API route (HTTPRoute, GRPCRoute, ...) naming the Service,
+	// served by whichever Gateway implementation the cluster runs. Calibrate does not
+	// open it (the lab has no Gateway): it is never measured, so a pod it reaches holds
+	// at least the fleet's wait.
+	GatewayRoute = Path{Name: "gateway-route", Title: "Gateway API route", Needs: corev1.ServiceTypeClusterIP,
+		Enabled: func(Config) bool { return false },
+		Open: func(context.Context, kubernetes.Interface, Config, Target, *corev1.Service) (string, error) {
+			return "", errors.New("napctl calibrate does not measure Gateway API routes")
+		},
+		Close: nothing,
+		Remedy: "The Gateway's implementation routes from the EndpointSlices it watches, on its own schedule: " +
+			"look at how it applies endpoint changes.",
+		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Route }}
 	// LoadBalancerLocal: an external load balancer in front of a Service with
 	// externalTrafficPolicy Local. It sends to the NodePorts of nodes whose health check
 	// (the Service's healthCheckNodePort, served by kube-proxy) passes: a node has a
@@ -189,7 +205,7 @@ func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remed
 	svcName := func(t Target) string { return t.Service + "-" + name }
 	return Path{Name: name, Title: title, Needs: corev1.ServiceTypeClusterIP, NodeChecked: true, Remedy: remedy,
 		Enabled: func(c Config) bool { return slices.Contains(c.LoadBalancers, policy) },
-		Reaches: func(svc *corev1.Service, _ bool) bool {
+		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
 			// The API's default policy is Cluster.
 			return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
 				cmp.Or(svc.Spec.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicyCluster) == policy
@@ -236,15 +252,15 @@ func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remed
 
 // All is every path, in the order reports list them.
 func All() []Path {
-	return []Path{ClusterIP, NodePort, Ingress, LoadBalancerLocal, LoadBalancerCluster}
+	return []Path{ClusterIP, NodePort, Ingress, GatewayRoute, LoadBalancerLocal, LoadBalancerCluster}
 }
 
 // Reaching is every path that leads to the pods of svc (Path.Reaches), in All's order;
-// ingressed: an Ingress names svc as a backend.
-func Reaching(svc *corev1.Service, ingressed bool) []Path {
+// fronts: the front doors that name svc as a backend.
+func Reaching(svc *corev1.Service, fronts kube.Fronts) []Path {
 	var out []Path
 	for _, p := range All() {
-		if p.Reaches(svc, ingressed) {
+		if p.Reaches(svc, fronts) {
 			out = append(out, p)
 		}
 	}

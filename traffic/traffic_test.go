@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nap-k8s/nap/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,24 +183,26 @@ func TestReaching(t *testing.T) {
 	noNodePorts := svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, "")
 	noNodePorts.Spec.AllocateLoadBalancerNodePorts = new(bool)
 	for _, c := range []struct {
-		name      string
-		svc       *corev1.Service
-		ingressed bool
-		want      string
+		name   string
+		svc    *corev1.Service
+		fronts kube.Fronts
+		want   string
 	}{
-		{"a Service of no type", svc("", "", ""), false, "clusterip"},
-		{"ClusterIP, behind an Ingress", svc(corev1.ServiceTypeClusterIP, "", ""), true, "clusterip ingress"},
-		{"headless", svc(corev1.ServiceTypeClusterIP, "", corev1.ClusterIPNone), false, ""},
-		{"headless, behind an Ingress", svc("", "", corev1.ClusterIPNone), true, "ingress"},
-		{"ExternalName", svc(corev1.ServiceTypeExternalName, "", ""), false, ""},
-		{"NodePort", svc(corev1.ServiceTypeNodePort, "", ""), false, "clusterip nodeport"},
-		{"LoadBalancer, the default policy", svc(corev1.ServiceTypeLoadBalancer, "", ""), false, "clusterip nodeport lb-cluster"},
-		{"LoadBalancer, Local", svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, ""), false, "clusterip nodeport lb-local"},
-		{"LoadBalancer, Cluster, behind an Ingress", svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyCluster, ""), true, "clusterip nodeport ingress lb-cluster"},
-		{"LoadBalancer, Local, no NodePorts", noNodePorts, false, "clusterip lb-local"},
+		{"a Service of no type", svc("", "", ""), kube.Fronts{}, "clusterip"},
+		{"ClusterIP, behind an Ingress", svc(corev1.ServiceTypeClusterIP, "", ""), kube.Fronts{Ingress: true}, "clusterip ingress"},
+		{"headless", svc(corev1.ServiceTypeClusterIP, "", corev1.ClusterIPNone), kube.Fronts{}, ""},
+		{"headless, behind an Ingress", svc("", "", corev1.ClusterIPNone), kube.Fronts{Ingress: true}, "ingress"},
+		{"ExternalName", svc(corev1.ServiceTypeExternalName, "", ""), kube.Fronts{}, ""},
+		{"NodePort", svc(corev1.ServiceTypeNodePort, "", ""), kube.Fronts{}, "clusterip nodeport"},
+		{"LoadBalancer, the default policy", svc(corev1.ServiceTypeLoadBalancer, "", ""), kube.Fronts{}, "clusterip nodeport lb-cluster"},
+		{"LoadBalancer, Local", svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, ""), kube.Fronts{}, "clusterip nodeport lb-local"},
+		{"LoadBalancer, Cluster, behind an Ingress", svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyCluster, ""), kube.Fronts{Ingress: true}, "clusterip nodeport ingress lb-cluster"},
+		{"LoadBalancer, Local, no NodePorts", noNodePorts, kube.Fronts{}, "clusterip lb-local"},
+		{"ClusterIP, behind a Gateway API route", svc(corev1.ServiceTypeClusterIP, "", ""), kube.Fronts{Route: true}, "clusterip gateway-route"},
+		{"ClusterIP, behind an Ingress and a route", svc("", "", ""), kube.Fronts{Ingress: true, Route: true}, "clusterip ingress gateway-route"},
 	} {
 		var got []string
-		for _, p := range Reaching(c.svc, c.ingressed) {
+		for _, p := range Reaching(c.svc, c.fronts) {
 			got = append(got, p.Name)
 		}
 		if strings.Join(got, " ") != c.want {

@@ -3,7 +3,9 @@ package install
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -311,8 +313,10 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			// The kubelets' versions: the native sleep only where every kubelet has it.
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
-			// The Services Ingresses name: one more path to their pods (a calibration's).
+			// The Services Ingresses and Gateway API routes name: more paths to their pods
+			// (each pod's wait by its paths, with a calibration kept in the cluster).
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{kube.GatewayGroup}, Resources: slices.Sorted(maps.Keys(kube.RouteKinds)), Verbs: []string{"get", "list", "watch"}},
 			// The Reporter: pods the webhook missed, hooks that cannot work.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 			// The ConfigMaps it publishes, by name: list and watch too, as its cache asks

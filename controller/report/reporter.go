@@ -13,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,6 +30,7 @@ import (
 	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/traffic"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // Reason is why a workload's pods may drop requests when they terminate, as the Reporter
@@ -142,6 +142,15 @@ type Reporter struct {
 	// none): pods whose hook holds them less than the slowest measured path that reaches
 	// them needs are DelayBelowPath. Call Recalibrated when it changes.
 	Calibration func() *traffic.Calibration
+	// Waits are the fleet's waits (the webhook's defaults): a path no calibration
+	// measured needs at least the fleet's wait of the pod's kind.
+	Waits wait.Defaults
+	// Fronts reads a namespace's front doors (the Services its Ingresses and Gateway
+	// API routes name) from the caches; FrontKinds are their kinds, watched (an
+	// Ingress, and the routes the API server serves, as unstructured objects). Unset:
+	// no front door counts.
+	Fronts     func(ctx context.Context, namespace string) (kube.Frontends, error)
+	FrontKinds []client.Object
 
 	// Reports, when set, keeps a policy report per namespace of what is found
 	// (policyreport: OpenReports or the wg-policy PolicyReport).
@@ -690,7 +699,8 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 	if r.Calibration != nil {
 		cal = r.Calibration()
 	}
-	var ingressed map[string]bool // the Services this namespace's Ingresses name
+	var fronts kube.Frontends // the Services this namespace's Ingresses and routes name
+	frontsRead := false
 	belowPath := func(p *corev1.Pod, h hook.Hook) (string, error) {
 		if _, _, err := selecting(p); err != nil { // the Services, listed once
 			return "", err
@@ -704,27 +714,26 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 		if len(mine) == 0 {
 			return "", nil
 		}
-		if ingressed == nil {
-			var list networkingv1.IngressList
-			if err := r.Client.List(ctx, &list, client.InNamespace(ns.Name), ro); err != nil {
+		if !frontsRead && r.Fronts != nil {
+			var err error
+			if fronts, err = r.Fronts(ctx, ns.Name); err != nil {
 				return "", err
 			}
-			ingressed = map[string]bool{}
-			for i := range list.Items {
-				for _, name := range kube.IngressBackends(&list.Items[i]) {
-					ingressed[name] = true
-				}
-			}
 		}
-		need := cal.Route(mine, func(s string) bool { return ingressed[s] })
-		if !need.Measured() || h.Holds() >= need.Delay {
+		frontsRead = true
+		fleet := r.Waits.Wait(wait.Fixed)
+		if h.Adaptive() {
+			fleet = r.Waits.Wait(wait.Adaptive)
+		}
+		need, why, ok := cal.Route(mine, fronts.Of).Requires(fleet)
+		if !ok || h.Holds() >= need {
 			return "", nil
 		}
 		what := fmt.Sprintf("holds them %v", h.Holds())
 		if h.Adaptive() {
 			what = fmt.Sprintf("holds them at least %v (the adaptive wait's MIN)", h.Holds())
 		}
-		return fmt.Sprintf("pods' preStop hook %s, but %s: they need %v; roll the workload (nap's webhook gives new pods the wait of their slowest path)", what, need.Why(), need.Delay), nil
+		return fmt.Sprintf("pods' preStop hook %s, but %s: they need %v; roll the workload (nap's webhook gives new pods the wait of their slowest path)", what, why, need), nil
 	}
 	var pod corev1.Pod // each summary in turn: see podSummary.fill
 	p := &pod
@@ -832,7 +841,6 @@ func (r *Reporter) Watch(ctx context.Context) error {
 	}{
 		{&corev1.Pod{}, changes},
 		{&corev1.Service{}, changes},
-		{&networkingv1.Ingress{}, changes},
 		{&corev1.Namespace{}, changes},
 		{&corev1.Event{}, changes},
 		{&corev1.Node{}, toolscache.ResourceEventHandlerDetailedFuncs{
@@ -849,6 +857,12 @@ func (r *Reporter) Watch(ctx context.Context) error {
 					every()
 				}
 			}}},
+	}
+	for _, o := range r.FrontKinds {
+		handlers = append(handlers, struct {
+			obj client.Object
+			h   toolscache.ResourceEventHandler
+		}{o, changes})
 	}
 	var synced []toolscache.InformerSynced
 	for _, h := range handlers {

@@ -53,6 +53,10 @@ type variant struct {
 	// calibrated: nap's binary at the delay napctl calibrate recommends for the lab's
 	// load balancer paths, measured once per experiment (inject.Delay is set then).
 	calibrated bool
+	// rollAfterRoutes: once the path's objects exist (a load balancer's Service), the
+	// Deployment is rolled, so that the webhook admits the pods measured with every
+	// path that reaches them (nap by path, paths_test.go).
+	rollAfterRoutes bool
 	// hold: the preStop asks the endpoint hold (hold_test.go), the alternative to the
 	// adaptive wait, to hold until the pod is ready in no EndpointSlice plus this
 	// propagation; 0: no hold.
@@ -408,6 +412,12 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	if sc.path.path.NodeChecked {
 		t.Cleanup(func() { sc.path.path.Close(context.Background(), cs, traffic.Target{Namespace: ns, Service: "app"}) })
 		waitLoadBalanced(t, cs, ns, lbName, lbLocal)
+	}
+	if v.rollAfterRoutes {
+		disrupt(t, cs, ns, rollingRestart, 0, nil)
+		if sc.path.path.NodeChecked {
+			waitLoadBalanced(t, cs, ns, lbName, lbLocal)
+		}
 	}
 	if sc.disruption == nodeDrain {
 		if n := podsByNode(t, cs, ns); n[node2] == 0 {

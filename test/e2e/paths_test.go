@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/traffic"
+	"github.com/nap-k8s/nap/wait"
+)
+
+// The variants of nap by path: installed with a calibration kept in the cluster, the
+// webhook gives each pod the wait of the slowest path that reaches it.
+var (
+	// napByPath: the pods admitted once every path's objects exist (measure rolls them).
+	napByPath = variant{name: "nap by path", mode: "plain", webhook: true, rollAfterRoutes: true, expect: newClean}
+	// napByPathBefore: the pods admitted before the load balancer's Service existed:
+	// they hold for the cluster's tail, and the load balancer's is longer.
+	napByPathBefore = variant{name: "nap by path, admitted before the load balancer", mode: "plain", webhook: true, expect: fails}
+)
+
+// TestPathAwareDowntime: nap installed with a calibration that napctl calibrate measured
+// on the lab and kept in the cluster (--store): the in-cluster ClusterIP path and the
+// load balancer with externalTrafficPolicy Local, checks 3 s apart (lbLocalSlow: a
+// node out 6 to 9 s after its last pod went). The webhook gives each pod its own
+// paths' wait:
+//   - pods reached only in the cluster hold the ClusterIP's short delay, and a rolling
+//     restart at the ClusterIP loses no request over new connections;
+//   - pods admitted before a LoadBalancer Service selected them hold that same short
+//     delay: the Reporter says delay-below-path within 30 s of the Service, and a
+//     scale-down behind the load balancer loses requests (the negative control);
+//   - after a rollout the new pods hold the load balancer's longer delay, and the same
+//     scale-down loses none.
+func TestPathAwareDowntime(t *testing.T) {
+	cs := client(t)
+	installController(t, cs)
+	cal := calibrateStored(t, cs, lbLocalSlow.checks)
+	cluster, okC := cal.Tail(traffic.ClusterIP.Name)
+	lb, okL := cal.Tail(traffic.LoadBalancerLocal.Name)
+	if !okC || !okL || lb.DelayS <= math.Max(cluster.DelayS, 5) {
+		t.Fatalf("calibrated clusterip %+v, lb-local %+v: want the load balancer's delay above the cluster's and the fleet's 5 s", cluster, lb)
+	}
+	t.Logf("calibrated: clusterip needs %gs (its tail %.2fs over %d samples), lb-local %gs (%.2fs over %d)",
+		cluster.DelayS, cluster.Max, cluster.Samples, lb.DelayS, lb.Max, lb.Samples)
+
+	// In the cluster only.
+	inCluster := napByPathBefore
+	inCluster.name, inCluster.expect = "nap by path, in the cluster only", newClean
+	m := measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: inCluster, rounds: 1}, 200)
+	checkHeld(t, cs, m, traffic.ClusterIP.Name, seconds(cluster.DelayS))
+
+	// Behind the load balancer, admitted before it: the negative control, and the
+	// Reporter.
+	before := measure(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: napByPathBefore, rounds: 1}, 200)
+	t.Log(before.row())
+	before.check(t)
+	checkReported(t, cs, before.ns, "app-"+traffic.LoadBalancerLocal.Name)
+
+	// Rolled once the load balancer's Service exists: its wait.
+	after := measureChecked(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: napByPath, rounds: 1}, 200)
+	checkHeld(t, cs, after, traffic.LoadBalancerLocal.Name, seconds(lb.DelayS))
+	for _, d := range after.terminations {
+		if d < seconds(lb.DelayS)-time.Second {
+			t.Errorf("a pod behind the load balancer went %v after its deletion, before its %gs wait", d, lb.DelayS)
+		}
+	}
+	t.Logf("preStop holds: %gs in the cluster, %gs behind the load balancer; one fleet-wide calibrated delay would hold every pod %gs",
+		cluster.DelayS, lb.DelayS, lb.DelayS)
+}
+
+// calibrateStored runs napctl calibrate on the lab's ClusterIP and its load balancer
+// (Local, with checks), two rounds (four samples of the load balancer's tail: one
+// round's two can fall a check interval short of the worst), --store: the calibration the controller then reads,
+// which it returns once the controller serves it (nap_calibration_delay_seconds).
+func calibrateStored(t *testing.T, cs *kubernetes.Clientset, checks map[string]string) *traffic.Calibration {
+	t.Helper()
+	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-bypath", "--image", controllerImage,
+		"--rounds", "2", "--quiet", "3s", "--nodeport", "-", "--lb", "local", "--store", "-o", "json"}
+	for k, v := range checks {
+		args = append(args, "--lb-annotation", k+"="+v)
+	}
+	cmd := exec.Command(napctl(t), args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("napctl calibrate --store: %v\n%s", err, out.String())
+	}
+	var rep calibration
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Delete(context.Background(), kube.CalibrationConfigMap, metav1.DeleteOptions{})
+	})
+	cm, err := cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Get(context.Background(), kube.CalibrationConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := controller.ReadCalibrationConfigMap(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := cal.Tail(traffic.LoadBalancerLocal.Name)
+	series := fmt.Sprintf(`nap_calibration_delay_seconds{path=%q}`, traffic.LoadBalancerLocal.Name)
+	for deadline := time.Now().Add(30 * time.Second); controllerMetric(t, cs, series) != 2*lb.DelayS; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v over the two replicas, want %g each", series, controllerMetric(t, cs, series), lb.DelayS)
+		}
+	}
+	return cal
+}
+
+// checkHeld checks that the pods of m's namespace hold for want, the delay of path, as
+// their nap.dev/delay-reason says, and that no pod went later than want and 3 s after
+// its deletion when the path is the cluster's (pods not held to a slower path's tail).
+func checkHeld(t *testing.T, cs *kubernetes.Clientset, m downtime, path string, want time.Duration) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(m.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		h := hook.Of(p.Spec.Containers[0])
+		why := p.Annotations[wait.ReasonAnnotation]
+		if !h.Known || h.Holds() != want || !strings.Contains(why, " for "+path+" via Service ") {
+			t.Errorf("pod %s holds %v (%s); want %v for %s", p.Name, h.Holds(), why, want, path)
+		}
+	}
+	if path == traffic.ClusterIP.Name {
+		for _, d := range m.terminations {
+			if d > want+3*time.Second {
+				t.Errorf("a pod reached only in the cluster went %v after its deletion: longer than its %v wait", d, want)
+			}
+		}
+	}
+}
+
+// checkReported checks that the Reporter put a NapDelayBelowPath event on the demo's
+// Deployment in ns within 30 s of the Service lb's creation.
+func checkReported(t *testing.T, cs *kubernetes.Clientset, ns, lb string) {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := cs.CoreV1().Services(ns).Get(ctx, lb, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=NapDelayBelowPath"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		at := e.FirstTimestamp.Time
+		if at.IsZero() {
+			at = e.EventTime.Time
+		}
+		if e.InvolvedObject.Kind == "Deployment" && e.InvolvedObject.Name == "app" {
+			after := at.Sub(svc.CreationTimestamp.Time)
+			t.Logf("the Reporter said %v after the LoadBalancer Service: %s", after, e.Message)
+			if after > 30*time.Second {
+				t.Errorf("NapDelayBelowPath %v after the LoadBalancer Service, want within 30 s", after)
+			}
+			if !strings.Contains(e.Message, "Service "+lb+" reaches the pod through the load balancer (Local)") {
+				t.Errorf("NapDelayBelowPath: %q", e.Message)
+			}
+			return
+		}
+	}
+	t.Errorf("no NapDelayBelowPath event on Deployment %s/app: %+v", ns, evs.Items)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
