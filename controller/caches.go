@@ -66,6 +66,18 @@ func FrontendsFrom(r client.Reader, routes []schema.GroupVersionKind) func(conte
 	}
 }
 
+// FrontKinds are the kinds of the front doors the caches watch: an Ingress, and each of
+// routes as an unstructured object.
+func FrontKinds(routes []schema.GroupVersionKind) []client.Object {
+	out := []client.Object{&networkingv1.Ingress{}}
+	for _, gvk := range routes {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		out = append(out, u)
+	}
+	return out
+}
+
 // ServedRoutes are the Gateway API route kinds the API server serves (kube.RouteKinds),
 // each at the first version it lists for it (the preferred first): none where the
 // Gateway API is not installed. A route kind installed later is read after a restart.

@@ -13,10 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -149,12 +147,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the Gateway API routes the API server serves: %w", err)
 		}
-		fronts = []client.Object{&networkingv1.Ingress{}}
-		for _, gvk := range routes {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			fronts = append(fronts, u)
-		}
+		fronts = FrontKinds(routes)
 		injector.Calibration = calibration.Load
 		injector.Services = ServicesFrom(mgr.GetCache())
 		injector.Fronts = FrontendsFrom(mgr.GetCache(), routes)

@@ -182,14 +182,8 @@ func TestPathAwareWebhook(t *testing.T) {
 	}
 	go mgr.Start(ctx)
 	events := record.NewFakeRecorder(100)
-	fronts := []client.Object{&networkingv1.Ingress{}}
-	for _, gvk := range routes {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		fronts = append(fronts, u)
-	}
 	r := &report.Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: events, Scope: scope.OptIn, Log: logr.Discard(),
-		Kube: v, Waits: waits5s, Calibration: src.Load, Fronts: FrontendsFrom(mgr.GetCache(), routes), FrontKinds: fronts, Batch: 100 * time.Millisecond}
+		Kube: v, Waits: waits5s, Calibration: src.Load, Fronts: FrontendsFrom(mgr.GetCache(), routes), FrontKinds: FrontKinds(routes), Batch: 100 * time.Millisecond}
 	src.OnChange = r.Recalibrated
 	go r.Start(ctx)
 	findings := func() []string {
