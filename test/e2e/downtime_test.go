@@ -861,6 +861,14 @@ func experiment(rounds int) []scenario {
 			}
 		}
 	}
+	// Each pod the wait of its own paths (nap by path, paths_test.go): the controller
+	// keeps a calibration of the ClusterIP, the ingress and the load balancer with
+	// checks 3 s apart; a rollout and a node drain on each.
+	for _, p := range []labPath{clusterIPNode1, viaIngress, lbLocalSlow} {
+		for _, d := range []disruption{rollingRestart, nodeDrain} {
+			scs = append(scs, scenario{path: p, disruption: d, variant: napByPath, rounds: 1})
+		}
+	}
 	// WebSockets behind the load balancer in a node drain: with Local, the drained node
 	// stays in it for three checks after its pods went, and a reconnect sent there finds
 	// no pod; drain ends the streams cleanly, the delay must cover the checks.
@@ -928,7 +936,7 @@ func TestDowntimeExperiment(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(tableHeader)
 	installed, uninstall := "", func() {}
-	calibrated := ""
+	calibrated, stored := "", false
 	for _, sc := range experiment(rounds) {
 		if !slices.ContainsFunc(strings.Split(only, "|"), func(o string) bool { return strings.Contains(sc.String(), o) }) {
 			continue
@@ -943,7 +951,12 @@ func TestDowntimeExperiment(t *testing.T) {
 		if want := cmp.Or(sc.variant.admission, "webhook"); sc.variant.webhook && installed != want {
 			uninstall()
 			uninstall = installController(t, cs, "--admission", want)
-			installed = want
+			installed, stored = want, false
+		}
+		if sc.variant.rollAfterRoutes && !stored { // nap by path: a calibration kept in the cluster
+			cal := calibrateStored(t, cs, lbLocalSlow.checks, "--ingress-class", ingressClass, "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"))
+			t.Logf("kept in the cluster: %+v", cal.Paths)
+			stored = true
 		}
 		d := measure(t, cs, sc, rate)
 		t.Log(d.row())

@@ -125,15 +125,16 @@ func rollout10(t *testing.T, cs *kubernetes.Clientset, annotations map[string]st
 // calibrateStored runs napctl calibrate on the lab's ClusterIP and its load balancer
 // (Local, with checks), two rounds (four samples of the load balancer's tail: one
 // round's two can fall a check interval short of the worst), --store: the calibration the controller then reads,
-// which it returns once the controller serves it (nap_calibration_delay_seconds).
-func calibrateStored(t *testing.T, cs *kubernetes.Clientset, checks map[string]string) *traffic.Calibration {
+// which it returns once the controller serves it (nap_calibration_delay_seconds);
+// extra are more of calibrate's flags (an ingress to measure).
+func calibrateStored(t *testing.T, cs *kubernetes.Clientset, checks map[string]string, extra ...string) *traffic.Calibration {
 	t.Helper()
 	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-bypath", "--image", controllerImage,
 		"--rounds", "2", "--quiet", "3s", "--nodeport", "-", "--lb", "local", "--store", "-o", "json"}
 	for k, v := range checks {
 		args = append(args, "--lb-annotation", k+"="+v)
 	}
-	cmd := exec.Command(napctl(t), args...)
+	cmd := exec.Command(napctl(t), append(args, extra...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
