@@ -47,10 +47,8 @@ func (s *CalibrationSource) Load() *traffic.Calibration { return s.cur.Load() }
 // NeedLeaderElection: every replica's webhook reads it.
 func (s *CalibrationSource) NeedLeaderElection() bool { return false }
 
-// HasSynced tells whether the first list is in (a replica is ready only then).
-func (s *CalibrationSource) HasSynced() bool { return s.informer != nil && s.informer.HasSynced() }
-
-// Informer makes the informer, so that HasSynced can be asked before Start.
+// Informer makes the informer (once), so that the manager can ask whether it has
+// synced before Start: a replica is ready only then.
 func (s *CalibrationSource) Informer() toolscache.SharedIndexInformer {
 	if s.informer != nil {
 		return s.informer
