@@ -234,12 +234,7 @@ func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w w
 	if err != nil {
 		return w, "", fmt.Errorf("the Services of %s: %w", ns, err)
 	}
-	var svcs []*corev1.Service
-	for k := range all {
-		if scope.Selects(&all[k], pod.Labels) {
-			svcs = append(svcs, &all[k])
-		}
-	}
+	svcs := scope.Selecting(all, pod.Labels)
 	var fronts kube.Frontends
 	if i.Fronts != nil && len(svcs) > 0 {
 		if fronts, err = i.Fronts(ctx, ns); err != nil {

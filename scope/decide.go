@@ -118,6 +118,18 @@ func SelectingService(svcs []corev1.Service, podLabels map[string]string) (strin
 	return "", false
 }
 
+// Selecting are the Services of svcs that select a pod with these labels (Selects):
+// the Services whose paths reach it.
+func Selecting(svcs []corev1.Service, podLabels map[string]string) []*corev1.Service {
+	var out []*corev1.Service
+	for i := range svcs {
+		if Selects(&svcs[i], podLabels) {
+			out = append(out, &svcs[i])
+		}
+	}
+	return out
+}
+
 // Selects tells whether svc sends traffic to a pod with these labels: its spec.selector
 // is not empty and matches them.
 func Selects(svc *corev1.Service, podLabels map[string]string) bool {

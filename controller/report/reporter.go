@@ -705,12 +705,7 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 		if _, _, err := selecting(p); err != nil { // the Services, listed once
 			return "", err
 		}
-		var mine []*corev1.Service
-		for i := range svcs {
-			if scope.Selects(&svcs[i], p.Labels) {
-				mine = append(mine, &svcs[i])
-			}
-		}
+		mine := scope.Selecting(svcs, p.Labels)
 		if len(mine) == 0 {
 			return "", nil
 		}
