@@ -350,11 +350,25 @@ conntrack: {maxPerCore: 0}$slow
 EOF
 }
 
+# Node 2's kubelet keeps its pods' volumes on a file system of its own, NODE2_FS_MB
+# big, in a file under the cluster folder (a loop device): its soft eviction threshold on
+# it (kubelet_conf below) is then reached by a pod the tests control, filling an
+# emptyDir, and never by the machine's own disk (TestKubeletTerminations).
+NODE2_FS_MB=1024
+node2fs() {
+  mountpoint -q "$D2/kubelet" && return
+  running kubelet-node2 && { log "node 2's kubelet runs without its file system: make cluster-down first"; exit 1; }
+  truncate -s "${NODE2_FS_MB}M" "$D/node2-nodefs.img"
+  mkfs.ext4 -q -F -m 0 "$D/node2-nodefs.img"
+  mount -o loop "$D/node2-nodefs.img" "$D2/kubelet"
+}
+
 up() {
   [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
   bins
   more_bins
   mkdir -p "$D"/{logs,pids,etcd,containerd,kubelet,cni/net.d,manifests} "$D2"/{containerd,kubelet,cni/net.d,manifests}
+  node2fs
   if ! ip -4 addr show dev lo | grep -q " $NODE_IP/32"; then
     if ip route get "$NODE_IP" 2>/dev/null | grep -qv ' dev lo'; then
       ip route | grep -q "^${NODE_IP%.*}" && { log "$NODE_IP collides with a route; set NAP_NODE_IP"; exit 1; }
@@ -417,7 +431,13 @@ up() {
   kubelet_conf "$D" "$NODE_IP" "$NODE_POD_CIDR" kubelet /
   # Node 2's kubelet (1.34) mounts image volumes behind their beta gate (on by default
   # from 1.35), with its containerd 2.x.
-  kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2" "featureGates: {ImageVolume: true}"
+  # Node 2: a soft eviction threshold on its own file system (node2fs), reached in 2 s,
+  # pods given at most 60 s to stop, its DiskPressure cleared 5 s after the pressure.
+  kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2" "featureGates: {ImageVolume: true}
+evictionSoft: {nodefs.available: \"50%\"}
+evictionSoftGracePeriod: {nodefs.available: 2s}
+evictionMaxPodGracePeriod: 60
+evictionPressureTransitionPeriod: 5s"
   start kubelet "$B/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
     --root-dir="$D/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE"
   start kubelet-node2 "${IN2[@]}" "$B2/kubelet" --config="$D2/kubelet.yaml" --kubeconfig="$D/kubelet2.kubeconfig" \
@@ -526,6 +546,7 @@ down() {
   ip link show "$VETH_LB" >/dev/null 2>&1 && left+=("veth $VETH_LB")
   pgrep -f "haproxy -f $D/lb/" >/dev/null && left+=("HAProxy")
   ls -d /sys/fs/cgroup/*/"$NODE2" >/dev/null 2>&1 && left+=("cgroups $NODE2")
+  losetup -a 2>/dev/null | grep -q "$D/node2-nodefs.img" && left+=("a loop device on $D/node2-nodefs.img")
   for cidr in $CONTAINED_CIDRS $NODE2_POD_CIDR $NODE2_IP/32 $LB_CIDR; do
     ip route show "$cidr" | grep -q . && left+=("route $cidr")
   done

@@ -7,6 +7,15 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 E2E_FLAGS=${E2E_FLAGS:--count=1 -timeout 30m -parallel 3}
 
+# One suite on the lab at a time: the lab is the machine's (hack/cluster.sh up reuses a
+# running one), so a second run beside the first would see, and undo, its controller and
+# namespaces. A second run waits for the first (at most 40 min) rather than share it.
+exec 9>/tmp/nap-lab.lock
+if ! flock -n 9; then
+	echo "test: another run holds the lab (/tmp/nap-lab.lock): waiting for it" >&2
+	flock -w 2400 9 || { echo "test: the lab is still held after 40 min" >&2; exit 1; }
+fi
+
 log=$(mktemp /tmp/nap-cluster-up.XXXXXX)
 bash hack/cluster.sh up >"$log" 2>&1 &
 up=$!

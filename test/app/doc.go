@@ -21,5 +21,6 @@
 //	             for NAP_DRAIN_DELAY, then shut down within NAP_DRAIN_TIMEOUT
 //	             (drain/grpcdrain for gRPC).
 //
-// The mode also comes from APP_MODE.
+// The mode also comes from APP_MODE. With -fill FILE:MiB (or APP_FILL) it first writes
+// that much data into FILE: a pod that puts its node's file system under pressure.
 package main

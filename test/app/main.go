@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,11 +30,44 @@ func main() {
 	addr := flag.String("addr", ":8080", "HTTP listen address")
 	grpcAddr := flag.String("grpc-addr", ":9090", "gRPC listen address (the health service); empty: none")
 	mode := flag.String("mode", envOr("APP_MODE", "plain"), "shutdown mode: plain or drain")
+	fillSpec := flag.String("fill", os.Getenv("APP_FILL"), "before serving, write MiB of data into FILE (FILE:MiB): the disk pressure of an eviction test")
 	flag.Parse()
+	if *fillSpec != "" {
+		if err := fill(*fillSpec); err != nil {
+			fmt.Fprintln(os.Stderr, "app:", err)
+			os.Exit(1)
+		}
+	}
 	if err := run(*addr, *grpcAddr, *mode); err != nil {
 		fmt.Fprintln(os.Stderr, "app:", err)
 		os.Exit(1)
 	}
+}
+
+// fill writes spec's MiB of data (zeros, written: every block allocated) into spec's
+// file, "FILE:MiB", and syncs it, so that the file system's free space shows it.
+func fill(spec string) error {
+	file, size, ok := strings.Cut(spec, ":")
+	mib, err := strconv.Atoi(size)
+	if !ok || file == "" || err != nil || mib <= 0 || mib > 4096 {
+		return fmt.Errorf("-fill %q: want FILE:MiB, at most 4096 MiB", spec)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	block := make([]byte, 1<<20)
+	for range mib {
+		if _, err := f.Write(block); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func envOr(name, def string) string {

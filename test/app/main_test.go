@@ -195,3 +195,25 @@ func startApp(t *testing.T, bin, mode, delay string, args ...string) *exec.Cmd {
 	go io.Copy(io.Discard, stderr)
 	return cmd
 }
+
+// TestFill: -fill writes the whole size with every block allocated (what a file
+// system's free space, and the kubelet's eviction signal, count), and refuses a spec it
+// cannot read.
+func TestFill(t *testing.T) {
+	file := t.TempDir() + "/data"
+	if err := fill(file + ":3"); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(file, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 3<<20 || st.Blocks*512 < 3<<20 {
+		t.Errorf("%d bytes in %d blocks of 512, want 3 MiB allocated", st.Size, st.Blocks)
+	}
+	for _, bad := range []string{"", "x", ":1", file + ":0", file + ":-1", file + ":big", file + ":5000"} {
+		if err := fill(bad); err == nil || !strings.Contains(err.Error(), "FILE:MiB") {
+			t.Errorf("fill(%q): %v, want an error naming FILE:MiB", bad, err)
+		}
+	}
+}

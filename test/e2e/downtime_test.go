@@ -61,6 +61,11 @@ type variant struct {
 	// adaptive wait, to hold until the pod is ready in no EndpointSlice plus this
 	// propagation; 0: no hold.
 	hold time.Duration
+	// outOfRoutes: once a kubelet's eviction of a pod shows (its Evicted Event), the
+	// test takes the pod out of its Service as a controller would (kubelet_test.go,
+	// takeOutOfRoutes): the two mechanisms #48 weighs, measured before nap's
+	// controller does either.
+	outOfRoutes routesOut
 }
 
 // expectation is what a variant must show.
@@ -109,6 +114,12 @@ var (
 	// The same, installed with --admission policy: the API server injects (CEL).
 	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, admission: "policy",
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
+	// nap's 5 s, and the pod taken out of its Service once a kubelet evicts it: by a
+	// deletion (grace period its own), or by removing the label its Service selects.
+	napDeleted = variant{name: "nap preStop + deleted at the eviction", mode: "plain",
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byDeletion, expect: newClean}
+	napUnlabelled = variant{name: "nap preStop + unlabelled at the eviction", mode: "plain",
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byLabel, expect: newClean}
 )
 
 // failedNew is how many requests over new connections failed.
@@ -242,11 +253,23 @@ const (
 	// nodeDrain: `kubectl drain` of node 2 (its pods of the demo service, 2 of 4) under a
 	// PodDisruptionBudget of maxUnavailable 1; node 2 is uncordoned after.
 	nodeDrain
+	// The terminations the kubelet starts, with no deletion (kubelet_test.go):
+	// deadlineExceeded: one pod on each node (of 4) gets an activeDeadlineSeconds that
+	// ends 2 s later; its kubelet stops it, the ReplicaSet replaces it.
+	deadlineExceeded
+	// nodePressure: a pod on node 2 fills node 2's file system past its kubelet's soft
+	// eviction threshold (hack/cluster.sh node2fs); the kubelet evicts the demo
+	// service's pods there (2 of 4: their priority is below every other pod's), then the
+	// filler, and the pressure ends.
+	nodePressure
 )
 
 func (d disruption) String() string {
-	return [...]string{"rolling restart", "scale-down", "node drain"}[d]
+	return [...]string{"rolling restart", "scale-down", "node drain", "deadline exceeded", "node-pressure eviction"}[d]
 }
+
+// byKubelet: the kubelet starts d's terminations; no one deletes a pod.
+func (d disruption) byKubelet() bool { return d == deadlineExceeded || d == nodePressure }
 
 // replicas is how many pods the demo service runs for d.
 func (d disruption) replicas() int32 {
@@ -324,6 +347,9 @@ type downtime struct {
 	terminations []time.Duration
 	// routes is what each node's kube-proxy programmed meanwhile, and how late.
 	routes routeTimes
+	// kubelet: the pods a kubelet stopped (a disruption byKubelet), each with its
+	// endpoint's and its app's times.
+	kubelet []kubeletStop
 }
 
 // measure deploys sc's variant behind a Service (and an Ingress for the ingress path),
@@ -349,6 +375,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	d.Spec.Template.Spec.NodeSelector = v.nodeSelector
 	c := &d.Spec.Template.Spec.Containers[0]
 	c.Env = append([]corev1.EnvVar{{Name: "APP_MODE", Value: v.mode}}, v.env...)
+	if sc.disruption == nodePressure {
+		evictable(t, cs, &d.Spec.Template.Spec)
+	}
 	var held *endpointHold
 	if v.hold > 0 {
 		held = startHold(t, cs, v.hold)
@@ -419,9 +448,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 			waitLoadBalanced(t, cs, ns, lbName, lbLocal)
 		}
 	}
-	if sc.disruption == nodeDrain {
+	if sc.disruption == nodeDrain || sc.disruption == nodePressure {
 		if n := podsByNode(t, cs, ns); n[node2] == 0 {
-			t.Fatalf("no pod of the demo service on %s to drain: %v", node2, n)
+			t.Fatalf("no pod of the demo service on %s to %s: %v", node2, sc.disruption, n)
 		}
 		// Pods of earlier tests still stopping on node 2 keep its kubelet busy: the
 		// drained pods would then stop late, after every route forgot them.
@@ -431,6 +460,14 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	clearSynSent(t)
 	routes := startRouteTimes(t)
 	term := watchTerminations(t, cs, ns)
+	var left *endpointTimes
+	if sc.disruption.byKubelet() {
+		left = watchEndpoints(t, cs, ns)
+	}
+	var reacted func() []string
+	if v.outOfRoutes != 0 {
+		reacted = takeOutOfRoutes(t, cs, ns, v.outOfRoutes)
+	}
 	var scrapes *scraper
 	if v.inject != nil && v.inject.Wait.IsAdaptive() || v.hold > 0 {
 		// Background the adaptive wait must not count on; beside the endpoint hold too,
@@ -462,6 +499,22 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	s := pr.stop(t)
 	took := term.stop()
 	programmed := routes()
+	if reacted != nil {
+		for _, r := range reacted() {
+			t.Logf("%s: %s", sc, r)
+		}
+	}
+	var stops []kubeletStop
+	if left != nil {
+		events, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops = term.kubeletStops(left.stop(), events.Items)
+		for _, k := range stops {
+			t.Logf("%s: %s", sc, k)
+		}
+	}
 	t.Logf("%s: probed for %v; pods from deletion to exit: %v; kube-proxy: %v", sc, time.Since(start).Round(time.Second), took, programmed)
 	if scrapes != nil {
 		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)
@@ -484,7 +537,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 		t.Logf("%s: pods (seconds from the probe's start): %q", sc, term.pods(start))
 	}
-	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed}
+	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed, kubelet: stops}
 }
 
 func (sc scenario) String() string {
@@ -538,6 +591,14 @@ func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i 
 		if n := podsByNode(t, cs, ns); n[node2] != 0 {
 			t.Errorf("pods on %s after draining it: %v", node2, n)
 		}
+	case deadlineExceeded:
+		expire(t, cs, ns)
+		waitRolledOut(t, cs, ns)
+		settle()
+	case nodePressure:
+		pressure(t, cs, ns)
+		waitRolledOut(t, cs, ns)
+		settle()
 	}
 }
 
@@ -563,7 +624,8 @@ func injectManifest(t *testing.T, src []byte, opts inject.Options) []byte {
 }
 
 // waitRolledOut waits until every pod of the Deployment is updated and available and no
-// old pod is left, terminating or not.
+// old pod is left, terminating or not (a pod the kubelet stopped stays, terminal, as
+// the record of its end: it counts no more).
 func waitRolledOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -573,7 +635,7 @@ func waitRolledOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
 		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == *d.Spec.Replicas &&
 			d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas {
 			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
-			if err == nil && len(pods.Items) == int(*d.Spec.Replicas) {
+			if err == nil && len(slices.DeleteFunc(pods.Items, terminal)) == int(*d.Spec.Replicas) {
 				return
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -227,7 +228,8 @@ func ingressURL(t *testing.T, cs *kubernetes.Clientset, path string) string {
 	return "http://" + svc.Spec.ClusterIP + "/" + strings.TrimPrefix(path, "/")
 }
 
-// podsByNode counts the Ready pods labelled app=app in ns per node.
+// podsByNode counts the pods labelled app=app in ns per node, but those deleted or
+// ended.
 func podsByNode(t *testing.T, cs *kubernetes.Clientset, ns string) map[string]int {
 	t.Helper()
 	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
@@ -236,11 +238,16 @@ func podsByNode(t *testing.T, cs *kubernetes.Clientset, ns string) map[string]in
 	}
 	n := map[string]int{}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
+		if p.DeletionTimestamp == nil && !terminal(p) {
 			n[p.Spec.NodeName]++
 		}
 	}
 	return n
+}
+
+// terminal: p has ended (Failed or Succeeded), as a pod its kubelet stopped.
+func terminal(p corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
 // waitLoadBalanced waits (at most 2 minutes) until the lab's load balancer of Service

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -103,6 +104,10 @@ func (r *terminations) stop() []time.Duration {
 type podLife struct {
 	ip, node                         string
 	created, ready, deleting, exited time.Time
+	// stopped is when a kubelet's own termination of it was first seen (the
+	// DisruptionTarget condition, a terminal phase), and why.
+	stopped time.Time
+	reason  string
 }
 
 // life records what p shows (with r.mu held).
@@ -125,6 +130,23 @@ func (r *terminations) life(p *corev1.Pod) {
 	}
 	if p.DeletionTimestamp != nil && l.deleting.IsZero() {
 		l.deleting = time.Now()
+	}
+	// A kubelet's stop shows as the DisruptionTarget condition (eviction), as Ready
+	// false for PodFailed (an exceeded deadline: the phase turns Failed only once the
+	// containers are gone), or at last as the terminal phase.
+	for _, c := range p.Status.Conditions {
+		if l.stopped.IsZero() && c.Status != corev1.ConditionUnknown && (c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue ||
+			c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && c.Reason == "PodFailed") {
+			l.stopped, l.reason = time.Now(), c.Reason
+		}
+	}
+	if terminal(*p) {
+		if l.stopped.IsZero() {
+			l.stopped = time.Now()
+		}
+		if p.Status.Reason != "" {
+			l.reason = p.Status.Reason
+		}
 	}
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == "app" && s.State.Terminated != nil {
@@ -151,4 +173,137 @@ func (r *terminations) pods(start time.Time) []string {
 		out = append(out, fmt.Sprintf("%s %s on %s: created %s, ready %s, deleting %s, app exited %s", name, l.ip, l.node, at(l.created), at(l.ready), at(l.deleting), at(l.exited)))
 	}
 	return out
+}
+
+// kubeletStop is one pod a kubelet stopped: when that was first seen, when its endpoint
+// went out of service and when its app exited, from then.
+type kubeletStop struct {
+	pod, node, reason string
+	// left and exited are from the stop's sight (negative: before it), when seen.
+	left, exited         time.Duration
+	leftSeen, exitedSeen bool
+}
+
+func (k kubeletStop) String() string {
+	s := fmt.Sprintf("pod %s on %s stopped by its kubelet (%s): ", k.pod, k.node, k.reason)
+	if k.leftSeen {
+		s += fmt.Sprintf("endpoint out of service at %+.1fs", k.left.Seconds())
+	} else {
+		s += "endpoint never out of service"
+	}
+	if k.exitedSeen {
+		s += fmt.Sprintf(", app exited at %+.0fs (whole seconds)", k.exited.Seconds())
+	}
+	return s
+}
+
+// kubeletStops are the pods a kubelet stopped, by name, with when their endpoints left
+// (endpointTimes.stop). An eviction's stop is the kubelet's Evicted event among events
+// when that came first: the kubelet writes the pod's status only once it is killed.
+func (r *terminations) kubeletStops(left map[string]time.Time, events []corev1.Event) []kubeletStop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range events {
+		l := r.lives[ev.InvolvedObject.Name]
+		if ev.Reason != "Evicted" || ev.InvolvedObject.Kind != "Pod" || l == nil {
+			continue
+		}
+		if at := ev.FirstTimestamp.Time; !at.IsZero() && (l.stopped.IsZero() || at.Before(l.stopped)) {
+			l.stopped = at
+		}
+	}
+	var out []kubeletStop
+	for _, name := range slices.Sorted(maps.Keys(r.lives)) {
+		l := r.lives[name]
+		if l.stopped.IsZero() || !l.deleting.IsZero() && l.deleting.Before(l.stopped) {
+			continue
+		}
+		k := kubeletStop{pod: name, node: l.node, reason: l.reason}
+		if at, ok := left[name]; ok {
+			k.left, k.leftSeen = at.Sub(l.stopped), true
+		}
+		if !l.exited.IsZero() {
+			k.exited, k.exitedSeen = l.exited.Sub(l.stopped.Truncate(time.Second)), true
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// endpointTimes records when each pod's endpoint in the demo Service's EndpointSlices
+// first went out of service (ready false, or gone) after it was seen ready. It lists
+// them every 100 ms rather than watch: on the lab the API server's watch cache of
+// EndpointSlices can lag behind etcd while they are quiet, and a watch begun then
+// fails ("Too large resource version") until another slice changes.
+type endpointTimes struct {
+	mu     sync.Mutex
+	ready  map[string]bool
+	left   map[string]time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// watchEndpoints starts recording the EndpointSlices of Service app in ns until stop;
+// it returns once it has read them.
+func watchEndpoints(t *testing.T, cs *kubernetes.Clientset, ns string) *endpointTimes {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &endpointTimes{ready: map[string]bool{}, left: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	opts := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=app"}
+	read := func() error {
+		l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		in := map[string]bool{}
+		for _, es := range l.Items {
+			for _, ep := range es.Endpoints {
+				if ep.TargetRef != nil {
+					in[ep.TargetRef.Name] = in[ep.TargetRef.Name] || ep.Conditions.Ready == nil || *ep.Conditions.Ready
+				}
+			}
+		}
+		for pod := range e.ready {
+			if !in[pod] {
+				if _, gone := e.left[pod]; !gone {
+					e.left[pod] = now
+				}
+			}
+		}
+		for pod, ready := range in {
+			if ready {
+				e.ready[pod] = true
+			}
+		}
+		return nil
+	}
+	if err := read(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(e.done)
+		for tick := time.NewTicker(100 * time.Millisecond); ; {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				return
+			case <-tick.C:
+				read() // a failed read is a missed sample
+			}
+		}
+	}()
+	return e
+}
+
+// stop ends the recording and returns when each pod's endpoint left.
+func (e *endpointTimes) stop() map[string]time.Time {
+	e.cancel()
+	<-e.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.left)
 }

@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// TestKubeletTerminations measures the terminations a kubelet starts itself, with no
+// deletion (#48's first half), at 200 req/s at the ClusterIP from node 1, without a
+// preStop and with nap's 5 s:
+//   - an exceeded activeDeadlineSeconds, one pod on each node (kubelets 1.37 and 1.34):
+//     the kubelet marks the pod not ready at once, its endpoint leaves before the
+//     preStop ends, and nap's delay loses nothing over new connections;
+//   - a soft node-pressure eviction on node 2 (1.34): the endpoint stays in service
+//     until the app has exited, so a preStop delay only moves the loss later. The
+//     negative control must lose requests, and nap's row must still show the leak:
+//     the day a kubelet takes an evicted pod out of its routes first, this fails and
+//     the protection nap builds for it can be reconsidered.
+//
+// For each pod stopped it logs when its endpoint went out of service and when its app
+// exited, from when the stop was first seen (docs/downtime.md, "Terminations the
+// kubelet starts").
+func TestKubeletTerminations(t *testing.T) {
+	cs := client(t)
+	runs := []scenario{
+		{disruption: nodePressure, variant: napDeleted}, {disruption: nodePressure, variant: napUnlabelled},
+		{disruption: deadlineExceeded, variant: noDelay}, {disruption: deadlineExceeded, variant: napBinary},
+		{disruption: nodePressure, variant: noDelay}, {disruption: nodePressure, variant: napBinary},
+	}
+	for _, sc := range runs {
+		sc.path, sc.rounds = clusterIPNode1, 1
+		d, v := sc.disruption, sc.variant
+		m := measure(t, cs, sc, 200)
+		t.Log(m.row())
+		if v.outOfRoutes != 0 {
+			// Taken out of the routes during the preStop: nothing lost over new
+			// connections (an unlabelled pod leaves the demo pods' watch at once).
+			m.check(t)
+			continue
+		}
+		if len(m.kubelet) != 2 {
+			t.Errorf("%s: %d pods stopped by a kubelet, want 2: %v", sc, len(m.kubelet), m.kubelet)
+		}
+		for _, k := range m.kubelet {
+			switch {
+			case !k.leftSeen:
+				t.Errorf("%s: %s", sc, k)
+			case v.expect == fails || !k.exitedSeen:
+			case d == deadlineExceeded && k.left >= k.exited:
+				t.Errorf("%s: %s: the endpoint left after the app exited", sc, k)
+			case d == nodePressure && k.left < k.exited-time.Second:
+				t.Errorf("%s: %s: the endpoint left before the app exited: the leak this test records is gone", sc, k)
+			}
+		}
+		switch {
+		case d == deadlineExceeded && v.expect != fails, d == nodePressure && v.expect == fails:
+			m.check(t) // nap: none lost over new connections; none: some lost
+		case d == nodePressure && m.failedNew() == 0:
+			t.Errorf("%s: no request lost over new connections with a preStop alone: the leak this test records is gone", sc)
+		}
+	}
+}
+
+// expire gives one demo pod on each node an activeDeadlineSeconds that ends 2 s from
+// now (the field may be set on a running pod, or shortened), and waits until both
+// have ended.
+func expire(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	picked := map[string]string{} // node → pod
+	for _, p := range pods.Items {
+		if _, ok := picked[p.Spec.NodeName]; !ok && !terminal(p) && p.DeletionTimestamp == nil && p.Status.StartTime != nil {
+			picked[p.Spec.NodeName] = p.Name
+			secs := int64(math.Ceil(time.Since(p.Status.StartTime.Time).Seconds())) + 2
+			patch := fmt.Sprintf(`{"spec":{"activeDeadlineSeconds":%d}}`, secs)
+			if _, err := cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if picked[node1] == "" || picked[node2] == "" {
+		t.Fatalf("no demo pod on each node: %v", picked)
+	}
+	for _, name := range picked {
+		waitTerminal(t, cs, ns, name, time.Minute)
+	}
+}
+
+// waitTerminal waits until pod ns/name has ended (or is gone: deleted once stopped).
+func waitTerminal(t *testing.T, cs *kubernetes.Clientset, ns, name string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
+		p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if terminal(*p) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s not ended after %v: %s %s", name, within, p.Status.Phase, p.Status.Reason)
+		}
+	}
+}
+
+// evictableClassName is the priority of the demo pods in an eviction: below every other
+// pod's (the default is 0), so that the kubelet evicts them first and nothing of the
+// lab's.
+const evictableClassName = "nap-e2e-evictable"
+
+// evictable makes the demo pods of spec the first a disk-pressure eviction takes: the
+// kubelet ranks first the pods that use more of the file system than they request,
+// then the lowest priority. They get the PriorityClass evictableClassName (made when
+// it is not there) and write 1 MiB into an emptyDir of their own (fill), more than
+// their request of none: what the kubelet reads of their logs alone may still be 0.
+func evictable(t *testing.T, cs *kubernetes.Clientset, spec *corev1.PodSpec) {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: evictableClassName}, Value: -1000,
+		PreemptionPolicy: ptr.To(corev1.PreemptNever), Description: "nap's end-to-end tests: the pods a node-pressure eviction takes first"}
+	if _, err := cs.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	spec.PriorityClassName = evictableClassName
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c := &spec.Containers[0]
+	c.Env = append(c.Env, corev1.EnvVar{Name: "APP_FILL", Value: "/scratch/data:1"})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: "/scratch"})
+}
+
+// fillMiB is what the filler writes on node 2's file system (hack/cluster.sh node2fs:
+// 1024 MiB, soft eviction below 50% free): past the threshold by about 200 MiB.
+const fillMiB = 700
+
+// pressure runs a filler pod on node 2 (the demo app writing fillMiB into an emptyDir
+// before it serves), waits until the kubelet has evicted the demo pods there (ranked
+// first: evictable), and until the pressure is over: the filler deleted and node 2
+// without DiskPressure, so that later tests can use it.
+func pressure(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app", FieldSelector: "spec.nodeName=" + node2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, p := range pods.Items {
+		if !terminal(p) && p.DeletionTimestamp == nil {
+			targets = append(targets, p.Name)
+		}
+	}
+	if len(targets) == 0 {
+		t.Fatalf("no demo pod on %s to evict", node2)
+	}
+	filler := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "filler", Labels: map[string]string{"app": "filler"}},
+		Spec: corev1.PodSpec{
+			NodeName:                      node2,
+			TerminationGracePeriodSeconds: ptr.To(int64(0)),
+			Containers: []corev1.Container{{Name: "filler", Image: "nap/app:e2e", ImagePullPolicy: corev1.PullNever,
+				Env: []corev1.EnvVar{{Name: "APP_FILL", Value: fmt.Sprintf("/fill/data:%d", fillMiB)}},
+				// It requests what it writes and a little more: within its request, it
+				// is evicted after every demo pod, which exceed theirs (evictable).
+				Resources:    corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(fmt.Sprintf("%dMi", fillMiB+20))}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "fill", MountPath: "/fill"}}}},
+			Volumes: []corev1.Volume{{Name: "fill", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, filler, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	remove := func() {
+		if removed {
+			return
+		}
+		removed = true
+		err := cs.CoreV1().Pods(ns).Delete(context.Background(), filler.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(remove)
+	for _, name := range targets {
+		waitTerminal(t, cs, ns, name, 3*time.Minute)
+	}
+	remove()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node2, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pressed := false
+		for _, c := range n.Status.Conditions {
+			pressed = pressed || c.Type == corev1.NodeDiskPressure && c.Status == corev1.ConditionTrue
+		}
+		for _, taint := range n.Spec.Taints {
+			pressed = pressed || taint.Key == corev1.TaintNodeDiskPressure
+		}
+		if !pressed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still under disk pressure 2 minutes after the filler went: %v %v", node2, n.Status.Conditions, n.Spec.Taints)
+		}
+	}
+}
+
+// routesOut is how a pod a kubelet stops is taken out of its Service's routes.
+type routesOut int
+
+const (
+	// byDeletion: the pod is deleted, with its own grace period (the kubelet's stop
+	// goes on; the endpoint turns terminating at once, as in any deletion; the pod is
+	// gone from the API once it has stopped).
+	byDeletion routesOut = iota + 1
+	// byLabel: the label its Service (and ReplicaSet) select on, app, is removed: the
+	// endpoint goes at once; the ReplicaSet lets the pod go and replaces it.
+	byLabel
+)
+
+// takeOutOfRoutes reads, every 100 ms, the Events in ns that say a kubelet evicts a
+// demo pod (reason Evicted, which the kubelet records before it stops the pod) and takes
+// each such pod out of its routes, by how, as a controller that watched them would. Not
+// the pod's DisruptionTarget condition: the kubelet sends that only once the pod's
+// containers have stopped (TestKubeletTerminations), too late to help. It returns a
+// stop that ends it and says what it did, how long after the Event was read.
+func takeOutOfRoutes(t *testing.T, cs *kubernetes.Clientset, ns string, how routesOut) (stop func() []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var did []string
+	acted := map[string]bool{}
+	go func() {
+		defer close(done)
+		for tick := time.NewTicker(100 * time.Millisecond); ; {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				return
+			case <-tick.C:
+			}
+			events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Evicted,involvedObject.kind=Pod"})
+			if err != nil {
+				continue
+			}
+			for _, ev := range events.Items {
+				name := ev.InvolvedObject.Name
+				if acted[name] || ev.Source.Component != "kubelet" {
+					continue
+				}
+				seen := time.Now()
+				acted[name] = true
+				p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				if err != nil || p.UID != ev.InvolvedObject.UID || p.DeletionTimestamp != nil || terminal(*p) {
+					did = append(did, fmt.Sprintf("pod %s: evicted, left alone (%v)", name, err))
+					continue
+				}
+				switch how {
+				case byDeletion:
+					err = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: p.Spec.TerminationGracePeriodSeconds,
+						Preconditions: &metav1.Preconditions{UID: &p.UID}})
+				case byLabel:
+					patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"remove","path":"/metadata/labels/app"}]`, p.UID)
+					_, err = cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+				}
+				did = append(did, fmt.Sprintf("pod %s taken out of its routes (%v) %.2fs after its eviction was read: %v", name, how, time.Since(seen).Seconds(), err))
+			}
+		}
+	}()
+	return func() []string {
+		cancel()
+		<-done
+		return did
+	}
+}
+
+func (h routesOut) String() string {
+	return map[routesOut]string{byDeletion: "deleted", byLabel: "unlabelled"}[h]
+}
