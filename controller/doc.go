@@ -12,8 +12,9 @@
 //   - AdmissionPolicy is the MutatingAdmissionPolicy that does the opt-in injection in
 //     the API server (CEL), held to the webhook's pod specs by its tests;
 //   - NewManager wires them with the Reporter (package controller/report: what fails
-//     silently, on the owning workloads, as metrics and policy reports) and the
-//     webhook's certificates (package controller/certs).
+//     silently, on the owning workloads, as metrics and policy reports), the webhook's
+//     certificates (package controller/certs) and the router of evicted pods (package
+//     controller/evicted: a pod its kubelet evicts leaves its routes at once).
 //
 // Package controller/install holds every object `napctl install` prints (and deploy/).
 package controller

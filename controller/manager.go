@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nap-k8s/nap/controller/certs"
+	"github.com/nap-k8s/nap/controller/evicted"
 	"github.com/nap-k8s/nap/controller/report"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
@@ -77,6 +78,10 @@ type ManagerOptions struct {
 	// PolicyReports: the Reporter also keeps a policy report per namespace, in the
 	// format the API server serves (writer.Detect); none where it serves neither.
 	PolicyReports bool
+	// RouteOutEvicted runs evicted.Router: a pod a kubelet evicts, whose preStop holds
+	// it, is deleted at once (its own grace period), so that it leaves its Services'
+	// routes while its preStop holds, as in any deletion.
+	RouteOutEvicted bool
 
 	Log logr.Logger
 }
@@ -190,6 +195,19 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			}
 		}
 		if err := mgr.Add(r); err != nil {
+			return nil, err
+		}
+	}
+	if o.RouteOutEvicted {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		exclude := map[string]bool{metav1.NamespaceSystem: true}
+		if o.Namespace != "" {
+			exclude[o.Namespace] = true
+		}
+		if err := mgr.Add(&evicted.Router{Client: cs, Recorder: mgr.GetEventRecorderFor("nap-controller"), Log: o.Log.WithName("evicted"), Exclude: exclude}); err != nil {
 			return nil, err
 		}
 	}

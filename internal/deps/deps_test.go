@@ -99,9 +99,9 @@ func TestRules(t *testing.T) {
 		{rule: "the wait is below the hooks, which read it out of pods",
 			pkgs:   []string{module + "/wait"},
 			banned: []string{module + "/hook"}},
-		{rule: "the Reporter and the webhook's certificates are packages of their own, below the controller's: neither links it, nor the other",
-			pkgs:   []string{module + "/controller/report", module + "/controller/certs"},
-			banned: []string{module + "/controller$", module + "/controller/report$", module + "/controller/certs$", module + "/controller/install"}},
+		{rule: "the Reporter, the webhook's certificates and the evicted pods' router are packages of their own, below the controller's: none links it, nor another",
+			pkgs:   []string{module + "/controller/report", module + "/controller/certs", module + "/controller/evicted"},
+			banned: []string{module + "/controller$", module + "/controller/report$", module + "/controller/certs$", module + "/controller/evicted$", module + "/controller/install"}},
 		{rule: "libraries never import the CLI",
 			pkgs: filter(own, module+"/", func(p string) bool {
 				return !strings.HasPrefix(p, module+"/cmd/") && !strings.HasPrefix(p, module+"/internal/cli") && !strings.HasPrefix(p, module+"/test/")

@@ -3,7 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/nap-k8s/nap/controller/evicted"
 )
 
 // TestKubeletTerminations measures the terminations a kubelet starts itself, with no
@@ -35,19 +41,31 @@ import (
 func TestKubeletTerminations(t *testing.T) {
 	cs := client(t)
 	runs := []scenario{
-		{disruption: nodePressure, variant: napDeleted}, {disruption: nodePressure, variant: napUnlabelled},
 		{disruption: deadlineExceeded, variant: noDelay}, {disruption: deadlineExceeded, variant: napBinary},
 		{disruption: nodePressure, variant: noDelay}, {disruption: nodePressure, variant: napBinary},
+		// nap's controller installed: its webhook gives the pods their hook, its router
+		// deletes each one evicted at its Evicted Event.
+		{disruption: nodePressure, variant: viaWebhook},
+	}
+	if os.Getenv("NAP_E2E_MECHANISMS") != "" {
+		// The two mechanisms the router chose between, done by the test itself.
+		runs = append(runs, scenario{disruption: nodePressure, variant: napDeleted}, scenario{disruption: nodePressure, variant: napUnlabelled})
 	}
 	for _, sc := range runs {
 		sc.path, sc.rounds = clusterIPNode1, 1
 		d, v := sc.disruption, sc.variant
+		if v.webhook {
+			installController(t, cs)
+		}
 		m := measure(t, cs, sc, 200)
 		t.Log(m.row())
-		if v.outOfRoutes != 0 {
+		if v.outOfRoutes != 0 || v.webhook {
 			// Taken out of the routes during the preStop: nothing lost over new
 			// connections (an unlabelled pod leaves the demo pods' watch at once).
 			m.check(t)
+			if v.webhook {
+				routedOut(t, cs, m.ns)
+			}
 			continue
 		}
 		if len(m.kubelet) != 2 {
@@ -295,4 +313,29 @@ func takeOutOfRoutes(t *testing.T, cs *kubernetes.Clientset, ns string, how rout
 
 func (h routesOut) String() string {
 	return map[routesOut]string{byDeletion: "deleted", byLabel: "unlabelled"}[h]
+}
+
+// routedOut checks that nap's controller deleted the demo pods evicted in ns: each
+// carries its Event (evicted.RoutedOut), and they are the pods the kubelet evicted.
+func routedOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	events, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evictedPods, routed := map[string]bool{}, map[string]bool{}
+	for _, ev := range events.Items {
+		switch ev.Reason {
+		case evicted.Reason:
+			if ev.InvolvedObject.Kind == "Pod" && !strings.HasPrefix(ev.InvolvedObject.Name, "filler") {
+				evictedPods[ev.InvolvedObject.Name] = true
+			}
+		case evicted.RoutedOut:
+			routed[ev.InvolvedObject.Name] = true
+			t.Logf("%s: %s", ev.InvolvedObject.Name, ev.Message)
+		}
+	}
+	if len(evictedPods) == 0 || !maps.Equal(evictedPods, routed) {
+		t.Errorf("evicted %v, routed out by nap's controller %v: want the same pods", slices.Sorted(maps.Keys(evictedPods)), slices.Sorted(maps.Keys(routed)))
+	}
 }

@@ -49,6 +49,7 @@ type flags struct {
 	policy            string
 	report            bool
 	rollMissed        bool
+	routeOutEvicted   bool
 	policyReports     bool
 	rollInterval      time.Duration
 }
@@ -88,6 +89,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.policy, scope.Flag, string(scope.OptIn), "which pods get the delay without an explicit opt-in: "+scope.Help())
 	fl.BoolVar(&f.report, "report", true, "report what fails silently: pods the webhook missed, hooks that cannot work, FailedPreStopHook events (Warning events on workloads, metrics)")
 	fl.BoolVar(&f.policyReports, "policy-reports", true, "with --report: also keep a policy report per namespace of what is unprotected (OpenReports' Report, or the wg-policy PolicyReport, whichever the cluster serves)")
+	fl.BoolVar(&f.routeOutEvicted, "route-out-evicted", true, "delete a pod its kubelet evicts (node pressure) at once, with its own grace period, when its preStop holds it: a kubelet keeps an evicted pod ready until it has stopped, so its Services would send to it through the whole preStop")
 	fl.BoolVar(&f.rollMissed, "roll-missed", false, "evict the pods the webhook missed, one at a time through the Eviction API (PodDisruptionBudgets hold), so that they are recreated with a delay")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "with --roll-missed: at most one eviction per this interval")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how the webhook delivers nap: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the image where every node can mount it, at each admission)")
@@ -169,7 +171,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, PprofAddr: f.pprofAddr,
 		Webhook: f.webhook, Waits: waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
-		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, PolicyReports: f.policyReports, Log: log,
+		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, RouteOutEvicted: f.routeOutEvicted, PolicyReports: f.policyReports, Log: log,
 	}
 	if f.webhook {
 		if o.Kube, err = cli.ServerVersion(cfg); err != nil {

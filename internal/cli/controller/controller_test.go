@@ -97,9 +97,18 @@ func TestControllerCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	controllerproc.Eventually(t, "the ConfigMap in apps-2, by B", 10*time.Second, func() bool { return published("apps-2") })
-	_, body := b.Get("/metrics", b.Metrics)
-	if !strings.Contains(body, "nap_configmaps_published_total 1") {
-		t.Errorf("B's metrics do not count one published copy:\n%s", grep(body, "nap_"))
+	// B counts the copy once its create has returned, which can be after the API server
+	// shows the object (seen once, under load): the count is awaited, briefly.
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, body = b.Get("/metrics", b.Metrics)
+		if strings.Contains(body, "nap_configmaps_published_total 1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("B's metrics do not count one published copy 5 s after it:\n%s", grep(body, "nap_"))
+			break
+		}
 	}
 	// The certificate's expiry, for alerts: about a year from now.
 	var expiry float64
