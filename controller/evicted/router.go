@@ -99,7 +99,9 @@ func (r *Router) next(ctx context.Context) bool {
 	}
 	defer r.queue.Done(k)
 	if err := r.Sync(ctx, k); err != nil {
-		r.Log.Error(err, "an evicted pod", "pod", k)
+		if ctx.Err() == nil {
+			r.Log.Error(err, "an evicted pod", "pod", k)
+		}
 		r.queue.AddRateLimited(k)
 		return true
 	}

@@ -263,50 +263,38 @@ const (
 // stop that ends it and says what it did, how long after the Event was read.
 func takeOutOfRoutes(t *testing.T, cs *kubernetes.Clientset, ns string, how routesOut) (stop func() []string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	var did []string
 	acted := map[string]bool{}
-	go func() {
-		defer close(done)
-		for tick := time.NewTicker(100 * time.Millisecond); ; {
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				return
-			case <-tick.C:
-			}
-			events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Evicted,involvedObject.kind=Pod"})
-			if err != nil {
+	end := every(100*time.Millisecond, func(ctx context.Context) {
+		events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Evicted,involvedObject.kind=Pod"})
+		if err != nil {
+			return
+		}
+		for _, ev := range events.Items {
+			name := ev.InvolvedObject.Name
+			if acted[name] || ev.Source.Component != "kubelet" {
 				continue
 			}
-			for _, ev := range events.Items {
-				name := ev.InvolvedObject.Name
-				if acted[name] || ev.Source.Component != "kubelet" {
-					continue
-				}
-				seen := time.Now()
-				acted[name] = true
-				p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-				if err != nil || p.UID != ev.InvolvedObject.UID || p.DeletionTimestamp != nil || terminal(*p) {
-					did = append(did, fmt.Sprintf("pod %s: evicted, left alone (%v)", name, err))
-					continue
-				}
-				switch how {
-				case byDeletion:
-					err = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: p.Spec.TerminationGracePeriodSeconds,
-						Preconditions: &metav1.Preconditions{UID: &p.UID}})
-				case byLabel:
-					patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"remove","path":"/metadata/labels/app"}]`, p.UID)
-					_, err = cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
-				}
-				did = append(did, fmt.Sprintf("pod %s taken out of its routes (%v) %.2fs after its eviction was read: %v", name, how, time.Since(seen).Seconds(), err))
+			seen := time.Now()
+			acted[name] = true
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.UID != ev.InvolvedObject.UID || p.DeletionTimestamp != nil || terminal(*p) {
+				did = append(did, fmt.Sprintf("pod %s: evicted, left alone (%v)", name, err))
+				continue
 			}
+			switch how {
+			case byDeletion:
+				err = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: p.Spec.TerminationGracePeriodSeconds,
+					Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			case byLabel:
+				patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"remove","path":"/metadata/labels/app"}]`, p.UID)
+				_, err = cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+			}
+			did = append(did, fmt.Sprintf("pod %s taken out of its routes (%v) %.2fs after its eviction was read: %v", name, how, time.Since(seen).Seconds(), err))
 		}
-	}()
+	})
 	return func() []string {
-		cancel()
-		<-done
+		end()
 		return did
 	}
 }

@@ -236,21 +236,20 @@ func (r *terminations) kubeletStops(left map[string]time.Time, events []corev1.E
 // EndpointSlices can lag behind etcd while they are quiet, and a watch begun then
 // fails ("Too large resource version") until another slice changes.
 type endpointTimes struct {
-	mu     sync.Mutex
-	ready  map[string]bool
-	left   map[string]time.Time
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu    sync.Mutex
+	ready map[string]bool
+	left  map[string]time.Time
+	end   func()
 }
 
 // watchEndpoints starts recording the EndpointSlices of Service app in ns until stop;
 // it returns once it has read them.
 func watchEndpoints(t *testing.T, cs *kubernetes.Clientset, ns string) *endpointTimes {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &endpointTimes{ready: map[string]bool{}, left: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	ctx := context.Background()
+	e := &endpointTimes{ready: map[string]bool{}, left: map[string]time.Time{}}
 	opts := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=app"}
-	read := func() error {
+	read := func(ctx context.Context) error {
 		l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, opts)
 		if err != nil {
 			return err
@@ -280,30 +279,41 @@ func watchEndpoints(t *testing.T, cs *kubernetes.Clientset, ns string) *endpoint
 		}
 		return nil
 	}
-	if err := read(); err != nil {
-		cancel()
+	if err := read(ctx); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		defer close(e.done)
-		for tick := time.NewTicker(100 * time.Millisecond); ; {
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				return
-			case <-tick.C:
-				read() // a failed read is a missed sample
-			}
-		}
-	}()
+	e.end = every(100*time.Millisecond, func(ctx context.Context) { read(ctx) }) // a failed read is a missed sample
 	return e
 }
 
 // stop ends the recording and returns when each pod's endpoint left.
 func (e *endpointTimes) stop() map[string]time.Time {
-	e.cancel()
-	<-e.done
+	e.end()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return maps.Clone(e.left)
+}
+
+// every calls fn every interval, in a goroutine of its own, until the returned end is
+// called; end returns once fn has returned for the last time.
+func every(interval time.Duration, fn func(context.Context)) (end func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				fn(ctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
