@@ -4,7 +4,9 @@
 #
 #   qemu-user-static  runs the arm64 sleeper (qemu-aarch64-static ./nap 1)
 #   elfutils          eu-elflint, which checks the sleepers' ELF headers
-#   util-linux        unshare (the PID-namespace test), nsenter (the second node)
+#   util-linux        unshare (the PID-namespace test), nsenter (the second node),
+#                     losetup and mount (node 2's own file system)
+#   e2fsprogs         mkfs.ext4, for node 2's own file system (its eviction threshold)
 #   coreutils         chroot, for the empty-root test
 #   etcd-server       the store of envtest and of the local cluster
 #   containerd, runc, containernetworking-plugins, iptables, conntrack, socat, iproute2
@@ -24,6 +26,8 @@ have qemu-aarch64-static || need+=(qemu-user-static)
 have eu-elflint || need+=(elfutils)
 have unshare || need+=(util-linux)
 have nsenter || need+=(util-linux)
+have losetup || need+=(util-linux)
+have mkfs.ext4 || need+=(e2fsprogs)
 have chroot || need+=(coreutils)
 have etcd || need+=(etcd-server)
 have containerd || need+=(containerd)
