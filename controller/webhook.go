@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -383,6 +384,10 @@ func decodePod(raw []byte) (map[string]any, error) {
 	var v map[string]any
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
+	}
+	// One object and nothing after it: a patch is made for the bytes as a whole.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value, or bytes that are not JSON, after the object")
 	}
 	if v == nil {
 		return nil, errors.New("the object is null")
