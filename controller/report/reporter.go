@@ -189,7 +189,7 @@ type Reporter struct {
 	initial  map[string]bool     // namespaces of the start not yet synced
 	lastRoll time.Time
 
-	// synced counts namespaces synced (tests, benchmarks).
+	// synced counts namespace syncs begun (tests, benchmarks).
 	synced atomic.Int64
 }
 
@@ -424,7 +424,8 @@ func (r *Reporter) SyncAll(ctx context.Context) error {
 	return nil
 }
 
-// Synced is how many namespace syncs the Reporter has done.
+// Synced is how many namespace syncs the Reporter has begun (AfterSynced tells when
+// the first report is done).
 func (r *Reporter) Synced() int64 { return r.synced.Load() }
 
 // Findings are what the namespaces' last syncs found, by workload, reason and cause.
