@@ -59,8 +59,15 @@ func TestGroup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if peak < int64(min(c.alloc, limit))*3/4 || peak > limit {
-				t.Errorf("peak %d bytes, want about %d and at most the limit %d", peak, min(c.alloc, limit), limit)
+			// A process the kernel is killing for the limit may charge past it: its
+			// last faults are forced through (cgroup v1's try_charge lets an OOM
+			// victim overcharge, seen: one 4 KiB page). At most one huge page over.
+			most := int64(limit)
+			if c.killed {
+				most += 2 << 20
+			}
+			if peak < int64(min(c.alloc, limit))*3/4 || peak > most {
+				t.Errorf("peak %d bytes, want about %d and at most %d (the limit %d)", peak, min(c.alloc, limit), most, limit)
 			}
 			if want := map[bool]int{false: 0, true: 1}[c.killed]; kills != want {
 				t.Errorf("%d OOM kills, want %d", kills, want)
