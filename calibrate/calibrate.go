@@ -410,7 +410,7 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 	for _, p := range paths {
 		wait := time.Minute
 		for _, tp := range traffic.All() {
-			if tp.Name == p.Name && tp.NodeChecked {
+			if tp.Name == p.Name && tp.Annotations != nil {
 				// A load balancer sends to a node once its checks passed, a cloud's
 				// after it provisioned it.
 				wait = cmp.Or(opts.Paths.LBWait, traffic.DefaultLBWait)
@@ -531,8 +531,8 @@ func recommend(rep *Report, opts Options) {
 			continue
 		}
 		t := traffic.PathTail{Name: s.Path.Name, Samples: s.Samples, P50: s.P50, P99: s.P99, Max: s.Max, DelayS: seconds(s.Max).Seconds()}
-		if p, ok := traffic.Lookup(s.Path.Name); ok && p.NodeChecked && len(opts.Paths.LBAnnotations) > 0 {
-			t.Parameters = opts.Paths.LBAnnotations
+		if p, ok := traffic.Lookup(s.Path.Name); ok && p.Annotations != nil && len(p.Annotations(opts.Paths)) > 0 {
+			t.Parameters = p.Annotations(opts.Paths)
 		}
 		rep.Stored.Paths = append(rep.Stored.Paths, t)
 	}

@@ -235,7 +235,7 @@ node2net() {
 }
 
 # lbnet makes the load balancer's network namespace: its veth, its own address, routes
-# to the nodes (node 2 through the host), and the host's route to LB_CIDR. hack/lb puts
+# to the nodes (node 2 through the host) and to the pods, and the host's route to LB_CIDR. hack/lb puts
 # each Service's address on the namespace's lo.
 lbnet() {
   ip netns list | grep -qw "$LB_NETNS" || ip netns add "$LB_NETNS"
@@ -247,6 +247,9 @@ lbnet() {
   inlb ip link set eth0 up
   inlb ip route replace "$NODE_IP/32" dev eth0 src "$LB_IP"
   inlb ip route replace "$NODE2_IP/32" via "$NODE_IP" dev eth0 src "$LB_IP"
+  # Pod targets (an application load balancer, hack/lb/pods.go): the pods' addresses
+  # through the host, which routes each node's range.
+  inlb ip route replace "$POD_CIDR" via "$NODE_IP" dev eth0 src "$LB_IP"
 }
 
 # containerd_conf DIR POD_CIDR BRIDGE writes a node's containerd 1.6 configuration (v2):

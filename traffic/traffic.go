@@ -34,6 +34,10 @@ type Config struct {
 	// LBAnnotations go on those Services: the cloud's load balancer settings (scheme,
 	// health check timings).
 	LBAnnotations map[string]string
+	// PodLBAnnotations, when set, enable the path through a load balancer whose
+	// targets are the pods (LoadBalancerPods): the annotations that make the cloud's
+	// load balancer send to pod addresses (and its settings).
+	PodLBAnnotations map[string]string
 	// LBWait bounds the wait for a load balancer's address and its first answers;
 	// default DefaultLBWait.
 	LBWait time.Duration
@@ -93,6 +97,10 @@ type Path struct {
 	// health checks, so only a pod that leaves its node without one (a scale-down, a
 	// drain) shows its tail; a rollout keeps every node served.
 	NodeChecked bool
+	// Annotations, for a path through a load balancer the cloud provisions (in
+	// minutes), are the annotations cfg gives the path's own Service: the load
+	// balancer's settings, on which its tail depends. Nil for the other paths.
+	Annotations func(cfg Config) map[string]string
 	// Remedy is what shortens the path's tail, for a recommendation that is too long.
 	Remedy string
 	// Reaches tells whether the path leads to the pods of svc, a Service as written
@@ -204,55 +212,115 @@ var (
 func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remedy string) Path {
 	svcName := func(t Target) string { return t.Service + "-" + name }
 	return Path{Name: name, Title: title, Needs: corev1.ServiceTypeClusterIP, NodeChecked: true, Remedy: remedy,
-		Enabled: func(c Config) bool { return slices.Contains(c.LoadBalancers, policy) },
+		Annotations: func(c Config) map[string]string { return c.LBAnnotations },
+		Enabled:     func(c Config) bool { return slices.Contains(c.LoadBalancers, policy) },
 		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
 			// The API's default policy is Cluster.
-			return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+			return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && !TargetsPods(svc) &&
 				cmp.Or(svc.Spec.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicyCluster) == policy
 		},
 		Open: func(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service) (string, error) {
-			lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svcName(t), Labels: svc.Labels, Annotations: c.LBAnnotations},
-				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: policy, Selector: svc.Spec.Selector}}
-			for _, p := range svc.Spec.Ports {
-				lb.Spec.Ports = append(lb.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort})
-			}
-			if _, err := cs.CoreV1().Services(t.Namespace).Create(ctx, lb, metav1.CreateOptions{}); err != nil {
-				return "", fmt.Errorf("creating the Service %s/%s: %w", t.Namespace, lb.Name, err)
-			}
-			wait := cmp.Or(c.LBWait, DefaultLBWait)
-			deadline := time.Now().Add(wait)
-			for {
-				got, err := cs.CoreV1().Services(t.Namespace).Get(ctx, lb.Name, metav1.GetOptions{})
-				if err != nil {
-					return "", err
-				}
-				for _, in := range got.Status.LoadBalancer.Ingress {
-					if host := cmp.Or(in.IP, in.Hostname); host != "" {
-						return hostURL(host, got.Spec.Ports[0].Port), nil
-					}
-				}
-				if time.Now().After(deadline) {
-					return "", fmt.Errorf("the Service %s/%s of type LoadBalancer has no address after %v: does the cluster provision load balancers (a cloud controller, MetalLB)?", t.Namespace, lb.Name, wait)
-				}
-				select {
-				case <-ctx.Done():
-					return "", ctx.Err()
-				case <-time.After(500 * time.Millisecond):
-				}
-			}
+			return openLoadBalancer(ctx, cs, c, t, svc, svcName(t), policy, c.LBAnnotations)
 		},
 		Close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
-			err := cs.CoreV1().Services(t.Namespace).Delete(ctx, svcName(t), metav1.DeleteOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
+			return closeLoadBalancer(ctx, cs, t, svcName(t))
 		}}
+}
+
+// LoadBalancerPods: a load balancer whose targets are the pods themselves (an AWS ALB
+// or NLB in IP mode, GCP's container-native load balancing with network endpoint
+// groups, the lab's application load balancer): its controller learns of a pod's end
+// from the EndpointSlices and deregisters the pod through the cloud's API, seconds to
+// minutes later; an application (L7) load balancer meanwhile sends requests over
+// server connections it keeps, so that the pod sees no new connection.
+var LoadBalancerPods = Path{Name: "lb-pods", Title: "load balancer to pods", Needs: corev1.ServiceTypeClusterIP,
+	Remedy: "The load balancer's controller deregisters a pod some time after its endpoint leaves the EndpointSlices " +
+		"(the cloud's API, its reconcile queue): gate the pods' readiness on the load balancer (the AWS Load Balancer " +
+		"Controller's pod readiness gate) and measure the lag behind it with napctl calibrate.",
+	Enabled:     func(c Config) bool { return c.PodLBAnnotations != nil },
+	Annotations: func(c Config) map[string]string { return c.PodLBAnnotations },
+	Reaches: func(svc *corev1.Service, f kube.Fronts) bool {
+		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && negIngress(svc)
+	},
+	Open: func(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service) (string, error) {
+		return openLoadBalancer(ctx, cs, c, t, svc, t.Service+"-lb-pods", "", c.PodLBAnnotations)
+	},
+	Close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
+		return closeLoadBalancer(ctx, cs, t, t.Service+"-lb-pods")
+	}}
+
+// PodTargetAnnotations are the Service annotations, each with its value, by which a
+// Service's load balancer sends to the pods' addresses rather than to the nodes.
+var PodTargetAnnotations = map[string]string{
+	"lb.lab.nap.dev/targets": "pods", // the lab's (hack/lb)
+	"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+}
+
+// TargetsPods tells whether svc's load balancer sends to its pods' addresses.
+func TargetsPods(svc *corev1.Service) bool {
+	for k, v := range PodTargetAnnotations {
+		if svc.Annotations[k] == v {
+			return true
+		}
+	}
+	return false
+}
+
+// negIngress: GKE's container-native load balancing, the Service's pods in network
+// endpoint groups for an Ingress (cloud.google.com/neg: {"ingress": true}).
+func negIngress(svc *corev1.Service) bool {
+	v := strings.ReplaceAll(svc.Annotations["cloud.google.com/neg"], " ", "")
+	return strings.Contains(v, `"ingress":true`)
+}
+
+// openLoadBalancer creates a Service of type LoadBalancer named name beside svc (its
+// selector and ports) with policy and annotations, and returns its address's URL once
+// it has one.
+func openLoadBalancer(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service, name string,
+	policy corev1.ServiceExternalTrafficPolicy, annotations map[string]string) (string, error) {
+	lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: svc.Labels, Annotations: annotations},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: policy, Selector: svc.Spec.Selector}}
+	for _, p := range svc.Spec.Ports {
+		lb.Spec.Ports = append(lb.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort})
+	}
+	if _, err := cs.CoreV1().Services(t.Namespace).Create(ctx, lb, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the Service %s/%s: %w", t.Namespace, lb.Name, err)
+	}
+	wait := cmp.Or(c.LBWait, DefaultLBWait)
+	deadline := time.Now().Add(wait)
+	for {
+		got, err := cs.CoreV1().Services(t.Namespace).Get(ctx, lb.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		for _, in := range got.Status.LoadBalancer.Ingress {
+			if host := cmp.Or(in.IP, in.Hostname); host != "" {
+				return hostURL(host, got.Spec.Ports[0].Port), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the Service %s/%s of type LoadBalancer has no address after %v: does the cluster provision load balancers (a cloud controller, MetalLB)?", t.Namespace, lb.Name, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// closeLoadBalancer deletes the Service name of openLoadBalancer.
+func closeLoadBalancer(ctx context.Context, cs kubernetes.Interface, t Target, name string) error {
+	err := cs.CoreV1().Services(t.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // All is every path, in the order reports list them.
 func All() []Path {
-	return []Path{ClusterIP, NodePort, Ingress, GatewayRoute, LoadBalancerLocal, LoadBalancerCluster}
+	return []Path{ClusterIP, NodePort, Ingress, GatewayRoute, LoadBalancerLocal, LoadBalancerCluster, LoadBalancerPods}
 }
 
 // Reaching is every path that leads to the pods of svc (Path.Reaches), in All's order;

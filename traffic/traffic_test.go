@@ -25,6 +25,7 @@ func TestEnabledAndServiceType(t *testing.T) {
 		{cfg: Config{}, names: "clusterip,nodeport", typ: corev1.ServiceTypeNodePort},
 		{cfg: Config{NodeAddress: "-", IngressClass: "traefik", IngressURL: "http://10.0.0.1"}, names: "clusterip,ingress", typ: corev1.ServiceTypeClusterIP},
 		{cfg: Config{IngressClass: "traefik", IngressURL: "http://10.0.0.1"}, names: "clusterip,nodeport,ingress", typ: corev1.ServiceTypeNodePort},
+		{cfg: Config{NodeAddress: "-", PodLBAnnotations: map[string]string{"lb.lab.nap.dev/targets": "pods"}}, names: "clusterip,lb-pods", typ: corev1.ServiceTypeClusterIP},
 	} {
 		var names []string
 		paths := Enabled(tc.cfg)
@@ -96,7 +97,8 @@ func TestLoadBalancer(t *testing.T) {
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30123, TargetPort: intstr.FromInt32(8080)}}}}
 	tgt := Target{Namespace: "shop", Service: "app"}
 	cfg := Config{NodeAddress: "-", LoadBalancers: []corev1.ServiceExternalTrafficPolicy{"Local", "Cluster"},
-		LBAnnotations: map[string]string{"lb.example/scheme": "internal"}, LBWait: 5 * time.Second}
+		LBAnnotations: map[string]string{"lb.example/scheme": "internal"}, LBWait: 5 * time.Second,
+		PodLBAnnotations: map[string]string{"lb.example/scheme": "internal", "lb.lab.nap.dev/targets": "pods"}}
 	cs := fake.NewClientset()
 	// The cloud: an address for every Service of type LoadBalancer, a moment after it exists.
 	cloud, stop := context.WithCancel(ctx)
@@ -129,6 +131,9 @@ func TestLoadBalancer(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[string]corev1.ServiceExternalTrafficPolicy{"lb-local": "Local", "lb-cluster": "Cluster"}[p.Name]
+		if pods := p.Name == LoadBalancerPods.Name; pods != TargetsPods(lb) || !p.Reaches(lb, kube.Fronts{}) {
+			t.Errorf("%s: its Service's load balancer targets pods: %v; the path reaches it: %v", p.Name, TargetsPods(lb), p.Reaches(lb, kube.Fronts{}))
+		}
 		if lb.Spec.Type != corev1.ServiceTypeLoadBalancer || lb.Spec.ExternalTrafficPolicy != want || lb.Annotations["lb.example/scheme"] != "internal" ||
 			lb.Spec.Selector["app"] != "app" || len(lb.Spec.Ports) != 1 || lb.Spec.Ports[0].NodePort != 0 || lb.Spec.Ports[0].TargetPort.IntVal != 8080 {
 			t.Errorf("%s: the Service: %+v %v", p.Name, lb.Spec, lb.Annotations)
@@ -140,7 +145,7 @@ func TestLoadBalancer(t *testing.T) {
 			t.Errorf("%s: the Service after Close: %v", p.Name, err)
 		}
 	}
-	if got := strings.Join(names, ","); got != "clusterip,lb-local,lb-cluster" {
+	if got := strings.Join(names, ","); got != "clusterip,lb-local,lb-cluster,lb-pods" {
 		t.Errorf("Enabled = %s", got)
 	}
 	stop()
@@ -182,6 +187,10 @@ func TestReaching(t *testing.T) {
 	}
 	noNodePorts := svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, "")
 	noNodePorts.Spec.AllocateLoadBalancerNodePorts = new(bool)
+	annotated := func(s *corev1.Service, k, v string) *corev1.Service {
+		s.Annotations = map[string]string{k: v}
+		return s
+	}
 	for _, c := range []struct {
 		name   string
 		svc    *corev1.Service
@@ -200,6 +209,18 @@ func TestReaching(t *testing.T) {
 		{"LoadBalancer, Local, no NodePorts", noNodePorts, kube.Fronts{}, "clusterip lb-local"},
 		{"ClusterIP, behind a Gateway API route", svc(corev1.ServiceTypeClusterIP, "", ""), kube.Fronts{Route: true}, "clusterip gateway-route"},
 		{"ClusterIP, behind an Ingress and a route", svc("", "", ""), kube.Fronts{Ingress: true, Route: true}, "clusterip ingress gateway-route"},
+		{"LoadBalancer, the lab's pod targets", annotated(svc(corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, ""), "lb.lab.nap.dev/targets", "pods"),
+			kube.Fronts{}, "clusterip nodeport lb-pods"},
+		{"LoadBalancer, an AWS NLB in IP mode", annotated(svc(corev1.ServiceTypeLoadBalancer, "", ""), "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type", "ip"),
+			kube.Fronts{}, "clusterip nodeport lb-pods"},
+		{"LoadBalancer, an AWS NLB in instance mode", annotated(svc(corev1.ServiceTypeLoadBalancer, "", ""), "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type", "instance"),
+			kube.Fronts{}, "clusterip nodeport lb-cluster"},
+		{"pod targets on a ClusterIP Service: no load balancer", annotated(svc(corev1.ServiceTypeClusterIP, "", ""), "lb.lab.nap.dev/targets", "pods"),
+			kube.Fronts{}, "clusterip"},
+		{"GKE's network endpoint groups, behind an Ingress", annotated(svc(corev1.ServiceTypeClusterIP, "", ""), "cloud.google.com/neg", `{"ingress": true}`),
+			kube.Fronts{Ingress: true}, "clusterip ingress lb-pods"},
+		{"GKE's network endpoint groups, no Ingress", annotated(svc(corev1.ServiceTypeClusterIP, "", ""), "cloud.google.com/neg", `{"ingress": true}`),
+			kube.Fronts{}, "clusterip"},
 	} {
 		var got []string
 		for _, p := range Reaching(c.svc, c.fronts) {

@@ -13,5 +13,10 @@
 // pass, as a new target does; a node out of service keeps its open connections for the
 // deregistration delay, then they are closed.
 //
+// A Service annotated lb.lab.nap.dev/targets: pods gets an application load balancer
+// instead (pods.go): HTTP, the pods as targets, one pool of reused server connections,
+// and a pod deregistered only a lag after its endpoint stopped being ready, as an AWS
+// ALB in IP mode or GCP's container-native load balancing.
+//
 //	go run ./hack/lb --kubeconfig K --netns nap-lb --range 10.77.1.0/24 --dir DIR
 package main

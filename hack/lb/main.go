@@ -44,6 +44,9 @@ type timings struct {
 	Unhealthy      int
 	Healthy        int
 	Deregistration time.Duration
+	// Lag: pod targets only, how long after its endpoint is not ready a pod is
+	// deregistered.
+	Lag time.Duration
 }
 
 func main() {
@@ -98,6 +101,9 @@ type balancer struct {
 	down   map[string]time.Time // server → when it was first seen out of service
 	closed map[string]bool      // server → its sessions were shut down after the deregistration delay
 	t      timings
+	// pods: the pods are the targets (L7); targets: backend → pod address → its slot.
+	pods    bool
+	targets map[string]map[string]*target
 }
 
 // run reconciles every 500 ms until ctx ends: a lab has a few Services, and a poll
@@ -186,12 +192,26 @@ func (c *controller) ensure(ctx context.Context, s *corev1.Service, nodes []back
 		c.running[key] = b
 	}
 	b.t = t
+	b.pods = podTargets(s)
 	config := render(b, s, nodes, t)
+	if b.pods {
+		config = renderPods(b, s, t)
+	}
 	if config != b.config {
 		if err := c.start(b, config); err != nil {
 			return err
 		}
-		log.Printf("%s: HAProxy on %s (%s), nodes %v, %+v", key, b.vip, s.Spec.ExternalTrafficPolicy, nodes, t)
+		if b.pods {
+			b.targets = map[string]map[string]*target{} // a new HAProxy: every slot free
+			log.Printf("%s: HAProxy on %s, pod targets, %+v", key, b.vip, t)
+		} else {
+			log.Printf("%s: HAProxy on %s (%s), nodes %v, %+v", key, b.vip, s.Spec.ExternalTrafficPolicy, nodes, t)
+		}
+	}
+	if b.pods {
+		if err := c.syncPods(ctx, b, s); err != nil {
+			return err
+		}
 	}
 	want := []corev1.LoadBalancerIngress{{IP: b.vip.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeProxy)}}
 	if len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == want[0].IP &&
@@ -212,6 +232,9 @@ func ptrTo[T any](v T) *T { return &v }
 // timings are s's, from its annotations over the defaults.
 func (c *controller) timings(s *corev1.Service) (timings, error) {
 	t := c.def
+	if podTargets(s) {
+		t = podTimings
+	}
 	a := s.Annotations
 	var err error
 	dur := func(k string, d *time.Duration) {
@@ -232,6 +255,10 @@ func (c *controller) timings(s *corev1.Service) (timings, error) {
 	num(annUnhealthy, &t.Unhealthy)
 	num(annHealthy, &t.Healthy)
 	dur(annDeregistration, &t.Deregistration)
+	dur(annDeregistrationL, &t.Lag)
+	if v, ok := a[annTargets]; ok && v != targetsPods && err == nil {
+		err = fmt.Errorf("%s: %q: want %s (or no annotation: the nodes are the targets)", annTargets, v, targetsPods)
+	}
 	return t, err
 }
 
@@ -332,7 +359,7 @@ func (c *controller) start(b *balancer, config string) error {
 		return fmt.Errorf("haproxy: %v: %s", err, out)
 	}
 	b.config = config
-	if fresh {
+	if fresh && !b.pods {
 		servers, err := c.servers(b)
 		if err != nil {
 			return err
@@ -376,6 +403,9 @@ func (c *controller) servers(b *balancer) ([]server, error) {
 // balancer's deregistration delay, once.
 func (c *controller) deregister() {
 	for _, b := range c.running {
+		if b.pods { // syncPods deregisters its own
+			continue
+		}
 		servers, err := c.servers(b)
 		if err != nil {
 			continue

@@ -200,6 +200,8 @@ type labPath struct {
 const (
 	lbInterval  = "lb.lab.nap.dev/health-check-interval"
 	lbUnhealthy = "lb.lab.nap.dev/unhealthy-threshold"
+	lbTargetsAn = "lb.lab.nap.dev/targets"
+	lbLag       = "lb.lab.nap.dev/deregistration-lag"
 )
 
 // The lab's paths.
@@ -226,10 +228,20 @@ var (
 	// lbLocalSlow: checks 3 s apart, a node out 6 to 9 s after its last pod went: slower
 	// than the in-cluster paths' calibrated 5 s, quick enough for every make test.
 	lbLocalSlow = labPath{path: traffic.LoadBalancerLocal, checks: map[string]string{lbInterval: "3s", lbUnhealthy: "3"}}
+	// lbPods: the lab's application load balancer (hack/lb/pods.go): HTTP, the pods as
+	// targets over one pool of kept server connections, an ALB's health checks (every
+	// 30 s, 2 failures), and a pod deregistered 10 s after its endpoint stopped being
+	// ready (the cloud controller's lag: 10 s to 2 min reported; short, for make test).
+	lbPods = labPath{path: traffic.LoadBalancerPods, checks: map[string]string{lbTargetsAn: "pods", lbLag: "10s"}}
 )
+
+// podTargets: the path is the lab's load balancer with pod targets.
+func (p labPath) podTargets() bool { return p.path.Name == traffic.LoadBalancerPods.Name }
 
 func (p labPath) String() string {
 	switch {
+	case p.podTargets():
+		return fmt.Sprintf("L7 load balancer to pods, deregistered %s late", p.checks[lbLag])
 	case p.path.Name == traffic.Ingress.Name:
 		return "ingress (Traefik)"
 	case p.node2:
@@ -412,6 +424,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	waitRolledOut(t, cs, ns)
 	cfg := traffic.Config{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, ""), LBAnnotations: sc.path.checks,
 		LoadBalancers: []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster}}
+	if sc.path.podTargets() {
+		cfg.PodLBAnnotations = sc.path.checks
+	}
 	url, err := sc.path.path.Open(ctx, cs, cfg, traffic.Target{Namespace: ns, Service: "app", Prefix: "/" + ns + "/"}, svc)
 	if err != nil {
 		t.Fatal(err)
@@ -438,14 +453,25 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	target := vantage{url: url, host: host, node2: sc.path.node2}
 	lbName := "app-" + sc.path.path.Name // traffic's load balancer Service
 	lbLocal := sc.path.path.Name == traffic.LoadBalancerLocal.Name
-	if sc.path.path.NodeChecked {
+	var settle func() // after each round: the load balancer in its steady state
+	switch {
+	case sc.path.path.NodeChecked:
+		// Behind a load balancer, a round lasts until it has taken out the nodes left
+		// without a pod (Local) and, at its end, taken them back: what it sends to a
+		// node meanwhile is what the measurement is about.
+		settle = func() { waitLoadBalanced(t, cs, ns, lbName, lbLocal) }
+	case sc.path.podTargets():
+		// With pod targets: until the pods gone are deregistered, the new ones registered.
+		settle = func() { waitPodTargets(t, cs, ns, lbName) }
+	}
+	if settle != nil {
 		t.Cleanup(func() { sc.path.path.Close(context.Background(), cs, traffic.Target{Namespace: ns, Service: "app"}) })
-		waitLoadBalanced(t, cs, ns, lbName, lbLocal)
+		settle()
 	}
 	if v.rollAfterRoutes {
 		disrupt(t, cs, ns, rollingRestart, 0, nil)
-		if sc.path.path.NodeChecked {
-			waitLoadBalanced(t, cs, ns, lbName, lbLocal)
+		if settle != nil {
+			settle()
 		}
 	}
 	if sc.disruption == nodeDrain || sc.disruption == nodePressure {
@@ -482,13 +508,6 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		pr = startProbe(t, target, rate)
 	}
 	time.Sleep(2 * time.Second)
-	var settle func()
-	if sc.path.path.NodeChecked {
-		// Behind a load balancer, a round lasts until it has taken out the nodes left
-		// without a pod (Local) and, at its end, taken them back: what it sends to a
-		// node meanwhile is what the measurement is about.
-		settle = func() { waitLoadBalanced(t, cs, ns, lbName, lbLocal) }
-	}
 	for i := range sc.rounds {
 		disrupt(t, cs, ns, sc.disruption, i, settle)
 		if settle != nil {
@@ -931,6 +950,17 @@ func experiment(rounds int) []scenario {
 			scs = append(scs, scenario{path: p, disruption: d, variant: napByPath, rounds: 1})
 		}
 	}
+	// The application load balancer with pod targets (#46): it sends over its pool of
+	// server connections until it deregisters a pod, 10 s after its endpoint went; the
+	// adaptive wait, which ends with the new connections, is expected to fail there,
+	// the calibrated delay (calibrateLoadBalancers measures this path too) not.
+	for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
+		adaptive := napAdaptive
+		adaptive.expect = fails
+		for _, v := range []variant{noDelay, napCalibrated, adaptive} {
+			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1})
+		}
+	}
 	// WebSockets behind the load balancer in a node drain: with Local, the drained node
 	// stays in it for three checks after its pods went, and a reconnect sent there finds
 	// no pod; drain ends the streams cleanly, the delay must cover the checks.
@@ -954,11 +984,13 @@ func lbExpect(v variant, p labPath, d disruption) variant {
 }
 
 // calibrateLoadBalancers is napctl calibrate --lb local,cluster on the lab's load
-// balancer at its NLB-shaped defaults, one round: the delay it recommends.
+// balancer at its NLB-shaped defaults, and on its pod targets (lbPods), one round: the
+// delay it recommends.
 func calibrateLoadBalancers(t *testing.T) string {
 	t.Helper()
 	cmd := exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-experiment",
-		"--image", controllerImage, "--rounds", "1", "--nodeport", "-", "--lb", "local,cluster", "-o", "json")
+		"--image", controllerImage, "--rounds", "1", "--nodeport", "-", "--lb", "local,cluster",
+		"--lb-pods-annotation", lbTargetsAn+"=pods,"+lbLag+"="+lbPods.checks[lbLag], "-o", "json")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -309,6 +310,69 @@ func lbServersUp(sock string) (map[string]bool, error) {
 	return up, nil
 }
 
+// lbTargets asks a lab load balancer with pod targets (hack/lb/pods.go) which pod
+// addresses it sends new requests to: servers up (operational state 2), neither drained
+// (their deregistration) nor in maintenance.
+func lbTargets(sock string) (map[string]bool, error) {
+	conn, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte("show servers state\n")); err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		return nil, err
+	}
+	in := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		// be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state ...
+		f := strings.Fields(line)
+		if len(f) < 7 || strings.HasPrefix(line, "#") || f[5] != "2" {
+			continue
+		}
+		// The administrative flags that keep a server from new requests: forced and
+		// inherited maintenance (1, 2, 0x20), drain (8, 0x10). A template's slot keeps
+		// the flag of its configuration's "disabled" (4) once in service.
+		if admin, err := strconv.Atoi(f[6]); err == nil && admin&(0x01|0x02|0x08|0x10|0x20) == 0 {
+			in[f[4]] = true
+		}
+	}
+	return in, nil
+}
+
+// waitPodTargets waits (at most 2 minutes) until the lab's load balancer name, with pod
+// targets, sends to exactly the ready pods of ns: every new pod registered, every pod
+// gone deregistered.
+func waitPodTargets(t *testing.T, cs *kubernetes.Clientset, ns, name string) {
+	t.Helper()
+	sock := filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(&p) {
+				want[p.Status.PodIP] = true
+			}
+		}
+		in, err := lbTargets(sock)
+		if err == nil && maps.Equal(in, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the load balancer %s/%s has not settled on the ready pods %v after 2 minutes: it sends to %v, %v", ns, name, want, in, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // synSent lists the TCP connection tracking entries in state SYN_SENT on a node (node 2:
 // in its network namespace): connections whose SYN got no answer yet. A rollout without
 // a delay leaves some, DNATed to pods that had exited; each lives 120 s
@@ -420,3 +484,13 @@ const (
 	synSentTimeout = 120 * time.Second
 	staleSynSent   = 10 * time.Second
 )
+
+// podReady tells whether p's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

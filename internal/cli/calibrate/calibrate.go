@@ -80,6 +80,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.lbs, "lb", "", "also measure load balancer paths: local, cluster or local,cluster (their externalTrafficPolicy)")
 	cli.Complete(cmd, "lb", "local", "cluster", "local,cluster")
 	fl.StringToStringVar(&o.Paths.LBAnnotations, "lb-annotation", nil, "annotations for the load balancer Services (KEY=VALUE,...): the cloud's settings")
+	fl.StringToStringVar(&o.Paths.PodLBAnnotations, "lb-pods-annotation", nil, "also measure a load balancer whose targets are the pods, its Service with these annotations (KEY=VALUE,...): those that make the cloud send to pod addresses (service.beta.kubernetes.io/aws-load-balancer-nlb-target-type=ip; the lab's lb.lab.nap.dev/targets=pods) and its settings")
 	fl.DurationVar(&o.Paths.LBWait, "lb-wait", traffic.DefaultLBWait, "how long a load balancer may take to get an address and answer")
 	fl.DurationVar(&o.AcceptGrace, "accept-grace", calibrate.DefaultAccept, "the longest grace period you would accept: a longer recommendation comes with advice")
 	fl.DurationVar(&o.Margin, "margin", calibrate.DefaultMargin, "added to the longest tail for the recommended delay")

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A Service annotated lb.lab.nap.dev/targets: pods gets an application (L7) load
+// balancer with the pods as its targets, as container-native load balancing has
+// (an AWS ALB in IP mode, GCP's network endpoint groups): HAProxy in HTTP mode sends
+// each request to a pod address from the Service's EndpointSlices, over server
+// connections it keeps and reuses for any client (http-reuse always), so that a pod
+// sees few new connections whatever the clients do.
+//
+// Like the cloud's, it learns that a pod leaves late: a target leaves the load balancer
+// only when the cloud's controller deregisters it, deregistrationLag after its pod's
+// endpoint stopped being ready (the AWS Load Balancer Controller and ingress-gce apply
+// endpoint changes through the cloud's API: users report 10 s to 2 min,
+// aws-load-balancer-controller #2366 and #1719, ingress-gce #583; the default 20 s is
+// what was seen by hand on this lab's reproduction), or when its own health checks of
+// the pod fail (an ALB's target group defaults: GET / every 30 s, unhealthy after 2;
+// annotations as for nodes). A deregistered target gets no new request; its connections
+// are closed after the deregistration delay. A ready pod is a target at once: the
+// cloud's pod readiness gate would have made the rollout wait until it was healthy.
+const (
+	annTargets         = annotationPrefix + "targets"            // pods: the pods are the targets (L7)
+	annDeregistrationL = annotationPrefix + "deregistration-lag" // how long after its endpoint is not ready a pod stops getting requests
+	targetsPods        = "pods"
+	// podSlots are the servers of a backend that pods take in turn (HAProxy's
+	// server-template): more than the lab ever runs of a Service at once, surge included.
+	podSlots = 32
+)
+
+// podTimings are the defaults of a load balancer with pod targets: an ALB target
+// group's health checks, the deregistration lag seen by hand.
+var podTimings = timings{Interval: 30 * time.Second, Unhealthy: 2, Healthy: 5, Deregistration: 300 * time.Second, Lag: 20 * time.Second}
+
+func podTargets(s *corev1.Service) bool { return s.Annotations[annTargets] == targetsPods }
+
+// target is one pod address in one backend's slot.
+type target struct {
+	slot      int
+	notReady  time.Time // when its endpoint was first seen not ready (or gone); zero while ready
+	drainedAt time.Time // when it was deregistered; zero before
+}
+
+// renderPods is the configuration of a load balancer with pod targets: per TCP port, a
+// frontend and a backend of podSlots servers, every one out of service until a pod
+// takes it.
+func renderPods(b *balancer, s *corev1.Service, t timings) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, `# %s: written by hack/lb, pod targets (L7)
+global
+  daemon
+  maxconn 4000
+  stats socket %s mode 600 level admin
+defaults
+  mode http
+  option http-keep-alive
+  # One pool of server connections for every client, as an L7 load balancer keeps.
+  http-reuse always
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+  # An ALB's idle timeout.
+  timeout http-keep-alive 60s
+  timeout check %s
+  # A request that fails is the client's: no resend to another target.
+  retries 0
+`, b.key, filepath.Join(b.dir, "admin.sock"), min(t.Interval, 5*time.Second))
+	for _, p := range s.Spec.Ports {
+		if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
+			continue
+		}
+		name := fmt.Sprintf("port%d", p.Port)
+		fmt.Fprintf(&w, "frontend %s\n  bind %s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), name)
+		fmt.Fprintf(&w, "backend %s\n  balance roundrobin\n  option httpchk GET /\n  http-check expect status 200\n", name)
+		fmt.Fprintf(&w, "  default-server check inter %dms fall %d rise %d\n", t.Interval.Milliseconds(), t.Unhealthy, t.Healthy)
+		fmt.Fprintf(&w, "  server-template pod 1-%d 127.0.0.1:1 disabled\n", podSlots)
+	}
+	return w.String()
+}
+
+// syncPods registers b's ready pod addresses and deregisters those whose endpoint has
+// not been ready for the lag, on every backend of s.
+func (c *controller) syncPods(ctx context.Context, b *balancer, s *corev1.Service) error {
+	eps, err := c.cs.DiscoveryV1().EndpointSlices(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + s.Name})
+	if err != nil {
+		return err
+	}
+	for _, p := range s.Spec.Ports {
+		if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
+			continue
+		}
+		be := fmt.Sprintf("port%d", p.Port)
+		ready := readyAddresses(eps.Items, p.Name)
+		if b.targets[be] == nil {
+			b.targets[be] = map[string]*target{}
+		}
+		if err := c.syncBackend(b, be, ready); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readyAddresses are the IP:port of the ready endpoints of the port named port.
+func readyAddresses(eps []discoveryv1.EndpointSlice, port string) map[string]bool {
+	out := map[string]bool{}
+	for _, es := range eps {
+		var num int32
+		for _, p := range es.Ports {
+			if p.Name != nil && *p.Name == port && p.Port != nil {
+				num = *p.Port
+			}
+		}
+		if num == 0 {
+			continue
+		}
+		for _, e := range es.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, a := range e.Addresses {
+				out[net.JoinHostPort(a, strconv.Itoa(int(num)))] = true
+			}
+		}
+	}
+	return out
+}
+
+func (c *controller) syncBackend(b *balancer, be string, ready map[string]bool) error {
+	targets := b.targets[be]
+	now := time.Now()
+	for addr, tg := range targets {
+		id := fmt.Sprintf("%s/pod%d", be, tg.slot)
+		switch {
+		case ready[addr] && tg.drainedAt.IsZero():
+			tg.notReady = time.Time{}
+		case tg.notReady.IsZero():
+			tg.notReady = now
+		case tg.drainedAt.IsZero() && now.Sub(tg.notReady) >= b.t.Lag:
+			if _, err := c.socket(b, "set server "+id+" state drain"); err != nil {
+				return err
+			}
+			tg.drainedAt = now
+			log.Printf("%s: %s (%s) deregistered, %v after its endpoint was not ready", b.key, id, addr, now.Sub(tg.notReady).Round(100*time.Millisecond))
+		case !tg.drainedAt.IsZero() && now.Sub(tg.drainedAt) >= b.t.Deregistration:
+			for _, cmd := range []string{"shutdown sessions server " + id, "set server " + id + " state maint"} {
+				if _, err := c.socket(b, cmd); err != nil {
+					return err
+				}
+			}
+			delete(targets, addr)
+			log.Printf("%s: %s (%s) out for %v: its connections closed, its slot free", b.key, id, addr, b.t.Deregistration)
+		}
+	}
+	var add []string
+	for addr := range ready {
+		if targets[addr] == nil {
+			add = append(add, addr)
+		}
+	}
+	slices.Sort(add)
+	for _, addr := range add {
+		slot := freeSlot(targets)
+		if slot == 0 {
+			return fmt.Errorf("%s: no slot left for %s: more than %d targets", be, addr, podSlots)
+		}
+		host, port, _ := net.SplitHostPort(addr)
+		id := fmt.Sprintf("%s/pod%d", be, slot)
+		for _, cmd := range []string{"set server " + id + " addr " + host + " port " + port, "set server " + id + " state ready", "set server " + id + " health up"} {
+			if out, err := c.socket(b, cmd); err != nil || strings.TrimSpace(out) != "" && !strings.Contains(out, "changed") && !strings.Contains(out, "no need") {
+				return fmt.Errorf("%s: %q: %v %s", b.key, cmd, err, strings.TrimSpace(out))
+			}
+		}
+		targets[addr] = &target{slot: slot}
+		log.Printf("%s: %s (%s) registered", b.key, id, addr)
+	}
+	return nil
+}
+
+// freeSlot is the lowest slot no target holds, 0 when none is free.
+func freeSlot(targets map[string]*target) int {
+	used := map[int]bool{}
+	for _, t := range targets {
+		used[t.slot] = true
+	}
+	for i := 1; i <= podSlots; i++ {
+		if !used[i] {
+			return i
+		}
+	}
+	return 0
+}

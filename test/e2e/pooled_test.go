@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/traffic"
+)
+
+// TestPooledLoadBalancer: the negative control of the adaptive wait behind a client
+// that pools connections (#46). The lab's application load balancer (lbPods) sends
+// every client's requests to the pods over server connections it keeps, and stops
+// sending to a pod only 10 s after the pod's endpoint stopped being ready. napctl
+// calibrate measures that path's tail; then a rolling restart at 200 req/s:
+//   - with today's adaptive wait (QUIET 2 s after the last new connection), each old
+//     pod sees no new connection, its wait ends after QUIET, the app exits, and the
+//     requests the load balancer still sends it fail;
+//   - with the fixed delay calibrate recommends, none fails.
+func TestPooledLoadBalancer(t *testing.T) {
+	cs := client(t)
+	lag, err := time.ParseDuration(lbPods.checks[lbLag])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := calibratePodTargets(t)
+	if rep.Longest != traffic.LoadBalancerPods.Name || rep.Delay < lag.Seconds() {
+		t.Fatalf("calibrate recommends %gs for %s; want at least the load balancer's %v lag, on %s", rep.Delay, rep.Longest, lag, traffic.LoadBalancerPods.Name)
+	}
+	adaptive := napAdaptive
+	adaptive.expect = fails
+	fixed := variant{name: fmt.Sprintf("nap preStop %gs (calibrated)", rep.Delay), mode: "plain",
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait(fmt.Sprintf("%gs", rep.Delay))}, expect: clean}
+	for _, v := range []variant{adaptive, fixed} {
+		m := measure(t, cs, scenario{path: lbPods, disruption: rollingRestart, variant: v, rounds: 1}, 200)
+		t.Log(m.row())
+		m.check(t)
+		if v.name != adaptive.name {
+			continue
+		}
+		// The wait ended with the new connections, before the load balancer let go.
+		for _, d := range m.terminations {
+			if d >= lag {
+				t.Errorf("%s: a pod went %v after its deletion: the adaptive wait outlasted the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
+			}
+		}
+	}
+}
+
+// calibratePodTargets runs napctl calibrate, one round, on the ClusterIP and the lab's
+// load balancer with pod targets (lbPods' annotations).
+func calibratePodTargets(t *testing.T) calibration {
+	t.Helper()
+	var ann []string
+	for k, v := range lbPods.checks {
+		ann = append(ann, k+"="+v)
+	}
+	cmd := exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-pooled",
+		"--image", controllerImage, "--rounds", "1", "--quiet", "3s", "--nodeport", "-", "--lb-pods-annotation", strings.Join(ann, ","), "-o", "json")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("napctl calibrate --lb-pods-annotation: %v\n%s", err, out.String())
+	}
+	var rep calibration
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Paths {
+		t.Logf("calibrated %s: max %.2fs over %d samples, %d of %d requests failed", p.Path.Name, p.Max, p.Samples, p.Failed, p.Requests)
+	}
+	return rep
+}
