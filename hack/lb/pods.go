@@ -85,7 +85,9 @@ defaults
 		}
 		name := fmt.Sprintf("port%d", p.Port)
 		fmt.Fprintf(&w, "frontend %s\n  bind %s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), name)
-		fmt.Fprintf(&w, "backend %s\n  balance roundrobin\n  option httpchk GET /\n  http-check expect status 200\n", name)
+		// Random, as an ALB's weighted_random: round robin aliases with clients that send
+		// at fixed rates (two of them, interleaved, would each always find the same pods).
+		fmt.Fprintf(&w, "backend %s\n  balance random\n  option httpchk GET /\n  http-check expect status 200\n", name)
 		fmt.Fprintf(&w, "  default-server check inter %dms fall %d rise %d\n", t.Interval.Milliseconds(), t.Unhealthy, t.Healthy)
 		fmt.Fprintf(&w, "  server-template pod 1-%d 127.0.0.1:1 disabled\n", podSlots)
 	}

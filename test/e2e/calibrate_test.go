@@ -333,7 +333,7 @@ func TestLoadBalancerCalibrated(t *testing.T) {
 func TestAdaptiveLoadBalancer(t *testing.T) {
 	cs := client(t)
 	for _, v := range []variant{napAdaptive, lbExpect(napBinary, lbLocal, scaleDown)} {
-		m := measure(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: v, rounds: 1}, 200)
+		m := measure(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: v, rounds: 1, vegeta: true}, 200)
 		t.Log(m.row())
 		m.check(t)
 		if v.name != napAdaptive.name {

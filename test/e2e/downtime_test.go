@@ -303,6 +303,9 @@ type scenario struct {
 	// streams: hold heldStreams of the demo app's streams open instead ("websocket" or
 	// "sse"); from node 1.
 	streams string
+	// vegeta: vegeta attacks the same URL beside the prober, and both must count the
+	// same failures over new connections (vegeta_test.go).
+	vegeta bool
 }
 
 // grpcPort is the demo app's gRPC port, and its Service's.
@@ -507,6 +510,13 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	} else {
 		pr = startProbe(t, target, rate)
 	}
+	var vg *vegeta
+	if sc.vegeta {
+		if sc.grpc || sc.streams != "" {
+			t.Fatalf("%s: vegeta sends HTTP requests", sc)
+		}
+		vg = startVegeta(t, target, rate/2)
+	}
 	time.Sleep(2 * time.Second)
 	for i := range sc.rounds {
 		disrupt(t, cs, ns, sc.disruption, i, settle)
@@ -516,6 +526,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	}
 	time.Sleep(2 * time.Second)
 	s := pr.stop(t)
+	if vg != nil {
+		crossCheck(t, sc, s, vg.stop(t))
+	}
 	took := term.stop()
 	programmed := routes()
 	if reacted != nil {
@@ -775,7 +788,7 @@ func pair(t *testing.T, path labPath, d disruption) {
 	cs := client(t)
 	out := os.Getenv("NAP_PROOF_OUT")
 	for _, v := range []variant{noDelay, napBinary} {
-		sc := scenario{path: path, disruption: d, variant: v, rounds: 1}
+		sc := scenario{path: path, disruption: d, variant: v, rounds: 1, vegeta: true}
 		if v.expect != fails {
 			m := measureChecked(t, cs, sc, 200)
 			proofOut(t, out, sc, m)

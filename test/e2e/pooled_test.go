@@ -37,7 +37,7 @@ func TestPooledLoadBalancer(t *testing.T) {
 	fixed := variant{name: fmt.Sprintf("nap preStop %gs (calibrated)", rep.Delay), mode: "plain",
 		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait(fmt.Sprintf("%gs", rep.Delay))}, expect: clean}
 	for _, v := range []variant{adaptive, fixed} {
-		m := measure(t, cs, scenario{path: lbPods, disruption: rollingRestart, variant: v, rounds: 1}, 200)
+		m := measure(t, cs, scenario{path: lbPods, disruption: rollingRestart, variant: v, rounds: 1, vegeta: true}, 200)
 		t.Log(m.row())
 		m.check(t)
 		if v.name != adaptive.name {

@@ -42,7 +42,11 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 	r := &terminations{lives: map[string]*podLife{}, took: map[string]time.Duration{}, began: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		defer func() { w.Stop() }()
+		defer func() {
+			if w != nil {
+				w.Stop()
+			}
+		}()
 		for {
 			select {
 			case <-ctx.Done():
@@ -50,8 +54,14 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 			case ev, ok := <-w.ResultChan():
 				if !ok {
 					// The client's timeout ends a watch: go on from the last version seen.
-					if w, err = cs.CoreV1().Pods(ns).Watch(ctx, opts); err != nil {
-						return
+					// The API server may refuse it a moment (its watch cache behind:
+					// "Too large resource version"): again, every 200 ms, until stopped.
+					for w, err = cs.CoreV1().Pods(ns).Watch(ctx, opts); err != nil; w, err = cs.CoreV1().Pods(ns).Watch(ctx, opts) {
+						if ctx.Err() != nil {
+							w = nil
+							return
+						}
+						time.Sleep(200 * time.Millisecond)
 					}
 					continue
 				}
