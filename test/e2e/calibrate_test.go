@@ -363,7 +363,7 @@ func recommendedAndFifth(t *testing.T, cs *kubernetes.Clientset, path labPath, d
 		if c.delay == delay {
 			v.name += " (recommended)"
 		}
-		m := measure(t, cs, scenario{path: path, disruption: d, variant: v, rounds: rounds}, 200)
+		m := measure(t, cs, scenario{path: path, disruption: d, variant: v, rounds: rounds, vegeta: true}, 200)
 		t.Log(m.row())
 		if n := m.failedNew(); (n > 0) != c.wantNew {
 			t.Errorf("%s: %d requests over new connections failed (want failures: %v); tail calibrated %.2fs; outages %+v",

@@ -284,9 +284,10 @@ func waitLoadBalanced(t *testing.T, cs *kubernetes.Clientset, ns, name string, l
 	}
 }
 
-// lbServersUp asks a lab load balancer which nodes are in service (HAProxy's `show
-// servers state`: operational state 2).
-func lbServersUp(sock string) (map[string]bool, error) {
+// lbServers asks a lab load balancer (HAProxy's runtime API at sock) for `show servers
+// state`: each server's fields, be_id be_name srv_id srv_name srv_addr srv_op_state
+// srv_admin_state ...
+func lbServers(sock string) ([][]string, error) {
 	conn, err := net.DialTimeout("unix", sock, time.Second)
 	if err != nil {
 		return nil, err
@@ -300,48 +301,42 @@ func lbServersUp(sock string) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	up := map[string]bool{}
+	var servers [][]string
 	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 5 && !strings.HasPrefix(line, "#") && f[5] == "2" {
+		if f := strings.Fields(line); len(f) > 6 && !strings.HasPrefix(line, "#") {
+			servers = append(servers, f)
+		}
+	}
+	return servers, nil
+}
+
+// lbServersUp asks a lab load balancer which nodes are in service (operational state 2).
+func lbServersUp(sock string) (map[string]bool, error) {
+	servers, err := lbServers(sock)
+	up := map[string]bool{}
+	for _, f := range servers {
+		if f[5] == "2" {
 			up[f[3]] = true
 		}
 	}
-	return up, nil
+	return up, err
 }
 
 // lbTargets asks a lab load balancer with pod targets (hack/lb/pods.go) which pod
 // addresses it sends new requests to: servers up (operational state 2), neither drained
 // (their deregistration) nor in maintenance.
 func lbTargets(sock string) (map[string]bool, error) {
-	conn, err := net.DialTimeout("unix", sock, time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write([]byte("show servers state\n")); err != nil {
-		return nil, err
-	}
-	out, err := io.ReadAll(conn)
-	if err != nil {
-		return nil, err
-	}
+	servers, err := lbServers(sock)
 	in := map[string]bool{}
-	for _, line := range strings.Split(string(out), "\n") {
-		// be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state ...
-		f := strings.Fields(line)
-		if len(f) < 7 || strings.HasPrefix(line, "#") || f[5] != "2" {
-			continue
-		}
+	for _, f := range servers {
 		// The administrative flags that keep a server from new requests: forced and
 		// inherited maintenance (1, 2, 0x20), drain (8, 0x10). A template's slot keeps
 		// the flag of its configuration's "disabled" (4) once in service.
-		if admin, err := strconv.Atoi(f[6]); err == nil && admin&(0x01|0x02|0x08|0x10|0x20) == 0 {
+		if admin, err := strconv.Atoi(f[6]); err == nil && f[5] == "2" && admin&(0x01|0x02|0x08|0x10|0x20) == 0 {
 			in[f[4]] = true
 		}
 	}
-	return in, nil
+	return in, err
 }
 
 // waitPodTargets waits (at most 2 minutes) until the lab's load balancer name, with pod
