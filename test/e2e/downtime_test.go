@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -1001,19 +1000,9 @@ func lbExpect(v variant, p labPath, d disruption) variant {
 // delay it recommends.
 func calibrateLoadBalancers(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-experiment",
-		"--image", controllerImage, "--rounds", "1", "--nodeport", "-", "--lb", "local,cluster",
-		"--lb-pods-annotation", lbTargetsAn+"=pods,"+lbLag+"="+lbPods.checks[lbLag], "-o", "json")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("napctl calibrate --lb local,cluster: %v\n%s", err, out.String())
-	}
-	t.Logf("calibrated through the load balancers:\n%s", out.String())
-	var rep calibration
-	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := runCalibrate(t, "-n", "nap-calibrate-experiment", "--rounds", "1", "--nodeport", "-", "--lb", "local,cluster",
+		"--lb-pods-annotation", lbTargetsAn+"=pods,"+lbLag+"="+lbPods.checks[lbLag])
+	t.Logf("calibrated through the load balancers: %gs, the %s path's tail decides", rep.Delay, rep.Longest)
 	return fmt.Sprintf("%gs", rep.Delay)
 }
 

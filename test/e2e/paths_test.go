@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -129,21 +126,11 @@ func rollout10(t *testing.T, cs *kubernetes.Clientset, annotations map[string]st
 // extra are more of calibrate's flags (an ingress to measure).
 func calibrateStored(t *testing.T, cs *kubernetes.Clientset, checks map[string]string, extra ...string) *traffic.Calibration {
 	t.Helper()
-	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-bypath", "--image", controllerImage,
-		"--rounds", "2", "--quiet", "3s", "--nodeport", "-", "--lb", "local", "--store", "-o", "json"}
+	args := []string{"-n", "nap-calibrate-bypath", "--rounds", "2", "--quiet", "3s", "--nodeport", "-", "--lb", "local", "--store"}
 	for k, v := range checks {
 		args = append(args, "--lb-annotation", k+"="+v)
 	}
-	cmd := exec.Command(napctl(t), append(args, extra...)...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("napctl calibrate --store: %v\n%s", err, out.String())
-	}
-	var rep calibration
-	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
-		t.Fatal(err)
-	}
+	runCalibrate(t, append(args, extra...)...)
 	t.Cleanup(func() {
 		cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Delete(context.Background(), kube.CalibrationConfigMap, metav1.DeleteOptions{})
 	})

@@ -60,19 +60,28 @@ func calibratePodTargets(t *testing.T) calibration {
 	for k, v := range lbPods.checks {
 		ann = append(ann, k+"="+v)
 	}
-	cmd := exec.Command(napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", "nap-calibrate-pooled",
-		"--image", controllerImage, "--rounds", "1", "--quiet", "3s", "--nodeport", "-", "--lb-pods-annotation", strings.Join(ann, ","), "-o", "json")
+	rep := runCalibrate(t, "-n", "nap-calibrate-pooled", "--rounds", "1", "--quiet", "3s", "--nodeport", "-",
+		"--lb-pods-annotation", strings.Join(ann, ","))
+	for _, p := range rep.Paths {
+		t.Logf("calibrated %s: max %.2fs over %d samples, %d of %d requests failed", p.Path.Name, p.Max, p.Samples, p.Failed, p.Requests)
+	}
+	return rep
+}
+
+// runCalibrate runs napctl calibrate on the lab with the napctl image, args and -o json,
+// and returns its report; calibrate's progress goes to the test's stderr.
+func runCalibrate(t *testing.T, args ...string) calibration {
+	t.Helper()
+	args = append([]string{"calibrate", "--kubeconfig", kubeconfigPath(), "--image", controllerImage, "-o", "json"}, args...)
+	cmd := exec.Command(napctl(t), args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("napctl calibrate --lb-pods-annotation: %v\n%s", err, out.String())
+		t.Fatalf("napctl %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	var rep calibration
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 		t.Fatal(err)
-	}
-	for _, p := range rep.Paths {
-		t.Logf("calibrated %s: max %.2fs over %d samples, %d of %d requests failed", p.Path.Name, p.Max, p.Samples, p.Failed, p.Requests)
 	}
 	return rep
 }
