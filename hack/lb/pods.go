@@ -150,6 +150,16 @@ func (c *controller) syncBackend(b *balancer, be string, ready map[string]bool) 
 		switch {
 		case ready[addr] && tg.drainedAt.IsZero():
 			tg.notReady = time.Time{}
+		case ready[addr]:
+			// Its address is a ready pod's again (a new pod given a freed address, as the
+			// CNI's allocator does once it wrapped around): a target once more.
+			for _, cmd := range []string{"set server " + id + " state ready", "set server " + id + " health up"} {
+				if _, err := c.socket(b, cmd); err != nil {
+					return err
+				}
+			}
+			tg.notReady, tg.drainedAt = time.Time{}, time.Time{}
+			log.Printf("%s: %s (%s) registered again", b.key, id, addr)
 		case tg.notReady.IsZero():
 			tg.notReady = now
 		case tg.drainedAt.IsZero() && now.Sub(tg.notReady) >= b.t.Lag:
