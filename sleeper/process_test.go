@@ -84,8 +84,10 @@ func pid1(t *testing.T, im impl, sig syscall.Signal) {
 		if want := 128 + int(sig); !errors.As(err, &exit) || exit.ExitCode() != want {
 			t.Fatalf("PID 1 ended with %v, want exit status %d", err, want)
 		}
-		if took > 100*time.Millisecond {
-			t.Errorf("PID 1 took %v to end after %v, want under 100ms", took, sig)
+		// At once (infinity has no later wake-up): 100 ms, plus the implementation's
+		// slack for load (arm64 under qemu-user on a busy 2-core machine took 428 ms once).
+		if most := 100*time.Millisecond + im.slack; took > most {
+			t.Errorf("PID 1 took %v to end after %v, want under %v", took, sig, most)
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatalf("PID 1 ignored %v for 3s", sig)
