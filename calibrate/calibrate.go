@@ -531,8 +531,10 @@ func recommend(rep *Report, opts Options) {
 			continue
 		}
 		t := traffic.PathTail{Name: s.Path.Name, Samples: s.Samples, P50: s.P50, P99: s.P99, Max: s.Max, DelayS: seconds(s.Max).Seconds()}
-		if p, ok := traffic.Lookup(s.Path.Name); ok && p.Annotations != nil && len(p.Annotations(opts.Paths)) > 0 {
-			t.Parameters = p.Annotations(opts.Paths)
+		if p, ok := traffic.Lookup(s.Path.Name); ok && p.Annotations != nil {
+			if a := p.Annotations(opts.Paths); len(a) > 0 {
+				t.Parameters = a
+			}
 		}
 		rep.Stored.Paths = append(rep.Stored.Paths, t)
 	}

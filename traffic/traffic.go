@@ -249,10 +249,14 @@ var LoadBalancerPods = Path{Name: "lb-pods", Title: "load balancer to pods", Nee
 		return closeLoadBalancer(ctx, cs, t, t.Service+"-lb-pods")
 	}}
 
+// LabPodTargets is the annotation, with its value, by which the lab's load balancer
+// (hack/lb) sends to a Service's pods: an application load balancer.
+const LabPodTargets, LabPodTargetsValue = "lb.lab.nap.dev/targets", "pods"
+
 // PodTargetAnnotations are the Service annotations, each with its value, by which a
 // Service's load balancer sends to the pods' addresses rather than to the nodes.
 var PodTargetAnnotations = map[string]string{
-	"lb.lab.nap.dev/targets": "pods", // the lab's (hack/lb)
+	LabPodTargets: LabPodTargetsValue,
 	"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
 }
 

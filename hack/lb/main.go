@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // The annotations a Service sets its load balancer's timings with.
@@ -193,20 +195,16 @@ func (c *controller) ensure(ctx context.Context, s *corev1.Service, nodes []back
 	}
 	b.t = t
 	b.pods = podTargets(s)
-	config := render(b, s, nodes, t)
+	config, what := render(b, s, nodes, t), fmt.Sprintf("(%s), nodes %v", s.Spec.ExternalTrafficPolicy, nodes)
 	if b.pods {
-		config = renderPods(b, s, t)
+		config, what = renderPods(b, s, t), "pod targets"
 	}
 	if config != b.config {
 		if err := c.start(b, config); err != nil {
 			return err
 		}
-		if b.pods {
-			b.targets = map[string]map[string]*target{} // a new HAProxy: every slot free
-			log.Printf("%s: HAProxy on %s, pod targets, %+v", key, b.vip, t)
-		} else {
-			log.Printf("%s: HAProxy on %s (%s), nodes %v, %+v", key, b.vip, s.Spec.ExternalTrafficPolicy, nodes, t)
-		}
+		b.targets = map[string]map[string]*target{} // a new HAProxy: every pod slot free
+		log.Printf("%s: HAProxy on %s, %s, %+v", key, b.vip, what, t)
 	}
 	if b.pods {
 		if err := c.syncPods(ctx, b, s); err != nil {
@@ -256,8 +254,8 @@ func (c *controller) timings(s *corev1.Service) (timings, error) {
 	num(annHealthy, &t.Healthy)
 	dur(annDeregistration, &t.Deregistration)
 	dur(annDeregistrationL, &t.Lag)
-	if v, ok := a[annTargets]; ok && v != targetsPods && err == nil {
-		err = fmt.Errorf("%s: %q: want %s (or no annotation: the nodes are the targets)", annTargets, v, targetsPods)
+	if v, ok := a[traffic.LabPodTargets]; ok && v != traffic.LabPodTargetsValue && err == nil {
+		err = fmt.Errorf("%s: %q: want %s (or no annotation: the nodes are the targets)", traffic.LabPodTargets, v, traffic.LabPodTargetsValue)
 	}
 	return t, err
 }
@@ -311,11 +309,11 @@ defaults
   # A network load balancer forwards a connection once: no retry on another node.
   retries 0
 `, b.key, filepath.Join(b.dir, "admin.sock"), filepath.Join(b.dir, "state"), min(t.Interval, 5*time.Second))
-	for _, p := range s.Spec.Ports {
-		if p.NodePort == 0 || p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
+	for _, p := range tcpPorts(s) {
+		if p.NodePort == 0 {
 			continue
 		}
-		name := fmt.Sprintf("port%d", p.Port)
+		name := backendName(p)
 		fmt.Fprintf(&w, "frontend %s\n  bind %s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), name)
 		fmt.Fprintf(&w, "backend %s\n  # A flow hash spreads connections as a network load balancer does: at random.\n  balance random\n  option httpchk GET /healthz\n  http-check expect status 200\n", name)
 		fmt.Fprintf(&w, "  default-server check port %d inter %dms fall %d rise %d\n", checkPort, t.Interval.Milliseconds(), t.Unhealthy, t.Healthy)

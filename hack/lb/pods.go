@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // A Service annotated lb.lab.nap.dev/targets: pods gets an application (L7) load
@@ -34,9 +36,7 @@ import (
 // are closed after the deregistration delay. A ready pod is a target at once: the
 // cloud's pod readiness gate would have made the rollout wait until it was healthy.
 const (
-	annTargets         = annotationPrefix + "targets"            // pods: the pods are the targets (L7)
 	annDeregistrationL = annotationPrefix + "deregistration-lag" // how long after its endpoint is not ready a pod stops getting requests
-	targetsPods        = "pods"
 	// podSlots are the servers of a backend that pods take in turn (HAProxy's
 	// server-template): more than the lab ever runs of a Service at once, surge included.
 	podSlots = 32
@@ -46,7 +46,23 @@ const (
 // group's health checks, the deregistration lag seen by hand.
 var podTimings = timings{Interval: 30 * time.Second, Unhealthy: 2, Healthy: 5, Deregistration: 300 * time.Second, Lag: 20 * time.Second}
 
-func podTargets(s *corev1.Service) bool { return s.Annotations[annTargets] == targetsPods }
+func podTargets(s *corev1.Service) bool {
+	return s.Annotations[traffic.LabPodTargets] == traffic.LabPodTargetsValue
+}
+
+// tcpPorts are s's TCP ports: one frontend and backend each.
+func tcpPorts(s *corev1.Service) []corev1.ServicePort {
+	var out []corev1.ServicePort
+	for _, p := range s.Spec.Ports {
+		if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// backendName is the frontend's and backend's name of port p.
+func backendName(p corev1.ServicePort) string { return fmt.Sprintf("port%d", p.Port) }
 
 // target is one pod address in one backend's slot.
 type target struct {
@@ -79,11 +95,8 @@ defaults
   # A request that fails is the client's: no resend to another target.
   retries 0
 `, b.key, filepath.Join(b.dir, "admin.sock"), min(t.Interval, 5*time.Second))
-	for _, p := range s.Spec.Ports {
-		if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
-			continue
-		}
-		name := fmt.Sprintf("port%d", p.Port)
+	for _, p := range tcpPorts(s) {
+		name := backendName(p)
 		fmt.Fprintf(&w, "frontend %s\n  bind %s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), name)
 		// Random, as an ALB's weighted_random: round robin aliases with clients that send
 		// at fixed rates (two of them, interleaved, would each always find the same pods).
@@ -101,11 +114,8 @@ func (c *controller) syncPods(ctx context.Context, b *balancer, s *corev1.Servic
 	if err != nil {
 		return err
 	}
-	for _, p := range s.Spec.Ports {
-		if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" {
-			continue
-		}
-		be := fmt.Sprintf("port%d", p.Port)
+	for _, p := range tcpPorts(s) {
+		be := backendName(p)
 		ready := readyAddresses(eps.Items, p.Name)
 		if b.targets[be] == nil {
 			b.targets[be] = map[string]*target{}
@@ -153,26 +163,22 @@ func (c *controller) syncBackend(b *balancer, be string, ready map[string]bool) 
 		case ready[addr]:
 			// Its address is a ready pod's again (a new pod given a freed address, as the
 			// CNI's allocator does once it wrapped around): a target once more.
-			for _, cmd := range []string{"set server " + id + " state ready", "set server " + id + " health up"} {
-				if _, err := c.socket(b, cmd); err != nil {
-					return err
-				}
+			if err := c.commands(b, "set server "+id+" state ready", "set server "+id+" health up"); err != nil {
+				return err
 			}
 			tg.notReady, tg.drainedAt = time.Time{}, time.Time{}
 			log.Printf("%s: %s (%s) registered again", b.key, id, addr)
 		case tg.notReady.IsZero():
 			tg.notReady = now
 		case tg.drainedAt.IsZero() && now.Sub(tg.notReady) >= b.t.Lag:
-			if _, err := c.socket(b, "set server "+id+" state drain"); err != nil {
+			if err := c.commands(b, "set server "+id+" state drain"); err != nil {
 				return err
 			}
 			tg.drainedAt = now
 			log.Printf("%s: %s (%s) deregistered, %v after its endpoint was not ready", b.key, id, addr, now.Sub(tg.notReady).Round(100*time.Millisecond))
 		case !tg.drainedAt.IsZero() && now.Sub(tg.drainedAt) >= b.t.Deregistration:
-			for _, cmd := range []string{"shutdown sessions server " + id, "set server " + id + " state maint"} {
-				if _, err := c.socket(b, cmd); err != nil {
-					return err
-				}
+			if err := c.commands(b, "shutdown sessions server "+id, "set server "+id+" state maint"); err != nil {
+				return err
 			}
 			delete(targets, addr)
 			log.Printf("%s: %s (%s) out for %v: its connections closed, its slot free", b.key, id, addr, b.t.Deregistration)
@@ -192,13 +198,23 @@ func (c *controller) syncBackend(b *balancer, be string, ready map[string]bool) 
 		}
 		host, port, _ := net.SplitHostPort(addr)
 		id := fmt.Sprintf("%s/pod%d", be, slot)
-		for _, cmd := range []string{"set server " + id + " addr " + host + " port " + port, "set server " + id + " state ready", "set server " + id + " health up"} {
-			if out, err := c.socket(b, cmd); err != nil || strings.TrimSpace(out) != "" && !strings.Contains(out, "changed") && !strings.Contains(out, "no need") {
-				return fmt.Errorf("%s: %q: %v %s", b.key, cmd, err, strings.TrimSpace(out))
-			}
+		if err := c.commands(b, "set server "+id+" addr "+host+" port "+port, "set server "+id+" state ready", "set server "+id+" health up"); err != nil {
+			return err
 		}
 		targets[addr] = &target{slot: slot}
 		log.Printf("%s: %s (%s) registered", b.key, id, addr)
+	}
+	return nil
+}
+
+// commands sends cmds to b's HAProxy in turn; an answer other than silence or a change
+// made ("IP changed from ...", "no need to change the addr") is an error.
+func (c *controller) commands(b *balancer, cmds ...string) error {
+	for _, cmd := range cmds {
+		out, err := c.socket(b, cmd)
+		if out = strings.TrimSpace(out); err != nil || out != "" && !strings.Contains(out, "changed") && !strings.Contains(out, "no need") {
+			return fmt.Errorf("%s: %q: %v %s", b.key, cmd, err, out)
+		}
 	}
 	return nil
 }

@@ -199,7 +199,6 @@ type labPath struct {
 const (
 	lbInterval  = "lb.lab.nap.dev/health-check-interval"
 	lbUnhealthy = "lb.lab.nap.dev/unhealthy-threshold"
-	lbTargetsAn = "lb.lab.nap.dev/targets"
 	lbLag       = "lb.lab.nap.dev/deregistration-lag"
 )
 
@@ -231,7 +230,7 @@ var (
 	// targets over one pool of kept server connections, an ALB's health checks (every
 	// 30 s, 2 failures), and a pod deregistered 10 s after its endpoint stopped being
 	// ready (the cloud controller's lag: 10 s to 2 min reported; short, for make test).
-	lbPods = labPath{path: traffic.LoadBalancerPods, checks: map[string]string{lbTargetsAn: "pods", lbLag: "10s"}}
+	lbPods = labPath{path: traffic.LoadBalancerPods, checks: map[string]string{traffic.LabPodTargets: traffic.LabPodTargetsValue, lbLag: "10s"}}
 )
 
 // podTargets: the path is the lab's load balancer with pod targets.
@@ -1001,7 +1000,7 @@ func lbExpect(v variant, p labPath, d disruption) variant {
 func calibrateLoadBalancers(t *testing.T) string {
 	t.Helper()
 	rep := runCalibrate(t, "-n", "nap-calibrate-experiment", "--rounds", "1", "--nodeport", "-", "--lb", "local,cluster",
-		"--lb-pods-annotation", lbTargetsAn+"=pods,"+lbLag+"="+lbPods.checks[lbLag])
+		"--lb-pods-annotation", traffic.LabPodTargets+"="+traffic.LabPodTargetsValue+","+lbLag+"="+lbPods.checks[lbLag])
 	t.Logf("calibrated through the load balancers: %gs, the %s path's tail decides", rep.Delay, rep.Longest)
 	return fmt.Sprintf("%gs", rep.Delay)
 }

@@ -26,7 +26,6 @@ import (
 type vegeta struct {
 	cmd     *exec.Cmd
 	results string
-	started time.Time
 }
 
 // vegetaMax bounds an attack whatever happens to the test: no measurement is this long.
@@ -37,7 +36,7 @@ const vegetaMax = 10 * time.Minute
 func startVegeta(t *testing.T, target vantage, rate float64) *vegeta {
 	t.Helper()
 	bin := testenv.Tool(t, "vegeta")
-	v := &vegeta{results: filepath.Join(t.TempDir(), "results.bin"), started: time.Now()}
+	v := &vegeta{results: filepath.Join(t.TempDir(), "results.bin")}
 	args := []string{bin, "attack", fmt.Sprintf("-rate=%d/1s", int(math.Round(rate))), "-duration=" + vegetaMax.String(),
 		"-keepalive=false", "-timeout=2s", "-redirects=-1", "-output=" + v.results}
 	if target.node2 {
