@@ -19,6 +19,7 @@ FUZZ_SNMP   ?= 100000x
 FUZZ_UTF16  ?= 50000x
 FUZZ_WEBHOOK ?= 10000x
 FUZZ_VALUE  ?= 30000x
+FUZZ_SOCKETS ?= 50000x
 ifdef FUZZTIME
 FUZZ_PARSE  := $(FUZZTIME)
 FUZZ_DIFF   := $(FUZZTIME)
@@ -28,6 +29,7 @@ FUZZ_SNMP   := $(FUZZTIME)
 FUZZ_UTF16  := $(FUZZTIME)
 FUZZ_WEBHOOK := $(FUZZTIME)
 FUZZ_VALUE  := $(FUZZTIME)
+FUZZ_SOCKETS := $(FUZZTIME)
 endif
 
 .PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
@@ -116,6 +118,7 @@ unit:
 fuzz:
 	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PARSE) -fuzzminimizetime 2s
 	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzPassiveOpens$$' -fuzztime $(FUZZ_SNMP) -fuzzminimizetime 2s
+	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzSocketsRead$$' -fuzztime $(FUZZ_SOCKETS) -fuzzminimizetime 2s
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZ_DIFF) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzUTF16$$' -fuzztime $(FUZZ_UTF16) -fuzzminimizetime 2s

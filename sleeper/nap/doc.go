@@ -63,6 +63,41 @@
 // on stderr, waits until MAX (never before MIN) and exits 3, so that the kubelet reports
 // the hook with that message. inf makes any wait, adaptive or not, last until a signal.
 //
+// # The request signal (specified; not yet read by Main or the binaries)
+//
+// New connections miss a client that pools its connections (an L7 load balancer with
+// the pods as targets, an ingress's upstream keep-alive, a mesh, a gRPC channel): it
+// sends its requests over connections it opened before. The request signal, which the
+// adaptive wait is to read beside the count, is what the kernel keeps per TCP socket of
+// the network namespace, read over NETLINK_SOCK_DIAG ([ReadSockets], [Sockets.Read]):
+//
+//   - A reading writes two TCPDIAG_GETSOCK dump requests, each with INET_DIAG_INFO
+//     ([DiagRequests]): the listening sockets, then the established ones (IPv4 and IPv6
+//     at once), reads each dump to NLMSG_DONE, and closes the socket.
+//   - An inbound connection is an established socket whose local port a listening
+//     socket of the namespace has: a connection some client opened to the pod. The pod's
+//     own outbound connections (to a database, an API) are not traffic to it.
+//   - An inbound connection is active when its tcpi_last_data_recv is below
+//     [ActiveWithin] (1 s). The kernel moves it only when data arrives (and at the
+//     connection's start): an idle pooled connection, its TCP keepalive probes and ACKs
+//     do not; a request, an HTTP/2 frame or a gRPC message does.
+//   - The wait is to read the sockets at every [SocketsEvery]-th reading (every 500 ms:
+//     a reading walks the kernel's table of every socket of the machine), and an active
+//     inbound connection there to begin a new quiet window, as more than ALLOW new
+//     connections do. So a pod behind a pool waits until its last request plus at most
+//     1 s plus QUIET.
+//
+// Background: ALLOW counts new connections only (the probes, as now). A metrics scrape,
+// a load balancer's health check or a keepalive PING over a kept connection begins a new
+// window each time: it cannot hold the wait open while it comes less often than QUIET,
+// which must stay below the shortest such interval. An idle pooled connection adds
+// nothing.
+//
+// Never shorter than promised: where the sockets cannot be read (the netlink socket
+// refused: gVisor, a seccomp profile, qemu-user; a dump Read cannot understand), the
+// wait is to do as when /proc/net/snmp cannot be read: say so, wait until MAX, exit 3.
+// The connection signal alone is what loses requests behind a pool (docs/adaptive.md).
+//
 // A failed sleep call never ends the delay early. The tiny binaries wait with nanosleep;
 // if the kernel refuses it (a seccomp profile), they print Refused on stderr and wait with
 // clock_nanosleep, then ppoll. If all three are refused, nap exits 1 at once (the kubelet

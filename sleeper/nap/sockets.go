@@ -1,0 +1,182 @@
+package nap
+
+import (
+	"encoding/binary"
+	"syscall"
+)
+
+// The request signal: what the kernel keeps per TCP socket of nap's network namespace,
+// read over NETLINK_SOCK_DIAG (see "The request signal" in the package documentation).
+// The binaries do not read it yet, and Main does not use it: these are its rules, the
+// oracle the binaries will be held to.
+const (
+	// SocketsEvery is how often the wait is to read the sockets: every fifth reading,
+	// 500 ms. One reading walks the kernel's table of every socket of the machine
+	// (BenchmarkReadSockets): ten a second would cost a waiting pod 1.5 to 5% of a core.
+	SocketsEvery = 5
+	// ActiveWithin: an inbound connection is active at a reading of the sockets when the
+	// kernel says it last received data (tcp_info's tcpi_last_data_recv, in
+	// milliseconds) less than this before: two readings of the sockets, so that data
+	// that arrives just after one is seen at the next even when that one is late.
+	ActiveWithin = 2 * SocketsEvery * PollInterval
+	// DiagRead is the buffer one read of the netlink socket gets: the kernel's largest
+	// dump datagram (32 KiB, SKB_WITH_OVERHEAD(32768)), so that no read is truncated.
+	DiagRead = 32768
+	// DiagRequestLen is the length of one dump request: a struct nlmsghdr (16 bytes) and
+	// a struct inet_diag_req (60).
+	DiagRequestLen = 76
+)
+
+// The kernel's numbers the request signal uses (linux/sock_diag.h, linux/inet_diag.h,
+// linux/tcp.h, linux/netlink.h).
+const (
+	netlinkSockDiag    = 4  // NETLINK_SOCK_DIAG
+	tcpDiagGetSock     = 18 // TCPDIAG_GETSOCK: both families in one walk of the tables
+	nlmsgError         = 2  // NLMSG_ERROR
+	nlmsgDone          = 3  // NLMSG_DONE
+	nlmFRequestDump    = 0x301
+	inetDiagInfo       = 2  // INET_DIAG_INFO: the attribute that holds struct tcp_info
+	tcpEstablished     = 1  // TCP_ESTABLISHED
+	tcpListen          = 10 // TCP_LISTEN
+	nlmsgHdrLen        = 16 // struct nlmsghdr
+	inetDiagMsgLen     = 72 // struct inet_diag_msg
+	tcpInfoLastDataRcv = 52 // offsetof(struct tcp_info, tcpi_last_data_recv)
+	diagMsgState       = 1  // offsetof(struct inet_diag_msg, idiag_state)
+	diagMsgSport       = 4  // offsetof(struct inet_diag_msg, id.idiag_sport): big-endian
+	rtaHdrLen          = 4  // struct rtattr: rta_len, rta_type (16 bits each)
+	afInet, afInet6    = 2, 10
+)
+
+// DiagRequests are the two dump requests of one reading, in order: the listening TCP
+// sockets, then the established ones, each with INET_DIAG_INFO asked for. Every
+// listening socket of the namespace is known before any established one is judged,
+// whatever order the kernel dumps in.
+//
+// They are TCPDIAG_GETSOCK requests (struct inet_diag_req), which dump IPv4 and IPv6
+// sockets at once: the kernel walks its table of established sockets, one for every
+// network namespace of the machine (262,144 buckets on a 24 GiB machine), once for the
+// request; SOCK_DIAG_BY_FAMILY would walk it once per family, twice the CPU.
+var DiagRequests = func() [2][DiagRequestLen]byte {
+	var reqs [2][DiagRequestLen]byte
+	for i, states := range []uint32{1 << tcpListen, 1 << tcpEstablished} {
+		q := &reqs[i]
+		binary.LittleEndian.PutUint32(q[0:], DiagRequestLen)
+		binary.LittleEndian.PutUint16(q[4:], tcpDiagGetSock)
+		binary.LittleEndian.PutUint16(q[6:], nlmFRequestDump)
+		q[nlmsgHdrLen+3] = 1 << (inetDiagInfo - 1) // idiag_ext; the family is not read
+		binary.LittleEndian.PutUint32(q[nlmsgHdrLen+4+48:], states)
+	}
+	return reqs
+}()
+
+// Sockets is what one reading learns from the dumps, fed to it datagram by datagram in
+// the order of DiagRequests.
+type Sockets struct {
+	// listening: one bit per local port some listening socket has (the port as the
+	// kernel gives it, big-endian).
+	listening [1 << 16 / 64]uint64
+	// Active is the number of inbound connections that received data less than
+	// ActiveWithin before: established sockets whose local port is a listening port.
+	Active uint64
+}
+
+// Read reads one datagram of a dump. done is true once it holds NLMSG_DONE, the dump's
+// end (what follows it is not read). ok is false when the dump cannot be understood:
+//   - a message shorter than its header, or longer than what is left of the datagram;
+//   - an NLMSG_ERROR (the kernel refused the request);
+//   - a socket message (TCPDIAG_GETSOCK) shorter than a header and an inet_diag_msg;
+//   - an established socket on a listening port whose attributes run past the message,
+//     or hold no INET_DIAG_INFO long enough for tcpi_last_data_recv.
+//
+// Messages are 4-byte aligned. Messages of other types, and sockets in other states,
+// are skipped. A listening socket's port is marked listening; an established socket on
+// a listening port counts in Active when tcpi_last_data_recv < ActiveWithin.
+func (s *Sockets) Read(datagram []byte) (done, ok bool) {
+	for b := datagram; len(b) > 0; {
+		if len(b) < nlmsgHdrLen {
+			return false, false
+		}
+		n := binary.LittleEndian.Uint32(b)
+		if n < nlmsgHdrLen || uint64(n) > uint64(len(b)) {
+			return false, false
+		}
+		switch binary.LittleEndian.Uint16(b[4:]) {
+		case nlmsgDone:
+			return true, true
+		case nlmsgError:
+			return false, false
+		case tcpDiagGetSock:
+			if n < nlmsgHdrLen+inetDiagMsgLen {
+				return false, false
+			}
+			if !s.socket(b[nlmsgHdrLen:n]) {
+				return false, false
+			}
+		}
+		b = b[min(uint64(len(b)), (uint64(n)+3)&^3):]
+	}
+	return false, true
+}
+
+// socket reads one inet_diag_msg and its attributes.
+func (s *Sockets) socket(m []byte) bool {
+	port := uint16(m[diagMsgSport]) | uint16(m[diagMsgSport+1])<<8 // as the kernel gives it
+	word, bit := port/64, uint64(1)<<(port%64)
+	switch m[diagMsgState] {
+	case tcpListen:
+		s.listening[word] |= bit
+		return true
+	case tcpEstablished:
+		if s.listening[word]&bit == 0 {
+			return true // outbound: the pod's own connection to somewhere
+		}
+	default:
+		return true
+	}
+	for a := m[inetDiagMsgLen:]; len(a) > 0; {
+		if len(a) < rtaHdrLen {
+			return false
+		}
+		n := binary.LittleEndian.Uint16(a)
+		if n < rtaHdrLen || int(n) > len(a) {
+			return false
+		}
+		if binary.LittleEndian.Uint16(a[2:]) == inetDiagInfo && n >= rtaHdrLen+tcpInfoLastDataRcv+4 {
+			if binary.LittleEndian.Uint32(a[rtaHdrLen+tcpInfoLastDataRcv:]) < uint32(ActiveWithin.Milliseconds()) {
+				s.Active++
+			}
+			return true
+		}
+		a = a[min(len(a), (int(n)+3)&^3):]
+	}
+	return false
+}
+
+// ReadSockets is one reading of the request signal: a NETLINK_SOCK_DIAG socket, the
+// two DiagRequests each written and its dump read (reads of DiagRead bytes) to its
+// end, the socket closed. ok is false when any step fails: the socket refused (seccomp,
+// gVisor, qemu-user), a write or read that fails, a dump Read cannot understand.
+func ReadSockets() (active uint64, ok bool) {
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, netlinkSockDiag)
+	if err != nil {
+		return 0, false
+	}
+	defer syscall.Close(fd)
+	var s Sockets
+	buf := make([]byte, DiagRead)
+	for _, req := range DiagRequests {
+		if n, err := syscall.Write(fd, req[:]); err != nil || n != len(req) {
+			return 0, false
+		}
+		for done := false; !done; {
+			n, err := syscall.Read(fd, buf)
+			if err != nil || n <= 0 {
+				return 0, false
+			}
+			if done, ok = s.Read(buf[:n]); !ok {
+				return 0, false
+			}
+		}
+	}
+	return s.Active, true
+}
