@@ -78,9 +78,9 @@ type ManagerOptions struct {
 	// PolicyReports: the Reporter also keeps a policy report per namespace, in the
 	// format the API server serves (writer.Detect); none where it serves neither.
 	PolicyReports bool
-	// RouteOutEvicted runs evicted.Router: a pod a kubelet evicts, whose preStop holds
-	// it, is deleted at once (its own grace period), so that it leaves its Services'
-	// routes while its preStop holds, as in any deletion.
+	// RouteOutEvicted runs evicted.Router: a pod a kubelet evicts, or stops because its
+	// node shuts down, whose preStop holds it, is deleted at once (its own grace period),
+	// so that it leaves its Services' routes while its preStop holds, as in any deletion.
 	RouteOutEvicted bool
 
 	Log logr.Logger

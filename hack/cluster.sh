@@ -19,6 +19,9 @@
 #   hack/cluster.sh contained   exit 0 when every cluster range routes to a local device
 #   hack/cluster.sh slow-node2 [DURATION]   node 2's kube-proxy with that minSyncPeriod
 #                          (none: its default, as up leaves it)
+#   hack/cluster.sh node2-shutdown start|cancel   node 2's logind tells its kubelet that
+#                          the node shuts down, or that the shutdown was cancelled
+#                          (graceful node shutdown; the machine is never touched)
 #
 # Every setting here is one that was needed; docs/testing.md says why for each.
 set -euo pipefail
@@ -440,10 +443,20 @@ up() {
 evictionSoft: {nodefs.available: \"50%\"}
 evictionSoftGracePeriod: {nodefs.available: 2s}
 evictionMaxPodGracePeriod: 60
-evictionPressureTransitionPeriod: 5s"
+evictionPressureTransitionPeriod: 5s
+shutdownGracePeriod: 30s
+shutdownGracePeriodCriticalPods: 10s"
   start kubelet "$B/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
     --root-dir="$D/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE"
-  start kubelet-node2 "${IN2[@]}" "$B2/kubelet" --config="$D2/kubelet.yaml" --kubeconfig="$D/kubelet2.kubeconfig" \
+  # Node 2's graceful node shutdown talks to the lab's own logind (hack/logind: a bus of
+  # its own, never the machine's), which a test tells to announce a shutdown and to
+  # cancel it (TestNodeShutdown). The kubelet only ever sees that bus: without it, it
+  # fails to connect rather than reach the machine's.
+  mkdir -p "$D/bin"
+  (cd "$repo" && go build -o "$D/bin/logind" ./hack/logind)
+  start logind-node2 "$D/bin/logind" --dir "$D2/logind" --dbus-daemon "$(command -v dbus-daemon || echo /usr/bin/dbus-daemon)" --max-delay 5m
+  wait_for "node 2's logind" 30 test -S "$D2/logind/bus.sock"
+  start kubelet-node2 env DBUS_SYSTEM_BUS_ADDRESS="unix:path=$D2/logind/bus.sock" "${IN2[@]}" "$B2/kubelet" --config="$D2/kubelet.yaml" --kubeconfig="$D/kubelet2.kubeconfig" \
     --root-dir="$D2/kubelet" --node-ip="$NODE2_IP" --hostname-override="$NODE2"
 
   proxy_conf "$D" "$NODE_IP"
@@ -472,7 +485,7 @@ down() {
   bins || true
   set +e +o pipefail # best effort, step by step; what is left is reported at the end
   # Pods first, through the kubelet, while it runs: their containers and netns go cleanly.
-  local procs="lb kube-proxy kube-proxy-node2 kubelet kubelet-node2 kube-scheduler kube-controller-manager kube-apiserver"
+  local procs="lb kube-proxy kube-proxy-node2 kubelet kubelet-node2 logind-node2 kube-scheduler kube-controller-manager kube-apiserver"
   for p in $procs; do
     if running "$p"; then kill "$(cat "$D/pids/$p")" 2>/dev/null || true; fi
   done
@@ -586,14 +599,28 @@ slow_node2() {
   log "node 2's kube-proxy: minSyncPeriod ${1:-1s (default)}"
 }
 
+# node2_shutdown start|cancel: SIGUSR1 or SIGUSR2 to node 2's logind (hack/logind), which
+# sends its kubelet PrepareForShutdown(true) or (false).
+node2_shutdown() {
+  local sig
+  case "$1" in
+    start) sig=USR1 ;;
+    cancel) sig=USR2 ;;
+    *) echo "usage: $0 node2-shutdown start|cancel" >&2; exit 2 ;;
+  esac
+  running logind-node2 || { log "node 2's logind is not running: make cluster-up"; exit 1; }
+  kill -s "$sig" "$(cat "$D/pids/logind-node2")"
+}
+
 case "${1:-}" in
   up) up ;;
   slow-node2) slow_node2 "${2:-}" ;;
+  node2-shutdown) node2_shutdown "${2:-}" ;;
   down) down ;;
   # What the lab's logs say went wrong, printed before a failed run tears it down: the
   # API server's failed webhook calls (a missed admission's cause), the last 40.
   failures) grep -h "Failed calling webhook" "$D/logs/kube-apiserver.log" 2>/dev/null | tail -n 40 || true ;;
   env) echo "KUBECONFIG=$KCFG" ;;
   contained) contained ;;
-  *) echo "usage: $0 up|down|env|contained|failures|slow-node2 [DURATION]" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|env|contained|failures|slow-node2 [DURATION]|node2-shutdown start|cancel" >&2; exit 2 ;;
 esac

@@ -16,6 +16,8 @@
 #   python3           the benchmark reports
 #   chromium          renders napctl probe's HTML report in a test (headless screenshot)
 #   haproxy           the lab's load balancer (hack/lb runs one per LoadBalancer Service)
+#   dbus-daemon       the bus of node 2's stand-in logind (hack/logind: graceful node
+#                     shutdown, never the machine's)
 #   skopeo            reads napctl image's layouts in a test, as users push them (local
 #                     transports only: oci-archive:, oci:)
 set -euo pipefail
@@ -44,6 +46,7 @@ have python3 || need+=(python3)
 have chromium || need+=(chromium)
 have skopeo || need+=(skopeo)
 have haproxy || need+=(haproxy)
+have dbus-daemon || need+=(dbus-daemon)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "prereqs: all present"

@@ -1,4 +1,5 @@
-// Package evicted takes the pods a kubelet evicts out of their Services' routes at once.
+// Package evicted takes the pods a kubelet evicts, or stops because its node shuts down,
+// out of their Services' routes at once.
 //
 // A kubelet that evicts a pod for node pressure stops it with no deletion: the pod stays
 // ready, so its endpoint stays in every EndpointSlice, through its preStop hook and
@@ -17,7 +18,15 @@
 // leaves its ReplicaSet, so nothing ever deletes it, and other selectors (network
 // policies, budgets, monitoring) lose it mid-preStop.
 //
+// A kubelet's graceful node shutdown stops every pod of its node the same way, with no
+// deletion and no Event on the pods; what it writes first is its node's Ready condition,
+// False with the message "node is shutting down" (ShutdownMessage). Router also watches
+// the Nodes (kept as their name and Ready condition only) and, for a node that says so,
+// reads the node again, lists its pods and deletes each one whose preStop holds it, as
+// above (TestNodeShutdown measures it on the lab, through the kubelet's own shutdown
+// manager and a stand-in logind).
+//
 // It is a small keyed controller in the shape of Kubernetes' root-CA publisher: the
-// informer's handler enqueues the pod's key, sync does one pod, a rate-limited work
-// queue retries.
+// informers' handlers enqueue a pod's key or a node's, sync does one, a rate-limited
+// work queue retries.
 package evicted

@@ -2,6 +2,7 @@ package evicted
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,7 +30,31 @@ const RoutedOut = "NapEvictedRoutedOut"
 // Selector selects the Events the Router reads: a kubelet's, on a Pod, reason Evicted.
 var Selector = fields.Set{"reason": Reason, "involvedObject.kind": "Pod", "source": "kubelet"}.AsSelector()
 
-// Router deletes the pods a kubelet evicts, as the package says. Run it on the leader.
+// ShutdownMessage is what a kubelet's graceful node shutdown manager puts in its node's
+// Ready condition (status False) once it is told that the node shuts down, before it
+// stops the node's pods (kubelets 1.21 to 1.37).
+const ShutdownMessage = "node is shutting down"
+
+// RoutedOutShutdown is the reason of the Event the Router leaves on a pod it deleted
+// because its node shuts down.
+const RoutedOutShutdown = "NapShutdownRoutedOut"
+
+// ShuttingDown tells whether n's kubelet says that n is shutting down.
+func ShuttingDown(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, ShutdownMessage)
+		}
+	}
+	return false
+}
+
+// nodePrefix begins the queue's key of a node (a pod's key begins with its namespace,
+// which holds no colon).
+const nodePrefix = "node:"
+
+// Router deletes the pods a kubelet evicts, and those on a node that shuts down, as
+// the package says. Run it on the leader.
 type Router struct {
 	Client   kubernetes.Interface
 	Recorder record.EventRecorder // may be nil
@@ -48,9 +73,10 @@ func (r *Router) Start(ctx context.Context) error {
 	r.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "nap-evicted"})
 	defer r.queue.ShutDown()
-	inf := r.Informer()
+	inf, nodes := r.Informer(), r.NodeInformer()
 	go inf.RunWithContext(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	go nodes.RunWithContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced, nodes.HasSynced) {
 		return nil
 	}
 	go func() {
@@ -72,6 +98,41 @@ func (r *Router) Informer() toolscache.SharedIndexInformer {
 		UpdateFunc: func(_, o any) { r.Enqueue(o) },
 	})
 	return inf
+}
+
+// NodeInformer is the informer of the Nodes, each kept as its name and Ready condition
+// only; its handler enqueues a node that shuts down (ShuttingDown).
+func (r *Router) NodeInformer() toolscache.SharedIndexInformer {
+	lw := toolscache.NewListWatchFromClient(r.Client.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll, fields.Everything())
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, toolscache.Indexers{})
+	_ = inf.SetTransform(slimNode)
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.EnqueueNode(o) },
+		UpdateFunc: func(_, o any) { r.EnqueueNode(o) },
+	})
+	return inf
+}
+
+// slimNode keeps of a Node what the Router reads: its name and its Ready condition.
+func slimNode(o any) (any, error) {
+	n, ok := o.(*corev1.Node)
+	if !ok {
+		return o, nil
+	}
+	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
+		}
+	}
+	return slim, nil
+}
+
+// EnqueueNode queues a node that shuts down.
+func (r *Router) EnqueueNode(o any) {
+	if n, ok := o.(*corev1.Node); ok && ShuttingDown(n) && r.queue != nil {
+		r.queue.Add(nodePrefix + n.Name)
+	}
 }
 
 // Enqueue queues the pod an Event names, when it is one the Router reads.
@@ -109,10 +170,11 @@ func (r *Router) next(ctx context.Context) bool {
 	return true
 }
 
-// Sync does one pod (a Key): unless it is gone, stopped, in an excluded namespace or
-// without a preStop that holds it, it deletes it with its own grace period, on the
-// condition that it is still the pod the Event named.
+// Sync does one key: a pod a kubelet evicted (a Key), or a node that shuts down.
 func (r *Router) Sync(ctx context.Context, key string) error {
+	if node, ok := strings.CutPrefix(key, nodePrefix); ok {
+		return r.syncNode(ctx, node)
+	}
 	parts := strings.SplitN(key, "/", 3)
 	if len(parts) != 3 {
 		return nil
@@ -122,8 +184,7 @@ func (r *Router) Sync(ctx context.Context, key string) error {
 		routed.WithLabelValues("excluded").Inc()
 		return nil
 	}
-	pods := r.Client.CoreV1().Pods(ns)
-	p, err := pods.Get(ctx, name, metav1.GetOptions{})
+	p, err := r.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		routed.WithLabelValues("gone").Inc()
@@ -131,7 +192,51 @@ func (r *Router) Sync(ctx context.Context, key string) error {
 	case err != nil:
 		routed.WithLabelValues("error").Inc()
 		return err
-	case uid != "" && p.UID != uid, p.DeletionTimestamp != nil, p.Status.Phase == corev1.PodFailed, p.Status.Phase == corev1.PodSucceeded:
+	case uid != "" && p.UID != uid:
+		routed.WithLabelValues("gone").Inc()
+		return nil
+	}
+	return r.routeOut(ctx, p, RoutedOut, "evicted by its kubelet")
+}
+
+// syncNode does a node that shuts down: each of its pods, as an evicted one. The node is
+// read again first: a node whose shutdown was cancelled, or that is gone, is left alone.
+func (r *Router) syncNode(ctx context.Context, name string) error {
+	n, err := r.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case !ShuttingDown(n):
+		return nil
+	}
+	pods, err := r.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", name).String()})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != name {
+			continue // the selector's work, in case a server ignored it
+		}
+		if r.Exclude[p.Namespace] {
+			routed.WithLabelValues("excluded").Inc()
+			continue
+		}
+		if err := r.routeOut(ctx, p, RoutedOutShutdown, "its node "+name+" is shutting down"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// routeOut deletes p, unless it is deleting or stopped or no preStop holds it, with its
+// own grace period, on the condition that it is still the pod read; an Event of reason
+// says why (what the kubelet does to it).
+func (r *Router) routeOut(ctx context.Context, p *corev1.Pod, reason, why string) error {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 		routed.WithLabelValues("gone").Inc()
 		return nil
 	}
@@ -144,20 +249,20 @@ func (r *Router) Sync(ctx context.Context, key string) error {
 	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
 	}
-	err = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	err := r.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &p.UID}})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		routed.WithLabelValues("gone").Inc()
 		return nil
 	case err != nil:
 		routed.WithLabelValues("error").Inc()
-		return fmt.Errorf("deleting pod %s/%s: %w", ns, name, err)
+		return fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	routed.WithLabelValues("deleted").Inc()
-	msg := fmt.Sprintf("evicted by its kubelet, which keeps it ready until it has stopped: deleted (grace %ds), so that its Services stop sending to it while its preStop holds it (%v)", grace, hold)
-	r.Log.Info("an evicted pod out of its Services", "pod", ns+"/"+name, "hold", hold.String())
+	msg := fmt.Sprintf("%s, and its kubelet keeps it ready until it has stopped: deleted (grace %ds), so that its Services stop sending to it while its preStop holds it (%v)", why, grace, hold)
+	r.Log.Info("a pod its kubelet stops, out of its Services", "pod", p.Namespace+"/"+p.Name, "why", why, "hold", hold.String())
 	if r.Recorder != nil {
-		r.Recorder.Event(p, corev1.EventTypeNormal, RoutedOut, msg)
+		r.Recorder.Event(p, corev1.EventTypeNormal, reason, msg)
 	}
 	return nil
 }

@@ -85,4 +85,45 @@ func TestRouterAPIServer(t *testing.T) {
 			t.Errorf("pod %s: %v, deleting %v: want it left alone", name, err, p.DeletionTimestamp)
 		}
 	}
+
+	// A node whose kubelet says it shuts down (its Ready condition, written through the
+	// status subresource as a kubelet does): its pod that holds is deleted, found by
+	// the API server's field selector on spec.nodeName; a pod on another node is not.
+	for _, name := range []string{"node-b", "node-c"} {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"b", "c"} {
+		p := pod(func(p *corev1.Pod) {
+			p.Name, p.UID, p.Spec.NodeName = "on-"+name, "", "node-"+name
+			p.Spec.Containers[0].Image = "app:1"
+		})
+		if _, err := cs.CoreV1().Pods("shop").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, "node-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: shuttingDown, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		p, err := cs.CoreV1().Pods("shop").Get(ctx, "on-b", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.DeletionTimestamp != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pod that holds, on a node that shuts down, is not deleted after 30 s")
+		}
+	}
+	if p, err := cs.CoreV1().Pods("shop").Get(ctx, "on-c", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("pod on-c, on a node that serves: %v, deleting %v: want it left alone", err, p.DeletionTimestamp)
+	}
 }

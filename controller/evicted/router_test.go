@@ -2,6 +2,7 @@ package evicted
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
 
@@ -128,4 +130,127 @@ func counts() map[string]float64 {
 		out[r] = testutil.ToFloat64(routed.WithLabelValues(r))
 	}
 	return out
+}
+
+func node(name string, ready corev1.ConditionStatus, message string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"zone": "a"}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+			{Type: corev1.NodeReady, Status: ready, Reason: "KubeletNotReady", Message: message}}}}
+}
+
+// shuttingDown is the Ready condition's message of a kubelet told that its node shuts
+// down (kubelet 1.34's and 1.37's words, with another error beside it).
+const shuttingDown = "[container runtime status check may not have completed yet, node is shutting down]"
+
+// TestSyncNode: a node that shuts down → the exact API actions: the node read again, its
+// pods listed, each whose preStop holds deleted with its own grace and UID, the others
+// (no hold, already deleting, stopped, excluded, on another node) left alone.
+func TestSyncNode(t *testing.T) {
+	on := func(name, ns, uid string, mod func(*corev1.Pod)) *corev1.Pod {
+		return pod(func(p *corev1.Pod) {
+			p.Name, p.Namespace, p.UID, p.Spec.NodeName = name, ns, types.UID(uid), "node-a"
+			if mod != nil {
+				mod(p)
+			}
+		})
+	}
+	pods := []runtime.Object{
+		on("web-1", "shop", "u1", nil),
+		on("web-2", "shop", "u2", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(20)) }),
+		on("plain", "shop", "u3", func(p *corev1.Pod) { p.Spec.Containers[0].Lifecycle = nil }),
+		on("leaving", "shop", "u4", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+		on("stopped", "shop", "u5", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
+		on("dns", "kube-system", "u6", nil),
+		on("elsewhere", "shop", "u7", func(p *corev1.Pod) { p.Spec.NodeName = "node-b" }),
+	}
+	cases := []struct {
+		name    string
+		node    *corev1.Node // nil: gone
+		actions []string
+		deleted map[string]int64 // pod: grace
+	}{
+		{name: "shutting down", node: node("node-a", corev1.ConditionFalse, shuttingDown),
+			actions: []string{"get nodes", "list pods", "delete pods", "delete pods"}, deleted: map[string]int64{"web-1": 45, "web-2": 20}},
+		{name: "not ready for another cause", node: node("node-a", corev1.ConditionFalse, "container runtime network not ready"), actions: []string{"get nodes"}},
+		{name: "ready again: the shutdown cancelled", node: node("node-a", corev1.ConditionTrue, "kubelet is posting ready status"), actions: []string{"get nodes"}},
+		{name: "unknown (unreachable), with the words", node: node("node-a", corev1.ConditionUnknown, shuttingDown), actions: []string{"get nodes"}},
+		{name: "gone", actions: []string{"get nodes"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			objs := slices.Clone(pods)
+			if c.node != nil {
+				objs = append(objs, c.node)
+			}
+			cs := fake.NewClientset(objs...)
+			rec := record.NewFakeRecorder(8)
+			r := &Router{Client: cs, Recorder: rec, Log: logr.Discard(), Exclude: map[string]bool{"kube-system": true}}
+			if err := r.Sync(context.Background(), nodePrefix+"node-a"); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			deleted := map[string]int64{}
+			for _, a := range cs.Actions() {
+				got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
+				if d, ok := a.(clienttesting.DeleteActionImpl); ok {
+					o := d.GetDeleteOptions()
+					var want types.UID
+					for _, p := range pods {
+						if p := p.(*corev1.Pod); p.Name == d.GetName() {
+							want = p.UID
+						}
+					}
+					if o.GracePeriodSeconds == nil || o.Preconditions == nil || o.Preconditions.UID == nil || *o.Preconditions.UID != want {
+						t.Errorf("delete %s: options %+v, want its grace and its UID as a precondition", d.GetName(), o)
+						continue
+					}
+					deleted[d.GetName()] = *o.GracePeriodSeconds
+				}
+			}
+			if !slices.Equal(got, c.actions) {
+				t.Errorf("actions %q, want %q", got, c.actions)
+			}
+			if len(deleted) != len(c.deleted) || !maps.Equal(deleted, c.deleted) {
+				t.Errorf("deleted %v, want %v", deleted, c.deleted)
+			}
+			if len(rec.Events) != len(c.deleted) {
+				t.Errorf("%d events, want %d", len(rec.Events), len(c.deleted))
+			}
+			for range len(rec.Events) {
+				if ev := <-rec.Events; !strings.Contains(ev, RoutedOutShutdown) || !strings.Contains(ev, "node-a") {
+					t.Errorf("event %q, want reason %s naming the node", ev, RoutedOutShutdown)
+				}
+			}
+		})
+	}
+}
+
+// TestEnqueueNode: only a node whose kubelet says it shuts down is queued, and the
+// informer keeps of a node its name and Ready condition.
+func TestEnqueueNode(t *testing.T) {
+	r := &Router{}
+	r.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer r.queue.ShutDown()
+	for _, n := range []*corev1.Node{
+		node("ready", corev1.ConditionTrue, "kubelet is posting ready status"),
+		node("broken", corev1.ConditionFalse, "PLEG is not healthy"),
+		node("down", corev1.ConditionFalse, shuttingDown),
+	} {
+		slim, err := slimNode(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := slim.(*corev1.Node)
+		if s.Name != n.Name || len(s.Labels) != 0 || len(s.Status.Conditions) != 1 || s.Status.Conditions[0] != n.Status.Conditions[1] {
+			t.Errorf("slimNode(%s) = %+v", n.Name, s)
+		}
+		r.EnqueueNode(slim)
+	}
+	if r.queue.Len() != 1 {
+		t.Fatalf("%d keys queued, want 1", r.queue.Len())
+	}
+	if k, _ := r.queue.Get(); k != nodePrefix+"down" {
+		t.Errorf("queued %q, want %q", k, nodePrefix+"down")
+	}
 }

@@ -319,10 +319,11 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			{APIGroups: []string{kube.GatewayGroup}, Resources: slices.Sorted(maps.Keys(kube.RouteKinds)), Verbs: []string{"get", "list", "watch"}},
 			// The Reporter: pods the webhook missed, hooks that cannot work.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-			// evicted.Router: a pod its kubelet evicts, whose preStop holds it, deleted at
-			// once (its own grace period, its UID a precondition) so that it leaves its
-			// Services while the preStop holds; it reads the kubelets' Evicted Events
-			// (the list and watch of events below).
+			// evicted.Router: a pod its kubelet evicts, or stops because its node shuts
+			// down, whose preStop holds it, deleted at once (its own grace period, its UID
+			// a precondition) so that it leaves its Services while the preStop holds; it
+			// reads the kubelets' Evicted Events (the list and watch of events below) and
+			// the nodes' Ready condition (above).
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}},
 			// The ConfigMaps it publishes, by name: list and watch too, as its cache asks
 			// for them (metadata.name=nap). Create cannot be limited to a name (the object

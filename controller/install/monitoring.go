@@ -139,7 +139,7 @@ var dashboardPanels = []panel{
 	{title: "Pods the audit policy would give a delay, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_audit_would_inject_total[1h]))`}, legends: []string{"{{namespace}}"}},
 	{title: "Missed pods rolled, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_pods_rolled_total[1h]))`}, legends: []string{"{{namespace}}"}},
 	{title: "Calibrated hold per path (napctl calibrate --store)", kind: "timeseries", unit: "s", exprs: []string{`max by (path) (nap_calibration_delay_seconds)`}, legends: []string{"{{path}}"}},
-	{title: "Pods a kubelet evicted, by what nap did (deleted: out of their Services at once)", kind: "timeseries", exprs: []string{`sum by (result) (increase(nap_evicted_pods_total[1h]))`}, legends: []string{"{{result}}"}},
+	{title: "Pods a kubelet evicted or stopped for a node shutdown, by what nap did (deleted: out of their Services at once)", kind: "timeseries", exprs: []string{`sum by (result) (increase(nap_evicted_pods_total[1h]))`}, legends: []string{"{{result}}"}},
 	{title: "nap ConfigMaps", kind: "timeseries", exprs: []string{
 		`sum(increase(nap_configmaps_published_total[1h]))`, `sum(increase(nap_configmaps_repaired_total[1h]))`,
 		`sum(increase(nap_configmaps_removed_total[1h]))`, `sum(increase(nap_configmaps_tampered_total[1h]))`},

@@ -272,14 +272,23 @@ const (
 	// service's pods there (2 of 4: their priority is below every other pod's), then the
 	// filler, and the pressure ends.
 	nodePressure
+	// nodeShutdown: node 2's logind announces a shutdown (hack/logind); its kubelet's
+	// graceful node shutdown stops every pod there (the demo service's: 2 of 4), then
+	// the shutdown is cancelled and node 2 serves again. The machine is never touched.
+	nodeShutdown
 )
 
 func (d disruption) String() string {
-	return [...]string{"rolling restart", "scale-down", "node drain", "deadline exceeded", "node-pressure eviction"}[d]
+	return [...]string{"rolling restart", "scale-down", "node drain", "deadline exceeded", "node-pressure eviction", "graceful node shutdown"}[d]
 }
 
 // byKubelet: the kubelet starts d's terminations; no one deletes a pod.
-func (d disruption) byKubelet() bool { return d == deadlineExceeded || d == nodePressure }
+func (d disruption) byKubelet() bool {
+	return d == deadlineExceeded || d == nodePressure || d == nodeShutdown
+}
+
+// onNode2: d stops the demo service's pods on node 2 only.
+func (d disruption) onNode2() bool { return d == nodeDrain || d == nodePressure || d == nodeShutdown }
 
 // replicas is how many pods the demo service runs for d.
 func (d disruption) replicas() int32 {
@@ -475,7 +484,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 			settle()
 		}
 	}
-	if sc.disruption == nodeDrain || sc.disruption == nodePressure {
+	if sc.disruption.onNode2() {
 		if n := podsByNode(t, cs, ns); n[node2] == 0 {
 			t.Fatalf("no pod of the demo service on %s to %s: %v", node2, sc.disruption, n)
 		}
@@ -520,6 +529,11 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		disrupt(t, cs, ns, sc.disruption, i, settle)
 		if settle != nil {
 			settle()
+		}
+		if sc.disruption == nodeShutdown {
+			// The pods' own status says nothing until they have stopped: the stop
+			// began when the kubelet was told of the shutdown.
+			term.stoppedOn(node2, lastShutdown)
 		}
 	}
 	time.Sleep(2 * time.Second)
@@ -627,6 +641,10 @@ func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i 
 		settle()
 	case nodePressure:
 		pressure(t, cs, ns)
+		waitRolledOut(t, cs, ns)
+		settle()
+	case nodeShutdown:
+		shutdownNode2(t, cs, ns)
 		waitRolledOut(t, cs, ns)
 		settle()
 	}

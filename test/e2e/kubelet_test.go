@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,16 +26,20 @@ import (
 )
 
 // TestKubeletTerminations measures the terminations a kubelet starts itself, with no
-// deletion (#48's first half), at 200 req/s at the ClusterIP from node 1, without a
-// preStop and with nap's 5 s:
+// deletion (#48), at 200 req/s at the ClusterIP from node 1, without a preStop and with
+// nap's 5 s:
 //   - an exceeded activeDeadlineSeconds, one pod on each node (kubelets 1.37 and 1.34):
 //     the kubelet marks the pod not ready at once, its endpoint leaves before the
 //     preStop ends, and nap's delay loses nothing over new connections;
-//   - a soft node-pressure eviction on node 2 (1.34): the endpoint stays in service
-//     until the app has exited, so a preStop delay only moves the loss later. The
-//     negative control must lose requests, and nap's row must still show the leak:
-//     the day a kubelet takes an evicted pod out of its routes first, this fails and
-//     the protection nap builds for it can be reconsidered.
+//   - a soft node-pressure eviction on node 2 (1.34), and a graceful shutdown of node 2
+//     (its kubelet's own shutdown manager, told by the lab's logind): the endpoint stays
+//     in service until the app has exited, so a preStop delay only moves the loss later.
+//     The negative control must lose requests, and nap's row must still show the leak:
+//     the day a kubelet takes such a pod out of its routes first, this fails and the
+//     protection nap builds for it can be reconsidered;
+//   - the same two with nap's controller installed: its webhook gives the pods their
+//     hook, its Router deletes each pod at its kubelet's Evicted Event, or once its
+//     node says it shuts down, and nothing is lost over new connections.
 //
 // For each pod stopped it logs when its endpoint went out of service and when its app
 // exited, from when the stop was first seen (docs/downtime.md, "Terminations the
@@ -43,9 +49,10 @@ func TestKubeletTerminations(t *testing.T) {
 	runs := []scenario{
 		{disruption: deadlineExceeded, variant: noDelay}, {disruption: deadlineExceeded, variant: napBinary},
 		{disruption: nodePressure, variant: noDelay}, {disruption: nodePressure, variant: napBinary},
-		// nap's controller installed: its webhook gives the pods their hook, its router
-		// deletes each one evicted at its Evicted Event.
-		{disruption: nodePressure, variant: viaWebhook},
+		{disruption: nodeShutdown, variant: noDelay}, {disruption: nodeShutdown, variant: napBinary},
+		// nap's controller installed, last: once it runs, its policy keeps the other
+		// rows' own ConfigMaps out.
+		{disruption: nodePressure, variant: viaWebhook}, {disruption: nodeShutdown, variant: viaWebhook},
 	}
 	if os.Getenv("NAP_E2E_MECHANISMS") != "" {
 		// The two mechanisms the router chose between, done by the test itself.
@@ -54,6 +61,7 @@ func TestKubeletTerminations(t *testing.T) {
 	for _, sc := range runs {
 		sc.path, sc.rounds = clusterIPNode1, 1
 		d, v := sc.disruption, sc.variant
+		leaks := d == nodePressure || d == nodeShutdown
 		if v.webhook {
 			installController(t, cs)
 		}
@@ -64,7 +72,7 @@ func TestKubeletTerminations(t *testing.T) {
 			// connections (an unlabelled pod leaves the demo pods' watch at once).
 			m.check(t)
 			if v.webhook {
-				routedOut(t, cs, m.ns)
+				routedOut(t, cs, m)
 			}
 			continue
 		}
@@ -76,18 +84,21 @@ func TestKubeletTerminations(t *testing.T) {
 			case !k.leftSeen:
 				t.Errorf("%s: %s", sc, k)
 			case v.expect == fails || !k.exitedSeen:
-			case d == deadlineExceeded && k.left >= k.exited:
+			case !leaks && k.left >= k.exited:
 				t.Errorf("%s: %s: the endpoint left after the app exited", sc, k)
-			case d == nodePressure && k.left < k.exited-time.Second:
+			case leaks && k.left < k.exited-time.Second:
 				t.Errorf("%s: %s: the endpoint left before the app exited: the leak this test records is gone", sc, k)
 			}
 		}
 		switch {
-		case d == deadlineExceeded && v.expect != fails, d == nodePressure && v.expect == fails:
+		case !leaks && v.expect != fails, leaks && v.expect == fails:
 			m.check(t) // nap: none lost over new connections; none: some lost
-		case d == nodePressure && m.failedNew() == 0:
+		case leaks && m.failedNew() == 0:
 			t.Errorf("%s: no request lost over new connections with a preStop alone: the leak this test records is gone", sc)
 		}
+	}
+	if _, err := os.Stat("/etc/systemd/logind.conf.d/99-kubelet.conf"); err == nil {
+		t.Errorf("a kubelet wrote the machine's logind configuration (/etc/systemd/logind.conf.d/99-kubelet.conf)")
 	}
 }
 
@@ -303,27 +314,108 @@ func (h routesOut) String() string {
 	return map[routesOut]string{byDeletion: "deleted", byLabel: "unlabelled"}[h]
 }
 
-// routedOut checks that nap's controller deleted the demo pods evicted in ns: each
-// carries its Event (evicted.RoutedOut), and they are the pods the kubelet evicted.
-func routedOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
+// routedOut checks that nap's controller deleted the demo pods its kubelet stopped in
+// m: each carries the Router's Event, and they are the pods the kubelet evicted (their
+// Evicted Events) or stopped for the node's shutdown.
+func routedOut(t *testing.T, cs *kubernetes.Clientset, m downtime) {
 	t.Helper()
-	events, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	events, err := cs.CoreV1().Events(m.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	evictedPods, routed := map[string]bool{}, map[string]bool{}
+	stopped, routed := map[string]bool{}, map[string]bool{}
+	reason := evicted.RoutedOut
+	if m.scenario.disruption == nodeShutdown {
+		reason = evicted.RoutedOutShutdown
+		for _, k := range m.kubelet {
+			stopped[k.pod] = true
+		}
+	}
 	for _, ev := range events.Items {
 		switch ev.Reason {
 		case evicted.Reason:
-			if ev.InvolvedObject.Kind == "Pod" && !strings.HasPrefix(ev.InvolvedObject.Name, "filler") {
-				evictedPods[ev.InvolvedObject.Name] = true
+			if m.scenario.disruption == nodePressure && ev.InvolvedObject.Kind == "Pod" && !strings.HasPrefix(ev.InvolvedObject.Name, "filler") {
+				stopped[ev.InvolvedObject.Name] = true
 			}
-		case evicted.RoutedOut:
+		case reason:
 			routed[ev.InvolvedObject.Name] = true
 			t.Logf("%s: %s", ev.InvolvedObject.Name, ev.Message)
 		}
 	}
-	if len(evictedPods) == 0 || !maps.Equal(evictedPods, routed) {
-		t.Errorf("evicted %v, routed out by nap's controller %v: want the same pods", slices.Sorted(maps.Keys(evictedPods)), slices.Sorted(maps.Keys(routed)))
+	if len(stopped) == 0 || !maps.Equal(stopped, routed) {
+		t.Errorf("%s: stopped by the kubelet %v, routed out by nap's controller %v: want the same pods", m.scenario, slices.Sorted(maps.Keys(stopped)), slices.Sorted(maps.Keys(routed)))
+	}
+}
+
+// lastShutdown is when the test last told node 2's kubelet that the node shuts down.
+var lastShutdown time.Time
+
+// labShutdown runs hack/cluster.sh node2-shutdown start or cancel.
+func labShutdown(t *testing.T, what string) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join("..", "..", "hack", "cluster.sh"), "node2-shutdown", what)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/cluster.sh node2-shutdown %s: %v\n%s", what, err, out)
+	}
+}
+
+// shutdownNode2 has node 2's logind announce a shutdown to its kubelet, waits until the
+// kubelet has stopped the demo pods there, then cancels the shutdown and waits until
+// node 2 is Ready, untainted, again: the node serves as before, the machine untouched.
+func shutdownNode2(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app", FieldSelector: "spec.nodeName=" + node2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, p := range pods.Items {
+		if !terminal(p) && p.DeletionTimestamp == nil {
+			targets = append(targets, p.Name)
+		}
+	}
+	if len(targets) == 0 {
+		t.Fatalf("no demo pod on %s to stop", node2)
+	}
+	cancelled := false
+	cancel := func() {
+		if !cancelled {
+			cancelled = true
+			labShutdown(t, "cancel")
+		}
+	}
+	t.Cleanup(cancel)
+	lastShutdown = time.Now()
+	labShutdown(t, "start")
+	for _, name := range targets {
+		waitTerminal(t, cs, ns, name, 2*time.Minute)
+	}
+	cancel()
+	waitNodeServes(t, cs, node2, 2*time.Minute)
+}
+
+// waitNodeServes waits until node is Ready and carries none of the taints a node that
+// is not ready or unreachable gets.
+func waitNodeServes(t *testing.T, cs *kubernetes.Clientset, node string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(time.Second) {
+		n, err := cs.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := false
+		for _, c := range n.Status.Conditions {
+			ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		}
+		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+		})
+		if ready && !tainted {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not serving %v after its shutdown was cancelled: %v %v", node, within, n.Status.Conditions, n.Spec.Taints)
+		}
 	}
 }

@@ -185,6 +185,22 @@ func (r *terminations) pods(start time.Time) []string {
 	return out
 }
 
+// stoppedOn records at as the start of the kubelet's stop of every pod seen on node that
+// was neither deleting nor stopped before it (a node's shutdown, which the pods' status
+// shows only once they have stopped).
+func (r *terminations) stoppedOn(node string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.lives {
+		if l.node != node || !l.deleting.IsZero() && l.deleting.Before(at) || !l.exited.IsZero() && l.exited.Before(at.Truncate(time.Second)) {
+			continue
+		}
+		if l.stopped.IsZero() || at.Before(l.stopped) {
+			l.stopped = at
+		}
+	}
+}
+
 // kubeletStop is one pod a kubelet stopped: when that was first seen, when its endpoint
 // went out of service and when its app exited, from then.
 type kubeletStop struct {
