@@ -175,6 +175,26 @@ func evictable(t *testing.T, cs *kubernetes.Clientset, spec *corev1.PodSpec) {
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: "/scratch"})
 }
 
+// runningOn returns the demo pods on node that run and are not deleting, the ones a
+// disruption there will stop; none fails the test (what: the disruption's verb).
+func runningOn(t *testing.T, cs *kubernetes.Clientset, ns, node, what string) []string {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app", FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		if !terminal(p) && p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no demo pod on %s to %s", node, what)
+	}
+	return names
+}
+
 // fillMiB is what the filler writes on node 2's file system (hack/cluster.sh node2fs:
 // 1024 MiB, soft eviction below 50% free): past the threshold by about 200 MiB.
 const fillMiB = 700
@@ -186,19 +206,7 @@ const fillMiB = 700
 func pressure(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app", FieldSelector: "spec.nodeName=" + node2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var targets []string
-	for _, p := range pods.Items {
-		if !terminal(p) && p.DeletionTimestamp == nil {
-			targets = append(targets, p.Name)
-		}
-	}
-	if len(targets) == 0 {
-		t.Fatalf("no demo pod on %s to evict", node2)
-	}
+	targets := runningOn(t, cs, ns, node2, "evict")
 	filler := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "filler", Labels: map[string]string{"app": "filler"}},
 		Spec: corev1.PodSpec{
@@ -364,20 +372,7 @@ func labShutdown(t *testing.T, what string) {
 // node 2 is Ready, untainted, again: the node serves as before, the machine untouched.
 func shutdownNode2(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Helper()
-	ctx := context.Background()
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app", FieldSelector: "spec.nodeName=" + node2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var targets []string
-	for _, p := range pods.Items {
-		if !terminal(p) && p.DeletionTimestamp == nil {
-			targets = append(targets, p.Name)
-		}
-	}
-	if len(targets) == 0 {
-		t.Fatalf("no demo pod on %s to stop", node2)
-	}
+	targets := runningOn(t, cs, ns, node2, "stop")
 	cancelled := false
 	cancel := func() {
 		if !cancelled {
