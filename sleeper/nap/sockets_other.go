@@ -1,0 +1,7 @@
+//go:build !linux
+
+package nap
+
+// ReadSockets reads nothing where there is no NETLINK_SOCK_DIAG: nap runs on Linux only
+// (the package builds elsewhere for napctl).
+func ReadSockets() (active uint64, ok bool) { return 0, false }
