@@ -450,7 +450,7 @@ shutdownGracePeriodCriticalPods: 10s"
     --root-dir="$D/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE"
   # Node 2's graceful node shutdown talks to the lab's own logind (hack/logind: a bus of
   # its own, never the machine's), which a test tells to announce a shutdown and to
-  # cancel it (TestNodeShutdown). The kubelet only ever sees that bus: without it, it
+  # cancel it (TestKubeletTerminations). The kubelet only ever sees that bus: without it, it
   # fails to connect rather than reach the machine's.
   mkdir -p "$D/bin"
   (cd "$repo" && go build -o "$D/bin/logind" ./hack/logind)

@@ -23,7 +23,7 @@
 // False with the message "node is shutting down" (ShutdownMessage). Router also watches
 // the Nodes (kept as their name and Ready condition only) and, for a node that says so,
 // reads the node again, lists its pods and deletes each one whose preStop holds it, as
-// above (TestNodeShutdown measures it on the lab, through the kubelet's own shutdown
+// above (TestKubeletTerminations measures it on the lab, through the kubelet's own shutdown
 // manager and a stand-in logind).
 //
 // It is a small keyed controller in the shape of Kubernetes' root-CA publisher: the

@@ -41,7 +41,6 @@ const (
 	diagMsgState       = 1  // offsetof(struct inet_diag_msg, idiag_state)
 	diagMsgSport       = 4  // offsetof(struct inet_diag_msg, id.idiag_sport): big-endian
 	rtaHdrLen          = 4  // struct rtattr: rta_len, rta_type (16 bits each)
-	afInet, afInet6    = 2, 10
 )
 
 // DiagRequests are the two dump requests of one reading, in order: the listening TCP

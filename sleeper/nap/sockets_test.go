@@ -12,7 +12,7 @@ import (
 // whose tcpi_last_data_recv is last.
 func diagMsg(state byte, port uint16, last int64) []byte {
 	m := make([]byte, nlmsgHdrLen+inetDiagMsgLen)
-	m[nlmsgHdrLen] = afInet6
+	m[nlmsgHdrLen] = 10 // AF_INET6
 	m[nlmsgHdrLen+diagMsgState] = state
 	binary.BigEndian.PutUint16(m[nlmsgHdrLen+diagMsgSport:], port)
 	m = append(m, 5, 0, 8, 0, 0, 0, 0, 0) // INET_DIAG_SHUTDOWN, 1 byte, padded
