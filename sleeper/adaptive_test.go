@@ -86,7 +86,8 @@ var adaptiveCases = []struct {
 
 // TestAdaptiveConformance runs every case on every implementation at once, each in a
 // root of its own (chroot: the binary, qemu-user if needed, and proc/net/snmp, a regular
-// file the test replaces at each step with a rename).
+// file the test replaces at each step with a rename) and a network namespace of its own
+// (the arm64 binary with qemu's stub handing it its netlink socket).
 func TestAdaptiveConformance(t *testing.T) {
 	testenv.RequireRoot(t)
 	ims := impls(t)
@@ -115,20 +116,28 @@ func TestAdaptiveConformance(t *testing.T) {
 			cmd := exec.Command("chroot", append([]string{root}, append(inside, tc.args...)...)...)
 			cmd.Dir = "/"
 			wg.Go(func() {
-				// The table's clock starts with the process (a little before it runs).
-				start, stop := time.Now(), make(chan struct{})
-				go func() {
-					for _, s := range tc.table[1:] {
-						select {
-						case <-stop:
-							return
-						case <-time.After(time.Until(start.Add(s.at))):
-							put(s)
+				// An empty network namespace of its own: no socket there receives (the
+				// request signal is TestRequestSignal's).
+				err := inNetns(im, false, func(sockets *os.File) error {
+					// The table's clock starts with the process (a little before it runs).
+					start, stop := time.Now(), make(chan struct{})
+					go func() {
+						for _, s := range tc.table[1:] {
+							select {
+							case <-stop:
+								return
+							case <-time.After(time.Until(start.Add(s.at))):
+								put(s)
+							}
 						}
-					}
-				}()
-				got[i][j] = run(cmd, tc.signal, tc.after, im.qemu != "")
-				close(stop)
+					}()
+					got[i][j] = runWith(cmd, tc.signal, tc.after, im.qemu != "", sockets)
+					close(stop)
+					return nil
+				})
+				if err != nil {
+					got[i][j] = outcome{err: err}
+				}
 			})
 		}
 	}
@@ -136,21 +145,29 @@ func TestAdaptiveConformance(t *testing.T) {
 	for i, im := range ims {
 		for j, tc := range adaptiveCases {
 			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
-				o := got[i][j]
-				if o.err != nil {
-					t.Fatal(o.err)
-				}
-				if o.code != tc.code || o.stdout != "" || o.stderr != tc.stderr {
-					t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stderr %q", o.code, o.stdout, o.stderr, tc.code, tc.stderr)
-				}
-				lo, hi := tc.sleep, tc.sleep+im.slack
-				if tc.signal != 0 {
-					lo, hi = tc.after, tc.after+im.slack
-				}
-				if o.elapsed < lo || o.elapsed > hi {
-					t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)
-				}
+				got[i][j].checkWait(t, im, tc.code, tc.stderr, tc.sleep, tc.sleep, tc.signal != 0)
 			})
 		}
 	}
+}
+
+// checkWait checks one run of an adaptive wait: no error, the exit status and stderr,
+// nothing on stdout, and its end from lo to hi plus im's slack (with signalled, from
+// the signal to the slack after it).
+func (o outcome) checkWait(t *testing.T, im impl, code int, stderr string, lo, hi time.Duration, signalled bool) {
+	t.Helper()
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.code != code || o.stdout != "" || o.stderr != stderr {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stderr %q", o.code, o.stdout, o.stderr, code, stderr)
+	}
+	hi += im.slack
+	if signalled {
+		lo, hi = o.after, o.after+im.slack
+	}
+	if o.elapsed < lo || o.elapsed > hi {
+		t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)
+	}
+	t.Logf("ended after %v (%v to %v)", o.elapsed.Round(time.Millisecond), lo, hi)
 }

@@ -2,6 +2,7 @@ package sleeper
 
 import (
 	"errors"
+	"time"
 
 	"github.com/nap-k8s/nap/internal/asm"
 	x "github.com/nap-k8s/nap/internal/asm/amd64"
@@ -20,6 +21,7 @@ const (
 	amd64SysExitGroup      = 231
 	amd64SysPpoll          = 271
 	amd64SysOpenat         = 257
+	amd64SysSocket         = 41
 )
 
 // Shared by both programs.
@@ -38,14 +40,35 @@ const (
 	errEAGAIN      = 11
 	atFDCWD        = -100
 	// The adaptive wait's slots, just below the stack the program starts with: MIN,
-	// then QUIET, MAX and ALLOW at the offsets the word table gives their flags.
-	slotsSize = 32
-	slotQuiet = 8
-	slotMax   = 16
-	slotAllow = 24
-	pollNs    = int64(nap.PollInterval)
-	// snmpBuf is the adaptive wait's read buffer: nap.SnmpRead bytes and a NUL.
-	snmpBuf = nap.SnmpRead + 8
+	// then QUIET, MAX, ALLOW and WITHIN (--requests) at the offsets the word table gives
+	// their flags.
+	slotsSize    = 40
+	slotQuiet    = 8
+	slotMax      = 16
+	slotAllow    = 24
+	slotRequests = 32
+	pollNs       = int64(nap.PollInterval)
+	// readBuf is the adaptive wait's read buffer: nap.SnmpRead bytes and a NUL, or one
+	// datagram of a socket dump (nap.DiagRead).
+	readBuf = max(nap.SnmpRead+8, nap.DiagRead)
+	// listening is the bitmap of listening ports of one reading of the sockets (a bit
+	// per port), just below the slots.
+	listening = 1 << 16 / 8
+	// The socket that reads the sockets: socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC,
+	// NETLINK_SOCK_DIAG).
+	afNetlink          = 16
+	sockRawCloexec     = 3 | 0x80000
+	diagRequestsStride = nap.DiagRequestLen
+	// socketsNs is how often the sockets are read: at the readings whose clock is a
+	// multiple of it.
+	socketsNs = nap.SocketsEvery * pollNs
+	// The offsets in a socket message (struct nlmsghdr, then struct inet_diag_msg) and
+	// in an attribute (struct rtattr, then struct tcp_info).
+	msgState    = nap.NlmsgHdrLen + nap.DiagMsgState
+	msgSport    = nap.NlmsgHdrLen + nap.DiagMsgSport
+	msgAttrs    = nap.NlmsgHdrLen + nap.InetDiagMsgLen
+	infoLastRcv = nap.RtaHdrLen + nap.TCPInfoLastDataRecv
+	nsPerMs     = int64(time.Millisecond)
 )
 
 // The registers, named as in the manual.
@@ -71,9 +94,11 @@ type block struct {
 // assembler's branch relaxation). Every branch takes its 2-byte form. TestBlockLayout
 // fails if moving or swapping blocks would save a byte.
 var amd64Layout = []asm.Label{
-	"nap_ts", "entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
-	"invalid", "default", "tail", "args_done", "fixed", "sleep", "timed", "slept", "done", "say", "write_all", "wait",
-	"on_signal", "exit_edi", "adaptive", "poll", "traffic", "count", "unreadable",
+	"entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
+	"invalid", "default", "tail", "args_done", "fixed", "sleep", "timed", "slept", "done", "wait", "write_all",
+	"adaptive", "on_signal", "exit_edi", "say", "nap_ts", "poll", "last_look", "traffic", "count", "unreadable",
+	"message", "listen", "next_message", "dump_done", "unreadable_sockets", "attr", "dump", "sockets",
+	"next_attr",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -123,11 +148,12 @@ func amd64Blocks() []block {
 			// argument (r14), the adaptive flag (r8) and oldact (rdx) start 0.
 			//
 			// The DURATIONs add up in the slot MIN, a flag's value in its own slot (r13
-			// points at the slot being added to, r15 at MIN): four qwords pushed first,
+			// points at the slot being added to, r15 at MIN): five qwords pushed first,
 			// which nothing writes once the arguments are read (the stack pointer is
-			// above them then). ALLOW, MAX, QUIET and MIN start at their defaults (60 s
-			// is 30 × 2 s: no imm32 holds it).
+			// above them then). WITHIN, ALLOW, MAX, QUIET and MIN start at their defaults
+			// (60 s is 30 × 2 s: no imm32 holds it).
 			b.MOV(eax, x.Imm(int64(nap.DefaultQuiet)))
+			b.PUSH(x.Imm(0)) // WITHIN: the request signal off
 			b.PUSH(x.Imm(nap.DefaultAllow))
 			b.IMUL3(rcx, rax, x.Imm(int64(nap.DefaultMax/nap.DefaultQuiet)))
 			b.PUSH(rcx)
@@ -242,7 +268,7 @@ func amd64Blocks() []block {
 			b.LODSB()
 			b.SUB(al, x.Imm('0'))
 			b.J(x.NS, "head")
-			b.BTS(ebx, 8) // the dot (bh); a second one is invalid
+			b.BTS(ebx, x.Imm(8)) // the dot (bh); a second one is invalid
 			b.J(x.B, "invalid")
 			b.JMP("digit")
 			b.Label("head")
@@ -445,15 +471,21 @@ func amd64Blocks() []block {
 		}},
 		// The adaptive wait (spec: the package documentation). Registers: rbp the
 		// limit (MAX, at least MIN), r13 QUIET, r14 the clock (pollNs per reading), r9
-		// when the quiet window began, r12 the count then, r8 the read buffer; MIN and
-		// ALLOW (in ns) stay in their slots (r15). The stack moves below the slots,
-		// the buffer first; the timespec of one poll interval stays on it.
+		// when the quiet window began, r12 the count then, rbx the count now, r8 the
+		// read buffer; MIN and ALLOW (in ns) stay in their slots (r15), the bitmap of
+		// listening ports just below them. The stack moves below the bitmap and the
+		// buffer; the timespec of one poll interval stays on it.
 		{"adaptive", "poll", func(b *x.Builder) { // from fixed
+			b.MOV(rax, x.Qword(r15, slotRequests)) // WITHIN in whole milliseconds, the kernel's unit
+			b.XOR(edx, edx)
+			b.MOV(ecx, x.Imm(nsPerMs))
+			b.DIV(rcx)
+			b.MOV(x.Qword(r15, slotRequests), rax)
 			b.MOV(rbp, x.Qword(r15, slotMax))
 			b.CMP(rbp, r12)
 			b.CMOV(x.B, rbp, r12)
 			b.MOV(r13, x.Qword(r15, slotQuiet))
-			b.LEA(rsp, x.Qword(r15, -snmpBuf))
+			b.LEA(rsp, x.Qword(r15, -(listening+readBuf)))
 			b.MOV(r8, rsp)
 			b.PUSH(x.Imm(pollNs))
 			b.PUSH(x.Imm(0))
@@ -464,13 +496,15 @@ func amd64Blocks() []block {
 		}},
 		// Each reading: traffic when the count rose by more than ALLOW since the window
 		// began (count*1e9 against ALLOW in ns, unsigned: a count that went back, or one
-		// too large to scale, is traffic too); then quiet once the window is QUIET long
-		// and MIN has passed; at the limit in any case.
+		// too large to scale, is traffic too). Otherwise the sockets, at every
+		// nap.SocketsEvery-th reading and before the wait ends quiet (the window QUIET
+		// long, MIN passed): an inbound connection that received data is traffic too. At
+		// the limit the wait ends in any case.
 		{"poll", "", func(b *x.Builder) {
 			b.CALL("nap_ts")
 			b.ADD(r14, x.Imm(pollNs))
 			b.CALL("count")
-			b.MOV(rcx, rax)
+			b.MOV(rbx, rax)
 			b.SUB(rax, r12)
 			b.MOV(edx, x.Imm(nsPerSecond))
 			b.MUL(rdx)
@@ -480,9 +514,18 @@ func amd64Blocks() []block {
 			b.MOV(rax, r14)
 			b.SUB(rax, r9)
 			b.CMP(rax, r13)
-			b.J(x.B, "until_limit")
+			b.J(x.B, "due")
 			b.CMP(r14, x.Qword(r15, 0)) // MIN
-			b.J(x.AE, "quiet")
+			b.J(x.AE, "last_look")
+			b.Label("due")
+			b.MOV(rax, r14)
+			b.XOR(edx, edx)
+			b.MOV(ecx, x.Imm(socketsNs))
+			b.DIV(rcx)
+			b.TEST(rdx, rdx)
+			b.J(x.NE, "until_limit")
+			b.CALL("sockets")
+			b.J(x.NE, "traffic")
 			b.Label("until_limit")
 			b.CMP(r14, rbp)
 			b.J(x.B, "poll")
@@ -490,9 +533,151 @@ func amd64Blocks() []block {
 			b.XOR(edi, edi)
 			b.JMP("exit_edi")
 		}},
+		{"last_look", "traffic", func(b *x.Builder) { // quiet, but for the sockets
+			b.CALL("sockets")
+			b.J(x.E, "quiet")
+		}},
 		{"traffic", "until_limit", func(b *x.Builder) { // a new window, from here
 			b.MOV(r9, r14)
-			b.MOV(r12, rcx)
+			b.MOV(r12, rbx)
+		}},
+		// sockets reads the sockets of the network namespace (see nap.ReadSockets and
+		// nap.Sockets.Read) and returns with ZF clear when an inbound connection received
+		// data within WITHIN; without --requests, at once with ZF set. Registers: edi the
+		// netlink socket, r10 the active connections, rsi the message read, rcx its
+		// length, r11 the datagram's end, rdx an attribute, rbx its length (kept for the
+		// caller on the stack), the request written on the stack. Any failure is
+		// unreadable_sockets.
+		{"sockets", "dump", func(b *x.Builder) {
+			b.XOR(r10d, r10d)
+			b.CMP(x.Qword(r15, slotRequests), r10)
+			b.J(x.E, "sockets_off")
+			b.PUSH(rbx)
+			b.MOV(ecx, x.Imm(listening/8)) // no port listens yet
+			b.Label("clear")
+			b.AND(x.Mem{Bits: 64, Base: r15, Index: rcx, Scale: 8, Disp: -listening - 8}, x.Imm(0))
+			b.LOOP("clear")
+			b.PUSH(x.Imm(afNetlink))
+			b.POP(rdi)
+			b.MOV(esi, x.Imm(sockRawCloexec))
+			b.PUSH(x.Imm(nap.NetlinkSockDiag))
+			b.POP(rdx)
+			b.PUSH(x.Imm(amd64SysSocket))
+			b.POP(rax)
+			b.SYSCALL()
+			b.TEST(eax, eax)
+			b.J(x.S, "unreadable_sockets")
+			b.MOV(edi, eax)
+			b.MOV(esi, x.Addr("diag_requests"))
+		}},
+		// A dump: its request written whole, then its datagrams read to NLMSG_DONE.
+		{"dump", "message", func(b *x.Builder) { // from sockets and dump_done
+			b.PUSH(rsi)
+			b.PUSH(x.Imm(nap.DiagRequestLen))
+			b.POP(rdx)
+			b.PUSH(x.Imm(amd64SysWrite))
+			b.POP(rax)
+			b.SYSCALL()
+			b.CMP(eax, x.Imm(nap.DiagRequestLen))
+			b.J(x.NE, "unreadable_sockets")
+			b.Label("datagram")
+			b.MOV(rsi, r8)
+			b.MOV(edx, x.Imm(nap.DiagRead))
+			b.XOR(eax, eax) // read
+			b.SYSCALL()
+			b.TEST(eax, eax)
+			b.J(x.LE, "unreadable_sockets")
+			b.LEA(r11, x.ByteIndex(r8, rax))
+		}},
+		// Each message of the datagram: a header within what is left of it; NLMSG_DONE
+		// ends the dump, NLMSG_ERROR is unreadable, a socket message is read, any other
+		// skipped.
+		{"message", "attr", func(b *x.Builder) { // from dump and next_message
+			b.MOV(rax, r11)
+			b.SUB(rax, rsi)
+			b.J(x.E, "datagram") // the datagram is read: the next one
+			b.CMP(rax, x.Imm(nap.NlmsgHdrLen))
+			b.J(x.B, "unreadable_sockets")
+			b.MOV(ecx, x.Dword(rsi, 0))
+			b.CMP(ecx, x.Imm(nap.NlmsgHdrLen))
+			b.J(x.B, "unreadable_sockets")
+			b.CMP(rcx, rax)
+			b.J(x.A, "unreadable_sockets")
+			b.MOVZX(eax, x.Word(rsi, 4))
+			b.CMP(eax, x.Imm(nap.NlmsgDone))
+			b.J(x.E, "dump_done")
+			b.CMP(eax, x.Imm(nap.NlmsgError))
+			b.J(x.E, "unreadable_sockets")
+			b.CMP(eax, x.Imm(nap.TCPDiagGetSock))
+			b.J(x.NE, "next_message")
+			b.CMP(ecx, x.Imm(msgAttrs))
+			b.J(x.B, "unreadable_sockets")
+			b.MOVZX(eax, x.Word(rsi, msgSport)) // the port as the kernel gives it
+			b.CMP(x.Byte(rsi, msgState), x.Imm(nap.TCPListen))
+			b.J(x.E, "listen")
+			b.CMP(x.Byte(rsi, msgState), x.Imm(nap.TCPEstablished))
+			b.J(x.NE, "next_message")
+			b.BT(x.Dword(r15, -listening), eax)
+			b.J(x.AE, "next_message") // outbound: the pod's own connection to somewhere
+			b.LEA(rdx, x.Qword(rsi, msgAttrs))
+		}},
+		// An inbound connection's attributes, to INET_DIAG_INFO: active when its
+		// tcpi_last_data_recv is below WITHIN.
+		{"attr", "", func(b *x.Builder) { // from message and next_attr
+			b.LEA(rax, x.ByteIndex(rsi, rcx))
+			b.SUB(rax, rdx)
+			b.CMP(rax, x.Imm(nap.RtaHdrLen))
+			b.J(x.B, "unreadable_sockets") // no INET_DIAG_INFO, or a broken attribute
+			b.MOVZX(ebx, x.Word(rdx, 0))
+			b.CMP(ebx, x.Imm(nap.RtaHdrLen))
+			b.J(x.B, "unreadable_sockets")
+			b.CMP(rbx, rax)
+			b.J(x.A, "unreadable_sockets")
+			b.CMP(x.Byte(rdx, 2), x.Imm(nap.InetDiagInfo))
+			b.J(x.NE, "next_attr")
+			b.CMP(x.Byte(rdx, 3), x.Imm(0))
+			b.J(x.NE, "next_attr")
+			b.CMP(ebx, x.Imm(infoLastRcv+4))
+			b.J(x.B, "next_attr")
+			b.MOV(ebx, x.Dword(rdx, infoLastRcv))
+			b.CMP(rbx, x.Qword(r15, slotRequests))
+			b.J(x.AE, "next_message")
+			b.INC(r10)
+			b.JMP("next_message")
+		}},
+		{"next_attr", "attr", func(b *x.Builder) { // past it, 4-byte aligned, or to the end
+			b.ADD(ebx, x.Imm(3))
+			b.AND(ebx, x.Imm(-4))
+			b.CMP(rbx, rax)
+			b.CMOV(x.A, rbx, rax)
+			b.ADD(rdx, rbx)
+		}},
+		{"listen", "next_message", func(b *x.Builder) { // from message
+			b.BTS(x.Dword(r15, -listening), eax)
+		}},
+		{"next_message", "message", func(b *x.Builder) { // past it, 4-byte aligned, or to the end
+			b.ADD(ecx, x.Imm(3))
+			b.AND(ecx, x.Imm(-4))
+			b.MOV(rax, r11)
+			b.SUB(rax, rsi)
+			b.CMP(rcx, rax)
+			b.CMOV(x.A, rcx, rax)
+			b.ADD(rsi, rcx)
+		}},
+		// The next request, if any (a zero byte follows the last); then the socket is
+		// closed.
+		{"dump_done", "", func(b *x.Builder) {
+			b.POP(rsi)
+			b.ADD(rsi, x.Imm(diagRequestsStride))
+			b.CMP(x.Byte(rsi, 0), x.Imm(0))
+			b.J(x.NE, "dump")
+			b.PUSH(x.Imm(amd64SysClose))
+			b.POP(rax)
+			b.SYSCALL()
+			b.POP(rbx)
+			b.Label("sockets_off")
+			b.TEST(r10, r10)
+			b.RET()
 		}},
 		// count reads /proc/net/snmp (one read of up to nap.SnmpRead bytes, into r8) and returns
 		// PassiveOpens in rax: see nap.PassiveOpens. Any failure is unreadable.
@@ -566,11 +751,17 @@ func amd64Blocks() []block {
 			b.XCHG(rax, rcx)
 			b.RET()
 		}},
-		// The count cannot be read: say so, wait until the limit, exit 3.
+		// The count or the sockets cannot be read: say so, wait until the limit, exit 3.
+		{"unreadable_sockets", "unreadable_say", func(b *x.Builder) {
+			b.MOV(esi, x.Addr("msg_unreadable_sockets"))
+			b.PUSH(x.Imm(len(nap.UnreadableSockets)))
+			b.POP(rdx)
+		}},
 		{"unreadable", "sleep", func(b *x.Builder) {
 			b.MOV(esi, x.Addr("msg_unreadable"))
 			b.PUSH(x.Imm(len(nap.Unreadable)))
 			b.POP(rdx)
+			b.Label("unreadable_say")
 			b.CALL("say")
 			b.MOV(r12, rbp)
 			b.SUB(r12, r14)

@@ -16,7 +16,12 @@ const (
 	arm64SysNanosleep      = 101
 	arm64SysClockNanosleep = 115
 	arm64SysRtSigaction    = 134
+	arm64SysSocket         = 198
 )
+
+// portMap is the arm64 program's map of listening ports in one reading of the sockets:
+// a byte per port, non-zero when a socket listens there.
+const portMap = 1 << 16
 
 // arm64SleepCalls are the ways to sleep, in the order tried (see sleep_timespec).
 var arm64SleepCalls = []byte{arm64SysNanosleep, arm64SysClockNanosleep, arm64SysPpoll, 0}
@@ -28,8 +33,9 @@ var (
 	x15, x16, x17, x19, x20, x21    = a.X15, a.X16, a.X17, a.X19, a.X20, a.X21
 	x22, x23, x24, xzr, sp          = a.X22, a.X23, a.X24, a.XZR, a.SP
 	x25, x26, x27, x28, x29, x30    = a.X25, a.X26, a.X27, a.X28, a.X29, a.X30
+	x18                             = a.X18
 	w1, w2, w3, w4, w6, w7, w8      = a.W1, a.W2, a.W3, a.W4, a.W6, a.W7, a.W8
-	w13, w14, w29                   = a.W13, a.W14, a.W29
+	w12, w13, w14, w29              = a.W12, a.W13, a.W14, a.W29
 )
 
 // movImm sets rd to v with a MOVZ and a MOVK for each further non-zero 16 bits.
@@ -49,7 +55,7 @@ func movImm(b *a.Builder, rd a.Reg, v uint64) {
 //	x23  exit status                   x6   10
 //	x24  the next way to sleep; before it, non-zero when a flag makes the wait adaptive
 //	x5   the descriptor write_all writes to
-//	x25, x26, x27  QUIET, MAX, ALLOW (from their defaults); x29 the slot (c) a flag's
+//	x25, x26, x27, x18  QUIET, MAX, ALLOW, WITHIN (from their defaults); x29 the slot (c) a flag's
 //	value goes to, 0 for none, x28 MIN meanwhile (the value adds up in x20)
 //	per term: x10 number start, x11 number end, x9 text, x12 word table, x13 k, x14 c
 //	(the unit is c*10^k ns), x15 the number, x16 digit count, x17 1 after the dot,
@@ -222,7 +228,9 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CMPi(x29, slotMax)
 	b.CSEL(x25, x20, x25, a.LO)
 	b.CSEL(x26, x20, x26, a.EQ)
-	b.CSEL(x27, x20, x27, a.HI)
+	b.CMPi(x29, slotAllow)
+	b.CSEL(x27, x20, x27, a.EQ)
+	b.CSEL(x18, x20, x18, a.HI)
 	b.MOV(x20, x28)
 	b.MOV(x29, xzr)
 	b.B("next_arg")
@@ -284,14 +292,18 @@ func programARM64(b *a.Builder, words []byte) {
 
 	// The adaptive wait (spec: the package documentation). Registers: x20 MIN, x25
 	// QUIET, x26 the limit (MAX, at least MIN), x27 ALLOW in ns, x22 the clock (x17 per
-	// reading), x19 when the quiet window began, x28 the count then, x16 the read
-	// buffer, x15 1e9. The system calls keep every register but x0.
+	// reading), x19 when the quiet window began, x28 the count then, x29 the count now,
+	// x16 the read buffer, x14 the map of listening ports above it, x15 1e9. The system
+	// calls keep every register but x0.
 	b.Label("adaptive")
+	movImm(b, x2, uint64(nsPerMs)) // WITHIN in whole milliseconds, the kernel's unit
+	b.UDIV(x18, x18, x2)
 	b.CMP(x26, x20)
 	b.CSEL(x26, x20, x26, a.LO)
-	b.SUBi(sp, sp, snmpBuf&^0xFFF)
-	b.SUBi(sp, sp, snmpBuf&0xFFF)
+	b.SUBi(sp, sp, (readBuf+portMap)&^0xFFF)
+	b.SUBi(sp, sp, (readBuf+portMap)&0xFFF)
 	b.ADDi(x16, sp, 0)
+	b.ADDi(x14, x16, readBuf)
 	movImm(b, x17, uint64(pollNs))
 	movImm(b, x15, nsPerSecond)
 	b.STP(xzr, x17, sp, -16, true) // {0 s, pollNs}
@@ -301,12 +313,15 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOV(x28, x1)
 	// Each reading: traffic when the count rose by more than ALLOW since the window
 	// began (count*1e9 against ALLOW in ns, unsigned: a count that went back, or one
-	// too large to scale, is traffic too); then quiet once the window is QUIET long
-	// and MIN has passed; at the limit in any case.
+	// too large to scale, is traffic too). Otherwise the sockets, at every
+	// nap.SocketsEvery-th reading and before the wait ends quiet (the window QUIET long,
+	// MIN passed): an inbound connection that received data is traffic too. At the
+	// limit the wait ends in any case.
 	b.Label("poll")
 	b.BL("nap_ts")
 	b.ADD(x22, x22, x17)
 	b.BL("count")
+	b.MOV(x29, x1)
 	b.SUB(x2, x1, x28)
 	b.UMULH(x3, x2, x15)
 	b.CBNZ(x3, "traffic")
@@ -315,19 +330,157 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Bcond(a.HI, "traffic")
 	b.SUB(x2, x22, x19)
 	b.CMP(x2, x25)
-	b.Bcond(a.LO, "until_limit")
+	b.Bcond(a.LO, "due")
 	b.CMP(x22, x20)
-	b.Bcond(a.HS, "quiet")
+	b.Bcond(a.HS, "last_look")
+	b.Label("due")
+	movImm(b, x2, uint64(socketsNs))
+	b.UDIV(x3, x22, x2)
+	b.MSUB(x3, x3, x2, x22)
+	b.CBNZ(x3, "until_limit")
+	b.BL("sockets")
+	b.CBNZ(x1, "traffic")
 	b.Label("until_limit")
 	b.CMP(x22, x26)
 	b.Bcond(a.LO, "poll")
 	b.Label("quiet")
 	b.MOV(x0, xzr)
 	b.B("exit_x0")
+	b.Label("last_look") // quiet, but for the sockets
+	b.BL("sockets")
+	b.CBZ(x1, "quiet")
 	b.Label("traffic") // a new window, from here
 	b.MOV(x19, x22)
-	b.MOV(x28, x1)
+	b.MOV(x28, x29)
 	b.B("until_limit")
+
+	// sockets reads the sockets of the network namespace (see nap.ReadSockets and
+	// nap.Sockets.Read) and returns in x1 the inbound connections that received data
+	// within WITHIN (x18, in milliseconds); without --requests, 0 at once. Registers: x9
+	// the netlink socket, x5 the request, x10 the message read, x12 its length, x11 the
+	// datagram's end, x13 an attribute, x3 its length or the port, x7 the count. Any
+	// failure is unreadable_sockets.
+	b.Label("sockets")
+	b.MOV(x7, xzr)
+	b.CBZ(x18, "sockets_off")
+	b.SUBi(x3, x14, 16) // no port listens yet
+	b.MOVZ(x4, portMap/16, 0)
+	b.Label("clear")
+	b.STP(xzr, xzr, x3, 16, true)
+	b.SUBSi(x4, x4, 1)
+	b.Bcond(a.NE, "clear")
+	b.MOVZ(x0, afNetlink, 0)
+	movImm(b, x1, sockRawCloexec)
+	b.MOVZ(x2, nap.NetlinkSockDiag, 0)
+	b.MOVZ(x8, arm64SysSocket, 0)
+	b.Label("diag_socket")
+	b.SVC(0)
+	b.TBNZ(x0, 63, "unreadable_sockets")
+	b.MOV(x9, x0)
+	b.ADR(x5, "diag_requests")
+	// A dump: its request written whole, then its datagrams read to NLMSG_DONE.
+	b.Label("dump")
+	b.MOV(x0, x9)
+	b.MOV(x1, x5)
+	b.MOVZ(x2, nap.DiagRequestLen, 0)
+	b.MOVZ(x8, arm64SysWrite, 0)
+	b.SVC(0)
+	b.CMPi(x0, nap.DiagRequestLen)
+	b.Bcond(a.NE, "unreadable_sockets")
+	b.Label("datagram")
+	b.MOV(x0, x9)
+	b.MOV(x1, x16)
+	movImm(b, x2, nap.DiagRead)
+	b.MOVZ(x8, arm64SysRead, 0)
+	b.SVC(0)
+	b.CMPi(x0, 0)
+	b.Bcond(a.LE, "unreadable_sockets")
+	b.MOV(x10, x16)
+	b.ADD(x11, x16, x0)
+	// Each message of the datagram: a header within what is left of it; NLMSG_DONE
+	// ends the dump, NLMSG_ERROR is unreadable, a socket message is read, any other
+	// skipped.
+	b.Label("message")
+	b.SUBS(x2, x11, x10)
+	b.Bcond(a.EQ, "datagram") // the datagram is read: the next one
+	b.CMPi(x2, nap.NlmsgHdrLen)
+	b.Bcond(a.LO, "unreadable_sockets")
+	b.LDR(w12, x10, 0)
+	b.CMPi(x12, nap.NlmsgHdrLen)
+	b.Bcond(a.LO, "unreadable_sockets")
+	b.CMP(x12, x2)
+	b.Bcond(a.HI, "unreadable_sockets")
+	b.LDRH(w3, x10, 4)
+	b.CMPi(w3, nap.NlmsgDone)
+	b.Bcond(a.EQ, "dump_done")
+	b.CMPi(w3, nap.NlmsgError)
+	b.Bcond(a.EQ, "unreadable_sockets")
+	b.CMPi(w3, nap.TCPDiagGetSock)
+	b.Bcond(a.NE, "next_message")
+	b.CMPi(x12, msgAttrs)
+	b.Bcond(a.LO, "unreadable_sockets")
+	b.LDRH(w3, x10, msgSport) // the port as the kernel gives it
+	b.LDRB(w4, x10, msgState)
+	b.CMPi(w4, nap.TCPListen)
+	b.Bcond(a.EQ, "listen")
+	b.CMPi(w4, nap.TCPEstablished)
+	b.Bcond(a.NE, "next_message")
+	b.LDRBr(w4, x14, x3)
+	b.CBZ(w4, "next_message") // outbound: the pod's own connection to somewhere
+	b.ADDi(x13, x10, msgAttrs)
+	// An inbound connection's attributes, to INET_DIAG_INFO: active when its
+	// tcpi_last_data_recv is below WITHIN.
+	b.Label("attr")
+	b.ADD(x2, x10, x12)
+	b.SUB(x2, x2, x13)
+	b.CMPi(x2, nap.RtaHdrLen)
+	b.Bcond(a.LO, "unreadable_sockets") // no INET_DIAG_INFO, or a broken attribute
+	b.LDRH(w3, x13, 0)
+	b.CMPi(w3, nap.RtaHdrLen)
+	b.Bcond(a.LO, "unreadable_sockets")
+	b.CMP(x3, x2)
+	b.Bcond(a.HI, "unreadable_sockets")
+	b.LDRH(w4, x13, 2)
+	b.CMPi(w4, nap.InetDiagInfo)
+	b.Bcond(a.NE, "next_attr")
+	b.CMPi(w3, infoLastRcv+4)
+	b.Bcond(a.LO, "next_attr")
+	b.LDR(w4, x13, infoLastRcv)
+	b.CMP(x4, x18)
+	b.Bcond(a.HS, "next_message")
+	b.ADDi(x7, x7, 1)
+	b.B("next_message")
+	b.Label("next_attr") // past it, 4-byte aligned, or to the end
+	b.ADDi(x3, x3, 3)
+	b.ANDi(x3, x3, ^uint64(3))
+	b.CMP(x3, x2)
+	b.CSEL(x3, x2, x3, a.HI)
+	b.ADD(x13, x13, x3)
+	b.B("attr")
+	b.Label("listen")
+	b.MOVZ(w4, 1, 0)
+	b.STRBr(w4, x14, x3)
+	b.Label("next_message") // past it, 4-byte aligned, or to the end
+	b.ADDi(x12, x12, 3)
+	b.ANDi(x12, x12, ^uint64(3))
+	b.SUB(x2, x11, x10)
+	b.CMP(x12, x2)
+	b.CSEL(x12, x2, x12, a.HI)
+	b.ADD(x10, x10, x12)
+	b.B("message")
+	// The next request, if any (a zero byte follows the last); then the socket is
+	// closed.
+	b.Label("dump_done")
+	b.ADDi(x5, x5, nap.DiagRequestLen)
+	b.LDRB(w3, x5, 0)
+	b.CBNZ(w3, "dump")
+	b.MOV(x0, x9)
+	b.MOVZ(x8, arm64SysClose, 0)
+	b.Label("diag_close")
+	b.SVC(0)
+	b.Label("sockets_off")
+	b.MOV(x1, x7)
+	b.RET()
 
 	// count reads /proc/net/snmp (one read of up to nap.SnmpRead bytes, into x16) and returns
 	// PassiveOpens in x1: see nap.PassiveOpens. Any failure is unreadable.
@@ -399,10 +552,15 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Bcond(a.LS, "number")
 	b.RET()
 
-	// The count cannot be read: say so, wait until the limit, exit 3.
+	// The count or the sockets cannot be read: say so, wait until the limit, exit 3.
+	b.Label("unreadable_sockets")
+	b.ADR(x1, "msg_unreadable_sockets")
+	b.MOVZ(x2, uint16(len(nap.UnreadableSockets)), 0)
+	b.B("unreadable_say")
 	b.Label("unreadable")
 	b.ADR(x1, "msg_unreadable")
 	b.MOVZ(x2, uint16(len(nap.Unreadable)), 0)
+	b.Label("unreadable_say")
 	b.BL("say")
 	b.SUB(x20, x26, x22)
 	b.MOVZ(x23, nap.ExitUnreadable, 0)

@@ -126,7 +126,7 @@ func TestWordTable(t *testing.T) {
 			continue
 		}
 		if word != "" && word[len(word)-1] == 0 { // a flag: k 2, c the offset of its slot
-			if want := map[string]int64{nap.FlagQuiet: slotQuiet, nap.FlagMax: slotMax, nap.FlagAllow: slotAllow}[word[:len(word)-1]]; k != 2 || c != want {
+			if want := map[string]int64{nap.FlagQuiet: slotQuiet, nap.FlagMax: slotMax, nap.FlagAllow: slotAllow, nap.FlagRequests: slotRequests}[word[:len(word)-1]]; k != 2 || c != want {
 				t.Errorf("flag %q: k %d, c %d; want 2, %d", word, k, c, want)
 			}
 			continue
@@ -149,7 +149,7 @@ func TestWordTable(t *testing.T) {
 		}
 	}
 	for _, w := range []string{"ns", "us", "ms", "s", "m", "h", "", "inf\x00", "infinity\x00", "-h\x00", "--help\x00",
-		nap.FlagQuiet + "\x00", nap.FlagMax + "\x00", nap.FlagAllow + "\x00"} {
+		nap.FlagQuiet + "\x00", nap.FlagMax + "\x00", nap.FlagAllow + "\x00", nap.FlagRequests + "\x00"} {
 		if !seen[w] {
 			t.Errorf("word %q missing", w)
 		}

@@ -95,15 +95,32 @@ type outcome struct {
 	err            error
 }
 
-// run runs cmd, sending sig after `after` when sig is not 0.
 // run runs cmd, signalling it after `after` when sig is set; underQemu first waits for
 // the guest to be asleep (see waitAsleep).
 func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration, underQemu bool) outcome {
+	return runWith(cmd, sig, after, underQemu, nil)
+}
+
+// runWith is run; with sockets set, cmd is an arm64 guest under qemu-user, run through
+// its stub from the calling thread, that gets sockets as its netlink socket (see
+// serveSockets).
+func runWith(cmd *exec.Cmd, sig syscall.Signal, after time.Duration, underQemu bool, sockets *os.File) outcome {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return outcome{err: err}
+	stubDone := make(chan error, 1)
+	if sockets == nil {
+		if err := cmd.Start(); err != nil {
+			return outcome{err: err}
+		}
+		stubDone <- nil
+	} else {
+		cmd.ExtraFiles = []*os.File{sockets}
+		g, err := startUnderGDBStub(cmd, true)
+		if err != nil {
+			return outcome{err: err}
+		}
+		go func() { stubDone <- g.serveSockets(armSocketPC, armClosePC, 3) }()
 	}
 	if sig != 0 {
 		pid := cmd.Process.Pid
@@ -123,6 +140,9 @@ func run(cmd *exec.Cmd, sig syscall.Signal, after time.Duration, underQemu bool)
 		o.code = exit.ExitCode()
 	case err != nil:
 		o.err = err
+	}
+	if err := <-stubDone; err != nil && o.err == nil {
+		o.err = fmt.Errorf("qemu's stub: %w", err)
 	}
 	return o
 }

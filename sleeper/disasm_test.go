@@ -111,9 +111,9 @@ func sameText(a, b string) bool {
 func TestDisassembly(t *testing.T) {
 	wantCalls := map[string][]int64{
 		"amd64": {amd64SysWrite, amd64SysPoll, amd64SysRtSigaction, amd64SysNanosleep, amd64SysClockNanosleep, amd64SysPpoll, amd64SysExitGroup,
-			amd64SysOpenat, amd64SysRead, amd64SysClose},
+			amd64SysOpenat, amd64SysRead, amd64SysClose, amd64SysSocket},
 		"arm64": {arm64SysWrite, arm64SysPpoll, arm64SysExitGroup, arm64SysNanosleep, arm64SysClockNanosleep, arm64SysRtSigaction,
-			arm64SysOpenat, arm64SysRead, arm64SysClose},
+			arm64SysOpenat, arm64SysRead, arm64SysClose, arm64SysSocket},
 	}
 	sleepWays := map[string][]int64{
 		"amd64": {amd64SysNanosleep, amd64SysClockNanosleep, amd64SysPpoll},

@@ -172,11 +172,15 @@ func FuzzDifferential(f *testing.F) {
 	for _, tc := range adaptiveCases {
 		f.Add(strings.Join(tc.args, "\n"))
 	}
+	for _, tc := range requestCases {
+		f.Add(strings.Join(tc.args, "\n"))
+	}
 	for _, s := range []string{"1h1m1s1ms1us1ns", "0.00000000001666666666666666666667m", "0.00000000001666666666666666666666m",
 		"0.0000000000027777777777777778h", "9223372036854775807ns", "9223372036854775807ns\n0", "2562047h47m16.854775807s",
 		"2562047h47m16.854775808s", "18446744073709551616ns", "1844674407370955161.6s", "000000000000000000000001s", "1.5h\n30m\ninf",
 		"-h\nx", "1\n2\n3\n4", "1s.5", ".s", "5s5", "1ms1m", "1mss", "  ", "\t1", "0\n0ns", "inf\ninf", "inf\n0",
-		"--quiet\n1s", "5s\n--max\n1m\n--allow\n3", "--quiet", "1s\n--max", "--max\ninf", "--allow\n--quiet\n1", "inf\n--quiet\n0"} {
+		"--quiet\n1s", "5s\n--max\n1m\n--allow\n3", "--quiet", "1s\n--max", "--max\ninf", "--allow\n--quiet\n1", "inf\n--quiet\n0",
+		"--requests", "--requests\n1s\n--requests", "--requests\n0", "2s\n--requests\n1.5\n--max\n3s"} {
 		f.Add(s)
 	}
 	ims := impls(f)[1:]
@@ -211,7 +215,7 @@ func TestNoArgv(t *testing.T) {
 			start := startNoArgv
 			if im.qemu != "" {
 				start = func(cmd *exec.Cmd) error {
-					g, err := startUnderGDBStub(cmd)
+					g, err := startUnderGDBStub(cmd, false)
 					if err == nil {
 						if err = g.dropArgvARM64(); err != nil {
 							cmd.Process.Kill()

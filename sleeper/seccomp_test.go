@@ -26,12 +26,12 @@ const denyEnv = "NAP_TEST_DENY_SYSCALL"
 // hostSyscall are the numbers the launcher and the tests need, for the host's
 // architecture.
 type hostSyscall struct {
-	seccomp, exitGroup, nanosleep, clockNanosleep, ppoll, openat uintptr
+	seccomp, exitGroup, nanosleep, clockNanosleep, ppoll, openat, socket uintptr
 }
 
 var hostSyscalls = map[string]hostSyscall{
-	"amd64": {seccomp: 317, exitGroup: 231, nanosleep: 35, clockNanosleep: 230, ppoll: 271, openat: 257},
-	"arm64": {seccomp: 277, exitGroup: 94, nanosleep: 101, clockNanosleep: 115, ppoll: 73, openat: 56},
+	"amd64": {seccomp: 317, exitGroup: 231, nanosleep: 35, clockNanosleep: 230, ppoll: 271, openat: 257, socket: 41},
+	"arm64": {seccomp: 277, exitGroup: 94, nanosleep: 101, clockNanosleep: 115, ppoll: 73, openat: 56, socket: 198},
 }
 
 // denied returns the command that runs cmd under the launcher, with nrs denied.

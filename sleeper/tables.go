@@ -72,7 +72,7 @@ func wordTable() ([]byte, error) {
 	for _, f := range []struct {
 		flag string
 		slot int64
-	}{{nap.FlagQuiet, slotQuiet}, {nap.FlagMax, slotMax}, {nap.FlagAllow, slotAllow}} {
+	}{{nap.FlagQuiet, slotQuiet}, {nap.FlagMax, slotMax}, {nap.FlagAllow, slotAllow}, {nap.FlagRequests, slotRequests}} {
 		if err := add(f.flag+"\x00", 2, f.slot); err != nil {
 			return nil, err
 		}
@@ -107,6 +107,8 @@ func data(b interface {
 		{"msg_invalid", []byte(nap.InvalidPrefix)},
 		{"msg_default", []byte(nap.InvalidSuffix)},
 		{"msg_unreadable", []byte(nap.Unreadable)},
+		{"msg_unreadable_sockets", []byte(nap.UnreadableSockets)},
+		{"diag_requests", diagRequests()},
 		{"snmp_path", []byte(nap.SnmpPath + "\x00")},
 		{"tcp_head", []byte(tcpHead)},
 	}, extra...)
@@ -124,6 +126,16 @@ func data(b interface {
 		b.Data("align", make([]byte, pad-n%pad))
 	}
 	b.Label("code")
+}
+
+// diagRequests is nap.DiagRequests, one after the other, and a zero byte after the last
+// (a request begins with its length, never zero).
+func diagRequests() []byte {
+	var b []byte
+	for _, r := range nap.DiagRequests {
+		b = append(b, r[:]...)
+	}
+	return append(b, 0)
 }
 
 // tcpHead begins the line of TCP counters in /proc/net/snmp (nap.PassiveOpens).

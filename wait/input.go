@@ -17,6 +17,8 @@ const (
 	FlagMax   = "max"
 	FlagMin   = "min"
 	FlagQuiet = "quiet"
+	// FlagRequests is the adaptive wait's request signal (Wait.Requests).
+	FlagRequests = "requests"
 )
 
 // Input is a wait as a user writes it in flags: nap's duration syntax, "" for what is
@@ -27,13 +29,15 @@ type Input struct {
 	Max   string // the adaptive wait's MAX
 	Min   string // the adaptive wait's MIN
 	Quiet string // the adaptive wait's QUIET
+	// Requests is the adaptive wait's WITHIN for requests on open connections; "0", off
+	Requests string
 	// MaxFlag is the flag Max came from, for errors: FlagMax, or FlagDelay where one flag
 	// is the delay of either wait (napctl inject). Default FlagMax.
 	MaxFlag string
 }
 
 // DefaultInput is what an Input that gives nothing means: the flags' defaults.
-var DefaultInput = Input{Kind: string(Fixed), Delay: kube.DefaultDelay, Max: Arg(nap.DefaultMax), Min: "0", Quiet: Arg(nap.DefaultQuiet)}
+var DefaultInput = Input{Kind: string(Fixed), Delay: kube.DefaultDelay, Max: Arg(nap.DefaultMax), Min: "0", Quiet: Arg(nap.DefaultQuiet), Requests: "0"}
 
 // Filled is in, trimmed, with DefaultInput where it gives nothing.
 func (in Input) Filled() Input {
@@ -41,7 +45,8 @@ func (in Input) Filled() Input {
 	return Input{
 		Kind: cmp.Or(t(in.Kind), DefaultInput.Kind), Delay: cmp.Or(t(in.Delay), DefaultInput.Delay),
 		Max: cmp.Or(t(in.Max), DefaultInput.Max), Min: cmp.Or(t(in.Min), DefaultInput.Min),
-		Quiet: cmp.Or(t(in.Quiet), DefaultInput.Quiet), MaxFlag: cmp.Or(in.MaxFlag, FlagMax),
+		Quiet: cmp.Or(t(in.Quiet), DefaultInput.Quiet), Requests: cmp.Or(t(in.Requests), DefaultInput.Requests),
+		MaxFlag: cmp.Or(in.MaxFlag, FlagMax),
 	}
 }
 
@@ -79,8 +84,12 @@ func (in Input) Defaults() (Defaults, error) {
 // Args are the flags that give in (filled), as napctl controller reads them.
 func (in Input) Args() []string {
 	in = in.Filled()
-	return []string{"--" + FlagKind + "=" + in.Kind, "--" + FlagDelay + "=" + in.Delay,
+	args := []string{"--" + FlagKind + "=" + in.Kind, "--" + FlagDelay + "=" + in.Delay,
 		"--" + FlagMax + "=" + in.Max, "--" + FlagMin + "=" + in.Min, "--" + FlagQuiet + "=" + in.Quiet}
+	if in.Requests != DefaultInput.Requests {
+		args = append(args, "--"+FlagRequests+"="+in.Requests)
+	}
+	return args
 }
 
 func (in Input) fixed() (Wait, error) {
@@ -101,6 +110,9 @@ func (in Input) adaptive() (Wait, error) {
 		return Wait{}, err
 	}
 	if w.Quiet, err = ParseDuration("--"+FlagQuiet, in.Quiet); err != nil {
+		return Wait{}, err
+	}
+	if w.Requests, err = ParseDuration("--"+FlagRequests, in.Requests); err != nil {
 		return Wait{}, err
 	}
 	if w.Min > w.Delay {

@@ -44,6 +44,13 @@ type Wait struct {
 	Min   time.Duration
 	Quiet time.Duration
 	Allow int64
+	// Requests is the request signal's WITHIN (nap --requests): with it, a request on a
+	// connection the pod accepted earlier keeps the wait open too, as a new connection
+	// does; 0, off. For pods behind clients that pool their connections and let go of a
+	// pod late (an L7 load balancer with the pods as targets); not behind clients that
+	// pin theirs (kube-proxy, an L4 load balancer), which send until the app closes them:
+	// the wait would hold to MAX.
+	Requests time.Duration
 	// DelayText is how a fixed Delay was written where it was text ("2.5", "2500ms"): a
 	// hook's argv keeps the user's spelling. Empty: Arg(Delay).
 	DelayText string
@@ -80,8 +87,8 @@ func (w Wait) Check() error {
 	case Fixed:
 	case Adaptive:
 		switch {
-		case w.Min < 0 || w.Quiet < 0 || w.Allow < 0:
-			return fmt.Errorf("the adaptive wait's MIN %v, QUIET %v and ALLOW %d must not be negative", w.Min, w.Quiet, w.Allow)
+		case w.Min < 0 || w.Quiet < 0 || w.Allow < 0 || w.Requests < 0:
+			return fmt.Errorf("the adaptive wait's MIN %v, QUIET %v, ALLOW %d and WITHIN %v must not be negative", w.Min, w.Quiet, w.Allow, w.Requests)
 		case w.Min > w.Delay:
 			return fmt.Errorf("the adaptive wait's MIN %v is longer than its MAX %v", w.Min, w.Delay)
 		}
@@ -91,8 +98,8 @@ func (w Wait) Check() error {
 	if w.Delay < 0 {
 		return fmt.Errorf("delay %v: must not be negative", w.Delay)
 	}
-	if max(w.Delay, w.Min, w.Quiet) > MaxDelay {
-		return fmt.Errorf("a wait of %v: longer than a preStop wait may be (%v)", max(w.Delay, w.Min, w.Quiet), MaxDelay)
+	if m := max(w.Delay, w.Min, w.Quiet, w.Requests); m > MaxDelay {
+		return fmt.Errorf("a wait of %v: longer than a preStop wait may be (%v)", m, MaxDelay)
 	}
 	return nil
 }
@@ -106,7 +113,8 @@ func (w Wait) DelayArg() string {
 	return Arg(w.Delay)
 }
 
-// Args are nap's arguments for w: DELAY, or [MIN] --quiet QUIET --max MAX --allow N.
+// Args are nap's arguments for w: DELAY, or [MIN] --quiet QUIET --max MAX --allow N
+// [--requests WITHIN].
 func (w Wait) Args() []string {
 	if !w.IsAdaptive() {
 		return []string{w.DelayArg()}
@@ -115,7 +123,11 @@ func (w Wait) Args() []string {
 	if w.Min > 0 {
 		args = append(args, Arg(w.Min))
 	}
-	return append(args, nap.FlagQuiet, Arg(w.Quiet), nap.FlagMax, Arg(w.Delay), nap.FlagAllow, strconv.FormatInt(w.Allow, 10))
+	args = append(args, nap.FlagQuiet, Arg(w.Quiet), nap.FlagMax, Arg(w.Delay), nap.FlagAllow, strconv.FormatInt(w.Allow, 10))
+	if w.Requests > 0 {
+		args = append(args, nap.FlagRequests, Arg(w.Requests))
+	}
+	return args
 }
 
 // Command is nap's hook for w: the binary in its mount, then Args.
@@ -134,7 +146,7 @@ func FromArgs(args []string) (Wait, bool) {
 	if !r.Adaptive {
 		return Wait{Kind: Fixed, Delay: r.Duration}, true
 	}
-	return Wait{Kind: Adaptive, Min: r.Duration, Delay: max(r.Max, r.Duration), Quiet: r.Quiet, Allow: r.Allow}, true
+	return Wait{Kind: Adaptive, Min: r.Duration, Delay: max(r.Max, r.Duration), Quiet: r.Quiet, Allow: r.Allow, Requests: r.Requests}, true
 }
 
 // Arg writes d in nap's syntax, in the largest unit that holds it whole: 60s, 1500ms.

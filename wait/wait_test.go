@@ -24,6 +24,9 @@ func TestInputWait(t *testing.T) {
 		{name: "adaptive defaults", in: Input{Kind: "adaptive"}, want: DefaultAdaptive()},
 		{name: "adaptive", in: Input{Kind: "adaptive", Max: "45s", Min: "2s", Quiet: "1.5s"},
 			want: Wait{Kind: Adaptive, Delay: 45 * s, Min: 2 * s, Quiet: 1500 * time.Millisecond}},
+		{name: "adaptive with requests", in: Input{Kind: "adaptive", Requests: "1s"},
+			want: Wait{Kind: Adaptive, Delay: 60 * s, Quiet: 2 * s, Requests: s}},
+		{name: "bad requests", in: Input{Kind: "adaptive", Requests: "busy"}, err: `--requests "busy"`},
 		{name: "a fixed wait reads no adaptive flag", in: Input{Quiet: "soon", Min: "90s"}, want: Default()},
 		{name: "unknown kind", in: Input{Kind: "sometimes"}, err: `--wait "sometimes": want fixed or adaptive`},
 		{name: "bad delay", in: Input{Delay: "--max"}, err: `--delay "--max": want a duration`},
@@ -96,6 +99,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		DefaultAdaptive(),
 		{Kind: Adaptive, Min: 2 * s, Quiet: 1500 * time.Millisecond, Delay: 45 * s, Allow: 3},
 		{Kind: Adaptive, Min: 29 * s, Quiet: 250 * time.Millisecond, Delay: 58 * s, Allow: 12},
+		{Kind: Adaptive, Quiet: 2 * s, Delay: 90 * s, Allow: 2, Requests: s},
 	} {
 		cmd := w.Command()
 		if cmd[0] != "/nap/nap" {
@@ -110,6 +114,9 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 	if got := (Wait{Kind: Adaptive, Min: 2 * s, Quiet: 2 * s, Delay: 60 * s, Allow: 1}).Args(); !slices.Equal(got, []string{"2s", "--quiet", "2s", "--max", "60s", "--allow", "1"}) {
 		t.Errorf("Args = %q", got)
+	}
+	if got := (Wait{Kind: Adaptive, Quiet: 2 * s, Delay: 60 * s, Requests: 1500 * time.Millisecond}).Args(); !slices.Equal(got, []string{"--quiet", "2s", "--max", "60s", "--allow", "0", "--requests", "1500ms"}) {
+		t.Errorf("Args with requests = %q", got)
 	}
 	for _, args := range [][]string{{"inf"}, {"soon"}} {
 		if _, ok := FromArgs(args); ok {
@@ -148,6 +155,8 @@ func TestCheck(t *testing.T) {
 		{Wait{Kind: Fixed, Delay: -s}, "must not be negative"},
 		{Wait{Kind: Adaptive, Delay: s, Min: 2 * s}, "MIN 2s is longer than its MAX 1s"},
 		{Wait{Kind: Adaptive, Delay: s, Quiet: -s}, "must not be negative"},
+		{Wait{Kind: Adaptive, Delay: s, Requests: -s}, "must not be negative"},
+		{Wait{Kind: Adaptive, Delay: s, Requests: MaxDelay + 1}, "longer than a preStop wait may be"},
 		{Wait{Kind: Fixed, Delay: MaxDelay + 1}, "longer than a preStop wait may be"},
 	} {
 		err := tc.w.Check()

@@ -16,4 +16,8 @@ func WaitFlags(fl *pflag.FlagSet, w *wait.Input) {
 	fl.StringVar(&w.Max, wait.FlagMax, d.Max, "the adaptive wait's default MAX, the longest it holds (the pod annotation "+controller.DelayAnnotation+" overrides it)")
 	fl.StringVar(&w.Min, wait.FlagMin, d.Min, "the adaptive wait's MIN: it holds at least this long")
 	fl.StringVar(&w.Quiet, wait.FlagQuiet, d.Quiet, "the adaptive wait's QUIET: it ends once no new connection beyond the pod's probes has reached the pod for this long")
+	fl.StringVar(&w.Requests, wait.FlagRequests, d.Requests, RequestsHelp)
 }
+
+// RequestsHelp is the help of the adaptive wait's --requests, wherever it is a flag.
+const RequestsHelp = "the adaptive wait's WITHIN for requests on open connections: a request on a connection the pod accepted before, this recent, holds the wait too (1s is the usual; 0, off). For pods behind clients that pool connections and let go late (an L7 load balancer with the pods as targets); not behind clients that pin theirs (kube-proxy, an L4 load balancer): the wait would last --max"

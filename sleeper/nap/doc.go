@@ -4,7 +4,7 @@
 //
 // The contract, identical on every architecture:
 //
-//	nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N]
+//	nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N] [--requests WITHIN]
 //
 // With no argument nap sleeps 10s. A DURATION is a bare non-negative decimal number of
 // seconds (10, 2.5, .5, 3.), one or more number+unit terms with the units ns us ms s m h
@@ -32,28 +32,69 @@
 //
 // # The adaptive wait
 //
-// Any of --quiet, --max and --allow makes the wait adaptive: it ends when the pod's
-// traffic has. Each flag takes the next argument as its value, a finite DURATION (a flag
-// given again replaces its value; a flag with no value, or a value that is not a finite
-// DURATION, is invalid as above). The flags not given take their defaults: QUIET
-// 2s, MAX 60s, N 0. MIN is the sum of the DURATIONs, 0 when there is none. N is read as
-// seconds and its whole part counts (--allow 3 is 3).
+// Any of --quiet, --max, --allow and --requests makes the wait adaptive: it ends when the
+// pod's traffic has. Each flag takes the next argument as its value, a finite DURATION
+// (a flag given again replaces its value; a flag with no value, or a value that is not a
+// finite DURATION, is invalid as above). The flags not given take their defaults: QUIET
+// 2s, MAX 60s, N 0, WITHIN 0 (off). MIN is the sum of the DURATIONs, 0 when there is
+// none. N is read as seconds and its whole part counts (--allow 3 is 3). WITHIN is
+// read in whole milliseconds (the kernel's unit): under 1ms it is off.
 //
-// The signal is the kernel's count of TCP connections accepted in nap's network
-// namespace (PassiveOpens in /proc/net/snmp; see [PassiveOpens]): for a preStop exec
-// hook, the pod's, whatever container nap runs in. Routing decides new connections, so
-// new connections are what tells that no route sends to the pod any more; open
-// keep-alive connections are the app's to drain. nap reads the count at its start and
-// then again each time it has slept 100 ms (PollInterval): its clock is the readings,
-// the k-th at k×100 ms (a little later in fact, never earlier). A quiet window begins at
-// the start; at each reading, if the count rose by more than N since the window began
-// (or went back), a new window begins there; otherwise, once the window is QUIET long
-// and MIN has passed, nap exits 0. It exits 0 at MAX at the latest, but never before
-// MIN. N is the background: the
-// connections a pod accepts whatever routes send it, per QUIET — the kubelet's HTTP, TCP
-// and gRPC probes, each a new connection from the node — which must neither keep the
-// wait open nor, below N, end it early. Traffic sparser than N per QUIET cannot be told
-// from them: MIN covers what it must.
+// Quiet means no new connection, and with --requests no request on an open one either.
+// Two signals tell it, both of nap's network namespace (for a preStop exec hook, the
+// pod's, whatever container nap runs in):
+//
+//   - New connections: the kernel's count of TCP connections accepted (PassiveOpens in
+//     /proc/net/snmp; see [PassiveOpens]). Routing decides new connections, so they tell
+//     that no route sends to the pod any more.
+//   - Requests on open connections (the request signal, with --requests): what the
+//     kernel keeps per TCP socket (see below). A client that pools its connections (an
+//     L7 load balancer with the pods as targets, an ingress's upstream keep-alive, a
+//     mesh) sends its requests over connections it opened before, and stops only when
+//     it learns of the pod's removal, late. It is off unless asked for: a client that
+//     pins its connection to the pod (through kube-proxy or an L4 load balancer, with
+//     keep-alive) sends over it until the app closes it, after the wait; with the
+//     request signal such a pod would wait until MAX.
+//
+// nap reads the count at its start and then again each time it has slept 100 ms
+// (PollInterval): its clock is the readings, the k-th at k×100 ms (a little later in
+// fact, never earlier). A quiet window begins at the start. At each reading:
+//
+//  1. if the count rose by more than N since the window began (or went back), a new
+//     window begins there;
+//  2. otherwise, with --requests, at every [SocketsEvery]-th reading (every 500 ms) and
+//     whenever the window is QUIET long and MIN has passed, nap reads the sockets: if an
+//     inbound connection received data less than WITHIN before, a new window begins
+//     there ([ActiveWithin], 1 s, is the WITHIN to use: two readings of the sockets);
+//  3. otherwise, once the window is QUIET long and MIN has passed, nap exits 0.
+//
+// It exits 0 at MAX at the latest, but never before MIN. So a pod behind a pool waits
+// until its last request plus at most WITHIN plus QUIET.
+//
+// N is the background on new connections: the connections a pod accepts whatever routes
+// send it, per QUIET — the kubelet's HTTP, TCP and gRPC probes, each a new connection
+// from the node — which must neither keep the wait open nor, below N, end it early.
+// Traffic sparser than N per QUIET cannot be told from them: MIN covers what it must.
+// Background on kept connections (a metrics scrape, a load balancer's health check, a
+// keepalive PING) begins a new window each time it comes: it cannot hold the wait open
+// while it comes less often than QUIET plus WITHIN, which they must leave room for. An
+// idle pooled connection, its TCP keepalive probes and ACKs, add nothing.
+//
+// # The request signal
+//
+// The sockets are read over NETLINK_SOCK_DIAG ([ReadSockets], [Sockets.Read]):
+//
+//   - A reading opens a NETLINK_SOCK_DIAG socket, writes two TCPDIAG_GETSOCK dump
+//     requests, each with INET_DIAG_INFO ([DiagRequests]): the listening sockets, then
+//     the established ones (IPv4 and IPv6 at once), reads each dump to NLMSG_DONE, and
+//     closes the socket.
+//   - An inbound connection is an established socket whose local port a listening
+//     socket of the namespace has: a connection some client opened to the pod. The pod's
+//     own outbound connections (to a database, an API) are not traffic to it.
+//   - An inbound connection is active when its tcpi_last_data_recv is below WITHIN.
+//     The kernel moves it only when data arrives (and at the
+//     connection's start): an idle pooled connection, its TCP keepalive probes and ACKs
+//     do not; a request, an HTTP/2 frame or a gRPC message does.
 //
 // Never shorter than promised: when /proc/net/snmp cannot be opened, read or understood
 // (gVisor, a hardened /proc), at the start or at any reading, nap prints
@@ -61,42 +102,13 @@
 //	nap: cannot read /proc/net/snmp; waiting --max
 //
 // on stderr, waits until MAX (never before MIN) and exits 3, so that the kubelet reports
-// the hook with that message. inf makes any wait, adaptive or not, last until a signal.
+// the hook with that message. When the sockets cannot be read (the netlink socket
+// refused: gVisor, a seccomp profile, qemu-user; a write or read that fails; a dump Read
+// cannot understand), it does the same with
 //
-// # The request signal (specified; not yet read by Main or the binaries)
+//	nap: cannot read the pod's sockets; waiting --max
 //
-// New connections miss a client that pools its connections (an L7 load balancer with
-// the pods as targets, an ingress's upstream keep-alive, a mesh, a gRPC channel): it
-// sends its requests over connections it opened before. The request signal, which the
-// adaptive wait is to read beside the count, is what the kernel keeps per TCP socket of
-// the network namespace, read over NETLINK_SOCK_DIAG ([ReadSockets], [Sockets.Read]):
-//
-//   - A reading writes two TCPDIAG_GETSOCK dump requests, each with INET_DIAG_INFO
-//     ([DiagRequests]): the listening sockets, then the established ones (IPv4 and IPv6
-//     at once), reads each dump to NLMSG_DONE, and closes the socket.
-//   - An inbound connection is an established socket whose local port a listening
-//     socket of the namespace has: a connection some client opened to the pod. The pod's
-//     own outbound connections (to a database, an API) are not traffic to it.
-//   - An inbound connection is active when its tcpi_last_data_recv is below
-//     [ActiveWithin] (1 s). The kernel moves it only when data arrives (and at the
-//     connection's start): an idle pooled connection, its TCP keepalive probes and ACKs
-//     do not; a request, an HTTP/2 frame or a gRPC message does.
-//   - The wait is to read the sockets at every [SocketsEvery]-th reading (every 500 ms:
-//     a reading walks the kernel's table of every socket of the machine), and an active
-//     inbound connection there to begin a new quiet window, as more than ALLOW new
-//     connections do. So a pod behind a pool waits until its last request plus at most
-//     1 s plus QUIET.
-//
-// Background: ALLOW counts new connections only (the probes, as now). A metrics scrape,
-// a load balancer's health check or a keepalive PING over a kept connection begins a new
-// window each time: it cannot hold the wait open while it comes less often than QUIET,
-// which must stay below the shortest such interval. An idle pooled connection adds
-// nothing.
-//
-// Never shorter than promised: where the sockets cannot be read (the netlink socket
-// refused: gVisor, a seccomp profile, qemu-user; a dump Read cannot understand), the
-// wait is to do as when /proc/net/snmp cannot be read: say so, wait until MAX, exit 3.
-// The connection signal alone is what loses requests behind a pool (docs/adaptive.md).
+// inf makes any wait, adaptive or not, last until a signal.
 //
 // A failed sleep call never ends the delay early. The tiny binaries wait with nanosleep;
 // if the kernel refuses it (a seccomp profile), they print Refused on stderr and wait with

@@ -51,8 +51,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 // adaptive is the adaptive wait (see the package documentation): at least MIN, then until
-// at most Allow new inbound TCP connections reached the network namespace for Quiet, at
-// most Max (never less than MIN). A signal ends it as any sleep.
+// no request reached the pod for Quiet (at most Allow new inbound TCP connections, no
+// data on an inbound one), at most Max (never less than MIN). A signal ends it as any
+// sleep.
 func adaptive(req Request, stderr io.Writer, sig <-chan os.Signal) int {
 	limit := max(req.Max, req.Duration)
 	now := time.Duration(0) // the clock: PollInterval per reading
@@ -67,8 +68,8 @@ func adaptive(req Request, stderr io.Writer, sig <-chan os.Signal) int {
 			return 0
 		}
 	}
-	unreadable := func() int {
-		io.WriteString(stderr, Unreadable)
+	unreadable := func(msg string) int {
+		io.WriteString(stderr, msg)
 		if code := sleep(limit - now); code != 0 {
 			return code
 		}
@@ -76,21 +77,33 @@ func adaptive(req Request, stderr io.Writer, sig <-chan os.Signal) int {
 	}
 	last, ok := readPassiveOpens()
 	if !ok {
-		return unreadable()
+		return unreadable(Unreadable)
 	}
 	window := time.Duration(0) // when the quiet window began, from start
-	for {
+	for reading := 1; ; reading++ {
 		if code := sleep(PollInterval); code != 0 {
 			return code
 		}
 		now += PollInterval
 		n, ok := readPassiveOpens()
 		if !ok {
-			return unreadable()
+			return unreadable(Unreadable)
 		}
-		if n-last > uint64(req.Allow) { // unsigned: a counter that went back is traffic too
+		traffic := n-last > uint64(req.Allow) // unsigned: a counter that went back is traffic too
+		quiet := now-window >= req.Quiet && now >= req.Duration
+		// The sockets, with --requests (WITHIN of a millisecond or more): at every
+		// SocketsEvery-th reading, and before the wait ends quiet, unless the count
+		// already says traffic.
+		if req.Requests >= time.Millisecond && !traffic && (quiet || reading%SocketsEvery == 0) {
+			active, ok := ReadSockets(req.Requests)
+			if !ok {
+				return unreadable(UnreadableSockets)
+			}
+			traffic = active > 0
+		}
+		if traffic {
 			window, last = now, n
-		} else if now-window >= req.Quiet && now >= req.Duration {
+		} else if quiet {
 			return 0
 		}
 		if now >= limit {

@@ -4,17 +4,18 @@ import "encoding/binary"
 
 // The request signal: what the kernel keeps per TCP socket of nap's network namespace,
 // read over NETLINK_SOCK_DIAG (see "The request signal" in the package documentation).
-// The binaries do not read it yet, and Main does not use it: these are its rules, the
-// oracle the binaries will be held to.
+// These are its rules, which Main follows and the binaries are held to; the binaries
+// use the numbers below.
 const (
 	// SocketsEvery is how often the wait is to read the sockets: every fifth reading,
 	// 500 ms. One reading walks the kernel's table of every socket of the machine
 	// (BenchmarkReadSockets): ten a second would cost a waiting pod 1.5 to 5% of a core.
 	SocketsEvery = 5
-	// ActiveWithin: an inbound connection is active at a reading of the sockets when the
-	// kernel says it last received data (tcp_info's tcpi_last_data_recv, in
-	// milliseconds) less than this before: two readings of the sockets, so that data
-	// that arrives just after one is seen at the next even when that one is late.
+	// ActiveWithin is the --requests WITHIN nap's docs recommend: an inbound connection
+	// is active at a reading of the sockets when the kernel says it last received data
+	// (tcp_info's tcpi_last_data_recv, in milliseconds) less than WITHIN before; two
+	// readings of the sockets, so that data that arrives just after one is seen at the
+	// next even when that one is late.
 	ActiveWithin = 2 * SocketsEvery * PollInterval
 	// DiagRead is the buffer one read of the netlink socket gets: the kernel's largest
 	// dump datagram (32 KiB, SKB_WITH_OVERHEAD(32768)), so that no read is truncated.
@@ -27,20 +28,20 @@ const (
 // The kernel's numbers the request signal uses (linux/sock_diag.h, linux/inet_diag.h,
 // linux/tcp.h, linux/netlink.h).
 const (
-	netlinkSockDiag    = 4  // NETLINK_SOCK_DIAG
-	tcpDiagGetSock     = 18 // TCPDIAG_GETSOCK: both families in one walk of the tables
-	nlmsgError         = 2  // NLMSG_ERROR
-	nlmsgDone          = 3  // NLMSG_DONE
-	nlmFRequestDump    = 0x301
-	inetDiagInfo       = 2  // INET_DIAG_INFO: the attribute that holds struct tcp_info
-	tcpEstablished     = 1  // TCP_ESTABLISHED
-	tcpListen          = 10 // TCP_LISTEN
-	nlmsgHdrLen        = 16 // struct nlmsghdr
-	inetDiagMsgLen     = 72 // struct inet_diag_msg
-	tcpInfoLastDataRcv = 52 // offsetof(struct tcp_info, tcpi_last_data_recv)
-	diagMsgState       = 1  // offsetof(struct inet_diag_msg, idiag_state)
-	diagMsgSport       = 4  // offsetof(struct inet_diag_msg, id.idiag_sport): big-endian
-	rtaHdrLen          = 4  // struct rtattr: rta_len, rta_type (16 bits each)
+	NetlinkSockDiag     = 4  // NETLINK_SOCK_DIAG
+	TCPDiagGetSock      = 18 // TCPDIAG_GETSOCK: both families in one walk of the tables
+	NlmsgError          = 2  // NLMSG_ERROR
+	NlmsgDone           = 3  // NLMSG_DONE
+	NlmFRequestDump     = 0x301
+	InetDiagInfo        = 2  // INET_DIAG_INFO: the attribute that holds struct tcp_info
+	TCPEstablished      = 1  // TCP_ESTABLISHED
+	TCPListen           = 10 // TCP_LISTEN
+	NlmsgHdrLen         = 16 // struct nlmsghdr
+	InetDiagMsgLen      = 72 // struct inet_diag_msg
+	TCPInfoLastDataRecv = 52 // offsetof(struct tcp_info, tcpi_last_data_recv)
+	DiagMsgState        = 1  // offsetof(struct inet_diag_msg, idiag_state)
+	DiagMsgSport        = 4  // offsetof(struct inet_diag_msg, id.idiag_sport): big-endian
+	RtaHdrLen           = 4  // struct rtattr: rta_len, rta_type (16 bits each)
 )
 
 // DiagRequests are the two dump requests of one reading, in order: the listening TCP
@@ -54,13 +55,13 @@ const (
 // request; SOCK_DIAG_BY_FAMILY would walk it once per family, twice the CPU.
 var DiagRequests = func() [2][DiagRequestLen]byte {
 	var reqs [2][DiagRequestLen]byte
-	for i, states := range []uint32{1 << tcpListen, 1 << tcpEstablished} {
+	for i, states := range []uint32{1 << TCPListen, 1 << TCPEstablished} {
 		q := &reqs[i]
 		binary.LittleEndian.PutUint32(q[0:], DiagRequestLen)
-		binary.LittleEndian.PutUint16(q[4:], tcpDiagGetSock)
-		binary.LittleEndian.PutUint16(q[6:], nlmFRequestDump)
-		q[nlmsgHdrLen+3] = 1 << (inetDiagInfo - 1) // idiag_ext; the family is not read
-		binary.LittleEndian.PutUint32(q[nlmsgHdrLen+4+48:], states)
+		binary.LittleEndian.PutUint16(q[4:], TCPDiagGetSock)
+		binary.LittleEndian.PutUint16(q[6:], NlmFRequestDump)
+		q[NlmsgHdrLen+3] = 1 << (InetDiagInfo - 1) // idiag_ext; the family is not read
+		binary.LittleEndian.PutUint32(q[NlmsgHdrLen+4+48:], states)
 	}
 	return reqs
 }()
@@ -71,8 +72,11 @@ type Sockets struct {
 	// listening: one bit per local port some listening socket has (the port as the
 	// kernel gives it, big-endian).
 	listening [1 << 16 / 64]uint64
-	// Active is the number of inbound connections that received data less than
-	// ActiveWithin before: established sockets whose local port is a listening port.
+	// Within is WITHIN in milliseconds: an inbound connection received data less than
+	// this before, or it is idle.
+	Within uint64
+	// Active is the number of inbound connections that received data less than Within
+	// before: established sockets whose local port is a listening port.
 	Active uint64
 }
 
@@ -86,26 +90,26 @@ type Sockets struct {
 //
 // Messages are 4-byte aligned. Messages of other types, and sockets in other states,
 // are skipped. A listening socket's port is marked listening; an established socket on
-// a listening port counts in Active when tcpi_last_data_recv < ActiveWithin.
+// a listening port counts in Active when tcpi_last_data_recv < Within.
 func (s *Sockets) Read(datagram []byte) (done, ok bool) {
 	for b := datagram; len(b) > 0; {
-		if len(b) < nlmsgHdrLen {
+		if len(b) < NlmsgHdrLen {
 			return false, false
 		}
 		n := binary.LittleEndian.Uint32(b)
-		if n < nlmsgHdrLen || uint64(n) > uint64(len(b)) {
+		if n < NlmsgHdrLen || uint64(n) > uint64(len(b)) {
 			return false, false
 		}
 		switch binary.LittleEndian.Uint16(b[4:]) {
-		case nlmsgDone:
+		case NlmsgDone:
 			return true, true
-		case nlmsgError:
+		case NlmsgError:
 			return false, false
-		case tcpDiagGetSock:
-			if n < nlmsgHdrLen+inetDiagMsgLen {
+		case TCPDiagGetSock:
+			if n < NlmsgHdrLen+InetDiagMsgLen {
 				return false, false
 			}
-			if !s.socket(b[nlmsgHdrLen:n]) {
+			if !s.socket(b[NlmsgHdrLen:n]) {
 				return false, false
 			}
 		}
@@ -116,29 +120,29 @@ func (s *Sockets) Read(datagram []byte) (done, ok bool) {
 
 // socket reads one inet_diag_msg and its attributes.
 func (s *Sockets) socket(m []byte) bool {
-	port := uint16(m[diagMsgSport]) | uint16(m[diagMsgSport+1])<<8 // as the kernel gives it
+	port := uint16(m[DiagMsgSport]) | uint16(m[DiagMsgSport+1])<<8 // as the kernel gives it
 	word, bit := port/64, uint64(1)<<(port%64)
-	switch m[diagMsgState] {
-	case tcpListen:
+	switch m[DiagMsgState] {
+	case TCPListen:
 		s.listening[word] |= bit
 		return true
-	case tcpEstablished:
+	case TCPEstablished:
 		if s.listening[word]&bit == 0 {
 			return true // outbound: the pod's own connection to somewhere
 		}
 	default:
 		return true
 	}
-	for a := m[inetDiagMsgLen:]; len(a) > 0; {
-		if len(a) < rtaHdrLen {
+	for a := m[InetDiagMsgLen:]; len(a) > 0; {
+		if len(a) < RtaHdrLen {
 			return false
 		}
 		n := binary.LittleEndian.Uint16(a)
-		if n < rtaHdrLen || int(n) > len(a) {
+		if n < RtaHdrLen || int(n) > len(a) {
 			return false
 		}
-		if binary.LittleEndian.Uint16(a[2:]) == inetDiagInfo && n >= rtaHdrLen+tcpInfoLastDataRcv+4 {
-			if binary.LittleEndian.Uint32(a[rtaHdrLen+tcpInfoLastDataRcv:]) < uint32(ActiveWithin.Milliseconds()) {
+		if binary.LittleEndian.Uint16(a[2:]) == InetDiagInfo && n >= RtaHdrLen+TCPInfoLastDataRecv+4 {
+			if uint64(binary.LittleEndian.Uint32(a[RtaHdrLen+TCPInfoLastDataRecv:])) < s.Within {
 				s.Active++
 			}
 			return true

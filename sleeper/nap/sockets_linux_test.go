@@ -1,57 +1,23 @@
 package nap
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/nap-k8s/nap/internal/testenv"
 )
 
-// inNetns runs f on a goroutine whose thread is in a new network namespace, its
-// loopback up: the sockets f makes (and ReadSockets there) are that namespace's, as a
-// pod's are its own. The thread is never reused: the goroutine ends locked to it.
+// inNetns runs f in a network namespace of its own (testenv.InNewNetns): the sockets f
+// makes, and ReadSockets there, are that namespace's, as a pod's are its own.
 func inNetns(t testing.TB, f func()) {
 	t.Helper()
 	testenv.RequireRoot(t)
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := syscall.Unshare(syscall.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("unshare: %w", err)
-			return
-		}
-		if err := loopbackUp(); err != nil {
-			errc <- err
-			return
-		}
-		f()
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
+	if err := testenv.InNewNetns(func() error { f(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// loopbackUp sets lo up in the thread's network namespace (SIOCSIFFLAGS).
-func loopbackUp() error {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer syscall.Close(fd)
-	var ifr [40]byte
-	copy(ifr[:], "lo")
-	binary.NativeEndian.PutUint16(ifr[16:], syscall.IFF_UP|syscall.IFF_RUNNING)
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
-		return fmt.Errorf("lo up: %w", e)
-	}
-	return nil
 }
 
 // server accepts on l and reads every connection until it ends; the server's side of
@@ -81,7 +47,7 @@ func server(l net.Listener, conns chan<- net.Conn) {
 func TestReadSocketsKernel(t *testing.T) {
 	inNetns(t, func() {
 		read := func(what string) uint64 {
-			n, ok := ReadSockets()
+			n, ok := ReadSockets(ActiveWithin)
 			if !ok {
 				t.Errorf("%s: ReadSockets not ok", what)
 			}
@@ -198,7 +164,7 @@ func TestReadSocketsKernel(t *testing.T) {
 // NLMSG_ERROR, which Read does not take for a dump.
 func TestReadSocketsRequestRefused(t *testing.T) {
 	inNetns(t, func() {
-		fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, netlinkSockDiag)
+		fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, NetlinkSockDiag)
 		if err != nil {
 			t.Error(err)
 			return
@@ -216,7 +182,7 @@ func TestReadSocketsRequestRefused(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		var s Sockets
+		s := Sockets{Within: uint64(ActiveWithin.Milliseconds())}
 		if _, ok := s.Read(buf[:n]); ok {
 			t.Errorf("a refused request read as ok: %x", buf[:n])
 		}
@@ -251,7 +217,7 @@ func BenchmarkReadSockets(b *testing.B) {
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					if _, ok := ReadSockets(); !ok {
+					if _, ok := ReadSockets(ActiveWithin); !ok {
 						b.Error("not ok")
 						return
 					}

@@ -2,6 +2,8 @@
 
 package nap
 
+import "time"
+
 // ReadSockets reads nothing where there is no NETLINK_SOCK_DIAG: nap runs on Linux only
 // (the package builds elsewhere for napctl).
-func ReadSockets() (active uint64, ok bool) { return 0, false }
+func ReadSockets(within time.Duration) (active uint64, ok bool) { return 0, false }

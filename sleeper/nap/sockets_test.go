@@ -11,25 +11,25 @@ import (
 // (host order), with INET_DIAG_SHUTDOWN first and then, when last >= 0, INET_DIAG_INFO
 // whose tcpi_last_data_recv is last.
 func diagMsg(state byte, port uint16, last int64) []byte {
-	m := make([]byte, nlmsgHdrLen+inetDiagMsgLen)
-	m[nlmsgHdrLen] = 10 // AF_INET6
-	m[nlmsgHdrLen+diagMsgState] = state
-	binary.BigEndian.PutUint16(m[nlmsgHdrLen+diagMsgSport:], port)
+	m := make([]byte, NlmsgHdrLen+InetDiagMsgLen)
+	m[NlmsgHdrLen] = 10 // AF_INET6
+	m[NlmsgHdrLen+DiagMsgState] = state
+	binary.BigEndian.PutUint16(m[NlmsgHdrLen+DiagMsgSport:], port)
 	m = append(m, 5, 0, 8, 0, 0, 0, 0, 0) // INET_DIAG_SHUTDOWN, 1 byte, padded
 	if last >= 0 {
-		info := make([]byte, rtaHdrLen+232)
+		info := make([]byte, RtaHdrLen+232)
 		binary.LittleEndian.PutUint16(info, uint16(len(info)))
-		binary.LittleEndian.PutUint16(info[2:], inetDiagInfo)
-		binary.LittleEndian.PutUint32(info[rtaHdrLen+tcpInfoLastDataRcv:], uint32(last))
+		binary.LittleEndian.PutUint16(info[2:], InetDiagInfo)
+		binary.LittleEndian.PutUint32(info[RtaHdrLen+TCPInfoLastDataRecv:], uint32(last))
 		m = append(m, info...)
 	}
 	binary.LittleEndian.PutUint32(m, uint32(len(m)))
-	binary.LittleEndian.PutUint16(m[4:], tcpDiagGetSock)
+	binary.LittleEndian.PutUint16(m[4:], TCPDiagGetSock)
 	return m
 }
 
 func nlmsg(typ uint16, payload ...byte) []byte {
-	m := make([]byte, nlmsgHdrLen, nlmsgHdrLen+len(payload))
+	m := make([]byte, NlmsgHdrLen, NlmsgHdrLen+len(payload))
 	m = append(m, payload...)
 	binary.LittleEndian.PutUint32(m, uint32(len(m)))
 	binary.LittleEndian.PutUint16(m[4:], typ)
@@ -46,11 +46,11 @@ func cat(parts ...[]byte) []byte {
 
 var (
 	within = ActiveWithin.Milliseconds()
-	done   = nlmsg(nlmsgDone, 0, 0, 0, 0)
+	done   = nlmsg(NlmsgDone, 0, 0, 0, 0)
 )
 
 func TestSocketsRead(t *testing.T) {
-	listen := diagMsg(tcpListen, 8080, 0)
+	listen := diagMsg(TCPListen, 8080, 0)
 	tests := []struct {
 		name     string
 		datagram []byte
@@ -60,39 +60,39 @@ func TestSocketsRead(t *testing.T) {
 		{name: "empty", datagram: nil, ok: true},
 		{name: "the end", datagram: done, done: true, ok: true},
 		{name: "a listener alone", datagram: cat(listen, done), done: true, ok: true},
-		{name: "inbound, data just now", datagram: cat(listen, diagMsg(tcpEstablished, 8080, 0)), ok: true, active: 1},
-		{name: "inbound, data just within", datagram: cat(listen, diagMsg(tcpEstablished, 8080, within-1)), ok: true, active: 1},
-		{name: "inbound, idle", datagram: cat(listen, diagMsg(tcpEstablished, 8080, within)), ok: true},
-		{name: "inbound, idle for long", datagram: cat(listen, diagMsg(tcpEstablished, 8080, 1<<32-1)), ok: true},
-		{name: "outbound: no listener on its port", datagram: cat(listen, diagMsg(tcpEstablished, 8081, 0)), ok: true},
-		{name: "same low byte, other port", datagram: cat(listen, diagMsg(tcpEstablished, 8080+256, 0)), ok: true},
-		{name: "listener after it: not yet known", datagram: cat(diagMsg(tcpEstablished, 8080, 0), listen), ok: true},
-		{name: "several", datagram: cat(listen, diagMsg(tcpListen, 443, 0), diagMsg(tcpEstablished, 8080, 3), diagMsg(tcpEstablished, 443, 150), diagMsg(tcpEstablished, 443, 5000), diagMsg(tcpEstablished, 40000, 1), done), done: true, ok: true, active: 2},
+		{name: "inbound, data just now", datagram: cat(listen, diagMsg(TCPEstablished, 8080, 0)), ok: true, active: 1},
+		{name: "inbound, data just within", datagram: cat(listen, diagMsg(TCPEstablished, 8080, within-1)), ok: true, active: 1},
+		{name: "inbound, idle", datagram: cat(listen, diagMsg(TCPEstablished, 8080, within)), ok: true},
+		{name: "inbound, idle for long", datagram: cat(listen, diagMsg(TCPEstablished, 8080, 1<<32-1)), ok: true},
+		{name: "outbound: no listener on its port", datagram: cat(listen, diagMsg(TCPEstablished, 8081, 0)), ok: true},
+		{name: "same low byte, other port", datagram: cat(listen, diagMsg(TCPEstablished, 8080+256, 0)), ok: true},
+		{name: "listener after it: not yet known", datagram: cat(diagMsg(TCPEstablished, 8080, 0), listen), ok: true},
+		{name: "several", datagram: cat(listen, diagMsg(TCPListen, 443, 0), diagMsg(TCPEstablished, 8080, 3), diagMsg(TCPEstablished, 443, 150), diagMsg(TCPEstablished, 443, 5000), diagMsg(TCPEstablished, 40000, 1), done), done: true, ok: true, active: 2},
 		{name: "other states skipped", datagram: cat(listen, diagMsg(8, 8080, 0) /* CLOSE_WAIT */, diagMsg(6, 8080, -1) /* TIME_WAIT */), ok: true},
-		{name: "outbound without its info: not read", datagram: cat(listen, diagMsg(tcpEstablished, 9, -1)), ok: true},
-		{name: "after the end, nothing is read", datagram: cat(listen, done, diagMsg(tcpEstablished, 8080, 0)), done: true, ok: true},
-		{name: "other message types skipped", datagram: cat(nlmsg(1), listen, diagMsg(tcpEstablished, 8080, 0)), ok: true, active: 1},
-		{name: "an error: refused", datagram: cat(listen, nlmsg(nlmsgError, 0xf3, 0xff, 0xff, 0xff)), ok: false},
-		{name: "inbound without its info", datagram: cat(listen, diagMsg(tcpEstablished, 8080, -1)), ok: false},
+		{name: "outbound without its info: not read", datagram: cat(listen, diagMsg(TCPEstablished, 9, -1)), ok: true},
+		{name: "after the end, nothing is read", datagram: cat(listen, done, diagMsg(TCPEstablished, 8080, 0)), done: true, ok: true},
+		{name: "other message types skipped", datagram: cat(nlmsg(1), listen, diagMsg(TCPEstablished, 8080, 0)), ok: true, active: 1},
+		{name: "an error: refused", datagram: cat(listen, nlmsg(NlmsgError, 0xf3, 0xff, 0xff, 0xff)), ok: false},
+		{name: "inbound without its info", datagram: cat(listen, diagMsg(TCPEstablished, 8080, -1)), ok: false},
 		{name: "a short header", datagram: cat(listen, []byte{1, 2, 3}), ok: false},
 		{name: "a length below the header", datagram: func() []byte { m := nlmsg(1); m[0] = 15; return m }(), ok: false},
 		{name: "a length past the datagram", datagram: func() []byte { m := nlmsg(1, 0, 0, 0, 0); m[0] = 24; return m }(), ok: false},
-		{name: "a socket message too short", datagram: nlmsg(tcpDiagGetSock, make([]byte, inetDiagMsgLen-1)...), ok: false},
+		{name: "a socket message too short", datagram: nlmsg(TCPDiagGetSock, make([]byte, InetDiagMsgLen-1)...), ok: false},
 		{name: "an attribute past its message", datagram: func() []byte {
-			m := diagMsg(tcpEstablished, 8080, 0)
-			binary.LittleEndian.PutUint16(m[nlmsgHdrLen+inetDiagMsgLen:], 200)
+			m := diagMsg(TCPEstablished, 8080, 0)
+			binary.LittleEndian.PutUint16(m[NlmsgHdrLen+InetDiagMsgLen:], 200)
 			return cat(listen, m)
 		}(), ok: false},
 		{name: "an attribute shorter than its header", datagram: func() []byte {
-			m := diagMsg(tcpEstablished, 8080, 0)
-			binary.LittleEndian.PutUint16(m[nlmsgHdrLen+inetDiagMsgLen:], 3)
+			m := diagMsg(TCPEstablished, 8080, 0)
+			binary.LittleEndian.PutUint16(m[NlmsgHdrLen+InetDiagMsgLen:], 3)
 			return cat(listen, m)
 		}(), ok: false},
 		{name: "an info too short for the field", datagram: func() []byte {
-			m := diagMsg(tcpEstablished, 8080, 0)
-			info := nlmsgHdrLen + inetDiagMsgLen + 8
-			binary.LittleEndian.PutUint16(m[info:], rtaHdrLen+tcpInfoLastDataRcv+3)
-			return cat(listen, m[:info+rtaHdrLen+tcpInfoLastDataRcv+4])
+			m := diagMsg(TCPEstablished, 8080, 0)
+			info := NlmsgHdrLen + InetDiagMsgLen + 8
+			binary.LittleEndian.PutUint16(m[info:], RtaHdrLen+TCPInfoLastDataRecv+3)
+			return cat(listen, m[:info+RtaHdrLen+TCPInfoLastDataRecv+4])
 		}(), ok: false},
 		{name: "a last message unaligned", datagram: func() []byte {
 			m := nlmsg(1, 7)
@@ -101,7 +101,7 @@ func TestSocketsRead(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var s Sockets
+			s := Sockets{Within: uint64(ActiveWithin.Milliseconds())}
 			done, ok := s.Read(tc.datagram)
 			if done != tc.done || ok != tc.ok || (ok && s.Active != tc.active) {
 				t.Errorf("Read = done %v, ok %v, active %d; want %v, %v, %d", done, ok, s.Active, tc.done, tc.ok, tc.active)
@@ -113,8 +113,8 @@ func TestSocketsRead(t *testing.T) {
 // TestSocketsAcrossDatagrams: the listening ports learned from one datagram (a dump,
 // or an earlier one) hold for the next.
 func TestSocketsAcrossDatagrams(t *testing.T) {
-	var s Sockets
-	for _, d := range [][]byte{cat(diagMsg(tcpListen, 80, 0), done), cat(diagMsg(tcpListen, 65535, 0), done), cat(diagMsg(tcpEstablished, 80, 0), diagMsg(tcpEstablished, 65535, 10)), done} {
+	s := Sockets{Within: uint64(ActiveWithin.Milliseconds())}
+	for _, d := range [][]byte{cat(diagMsg(TCPListen, 80, 0), done), cat(diagMsg(TCPListen, 65535, 0), done), cat(diagMsg(TCPEstablished, 80, 0), diagMsg(TCPEstablished, 65535, 10)), done} {
 		if _, ok := s.Read(d); !ok {
 			t.Fatalf("Read(%x): not ok", d)
 		}
@@ -137,17 +137,17 @@ func TestDiagRequests(t *testing.T) {
 }
 
 func FuzzSocketsRead(f *testing.F) {
-	f.Add(cat(diagMsg(tcpListen, 8080, 0), diagMsg(tcpEstablished, 8080, 0), done))
-	f.Add(cat(diagMsg(tcpListen, 1, 0), diagMsg(tcpEstablished, 1, 1000), nlmsg(1, 9, 9)))
-	f.Add(nlmsg(nlmsgError, 1, 2, 3, 4))
+	f.Add(cat(diagMsg(TCPListen, 8080, 0), diagMsg(TCPEstablished, 8080, 0), done))
+	f.Add(cat(diagMsg(TCPListen, 1, 0), diagMsg(TCPEstablished, 1, 1000), nlmsg(1, 9, 9)))
+	f.Add(nlmsg(NlmsgError, 1, 2, 3, 4))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var s Sockets
+		s := Sockets{Within: uint64(ActiveWithin.Milliseconds())}
 		done, ok := s.Read(b)
 		if done && !ok {
 			t.Fatal("done but not ok")
 		}
 		// Each counted socket is a whole message of its own.
-		if max := uint64(len(b) / (nlmsgHdrLen + inetDiagMsgLen + rtaHdrLen + tcpInfoLastDataRcv + 4)); s.Active > max {
+		if max := uint64(len(b) / (NlmsgHdrLen + InetDiagMsgLen + RtaHdrLen + TCPInfoLastDataRecv + 4)); s.Active > max {
 			t.Fatalf("active %d in %d bytes", s.Active, len(b))
 		}
 	})

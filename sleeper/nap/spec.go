@@ -21,7 +21,7 @@ const Default = 10 * time.Second
 // The texts nap prints. The tiny binaries embed these same bytes: the invalid-input
 // message is InvalidPrefix, the argument, InvalidSuffix.
 const (
-	Usage         = "usage: nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N]\n"
+	Usage         = "usage: nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N] [--requests WITHIN]\n"
 	InvalidPrefix = `nap: invalid duration "`
 	InvalidSuffix = "\"\nnap: sleeping the default 10s\n"
 	// Refused is printed each time the kernel refuses a way to sleep (see the package
@@ -30,6 +30,10 @@ const (
 	// Unreadable is printed when an adaptive wait cannot read SnmpPath: it then waits
 	// its longest (MAX) and exits ExitUnreadable.
 	Unreadable = "nap: cannot read /proc/net/snmp; waiting --max\n"
+	// UnreadableSockets is printed when an adaptive wait cannot read the sockets of its
+	// network namespace (NETLINK_SOCK_DIAG; see ReadSockets): it too then waits MAX and
+	// exits ExitUnreadable.
+	UnreadableSockets = "nap: cannot read the pod's sockets; waiting --max\n"
 )
 
 // The adaptive wait (see the package documentation).
@@ -58,6 +62,8 @@ const (
 	FlagQuiet = "--quiet"
 	FlagMax   = "--max"
 	FlagAllow = "--allow"
+	// FlagRequests turns the request signal on (see the package documentation).
+	FlagRequests = "--requests"
 )
 
 // ExitCannotSleep is the exit status when every way to sleep was refused.
@@ -95,6 +101,9 @@ type Request struct {
 	Quiet    time.Duration
 	Max      time.Duration
 	Allow    int64
+	// Requests is WITHIN, the request signal's window: 0 (off) unless --requests gives
+	// it.
+	Requests time.Duration
 }
 
 // Parse reads nap's arguments left to right (see the package documentation).
@@ -104,8 +113,8 @@ func Parse(args []string) (Request, error) {
 	}
 	var r Request
 	// The sum the DURATIONs add to (MIN), and the flags' values (the last given wins).
-	var total, quiet, maxWait, allow int64
-	flags := map[string]*int64{FlagQuiet: &quiet, FlagMax: &maxWait, FlagAllow: &allow}
+	var total, quiet, maxWait, allow, requests int64
+	flags := map[string]*int64{FlagQuiet: &quiet, FlagMax: &maxWait, FlagAllow: &allow, FlagRequests: &requests}
 	given := map[string]bool{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -116,7 +125,7 @@ func Parse(args []string) (Request, error) {
 		case "inf", "infinity":
 			r.Infinite = true
 			continue
-		case FlagQuiet, FlagMax, FlagAllow:
+		case FlagQuiet, FlagMax, FlagAllow, FlagRequests:
 			r.Adaptive, given[a], into = true, true, flags[a]
 			*into = 0
 			if i+1 == len(args) {
@@ -143,6 +152,7 @@ func Parse(args []string) (Request, error) {
 		if given[FlagAllow] {
 			r.Allow = allow / int64(time.Second) // N, read as seconds: its whole part
 		}
+		r.Requests = time.Duration(requests)
 	}
 	return r, nil
 }

@@ -72,6 +72,11 @@ func TestParse(t *testing.T) {
 		{name: "flag as a value", args: []string{"--quiet", "--max", "1s"}, bad: true, invalid: "--max"},
 		{name: "overflowing flag", args: []string{"--max", "9223372036854775807ns1ns"}, bad: true, invalid: "9223372036854775807ns1ns"},
 		{name: "equals form is not a flag", args: []string{"--quiet=1s"}, bad: true, invalid: "--quiet=1s"},
+		{name: "requests", args: []string{"--requests", "1s"}, want: Request{Adaptive: true, Quiet: DefaultQuiet, Max: DefaultMax, Requests: time.Second}},
+		{name: "requests with the rest", args: []string{"2s", "--quiet", "1s", "--requests", "1.5", "--allow", "2"},
+			want: Request{Duration: 2 * time.Second, Adaptive: true, Quiet: time.Second, Max: DefaultMax, Allow: 2, Requests: 1500 * time.Millisecond}},
+		{name: "requests without value", args: []string{"--requests"}, bad: true, invalid: "--requests"},
+		{name: "requests inf", args: []string{"--requests", "inf"}, bad: true, invalid: "inf"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
+	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
@@ -101,6 +102,9 @@ var (
 	// nap's adaptive wait: until no new connection has reached the pod for 2 s (beyond
 	// its readiness probe's, which inject counts), at most 60 s.
 	napAdaptive = variant{name: "nap adaptive wait", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: wait.DefaultAdaptive()}, expect: newClean}
+	// napRequests: the adaptive wait with the request signal (--requests 1s): a request
+	// on a connection the pod accepted before holds it too (pooled_test.go).
+	napRequests = variant{name: "nap adaptive wait --requests 1s", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: adaptiveRequests()}, expect: newClean}
 	// The alternative to the adaptive wait (hold_test.go): a server that watches the
 	// EndpointSlices holds the preStop until the pod is ready in none, plus 2 s, the
 	// propagation calibrate measures on the lab's in-cluster routes (at most 2.1 s).
@@ -981,12 +985,13 @@ func experiment(rounds int) []scenario {
 	}
 	// The application load balancer with pod targets (#46): it sends over its pool of
 	// server connections until it deregisters a pod, 10 s after its endpoint went; the
-	// adaptive wait, which ends with the new connections, is expected to fail there,
-	// the calibrated delay (calibrateLoadBalancers measures this path too) not.
+	// adaptive wait on new connections alone is expected to fail there, with the
+	// request signal not, nor the calibrated delay (calibrateLoadBalancers measures this
+	// path too).
 	for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
 		adaptive := napAdaptive
 		adaptive.expect = fails
-		for _, v := range []variant{noDelay, napCalibrated, adaptive} {
+		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests} {
 			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1})
 		}
 	}
@@ -1089,6 +1094,14 @@ func TestDowntimeExperiment(t *testing.T) {
 }
 
 func intOrPort(p int) intstr.IntOrString { return intstr.FromInt32(int32(p)) }
+
+// adaptiveRequests is the default adaptive wait with the request signal at the WITHIN
+// nap's docs recommend (nap.ActiveWithin).
+func adaptiveRequests() wait.Wait {
+	w := wait.DefaultAdaptive()
+	w.Requests = nap.ActiveWithin
+	return w
+}
 
 // fixedWait is the fixed wait of --delay s.
 func fixedWait(s string) wait.Wait {

@@ -13,15 +13,18 @@ import (
 	"github.com/nap-k8s/nap/traffic"
 )
 
-// TestPooledLoadBalancer: the negative control of the adaptive wait behind a client
-// that pools connections (#46). The lab's application load balancer (lbPods) sends
-// every client's requests to the pods over server connections it keeps, and stops
-// sending to a pod only 10 s after the pod's endpoint stopped being ready. napctl
-// calibrate measures that path's tail; then a rolling restart at 200 req/s:
-//   - with today's adaptive wait (QUIET 2 s after the last new connection), each old
-//     pod sees no new connection, its wait ends after QUIET, the app exits, and the
-//     requests the load balancer still sends it fail;
-//   - with the fixed delay calibrate recommends, none fails.
+// TestPooledLoadBalancer: the adaptive wait behind a client that pools connections
+// (#46). The lab's application load balancer (lbPods) sends every client's requests to
+// the pods over server connections it keeps, and stops sending to a pod only 10 s after
+// the pod's endpoint stopped being ready. napctl calibrate measures that path's tail;
+// then a rolling restart at 200 req/s:
+//   - the negative control, the adaptive wait on new connections alone (nap's default):
+//     each old pod sees no new connection, its wait ends after QUIET, the app exits,
+//     and the requests the load balancer still sends it fail;
+//   - the same binary with the request signal (--requests 1s), which also reads the
+//     requests on open connections: it holds each old pod until the load balancer stops
+//     sending to it (after the lag), and none fails;
+//   - the fixed delay calibrate recommends: none fails.
 func TestPooledLoadBalancer(t *testing.T) {
 	cs := client(t)
 	lag, err := time.ParseDuration(lbPods.checks[lbLag])
@@ -32,21 +35,26 @@ func TestPooledLoadBalancer(t *testing.T) {
 	if rep.Longest != traffic.LoadBalancerPods.Name || rep.Delay < lag.Seconds() {
 		t.Fatalf("calibrate recommends %gs for %s; want at least the load balancer's %v lag, on %s", rep.Delay, rep.Longest, lag, traffic.LoadBalancerPods.Name)
 	}
-	adaptive := napAdaptive
-	adaptive.expect = fails
+	connections := napAdaptive
+	connections.expect = fails
+	requests := napRequests
+	requests.expect = clean
 	fixed := variant{name: fmt.Sprintf("nap preStop %gs (calibrated)", rep.Delay), mode: "plain",
 		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait(fmt.Sprintf("%gs", rep.Delay))}, expect: clean}
-	for _, v := range []variant{adaptive, fixed} {
+	for _, v := range []variant{connections, requests, fixed} {
 		m := measure(t, cs, scenario{path: lbPods, disruption: rollingRestart, variant: v, rounds: 1, vegeta: true}, 200)
 		t.Log(m.row())
 		m.check(t)
-		if v.name != adaptive.name {
-			continue
-		}
-		// The wait ended with the new connections, before the load balancer let go.
 		for _, d := range m.terminations {
-			if d >= lag {
-				t.Errorf("%s: a pod went %v after its deletion: the adaptive wait outlasted the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
+			switch v.name {
+			case connections.name: // the wait ended with the new connections, before the load balancer let go
+				if d >= lag {
+					t.Errorf("%s: a pod went %v after its deletion: the wait on new connections outlasted the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
+				}
+			case requests.name: // the requests held it until the load balancer let go
+				if d < lag {
+					t.Errorf("%s: a pod went %v after its deletion, before the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
+				}
 			}
 		}
 	}

@@ -28,7 +28,8 @@ func (b *Builder) MUL(o Operand)                       { b.Emit(MUL(o)) }
 func (b *Builder) SCASW()                              { b.Emit(SCASW()) }
 func (b *Builder) NEG(o Operand)                       { b.Emit(NEG(o)) }
 func (b *Builder) DIV(o Operand)                       { b.Emit(DIV(o)) }
-func (b *Builder) BTS(o Operand, n Imm)                { b.Emit(BTS(o, n)) }
+func (b *Builder) BTS(o, n Operand)                    { b.Emit(BTS(o, n)) }
+func (b *Builder) BT(o, n Operand)                     { b.Emit(BT(o, n)) }
 func (b *Builder) CMOV(c Cond, dst Reg, src Operand)   { b.Emit(CMOV(c, dst, src)) }
 func (b *Builder) XCHG(x, y Reg)                       { b.Emit(XCHG(x, y)) }
 func (b *Builder) SHL(o Operand, n Imm)                { b.Emit(SHL(o, n)) }

@@ -311,8 +311,12 @@ func absolute(txt string, l asm.Label, op []byte) (asm.Inst, error) {
 // MOVZX dst, src zero-extends a byte into a 32- or 64-bit register.
 func MOVZX(dst Reg, src Operand) (asm.Inst, error) {
 	txt := text("movzx", dst, src)
-	if dst.bits < 32 || width(src) != 8 || !isRM(src) {
-		return asm.Inst{Text: txt}, errors.New("needs a 32- or 64-bit register and a byte source")
+	w := width(src)
+	if dst.bits < 32 || (w != 8 && w != 16) || !isRM(src) {
+		return asm.Inst{Text: txt}, errors.New("needs a 32- or 64-bit register and a byte or word source")
+	}
+	if w == 16 {
+		return modrm{w: dst.bits == 64, opc: []byte{0x0F, 0xB7}, reg: dst.num, rm: src}.encode(txt)
 	}
 	return modrm{w: dst.bits == 64, opc: []byte{0x0F, 0xB6}, reg: dst.num, rm: src, byte8: true}.encode(txt)
 }
@@ -394,14 +398,34 @@ func shift(name string, ext uint8, o Operand, n Imm) (asm.Inst, error) {
 	return modrm{w: w == 64, opc: []byte{0xC1}, reg: ext, rm: o, imm: []byte{byte(n)}}.encode(txt)
 }
 
-// BTS o, n sets bit n of o, leaving its old value in CF.
-func BTS(o Operand, n Imm) (asm.Inst, error) {
-	txt := text("bts", o, n)
+// BTS o, n sets bit n of o, leaving its old value in CF. n is an immediate below o's
+// width, or a register: then o may be memory, a bit string that n indexes from o's
+// address on (signed, past o's width).
+func BTS(o, n Operand) (asm.Inst, error) { return bitTest("bts", 5, 0xAB, o, n) }
+
+// BT o, n copies bit n of o to CF (n as for BTS).
+func BT(o, n Operand) (asm.Inst, error) { return bitTest("bt", 4, 0xA3, o, n) }
+
+// bitTest encodes the bit tests: 0F BA /ext ib with an immediate, 0F op /r with a register.
+func bitTest(name string, ext, op byte, o, n Operand) (asm.Inst, error) {
+	txt := text(name, o, n)
 	w := width(o)
-	if !isRM(o) || (w != 32 && w != 64) || n < 0 || int(n) >= int(w) {
-		return asm.Inst{Text: txt}, errors.New("needs a 32- or 64-bit operand and a bit below its width")
+	if !isRM(o) || (w != 32 && w != 64) {
+		return asm.Inst{Text: txt}, errors.New("needs a 32- or 64-bit operand")
 	}
-	return modrm{w: w == 64, opc: []byte{0x0F, 0xBA}, reg: 5, rm: o, imm: []byte{byte(n)}}.encode(txt)
+	switch n := n.(type) {
+	case Imm:
+		if n < 0 || int(n) >= int(w) {
+			return asm.Inst{Text: txt}, errors.New("needs a bit below the operand's width")
+		}
+		return modrm{w: w == 64, opc: []byte{0x0F, 0xBA}, reg: ext, rm: o, imm: []byte{byte(n)}}.encode(txt)
+	case Reg:
+		if n.bits != w {
+			return asm.Inst{Text: txt}, errors.New("operand widths differ")
+		}
+		return modrm{w: w == 64, opc: []byte{0x0F, op}, reg: n.num, regR: &n, rm: o}.encode(txt)
+	}
+	return asm.Inst{Text: txt}, errors.New("the bit must be an immediate or a register")
 }
 
 // CMOV dst, src moves when c holds.

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +51,11 @@ var cases = []asm.Inst{
 	must(IMUL(RAX, R9)), must(IMUL(EAX, R9D)), must(IMUL3(RDX, RDX, Imm(10))), must(IMUL3(ECX, EAX, Imm(205))),
 	must(IMUL3(RAX, Qword(RSP, -16), Imm(1_000_000_000))),
 	must(MUL(R9)), must(DIV(RCX)), must(NEG(RAX)), must(NOT(RCX)), must(INC(R13)), must(INC(ECX)), must(DEC(R8)), must(DEC(RSI)),
-	must(SHL(RAX, Imm(3))), must(SHR(ECX, Imm(11))), must(BTS(EDI, Imm(0))), must(CMOV(E, RDX, R13)), must(XCHG(RSI, RDI)),
+	must(SHL(RAX, Imm(3))), must(SHR(ECX, Imm(11))), must(BTS(EDI, Imm(0))), must(BTS(Dword(R15, -0x2000), EAX)), must(BT(Dword(R15, -0x2000), EAX)),
+	must(BT(RAX, Imm(63))), must(MOVZX(EAX, Word(RSI, 0x14))), must(MOVZX(EBX, Word(RDX, 0))), must(MOV(ECX, Dword(RSI, 0))),
+	must(CMP(Dword(RDX, 0x38), Imm(1000))), must(AND(Qword(R15, -0x2008), Imm(0))),
+	must(AND(Mem{Bits: 64, Base: R15, Index: RCX, Scale: 8, Disp: -0x2008}, Imm(0))), must(CMOV(A, RBX, RAX)),
+	must(CMOV(E, RDX, R13)), must(XCHG(RSI, RDI)),
 	must(PUSH(RAX)), must(PUSH(R14)), must(PUSH(Imm(8))), must(PUSH(Imm(0x4002))), must(POP(R10)), must(POP(RBP)),
 	must(MOV(AL, Imm(13))), at(MOV(ECX, Addr("l"))), at(PUSH(Addr("l"))), must(XCHG(RAX, R12)), must(XCHG(EDX, EAX)),
 	must(SUB(BL, BH)), must(DEC(BL)), must(ADD(AH, Imm(1))), must(CDQ()), must(CWDE()), must(LODSW()),
@@ -90,10 +96,19 @@ func TestEncodeCases(t *testing.T) {
 }
 
 // sameIntel compares our text with x86asm's, which writes negative immediates of
-// push and 8-bit operations as their two's complement.
+// push and 8-bit operations, and negative 32-bit displacements, as their two's
+// complement.
 func sameIntel(ours, theirs string) bool {
 	if ours == theirs {
 		return true
+	}
+	if m := negDisp32.FindStringSubmatch(ours); m != nil {
+		if d, err := strconv.ParseUint(m[1], 16, 32); err == nil && d > 0x80 {
+			ours = strings.Replace(ours, m[0], fmt.Sprintf("+%#x]", uint32(-int32(d))), 1)
+			if ours == theirs {
+				return true
+			}
+		}
 	}
 	for _, neg := range []struct{ ours, theirs string }{{"-0x1", "0xffffffff"}, {"-0x1", "0xffffffffffffffff"}, {"-0x80", "0xffffff80"}} {
 		if strings.Replace(ours, neg.ours, neg.theirs, 1) == theirs {
@@ -102,6 +117,9 @@ func sameIntel(ours, theirs string) bool {
 	}
 	return false
 }
+
+// negDisp32 is a negative displacement in our text (x86asm writes one of disp32 unsigned).
+var negDisp32 = regexp.MustCompile(`-0x([0-9a-f]+)\]`)
 
 func TestEncodeErrors(t *testing.T) {
 	for _, c := range []struct {
@@ -118,7 +136,10 @@ func TestEncodeErrors(t *testing.T) {
 		{name: "bad scale", err: second(LEA(RAX, Mem{Bits: 64, Base: RAX, Index: RCX, Scale: 3})), want: "bad index or scale"},
 		{name: "32-bit push", err: second(PUSH(EAX)), want: "needs a 64-bit register or a 32-bit immediate"},
 		{name: "shift too far", err: second(SHR(ECX, Imm(32))), want: "a count below its width"},
-		{name: "movzx from a qword", err: second(MOVZX(EAX, Qword(RSI, 0))), want: "a byte source"},
+		{name: "movzx from a qword", err: second(MOVZX(EAX, Qword(RSI, 0))), want: "a byte or word source"},
+		{name: "bt of a word", err: second(BT(Word(RSI, 0), EAX)), want: "a 32- or 64-bit operand"},
+		{name: "bts past the width", err: second(BTS(EAX, Imm(32))), want: "a bit below"},
+		{name: "bt widths", err: second(BT(RAX, ECX)), want: "operand widths differ"},
 		{name: "empty label", err: second(JMP("")), want: "empty label"},
 		{name: "bh with a REX prefix", err: second(MOV(BH, SIL)), want: "cannot be used with a REX prefix"},
 		{name: "ah with r8b's encoding", err: second(ADD(Byte(R8, 0), AH)), want: "cannot be used with a REX prefix"},

@@ -60,7 +60,7 @@ func (r Reg) Bits() int { return int(r.bits) }
 
 // Mem is a memory operand: [Base+Index*Scale+Disp], or [rip+Label] when Label is set.
 type Mem struct {
-	Bits  uint8 // width of the access: 8, 32 or 64
+	Bits  uint8 // width of the access: 8, 16, 32 or 64
 	Base  Reg
 	Index Reg
 	Scale uint8 // 0 when there is no index
@@ -72,6 +72,12 @@ func (m Mem) operand() {}
 
 // Byte is an 8-bit access at [base+disp].
 func Byte(base Reg, disp int32) Mem { return Mem{Bits: 8, Base: base, Disp: disp} }
+
+// Word is a 16-bit access at [base+disp] (MOVZX's source).
+func Word(base Reg, disp int32) Mem { return Mem{Bits: 16, Base: base, Disp: disp} }
+
+// Dword is a 32-bit access at [base+disp].
+func Dword(base Reg, disp int32) Mem { return Mem{Bits: 32, Base: base, Disp: disp} }
 
 // Qword is a 64-bit access at [base+disp].
 func Qword(base Reg, disp int32) Mem { return Mem{Bits: 64, Base: base, Disp: disp} }

@@ -39,6 +39,10 @@ func (b *Builder) LDRBpost(wt, rn Reg, off int32)            { b.Emit(LDRBpost(w
 func (b *Builder) LDRBpre(wt, rn Reg, off int32)             { b.Emit(LDRBpre(wt, rn, off)) }
 func (b *Builder) LDURB(wt, rn Reg, off int32)               { b.Emit(LDURB(wt, rn, off)) }
 func (b *Builder) LDR(xt, rn Reg, off uint32)                { b.Emit(LDR(xt, rn, off)) }
+func (b *Builder) LDRH(wt, rn Reg, off uint32)               { b.Emit(LDRH(wt, rn, off)) }
+func (b *Builder) LDRBr(wt, rn, rm Reg)                      { b.Emit(LDRBr(wt, rn, rm)) }
+func (b *Builder) STRBr(wt, rn, rm Reg)                      { b.Emit(STRBr(wt, rn, rm)) }
+func (b *Builder) ANDi(rd, rn Reg, imm uint64)               { b.Emit(ANDi(rd, rn, imm)) }
 func (b *Builder) LDRpost(xt, rn Reg, off int32)             { b.Emit(LDRpost(xt, rn, off)) }
 func (b *Builder) STP(xt1, xt2, rn Reg, off int32, pre bool) { b.Emit(STP(xt1, xt2, rn, off, pre)) }
 func (b *Builder) B(l asm.Label)                             { b.Emit(B(l)) }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/nap-k8s/nap/internal/asm"
 )
@@ -312,16 +313,73 @@ func LDURB(wt, rn Reg, off int32) (asm.Inst, error) {
 	return word(txt, 0x38400000|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
 }
 
-// LDR loads the 64-bit word at [rn+off] (off a multiple of 8, 0..32760) into xt.
+// LDR loads the word at [rn+off] into xt: 64 bits into an X register (off a multiple of
+// 8, 0..32760), 32 bits zero-extended into a W register (off a multiple of 4, 0..16380).
 func LDR(xt, rn Reg, off uint32) (asm.Inst, error) {
 	txt := fmt.Sprintf("ldr %v, [%v, #%d]", xt, rn, off)
+	if off == 0 {
+		txt = fmt.Sprintf("ldr %v, [%v]", xt, rn)
+	}
 	if err := errors.Join(gp(xt), base(rn)); err != nil {
 		return fail(txt, "%v", err)
 	}
-	if !xt.is64 || off%8 != 0 || off > 32760 {
-		return fail(txt, "needs an X register and an offset that is a multiple of 8 up to 32760")
+	if !xt.is64 {
+		if off%4 != 0 || off > 16380 {
+			return fail(txt, "needs a W register's offset to be a multiple of 4 up to 16380")
+		}
+		return word(txt, 0xB9400000|(off/4)<<10|uint32(rn.num)<<5|uint32(xt.num)), nil
+	}
+	if off%8 != 0 || off > 32760 {
+		return fail(txt, "needs an X register's offset to be a multiple of 8 up to 32760")
 	}
 	return word(txt, 0xF9400000|(off/8)<<10|uint32(rn.num)<<5|uint32(xt.num)), nil
+}
+
+// LDRH loads the 16-bit half-word at [rn+off] (off a multiple of 2, 0..8190)
+// zero-extended into wt.
+func LDRH(wt, rn Reg, off uint32) (asm.Inst, error) {
+	txt := fmt.Sprintf("ldrh %v, [%v, #%d]", wt, rn, off)
+	if off == 0 {
+		txt = fmt.Sprintf("ldrh %v, [%v]", wt, rn)
+	}
+	if err := errors.Join(gp(wt), base(rn)); err != nil {
+		return fail(txt, "%v", err)
+	}
+	if wt.is64 || off%2 != 0 || off > 8190 {
+		return fail(txt, "needs a W register and an offset that is a multiple of 2 up to 8190")
+	}
+	return word(txt, 0x79400000|(off/2)<<10|uint32(rn.num)<<5|uint32(wt.num)), nil
+}
+
+// LDRBr loads the byte at [rn+rm] zero-extended into wt; STRBr stores wt's low byte there.
+func LDRBr(wt, rn, rm Reg) (asm.Inst, error) { return byteRegOffset("ldrb", 0x38606800, wt, rn, rm) }
+
+// STRBr stores the low byte of wt at [rn+rm].
+func STRBr(wt, rn, rm Reg) (asm.Inst, error) { return byteRegOffset("strb", 0x38206800, wt, rn, rm) }
+
+func byteRegOffset(name string, op uint32, wt, rn, rm Reg) (asm.Inst, error) {
+	txt := fmt.Sprintf("%s %v, [%v, %v]", name, wt, rn, rm)
+	if err := errors.Join(gp(wt, rm), base(rn)); err != nil {
+		return fail(txt, "%v", err)
+	}
+	if wt.is64 || !rm.is64 {
+		return fail(txt, "needs a W register and an X offset")
+	}
+	return word(txt, op|uint32(rm.num)<<16|uint32(rn.num)<<5|uint32(wt.num)), nil
+}
+
+// ANDi rd = rn AND imm, where imm clears the low k bits of an X register (^(1<<k-1),
+// k 1..63): the one logical immediate the programs need, to align.
+func ANDi(rd, rn Reg, imm uint64) (asm.Inst, error) {
+	txt := fmt.Sprintf("and %v, %v, #%#x", rd, rn, imm)
+	k := bits.TrailingZeros64(imm)
+	if err := gp(rd, rn); err != nil {
+		return fail(txt, "%v", err)
+	}
+	if !rd.is64 || !rn.is64 || k == 0 || k == 64 || imm != ^uint64(0)<<k {
+		return fail(txt, "needs X registers and a mask that clears the low 1..63 bits")
+	}
+	return word(txt, 0x92400000|uint32(64-k)<<16|uint32(63-k)<<10|uint32(rn.num)<<5|uint32(rd.num)), nil
 }
 
 // LDRpost loads the 64-bit word at [rn] into xt, then adds off (-256..255) to rn.

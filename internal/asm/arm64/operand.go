@@ -16,6 +16,7 @@ var (
 	X0, X1, X2, X3, X4, X5, X6, X7         = Reg{0, true, false}, Reg{1, true, false}, Reg{2, true, false}, Reg{3, true, false}, Reg{4, true, false}, Reg{5, true, false}, Reg{6, true, false}, Reg{7, true, false}
 	X8, X9, X10, X11, X12, X13, X14, X15   = Reg{8, true, false}, Reg{9, true, false}, Reg{10, true, false}, Reg{11, true, false}, Reg{12, true, false}, Reg{13, true, false}, Reg{14, true, false}, Reg{15, true, false}
 	X16, X17, X19, X20, X21, X22, X23, X24 = Reg{16, true, false}, Reg{17, true, false}, Reg{19, true, false}, Reg{20, true, false}, Reg{21, true, false}, Reg{22, true, false}, Reg{23, true, false}, Reg{24, true, false}
+	X18                                    = Reg{18, true, false} // the platform register: Linux leaves it to the program
 	X25, X26, X27, X28, X29, X30           = Reg{25, true, false}, Reg{26, true, false}, Reg{27, true, false}, Reg{28, true, false}, Reg{29, true, false}, Reg{30, true, false}
 	XZR                                    = Reg{31, true, false}
 	SP                                     = Reg{31, true, true}

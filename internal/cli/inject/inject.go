@@ -31,6 +31,7 @@ type flags struct {
 	image       string
 	wait        string
 	min, quiet  string
+	requests    string
 	delayGiven  bool   // --delay was given (else the adaptive wait's MAX is its own default)
 	prog        string // the command the user typed: napctl, or kubectl nap
 }
@@ -90,13 +91,14 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.wait, wait.FlagKind, wait.DefaultInput.Kind, "fixed (the hook holds for --delay) or adaptive (until the pod's traffic has stopped, at most --delay)")
 	fl.StringVar(&f.min, wait.FlagMin, wait.DefaultInput.Min, "--wait adaptive: the least it holds")
 	fl.StringVar(&f.quiet, wait.FlagQuiet, wait.DefaultInput.Quiet, "--wait adaptive: how long no new connection must reach the pod")
+	fl.StringVar(&f.requests, wait.FlagRequests, wait.DefaultInput.Requests, cli.RequestsHelp)
 	return cmd
 }
 
 // waitInput is the wait the flags give: --delay is the fixed wait's delay, or the
 // adaptive wait's MAX (its own default, 60s, when not given).
 func (f *flags) waitInput() wait.Input {
-	in := wait.Input{Kind: f.wait, Delay: f.delay, Min: f.min, Quiet: f.quiet, MaxFlag: wait.FlagDelay}
+	in := wait.Input{Kind: f.wait, Delay: f.delay, Min: f.min, Quiet: f.quiet, Requests: f.requests, MaxFlag: wait.FlagDelay}
 	if f.delayGiven {
 		in.Max = f.delay
 	}

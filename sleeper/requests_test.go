@@ -1,0 +1,223 @@
+package sleeper
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nap-k8s/nap/internal/testenv"
+	"github.com/nap-k8s/nap/sleeper/nap"
+)
+
+// The arm64 program's netlink calls, where qemu's stub stands in (serveSockets).
+var armSocketPC, armClosePC = func() (uint64, uint64) {
+	obj, err := Object("arm64")
+	if err != nil {
+		return 0, 0
+	}
+	return obj.Labels["diag_socket"], obj.Labels["diag_close"]
+}()
+
+// inNetns runs f for im in a network namespace of its own, its loopback up
+// (testenv.InNewNetns): the processes f starts are in it, and so are the sockets f
+// makes. An arm64 binary under qemu-user cannot open its netlink socket (qemu refuses
+// NETLINK_SOCK_DIAG): f gets one opened in the namespace, for runWith to hand it, and
+// nil for the others (and with refused).
+func inNetns(im impl, refused bool, f func(sockets *os.File) error) error {
+	return testenv.InNewNetns(func() error {
+		if im.qemu == "" || refused {
+			return f(nil)
+		}
+		fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, nap.NetlinkSockDiag)
+		if err != nil {
+			return fmt.Errorf("netlink socket: %w", err)
+		}
+		sockets := os.NewFile(uintptr(fd), "sock_diag")
+		defer sockets.Close()
+		return f(sockets)
+	})
+}
+
+// every is the times from 0 to until, step apart.
+func every(step, until time.Duration) []time.Duration {
+	var ts []time.Duration
+	for at := time.Duration(0); at <= until; at += step {
+		ts = append(ts, at)
+	}
+	return ts
+}
+
+// requestCases: the request signal against real sockets in the run's own network
+// namespace, where the test keeps a listener and one client connection to it, opened
+// before nap starts, and sends requests over it at the times given (from nap's start).
+// The run must end from lo to hi (plus the implementation's slack). Without --requests,
+// every wait here ends after QUIET (the first cases, the negative control): lo above it
+// is the proof that the request signal reads the requests.
+var requestCases = []struct {
+	name     string
+	args     []string
+	idle     time.Duration   // how long the connection has been idle when nap starts
+	sends    []time.Duration // when the client sends a request over it
+	outbound bool            // the pod's own connection: its port listens no more, the far side sends
+	refused  bool            // no socket call: seccomp, or qemu-user without the stub
+	signal   syscall.Signal
+	after    time.Duration
+	code     int
+	stderr   string
+	lo, hi   time.Duration
+}{
+	// The last request at 2.4 s: a new quiet window at a reading of the sockets within
+	// ActiveWithin after it, QUIET from there.
+	{name: "requests over a kept connection hold the wait", args: []string{"--quiet", "500ms", "--max", "10s", "--requests", "1s"},
+		sends: every(200*time.Millisecond, 2400*time.Millisecond), lo: 2900 * time.Millisecond, hi: 2400*time.Millisecond + nap.ActiveWithin + 500*time.Millisecond},
+	// The negative control: the same requests without --requests, and with WITHIN
+	// below a millisecond, which turns it off too: the wait ends QUIET after its start.
+	{name: "without --requests, requests do not hold it", args: []string{"--quiet", "500ms", "--max", "10s"},
+		sends: every(200*time.Millisecond, 2400*time.Millisecond), lo: 500 * time.Millisecond, hi: 500 * time.Millisecond},
+	{name: "WITHIN under a millisecond is off", args: []string{"--quiet", "500ms", "--max", "10s", "--requests", "999us"},
+		sends: every(200*time.Millisecond, 2400*time.Millisecond), lo: 500 * time.Millisecond, hi: 500 * time.Millisecond},
+	// WITHIN as given: 300 ms, sockets read every 500 ms and at the window's end; the
+	// requests every 200 ms to 2.4 s, then idle.
+	{name: "WITHIN as given", args: []string{"--quiet", "500ms", "--max", "10s", "--requests", "300ms"},
+		sends: every(200*time.Millisecond, 2400*time.Millisecond), lo: 2400 * time.Millisecond, hi: 2400*time.Millisecond + 300*time.Millisecond + 500*time.Millisecond + 500*time.Millisecond},
+	{name: "an idle kept connection does not", args: []string{"--quiet", "500ms", "--max", "5s", "--requests", "1s"},
+		idle: nap.ActiveWithin + 200*time.Millisecond, lo: 500 * time.Millisecond, hi: 500 * time.Millisecond},
+	// Background over a kept connection sparser than QUIET (a scrape every 3 s): it ends
+	// the wait after the first, never at MAX.
+	{name: "a scrape every 3 s does not hold it to MAX", args: []string{"--quiet", "500ms", "--max", "8s", "--requests", "1s"},
+		idle: nap.ActiveWithin + 200*time.Millisecond, sends: []time.Duration{200 * time.Millisecond, 3200 * time.Millisecond, 6200 * time.Millisecond},
+		lo: 700 * time.Millisecond, hi: 200*time.Millisecond + nap.ActiveWithin + 500*time.Millisecond},
+	{name: "the pod's own connection receiving does not count", args: []string{"--quiet", "500ms", "--max", "5s", "--requests", "1s"},
+		outbound: true, sends: every(100*time.Millisecond, 5*time.Second), lo: 500 * time.Millisecond, hi: 500 * time.Millisecond},
+	{name: "requests that end before MIN: MIN", args: []string{"2s", "--quiet", "500ms", "--max", "10s", "--requests", "1s"},
+		sends: every(200*time.Millisecond, 400*time.Millisecond), lo: 2 * time.Second, hi: 2 * time.Second},
+	{name: "sockets refused: MAX, exit 3", args: []string{"--quiet", "300ms", "--max", "1200ms", "--requests", "1s"},
+		refused: true, code: nap.ExitUnreadable, stderr: nap.UnreadableSockets, lo: 1200 * time.Millisecond, hi: 1200 * time.Millisecond},
+	{name: "SIGTERM ends a wait the requests hold", args: []string{"--quiet", "500ms", "--max", "10s", "--requests", "1s"},
+		sends: every(200*time.Millisecond, 5*time.Second), signal: syscall.SIGTERM, after: 1500 * time.Millisecond, code: 143},
+}
+
+// TestRequestSignal runs every case on every implementation at once, each in a network
+// namespace of its own; the arm64 binary runs under qemu-user with its stub standing in
+// for the netlink socket call (serveSockets), or without it where the case refuses the
+// sockets (qemu itself refuses them). The reference and the amd64 binary have the
+// socket call refused by a seccomp filter.
+func TestRequestSignal(t *testing.T) {
+	testenv.RequireRoot(t)
+	nums, ok := hostSyscalls[runtime.GOARCH]
+	if !ok {
+		t.Fatalf("no system call numbers for %s", runtime.GOARCH)
+	}
+	if armSocketPC == 0 || armClosePC == 0 {
+		t.Fatal("the arm64 program has no diag_socket or diag_close label")
+	}
+	ims := impls(t)
+	got := make([][]outcome, len(ims))
+	var wg sync.WaitGroup
+	for i, im := range ims {
+		got[i] = make([]outcome, len(requestCases))
+		for j, tc := range requestCases {
+			cmd := im.command(tc.args...)
+			if tc.refused && im.qemu == "" {
+				cmd = denied(t, cmd, nums.socket)
+			}
+			wg.Go(func() {
+				err := inNetns(im, tc.refused, func(sockets *os.File) error {
+					stop, err := keptConnection(tc.idle, tc.sends, tc.outbound)
+					if err != nil {
+						return err
+					}
+					defer stop()
+					got[i][j] = runWith(cmd, tc.signal, tc.after, im.qemu != "", sockets)
+					return nil
+				})
+				if err != nil {
+					got[i][j] = outcome{err: err}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i, im := range ims {
+		for j, tc := range requestCases {
+			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
+				got[i][j].checkWait(t, im, tc.code, tc.stderr, tc.lo, tc.hi, tc.signal != 0)
+			})
+		}
+	}
+}
+
+// keptConnection opens, in the calling thread's network namespace, a listener and one
+// client connection to it, waits idle, then sends a request over it at each of sends
+// (from its return); with outbound, the listener closes once it has accepted and the
+// server's side sends instead: the client's side is then the pod's own connection out.
+// stop ends it all.
+func keptConnection(idle time.Duration, sends []time.Duration, outbound bool) (stop func(), err error) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+		b := make([]byte, 512)
+		for {
+			if _, err := c.Read(b); err != nil {
+				return
+			}
+		}
+	}()
+	client, err := net.Dial("tcp4", l.Addr().String())
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	server, ok := <-accepted
+	if !ok {
+		client.Close()
+		l.Close()
+		return nil, fmt.Errorf("no connection accepted")
+	}
+	sender := client
+	if outbound {
+		l.Close()
+		sender = server
+		go func() {
+			b := make([]byte, 512)
+			for {
+				if _, err := client.Read(b); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(idle)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		for _, at := range sends {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Until(start.Add(at))):
+				sender.Write([]byte("GET / HTTP/1.1\r\nHost: pod\r\n\r\n"))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		client.Close()
+		server.Close()
+		l.Close()
+	}, nil
+}
