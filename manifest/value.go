@@ -197,6 +197,26 @@ func scalarValue(n *yaml.Node) (any, error) {
 		if u, err := strconv.ParseUint(s, 0, 64); err == nil {
 			return u, nil
 		}
+		// yaml.v3 reads the digits after 0b and 0o (YAML 1.2's octal) with a sign of
+		// their own: 0o+0 is 0, 0o-7 is -7, -0o7 is -7.
+		for _, p := range []struct {
+			prefix string
+			base   int
+		}{{"0b", 2}, {"-0b", 2}, {"0o", 8}, {"-0o", 8}} {
+			rest, ok := strings.CutPrefix(s, p.prefix)
+			if !ok {
+				continue
+			}
+			if p.prefix[0] == '-' {
+				rest = "-" + rest
+			}
+			if i, err := strconv.ParseInt(rest, p.base, 64); err == nil {
+				return i, nil
+			}
+			if u, err := strconv.ParseUint(rest, p.base, 64); err == nil {
+				return u, nil
+			}
+		}
 		// Past 64 bits yaml.v3 keeps it as a float.
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {

@@ -56,9 +56,13 @@ const (
 	listening = 1 << 16 / 8
 	// The socket that reads the sockets: socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC,
 	// NETLINK_SOCK_DIAG).
-	afNetlink          = 16
-	sockRawCloexec     = 3 | 0x80000
-	diagRequestsStride = nap.DiagRequestLen
+	afNetlink      = 16
+	sockRawCloexec = 3 | 0x80000
+	// A dump request (nap.DiagRequests), built in the read buffer before each dump:
+	// zeros, then its header (length, type and flags) and its non-zero fields.
+	diagReqQwords = (nap.DiagRequestLen + 7) / 8
+	diagReqHead   = nap.TCPDiagGetSock | nap.NlmFRequestDump<<16
+	diagReqExt    = 1 << (nap.InetDiagInfo - 1)
 	// socketsNs is how often the sockets are read: at the readings whose clock is a
 	// multiple of it.
 	socketsNs = nap.SocketsEvery * pollNs
@@ -94,11 +98,11 @@ type block struct {
 // assembler's branch relaxation). Every branch takes its 2-byte form. TestBlockLayout
 // fails if moving or swapping blocks would save a byte.
 var amd64Layout = []asm.Label{
-	"entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
-	"invalid", "default", "tail", "args_done", "fixed", "sleep", "timed", "slept", "done", "wait", "write_all",
-	"adaptive", "on_signal", "exit_edi", "say", "nap_ts", "poll", "last_look", "traffic", "count", "unreadable",
-	"message", "listen", "next_message", "dump_done", "unreadable_sockets", "attr", "dump", "sockets",
-	"next_attr",
+	"entry", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad", "invalid",
+	"default", "tail", "args_done", "fixed", "sleep", "timed", "slept", "wait", "write_all", "done", "adaptive",
+	"help", "exit_edi", "say", "on_signal", "nap_ts", "poll", "last_look", "traffic", "count", "unreadable",
+	"sockets", "dump_done", "dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr",
+	"attr",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -546,7 +550,7 @@ func amd64Blocks() []block {
 		// data within WITHIN; without --requests, at once with ZF set. Registers: edi the
 		// netlink socket, r10 the active connections, rsi the message read, rcx its
 		// length, r11 the datagram's end, rdx an attribute, rbx its length (kept for the
-		// caller on the stack), the request written on the stack. Any failure is
+		// caller on the stack), the dump's states on the stack. Any failure is
 		// unreadable_sockets.
 		{"sockets", "dump", func(b *x.Builder) {
 			b.XOR(r10d, r10d)
@@ -568,11 +572,22 @@ func amd64Blocks() []block {
 			b.TEST(eax, eax)
 			b.J(x.S, "unreadable_sockets")
 			b.MOV(edi, eax)
-			b.MOV(esi, x.Addr("diag_requests"))
+			b.PUSH(x.Imm(1 << nap.TCPListen)) // the first dump's states
 		}},
-		// A dump: its request written whole, then its datagrams read to NLMSG_DONE.
+		// A dump: its request (the states on the stack) built in the buffer and written
+		// whole, then its datagrams read to NLMSG_DONE.
 		{"dump", "message", func(b *x.Builder) { // from sockets and dump_done
-			b.PUSH(rsi)
+			b.PUSH(x.Imm(diagReqQwords))
+			b.POP(rcx)
+			b.Label("zero_request")
+			b.AND(x.Mem{Bits: 64, Base: r8, Index: rcx, Scale: 8, Disp: -8}, x.Imm(0))
+			b.LOOP("zero_request")
+			b.MOV(x.Dword(r8, 0), x.Imm(nap.DiagRequestLen))
+			b.MOV(x.Dword(r8, 4), x.Imm(diagReqHead))
+			b.MOV(x.Byte(r8, nap.DiagReqExt), x.Imm(diagReqExt))
+			b.MOV(eax, x.Dword(rsp, 0))
+			b.MOV(x.Dword(r8, nap.DiagReqStates), eax)
+			b.MOV(rsi, r8)
 			b.PUSH(x.Imm(nap.DiagRequestLen))
 			b.POP(rdx)
 			b.PUSH(x.Imm(amd64SysWrite))
@@ -664,13 +679,12 @@ func amd64Blocks() []block {
 			b.CMOV(x.A, rcx, rax)
 			b.ADD(rsi, rcx)
 		}},
-		// The next request, if any (a zero byte follows the last); then the socket is
-		// closed.
+		// The established sockets after the listening ones (the states' bit moves from
+		// TCP_LISTEN's to TCP_ESTABLISHED's, then out); then the socket is closed.
 		{"dump_done", "", func(b *x.Builder) {
-			b.POP(rsi)
-			b.ADD(rsi, x.Imm(diagRequestsStride))
-			b.CMP(x.Byte(rsi, 0), x.Imm(0))
+			b.SHR(x.Dword(rsp, 0), x.Imm(nap.TCPListen-nap.TCPEstablished))
 			b.J(x.NE, "dump")
+			b.POP(rax)
 			b.PUSH(x.Imm(amd64SysClose))
 			b.POP(rax)
 			b.SYSCALL()

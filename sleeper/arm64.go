@@ -34,7 +34,7 @@ var (
 	x22, x23, x24, xzr, sp          = a.X22, a.X23, a.X24, a.XZR, a.SP
 	x25, x26, x27, x28, x29, x30    = a.X25, a.X26, a.X27, a.X28, a.X29, a.X30
 	x18                             = a.X18
-	w1, w2, w3, w4, w6, w7, w8      = a.W1, a.W2, a.W3, a.W4, a.W6, a.W7, a.W8
+	w1, w2, w3, w4, w5, w6, w7, w8  = a.W1, a.W2, a.W3, a.W4, a.W5, a.W6, a.W7, a.W8
 	w12, w13, w14, w29              = a.W12, a.W13, a.W14, a.W29
 )
 
@@ -357,7 +357,7 @@ func programARM64(b *a.Builder, words []byte) {
 	// sockets reads the sockets of the network namespace (see nap.ReadSockets and
 	// nap.Sockets.Read) and returns in x1 the inbound connections that received data
 	// within WITHIN (x18, in milliseconds); without --requests, 0 at once. Registers: x9
-	// the netlink socket, x5 the request, x10 the message read, x12 its length, x11 the
+	// the netlink socket, x5 the dump's states, x10 the message read, x12 its length, x11 the
 	// datagram's end, x13 an attribute, x3 its length or the port, x7 the count. Any
 	// failure is unreadable_sockets.
 	b.Label("sockets")
@@ -377,11 +377,23 @@ func programARM64(b *a.Builder, words []byte) {
 	b.SVC(0)
 	b.TBNZ(x0, 63, "unreadable_sockets")
 	b.MOV(x9, x0)
-	b.ADR(x5, "diag_requests")
-	// A dump: its request written whole, then its datagrams read to NLMSG_DONE.
+	b.MOVZ(x5, 1<<nap.TCPListen, 0) // the first dump's states
+	// A dump: its request (nap.DiagRequests, the states in x5) built in the buffer and
+	// written whole, then its datagrams read to NLMSG_DONE.
 	b.Label("dump")
+	for off := int32(0); off < nap.DiagRequestLen; off += 16 {
+		b.STP(xzr, xzr, x16, off, false)
+	}
+	b.MOVZ(x2, nap.DiagRequestLen, 0)
+	b.STR(w2, x16, 0)
+	b.MOVZ(x2, nap.TCPDiagGetSock, 0)
+	b.MOVK(x2, nap.NlmFRequestDump, 16)
+	b.STR(w2, x16, 4)
+	b.MOVZ(x2, 1<<(nap.InetDiagInfo-1), 0)
+	b.STRB(w2, x16, nap.DiagReqExt)
+	b.STR(w5, x16, nap.DiagReqStates)
 	b.MOV(x0, x9)
-	b.MOV(x1, x5)
+	b.MOV(x1, x16)
 	b.MOVZ(x2, nap.DiagRequestLen, 0)
 	b.MOVZ(x8, arm64SysWrite, 0)
 	b.SVC(0)
@@ -468,12 +480,11 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CSEL(x12, x2, x12, a.HI)
 	b.ADD(x10, x10, x12)
 	b.B("message")
-	// The next request, if any (a zero byte follows the last); then the socket is
-	// closed.
+	// The established sockets after the listening ones; then the socket is closed.
 	b.Label("dump_done")
-	b.ADDi(x5, x5, nap.DiagRequestLen)
-	b.LDRB(w3, x5, 0)
-	b.CBNZ(w3, "dump")
+	b.CMPi(x5, 1<<nap.TCPEstablished)
+	b.MOVZ(x5, 1<<nap.TCPEstablished, 0)
+	b.Bcond(a.NE, "dump")
 	b.MOV(x0, x9)
 	b.MOVZ(x8, arm64SysClose, 0)
 	b.Label("diag_close")

@@ -108,7 +108,6 @@ func data(b interface {
 		{"msg_default", []byte(nap.InvalidSuffix)},
 		{"msg_unreadable", []byte(nap.Unreadable)},
 		{"msg_unreadable_sockets", []byte(nap.UnreadableSockets)},
-		{"diag_requests", diagRequests()},
 		{"snmp_path", []byte(nap.SnmpPath + "\x00")},
 		{"tcp_head", []byte(tcpHead)},
 	}, extra...)
@@ -126,16 +125,6 @@ func data(b interface {
 		b.Data("align", make([]byte, pad-n%pad))
 	}
 	b.Label("code")
-}
-
-// diagRequests is nap.DiagRequests, one after the other, and a zero byte after the last
-// (a request begins with its length, never zero).
-func diagRequests() []byte {
-	var b []byte
-	for _, r := range nap.DiagRequests {
-		b = append(b, r[:]...)
-	}
-	return append(b, 0)
 }
 
 // tcpHead begins the line of TCP counters in /proc/net/snmp (nap.PassiveOpens).

@@ -42,6 +42,10 @@ const (
 	DiagMsgState        = 1  // offsetof(struct inet_diag_msg, idiag_state)
 	DiagMsgSport        = 4  // offsetof(struct inet_diag_msg, id.idiag_sport): big-endian
 	RtaHdrLen           = 4  // struct rtattr: rta_len, rta_type (16 bits each)
+	// The fields of a dump request that are not zero but its header's: idiag_ext and
+	// idiag_states, after the family, the prefix lengths and the 48-byte socket id.
+	DiagReqExt    = NlmsgHdrLen + 3
+	DiagReqStates = NlmsgHdrLen + 4 + 48
 )
 
 // DiagRequests are the two dump requests of one reading, in order: the listening TCP
@@ -60,8 +64,8 @@ var DiagRequests = func() [2][DiagRequestLen]byte {
 		binary.LittleEndian.PutUint32(q[0:], DiagRequestLen)
 		binary.LittleEndian.PutUint16(q[4:], TCPDiagGetSock)
 		binary.LittleEndian.PutUint16(q[6:], NlmFRequestDump)
-		q[NlmsgHdrLen+3] = 1 << (InetDiagInfo - 1) // idiag_ext; the family is not read
-		binary.LittleEndian.PutUint32(q[NlmsgHdrLen+4+48:], states)
+		q[DiagReqExt] = 1 << (InetDiagInfo - 1) // the family (0) is not read
+		binary.LittleEndian.PutUint32(q[DiagReqStates:], states)
 	}
 	return reqs
 }()

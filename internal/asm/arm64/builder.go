@@ -39,6 +39,8 @@ func (b *Builder) LDRBpost(wt, rn Reg, off int32)            { b.Emit(LDRBpost(w
 func (b *Builder) LDRBpre(wt, rn Reg, off int32)             { b.Emit(LDRBpre(wt, rn, off)) }
 func (b *Builder) LDURB(wt, rn Reg, off int32)               { b.Emit(LDURB(wt, rn, off)) }
 func (b *Builder) LDR(xt, rn Reg, off uint32)                { b.Emit(LDR(xt, rn, off)) }
+func (b *Builder) STR(xt, rn Reg, off uint32)                { b.Emit(STR(xt, rn, off)) }
+func (b *Builder) STRB(wt, rn Reg, off uint32)               { b.Emit(STRB(wt, rn, off)) }
 func (b *Builder) LDRH(wt, rn Reg, off uint32)               { b.Emit(LDRH(wt, rn, off)) }
 func (b *Builder) LDRBr(wt, rn, rm Reg)                      { b.Emit(LDRBr(wt, rn, rm)) }
 func (b *Builder) STRBr(wt, rn, rm Reg)                      { b.Emit(STRBr(wt, rn, rm)) }

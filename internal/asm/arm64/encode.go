@@ -335,6 +335,43 @@ func LDR(xt, rn Reg, off uint32) (asm.Inst, error) {
 	return word(txt, 0xF9400000|(off/8)<<10|uint32(rn.num)<<5|uint32(xt.num)), nil
 }
 
+// STR stores the word xt at [rn+off]: 64 bits from an X register (off a multiple of 8,
+// 0..32760), 32 bits from a W register (off a multiple of 4, 0..16380).
+func STR(xt, rn Reg, off uint32) (asm.Inst, error) {
+	txt := fmt.Sprintf("str %v, [%v, #%d]", xt, rn, off)
+	if off == 0 {
+		txt = fmt.Sprintf("str %v, [%v]", xt, rn)
+	}
+	if err := errors.Join(gp(xt), base(rn)); err != nil {
+		return fail(txt, "%v", err)
+	}
+	if !xt.is64 {
+		if off%4 != 0 || off > 16380 {
+			return fail(txt, "needs a W register's offset to be a multiple of 4 up to 16380")
+		}
+		return word(txt, 0xB9000000|(off/4)<<10|uint32(rn.num)<<5|uint32(xt.num)), nil
+	}
+	if off%8 != 0 || off > 32760 {
+		return fail(txt, "needs an X register's offset to be a multiple of 8 up to 32760")
+	}
+	return word(txt, 0xF9000000|(off/8)<<10|uint32(rn.num)<<5|uint32(xt.num)), nil
+}
+
+// STRB stores the low byte of wt at [rn+off] (unsigned offset 0..4095).
+func STRB(wt, rn Reg, off uint32) (asm.Inst, error) {
+	txt := fmt.Sprintf("strb %v, [%v, #%d]", wt, rn, off)
+	if off == 0 {
+		txt = fmt.Sprintf("strb %v, [%v]", wt, rn)
+	}
+	if err := errors.Join(gp(wt), base(rn)); err != nil {
+		return fail(txt, "%v", err)
+	}
+	if wt.is64 || off > 4095 {
+		return fail(txt, "needs a W register and an offset of 0..4095")
+	}
+	return word(txt, 0x39000000|off<<10|uint32(rn.num)<<5|uint32(wt.num)), nil
+}
+
 // LDRH loads the 16-bit half-word at [rn+off] (off a multiple of 2, 0..8190)
 // zero-extended into wt.
 func LDRH(wt, rn Reg, off uint32) (asm.Inst, error) {

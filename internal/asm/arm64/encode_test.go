@@ -36,6 +36,7 @@ var cases = []asm.Inst{
 	must(LDRB(W13, X12, 0)), must(LDRB(W14, X12, 1)), must(LDRBpost(W1, X9, 1)), must(LDRBpre(W1, X11, -1)), must(LDURB(W1, X9, -1)),
 	must(LDR(X1, SP, 32)), must(LDRpost(X22, X19, 8)), must(STP(X1, XZR, SP, -32, true)), must(STP(XZR, XZR, SP, 16, false)), must(STP(XZR, XZR, X1, 0, false)), must(LDRB(W29, X12, 1)), must(CSEL(X25, X20, X25, LO)),
 	must(LDR(W12, X10, 0)), must(LDR(W4, X13, 56)), must(LDRH(W3, X10, 4)), must(LDRH(W3, X13, 0)), must(LDRH(W3, X10, 20)),
+	must(STR(W2, X16, 0)), must(STR(W5, X16, 68)), must(STR(X1, SP, 8)), must(STRB(W2, X16, 19)), must(STRB(W0, X1, 0)),
 	must(LDRBr(W4, X14, X3)), must(STRBr(W4, X14, X3)), must(ANDi(X3, X3, ^uint64(3))), must(ANDi(X1, X2, ^uint64(0xFFF))),
 	must(RET()), must(SVC(0)), must(BRK(0)),
 }
