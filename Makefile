@@ -32,7 +32,7 @@ FUZZ_VALUE  := $(FUZZTIME)
 FUZZ_SOCKETS := $(FUZZTIME)
 endif
 
-.PHONY: all build prereqs kube-bins ingress-bins containerd-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
+.PHONY: all build prereqs kube-bins ingress-bins containerd-bins server-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
 
 all: build
 
@@ -70,13 +70,18 @@ ingress-bins:
 containerd-bins:
 	bash hack/containerd-bins.sh
 
+# The third-party servers the proof runs unmodified (nginx: Debian's package), fetched
+# once into the cache.
+server-bins:
+	bash hack/server-bins.sh
+
 # helm and promtool (hack/tool-versions), built once into the cache: the tests run them
 # on the chart and the alerting rules as users do.
 tool-bins:
 	bash hack/tool-bins.sh
 
 # The two-node lab (hack/cluster.sh; needs root). Idempotent both ways.
-cluster-up: kube-bins ingress-bins containerd-bins
+cluster-up: kube-bins ingress-bins containerd-bins server-bins
 	bash hack/cluster.sh up
 
 cluster-down:
@@ -107,7 +112,7 @@ proof-picture: cluster-up
 # The whole suite: unit and envtest tests (while the lab starts beside them), then the
 # end-to-end tests on it, torn down after (hack/test.sh), then bounded fuzzing. Nothing may skip for a
 # missing prerequisite (see internal/testenv).
-test: prereqs kube-bins ingress-bins containerd-bins tool-bins build
+test: prereqs kube-bins ingress-bins containerd-bins server-bins tool-bins build
 	$(GO) vet ./...
 	GO=$(GO) bash hack/test.sh
 	$(MAKE) fuzz

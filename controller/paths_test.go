@@ -28,6 +28,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -105,6 +106,7 @@ func TestPathAwareWebhook(t *testing.T) {
 			"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "checkout", "port": int64(80)}}}}}}}
 	create(route)
 	svc("other-lb", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, map[string]string{healthCheck: "5"})
+	svc("alb", corev1.ServiceTypeLoadBalancer, "", map[string]string{traffic.LabPodTargets: traffic.LabPodTargetsValue})
 	pathType := networkingv1.PathTypePrefix
 	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
 		Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
@@ -162,11 +164,17 @@ func TestPathAwareWebhook(t *testing.T) {
 		{name: "the adaptive wait: MIN from the path", app: "edge", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
 			want: "exec /nap/nap 29s --quiet 2s --max 60s", why: "holds at least 29s for lb-local via Service edge"},
 		{name: "its own delay", app: "edge", annotations: map[string]string{DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
+		{name: "behind an application load balancer with pod targets: the adaptive wait watches requests", app: "alb", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
+			want: "exec /nap/nap 4s --quiet 2s --max 60s",
+			why:  "holds at least 4s for nodeport via Service alb: its tail measured at 2.2 s (p99 2.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-pods via Service alb (not calibrated); watches requests (--requests 1s): lb-pods via Service alb, whose clients send over connections they keep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, got, why := admit(tc.app, tc.annotations)
 			if !strings.HasPrefix(got, tc.want) || !strings.HasPrefix(why, tc.why) || (tc.why == "") != (why == "") {
 				t.Errorf("preStop %q, reason %q; want %q, %q", got, why, tc.want, tc.why)
+			}
+			if strings.Contains(tc.why, "watches requests") != strings.Contains(got, " --requests 1s") {
+				t.Errorf("preStop %q: --requests where the reason says so", got)
 			}
 			if g := p.Spec.TerminationGracePeriodSeconds; tc.want == "sleep 29s" && (g == nil || *g < 29) {
 				t.Errorf("grace period %v does not cover the delay", g)
@@ -273,6 +281,31 @@ func TestPathAwareWebhook(t *testing.T) {
 	if _, got, why := admit("edge", nil); got != "sleep 5s" || why != "" {
 		t.Errorf("after the calibration was deleted: %q (%q), want the fleet's sleep 5s and no reason", got, why)
 	}
+	// Clients that pool their connections (an application load balancer with the pods as
+	// targets): the adaptive wait watches requests, with or without a calibration; a
+	// network load balancer in IP mode passes each client's connection through.
+	svc("nlb", corev1.ServiceTypeLoadBalancer, "", map[string]string{"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"})
+	svc("neg", corev1.ServiceTypeClusterIP, "", map[string]string{"cloud.google.com/neg": `{"ingress": true}`})
+	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "neg", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
+		DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "neg", Port: networkingv1.ServiceBackendPort{Number: 80}}}}})
+	adaptive := map[string]string{wait.KindAnnotation: "adaptive"}
+	for _, tc := range []struct {
+		app         string
+		annotations map[string]string
+		requests    bool
+		why         string
+	}{
+		{app: "alb", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): lb-pods via Service alb, whose clients send over connections they keep"},
+		{app: "neg", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): lb-pods via Service neg, whose clients send over connections they keep"},
+		{app: "nlb", annotations: adaptive},
+		{app: "alb"}, // a fixed wait holds whatever the traffic
+		{app: "edge", annotations: adaptive},
+	} {
+		if _, got, why := admit(tc.app, tc.annotations); strings.Contains(got, "--requests 1s") != tc.requests || why != tc.why {
+			t.Errorf("%s (%v): preStop %q, reason %q; want --requests %v, reason %q", tc.app, tc.annotations, got, why, tc.requests, tc.why)
+		}
+	}
+
 	// One that is not a calibration: none, and a Warning event on it.
 	bad := CalibrationConfigMap("nap-system", []byte(`{"apiVersion": "calibrate.nap.dev/v2", "kind": "Calibration"}`))
 	create(bad)

@@ -64,6 +64,7 @@ var PolicyCannot = []string{
 	"the delay of a nap hook already in the pod when raising the grace period: only the hooks it adds count",
 	"whether the namespace's nap ConfigMap holds this build's binaries: it mounts whatever is there (the ValidatingAdmissionPolicy " + Name + "-configmap lets only the controller write it)",
 	"each pod's wait by its own paths (a calibration kept in the cluster, napctl calibrate --store): they depend on the Services that select the pod and the Ingresses that name those, which CEL cannot read; every pod gets the fleet's wait, and the Reporter reports those whose paths need longer (" + string(report.DelayBelowPath) + ")",
+	"the adaptive wait's request signal for the pods that a client that pools its connections reaches (an application load balancer with the pods as targets): which those are depends on their Services; the fleet's --requests holds for every pod",
 }
 
 // AdmissionPolicy returns the MutatingAdmissionPolicy and its binding that do in the

@@ -76,7 +76,8 @@ type Injector struct {
 	// delay gets the wait of the slowest path that reaches it (traffic.Need.Wait): the
 	// paths of the Services that select it, and of the Ingresses and Gateway API routes
 	// that name those (Fronts, a namespace's, from informer caches); the pod's
-	// ReasonAnnotation says why.
+	// ReasonAnnotation says why. With Services alone, an adaptive wait watches requests
+	// where a client that pools its connections reaches the pod (traffic.Path.Pools).
 	Calibration func() *traffic.Calibration
 	Fronts      func(ctx context.Context, namespace string) (kube.Frontends, error)
 }
@@ -220,15 +221,19 @@ func (i *Injector) answer(ctx context.Context, req admission.Request) answered {
 
 // routed is the wait of a pod by the paths that reach it (traffic.Need.Wait), with the
 // calibration kept in the cluster, and why (for ReasonAnnotation); w is the fleet's, of
-// the kind the pod chose. A pod that sets its own delay (DelayAnnotation) keeps w, and
-// so does every pod while there is no calibration ("" reason). An error reading the
-// caches leaves w.
+// the kind the pod chose. A pod that sets its own delay (DelayAnnotation) keeps w. While
+// there is no calibration, a pod keeps w ("" reason) but for the request signal, which
+// an adaptive wait gets where a client that pools its connections reaches the pod. An
+// error reading the caches leaves w.
 func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w wait.Wait) (wait.Wait, string, error) {
-	if i.Calibration == nil || i.Services == nil {
+	if i.Services == nil || strings.TrimSpace(pod.Annotations[DelayAnnotation]) != "" {
 		return w, "", nil
 	}
-	c := i.Calibration()
-	if c == nil || strings.TrimSpace(pod.Annotations[DelayAnnotation]) != "" {
+	var c *traffic.Calibration
+	if i.Calibration != nil {
+		c = i.Calibration()
+	}
+	if c == nil && (!w.IsAdaptive() || w.Requests > 0) { // nothing the routes change
 		return w, "", nil
 	}
 	all, err := i.Services(ctx, ns)
@@ -246,6 +251,9 @@ func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w w
 	got := n.Wait(w)
 	if err := got.Check(); err != nil { // a calibrated hold no wait may have
 		return w, "", fmt.Errorf("the wait for %s: %w", n.Path, err)
+	}
+	if c == nil { // only a pooling client's request signal
+		return got, n.RequestsReason(got), nil
 	}
 	return got, n.Reason(got), nil
 }

@@ -76,7 +76,8 @@ bins() {
   B=$out/bin
 }
 
-# more_bins: node 2's kubelet, kube-proxy and containerd 2.x, and the ingress controller.
+# more_bins: node 2's kubelet, kube-proxy and containerd 2.x, the ingress controller, and
+# the third-party servers.
 more_bins() {
   local out
   out=$(KUBE_VERSION=$(cat "$here/kube-version-node2") KUBE_BINS="kubelet kube-proxy" bash "$here/kube-bins.sh" | tail -1)
@@ -85,6 +86,7 @@ more_bins() {
   TRAEFIK=$out/bin/traefik
   out=$(bash "$here/containerd-bins.sh" | tail -1)
   C2=$out/bin
+  NGINX=$(bash "$here/server-bins.sh" | tail -1)
 }
 
 # ingress runs Traefik in the cluster (hack/ingress.yaml): the IngressClass "traefik",
@@ -408,7 +410,7 @@ up() {
   wait_for containerd-node2 20 "$C2/ctr" --address "$D2/containerd.sock" version
   # Rebuilt at every up (Go's build cache makes that quick), imported when they changed,
   # so that a running cluster always has this tree's napctl and app.
-  (cd "$repo" && go run ./hack/images -o "$D/images.new.tar")
+  (cd "$repo" && go run ./hack/images -nginx "$NGINX" -o "$D/images.new.tar")
   # The ingress image only when its binary changed: 178 MB to compress.
   if [ "$TRAEFIK" -nt "$D/ingress.tar" ]; then
     (cd "$repo" && go run ./hack/images -traefik "$TRAEFIK" -o "$D/ingress.new.tar")

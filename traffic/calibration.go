@@ -105,6 +105,10 @@ type Need struct {
 	// Unmeasured are the paths that reach the pod with no measurement that holds for
 	// them, each as "PATH via Service NAME (why)": the fleet's wait holds for them.
 	Unmeasured []string
+	// Pooled are the paths that reach the pod through clients that pool their
+	// connections (Path.Pools), each as "PATH via Service NAME", measured or not: an
+	// adaptive wait watches requests for them.
+	Pooled []string
 }
 
 // Measured tells whether a measured path reaches the pod.
@@ -127,6 +131,9 @@ func (n Need) Why() string {
 // parameters (a load balancer's annotations, its health checks) holds for a Service
 // that carries the same.
 func (c *Calibration) Route(svcs []*corev1.Service, fronts func(service string) kube.Fronts) Need {
+	if c == nil { // no calibration: every path unmeasured
+		c = &Calibration{}
+	}
 	n := Need{Calibrated: c.Measured}
 	seen := map[string]bool{} // PATH via SERVICE, said once
 	for _, svc := range svcs {
@@ -135,6 +142,9 @@ func (c *Calibration) Route(svcs []*corev1.Service, fronts func(service string) 
 				continue
 			}
 			seen[p.Name+"/"+svc.Name] = true
+			if p.Pools != nil && p.Pools(svc, fronts(svc.Name)) {
+				n.Pooled = append(n.Pooled, fmt.Sprintf("%s via Service %s", p.Name, svc.Name))
+			}
 			t, found := c.Tail(p.Name)
 			switch {
 			case !found || t.Samples == 0:
@@ -202,7 +212,20 @@ func (n Need) Reason(w wait.Wait) string {
 	if len(n.Unmeasured) > 0 {
 		s += "; not calibrated, so at least the fleet's: " + strings.Join(n.Unmeasured, ", ")
 	}
+	if r := n.RequestsReason(w); r != "" {
+		s += "; " + r
+	}
 	return s
+}
+
+// RequestsReason says why w watches requests, where its pod's routes made it (Wait):
+// the pooling paths that reach the pod; "" where they did not.
+func (n Need) RequestsReason(w wait.Wait) string {
+	if len(n.Pooled) == 0 || !w.IsAdaptive() || w.Requests == 0 {
+		return ""
+	}
+	return fmt.Sprintf("watches requests (--requests %s): %s, whose clients send over connections they keep",
+		wait.Arg(w.Requests), strings.Join(n.Pooled, ", "))
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -214,10 +237,11 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // pod's routes decide, not the fleet's slowest: a pod reached only in the cluster holds
 // for the cluster's tail. Without a measured path, the fleet's wait as it is.
 func (n Need) Wait(fleet wait.Wait) wait.Wait {
+	w := n.requests(fleet)
 	if !n.Measured() {
-		return fleet
+		return w
 	}
-	w, floor := fleet, fleet.Delay
+	floor := fleet.Delay
 	if w.IsAdaptive() {
 		floor = w.Min
 	}
@@ -232,6 +256,15 @@ func (n Need) Wait(fleet wait.Wait) wait.Wait {
 	}
 	if w.Delay != fleet.Delay {
 		w.DelayText = "" // the fleet's spelling was of its own delay
+	}
+	return w
+}
+
+// requests is w watching requests (wait.PooledRequests) where a pooling client
+// reaches the pod and w is an adaptive wait that does not already.
+func (n Need) requests(w wait.Wait) wait.Wait {
+	if len(n.Pooled) > 0 && w.IsAdaptive() && w.Requests == 0 {
+		w.Requests = wait.PooledRequests
 	}
 	return w
 }

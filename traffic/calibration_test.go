@@ -101,6 +101,7 @@ func TestRoute(t *testing.T) {
 		unmeasured []string
 		fixed      time.Duration // the fixed wait's delay from the fleet's 10 s
 		min, max   time.Duration // the adaptive wait's from the fleet's 10 s to 20 s
+		pooled     []string      // the adaptive wait watches requests for these
 	}{
 		{name: "no Service", fixed: 10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 		{name: "in the cluster only: the cluster's tail, below the fleet's",
@@ -126,8 +127,41 @@ func TestRoute(t *testing.T) {
 			svcs: []*corev1.Service{svc("web", corev1.ServiceTypeLoadBalancer, "", nil)}, path: "clusterip", via: "web",
 			unmeasured: []string{"nodeport via Service web (not calibrated)", "lb-cluster via Service web (not calibrated)"},
 			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+		{name: "behind an application load balancer with pod targets: pooled, so requests",
+			svcs: []*corev1.Service{svc("web", corev1.ServiceTypeLoadBalancer, "", map[string]string{LabPodTargets: LabPodTargetsValue})}, path: "clusterip", via: "web",
+			unmeasured: []string{"nodeport via Service web (not calibrated)", "lb-pods via Service web (not calibrated)"},
+			pooled:     []string{"lb-pods via Service web"},
+			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+		{name: "behind a network load balancer in IP mode: not pooled",
+			svcs: []*corev1.Service{svc("web", corev1.ServiceTypeLoadBalancer, "", map[string]string{"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"})}, path: "clusterip", via: "web",
+			unmeasured: []string{"nodeport via Service web (not calibrated)", "lb-pods via Service web (not calibrated)"},
+			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+		{name: "behind GCP's container-native load balancing for an Ingress: pooled",
+			svcs: []*corev1.Service{svc("web", "", "", map[string]string{"cloud.google.com/neg": `{"ingress": true}`})}, ingressed: "web", path: "clusterip", via: "web",
+			unmeasured: []string{"lb-pods via Service web (not calibrated)"},
+			pooled:     []string{"lb-pods via Service web"},
+			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 	} {
 		n := c.Route(tc.svcs, func(s string) kube.Fronts { return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed} })
+		if strings.Join(n.Pooled, "; ") != strings.Join(tc.pooled, "; ") {
+			t.Errorf("%s: pooled %q, want %q", tc.name, n.Pooled, tc.pooled)
+		}
+		wantRequests := map[bool]time.Duration{true: wait.PooledRequests}[len(tc.pooled) > 0]
+		if w := n.Wait(adaptive); w.Requests != wantRequests || strings.Contains(n.Reason(w), "watches requests") != (wantRequests > 0) {
+			t.Errorf("%s: the adaptive wait's WITHIN %v (%q), want %v", tc.name, w.Requests, n.Reason(w), wantRequests)
+		}
+		own := adaptive
+		own.Requests = 3 * time.Second
+		if w := n.Wait(own); w.Requests != own.Requests {
+			t.Errorf("%s: the wait's own WITHIN became %v", tc.name, w.Requests)
+		}
+		if w := n.Wait(fixed); w.Requests != 0 || n.RequestsReason(w) != "" {
+			t.Errorf("%s: a fixed wait with a WITHIN %v", tc.name, w.Requests)
+		}
+		// Without a calibration, the request signal all the same.
+		if w := (*Calibration)(nil).Route(tc.svcs, func(s string) kube.Fronts { return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed} }).Wait(adaptive); w.Requests != wantRequests || w.Min != adaptive.Min {
+			t.Errorf("%s: without a calibration %+v, want WITHIN %v and the fleet's wait", tc.name, w, wantRequests)
+		}
 		if n.Path != tc.path || n.Service != tc.via || strings.Join(n.Unmeasured, "; ") != strings.Join(tc.unmeasured, "; ") {
 			t.Errorf("%s: %q via %q, unmeasured %q; want %q via %q, %q", tc.name, n.Path, n.Service, n.Unmeasured, tc.path, tc.via, tc.unmeasured)
 		}

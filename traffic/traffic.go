@@ -107,6 +107,11 @@ type Path struct {
 	// (the API's defaults not yet applied); fronts: the front doors that name svc as a
 	// backend (an Ingress, a Gateway API route).
 	Reaches func(svc *corev1.Service, fronts kube.Fronts) bool
+	// Pools, for a path that Reaches the pods of svc, tells whether its clients send
+	// requests over connections they keep to each pod (an application load balancer's
+	// server pool), so that a pod it still sends to sees no new connection: the adaptive
+	// wait must watch requests (nap --requests) to see it. Nil: never.
+	Pools func(svc *corev1.Service, fronts kube.Fronts) bool
 }
 
 // The paths. Adding one: an entry here and in All, and its test.
@@ -241,6 +246,11 @@ var LoadBalancerPods = Path{Name: "lb-pods", Title: "load balancer to pods", Nee
 	Annotations: func(c Config) map[string]string { return c.PodLBAnnotations },
 	Reaches: func(svc *corev1.Service, f kube.Fronts) bool {
 		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && negIngress(svc)
+	},
+	// An application load balancer (the lab's, GCP's for an Ingress) pools; a network
+	// load balancer in IP mode (AWS's NLB) passes each client's connection through.
+	Pools: func(svc *corev1.Service, f kube.Fronts) bool {
+		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Annotations[LabPodTargets] == LabPodTargetsValue || f.Ingress && negIngress(svc)
 	},
 	Open: func(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service) (string, error) {
 		return openLoadBalancer(ctx, cs, c, t, svc, t.Service+"-lb-pods", "", c.PodLBAnnotations)

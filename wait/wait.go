@@ -56,6 +56,11 @@ type Wait struct {
 	DelayText string
 }
 
+// PooledRequests is the request signal's WITHIN that an adaptive wait gets where a
+// client that pools its connections reaches the pod (traffic.Path.Pools), unless the
+// wait sets its own: nap.ActiveWithin, two readings of the sockets.
+const PooledRequests = nap.ActiveWithin
+
 // MaxDelay is the longest wait nap gives a hook (a fixed delay, an adaptive MAX, MIN or
 // QUIET): a preStop wait of more than a day holds every rollout, scale-down and drain a
 // day per pod, and is a typo (1000000h) more often than a plan. It keeps the grace

@@ -67,6 +67,7 @@ const (
 	sentMax       = "61021ms" // whole ms: the policy writes MAX back as wait.Arg
 	sentMin       = "1303ms"  // the policy has it also as nanoseconds and as wait.Arg
 	sentQuiet     = "2041ms"
+	sentRequests  = "1409ms"
 	sentSelector  = "selsentinel=s"
 	sentExclude   = "exsentinel"
 	sentReplicas  = 7919
@@ -127,6 +128,16 @@ func dimensions() []dimension {
 					o.Waits.Min = "0"
 				}
 			}},
+		// WITHIN 0 (the request signal off) leaves --requests out of the controller's
+		// arguments and the adaptive hook's command.
+		{values: []string{"0", "y"}, expr: func(v string, negated bool) string {
+			return eqExpr(`(include "nap.ns" .Values.wait.requests)`)("0", (v == "0") == negated)
+		},
+			set: func(o *Options, v string) {
+				if v == "0" {
+					o.Waits.Requests = "0"
+				}
+			}},
 		{values: scopes, expr: eqExpr(".Values." + scope.Flag),
 			set: func(o *Options, v string) { o.Scope = scope.Scope(v) }},
 		// One replica: no PodDisruptionBudget (it would block every drain).
@@ -164,6 +175,7 @@ var policySubstitutions = []struct{ sentinel, expr string }{
 	{nanoseconds(sentQuiet), `{{ include "nap.ns" .Values.wait.quiet }}`},
 	{sentMin, `{{ include "nap.arg" .Values.wait.min }}`},
 	{sentQuiet, `{{ include "nap.arg" .Values.wait.quiet }}`},
+	{sentRequests, `{{ include "nap.arg" .Values.wait.requests }}`},
 }
 
 func nanoseconds(d string) string {
@@ -178,7 +190,7 @@ func nanoseconds(d string) string {
 // duration's number, nanoseconds and Go form): none may be left after substitution.
 func leftovers() []string {
 	out := []string{"sentinel", fmt.Sprint(sentReplicas)}
-	for _, d := range []string{sentDelay, sentMax, sentMin, sentQuiet} {
+	for _, d := range []string{sentDelay, sentMax, sentMin, sentQuiet, sentRequests} {
 		v, _ := time.ParseDuration(d)
 		out = append(out, strings.TrimRight(d, "ms"), nanoseconds(d), strings.TrimSuffix(v.String(), "s"))
 	}
@@ -195,6 +207,7 @@ var substitutions = []struct{ sentinel, expr string }{
 	{sentMax, `{{ .Values.wait.max }}`},
 	{sentMin, `{{ .Values.wait.min }}`},
 	{sentQuiet, `{{ .Values.wait.quiet }}`},
+	{sentRequests, `{{ .Values.wait.requests }}`},
 	{sentSelector, `{{ .Values.namespaceSelector }}`},
 	{sentExclude, `{{ join "," .Values.excludeNamespaces }}`},
 	{fmt.Sprintf("replicas: %d", sentReplicas), `replicas: {{ .Values.replicas }}`},
@@ -248,7 +261,7 @@ func Chart() (map[string][]byte, error) {
 	slotOf := map[string]*slot{}
 	for vi, v := range variants {
 		o := Options{Namespace: sentNamespace, Image: sentImage, Replicas: sentReplicas,
-			Waits:             wait.Input{Delay: sentDelay, Max: sentMax, Min: sentMin, Quiet: sentQuiet},
+			Waits:             wait.Input{Delay: sentDelay, Max: sentMax, Min: sentMin, Quiet: sentQuiet, Requests: sentRequests},
 			Resources:         &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(sentCPU)}},
 			NodeSelector:      map[string]string{sentNodeSel: "s"},
 			Tolerations:       []corev1.Toleration{{Key: sentToler, Operator: corev1.TolerationOpExists}},
@@ -848,6 +861,11 @@ wait:
   max: %[10]s       # the adaptive wait's bounds and quiet window; min and quiet in
   min: "0"        # whole ms or s
   quiet: %[11]s
+  # The adaptive wait's request signal (nap --requests WITHIN, whole ms or s; "0" off):
+  # a request on a connection the pod accepted earlier keeps the wait open too. Pods
+  # behind a client that pools its connections (an application load balancer with the
+  # pods as targets) get 1s whatever this says; docs/adaptive.md.
+  requests: "0"
 
 # Publish the nap ConfigMap only into namespaces with these labels (default all), and
 # never into these.
@@ -936,7 +954,8 @@ func valuesSchema() ([]byte, error) {
 		"admission": obj(map[string]any{"mode": enum([]string{string(AdmissionWebhook), string(AdmissionPolicy), "auto"}), "policyAPIVersion": enum([]string{"", controller.PolicyAPIV1, controller.PolicyAPIV1beta})}),
 		"delivery":  obj(map[string]any{"mode": enum(deliveries), "napImage": plain}),
 		"wait": obj(map[string]any{"mode": enum(waits), "delay": duration, "max": duration,
-			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`}}),
+			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`},
+			"requests": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}}),
 		"namespaceSelector":         map[string]any{"type": "string", "pattern": SelectorPattern},
 		"excludeNamespaces":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
 		"certManager":               obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),

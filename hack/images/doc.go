@@ -8,6 +8,8 @@
 //	                         /nap for its own preStop delay; one index, amd64 and arm64
 //	ghcr.io/nap-k8s/nap:V    nap's own image (napctl image), amd64 and arm64, for image
 //	                         volumes
+//	docker.io/nap/nginx:e2e  with -nginx BIN: Debian's nginx (hack/server-bins.sh),
+//	                         unmodified, with the machine's libraries it links, no shell
 //
 // where V is this build's version (internal/version), so that the lab runs the
 // commands' and the chart's defaults as written. With -version V, only the last two, as
@@ -18,7 +20,7 @@
 //
 //	docker.io/nap/traefik:e2e
 //
-// usage: go run ./hack/images -o images.tar
+// usage: go run ./hack/images [-nginx BIN] -o images.tar
 //
 //	go run ./hack/images -version v0.1.0 -o dist/images.tar
 //

@@ -24,6 +24,7 @@ func main() {
 	traefik := flag.String("traefik", "", "write only the ingress image, of this Traefik binary")
 	release := flag.String("version", "", "write only the images a release of this version publishes")
 	pinned := flag.String("pinned", "", "with -version: also write the images' references pinned by digest (REPOSITORY@sha256:...), one a line, to this file")
+	nginxBin := flag.String("nginx", "", "also write the lab's nginx image, of this Debian nginx binary (hack/server-bins.sh)")
 	flag.Parse()
 	var err error
 	switch {
@@ -38,7 +39,15 @@ func main() {
 			return imgs, err
 		})
 	default:
-		err = write(*out, lab)
+		err = write(*out, func(tmp string) ([]oci.Image, error) {
+			imgs, err := lab(tmp)
+			if err == nil && *nginxBin != "" {
+				var img oci.Image
+				img, err = nginx(*nginxBin)
+				imgs = append(imgs, img)
+			}
+			return imgs, err
+		})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)

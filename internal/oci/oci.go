@@ -32,6 +32,9 @@ type Image struct {
 	Cmd        []string
 	Env        []string
 	User       string // such as 65534:65534
+	// StopSignal is the signal the runtime stops the container with (containerd's CRI
+	// sends it instead of SIGTERM), such as SIGQUIT; "" SIGTERM.
+	StopSignal string
 }
 
 type descriptor struct {
@@ -131,15 +134,17 @@ func layout(images []Image, put func(name string, data []byte) error) error {
 			return fmt.Errorf("%s: %w", img.Name, err)
 		}
 		ld := bl.add("application/vnd.oci.image.layer.v1.tar+gzip", layer)
+		config := map[string]any{"Entrypoint": img.Entrypoint, "Cmd": img.Cmd, "Env": img.Env, "User": img.User}
+		if img.StopSignal != "" {
+			config["StopSignal"] = img.StopSignal
+		}
 		cfg, _ := json.Marshal(map[string]any{
 			"architecture": img.Arch,
 			"os":           "linux",
 			"created":      epoch.Format(time.RFC3339),
-			"config": map[string]any{
-				"Entrypoint": img.Entrypoint, "Cmd": img.Cmd, "Env": img.Env, "User": img.User,
-			},
-			"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{diffID}},
-			"history": []map[string]any{{"created": epoch.Format(time.RFC3339), "created_by": "nap internal/oci"}},
+			"config":       config,
+			"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{diffID}},
+			"history":      []map[string]any{{"created": epoch.Format(time.RFC3339), "created_by": "nap internal/oci"}},
 		})
 		cd := bl.add("application/vnd.oci.image.config.v1+json", cfg)
 		man, _ := json.Marshal(map[string]any{

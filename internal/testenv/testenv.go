@@ -69,6 +69,17 @@ func Tool(t testing.TB, name string) string {
 	return ""
 }
 
+// Nginx returns the path of Debian's nginx binary that `make server-bins` fetched into
+// the cache (the newest there).
+func Nginx(t testing.TB) string {
+	t.Helper()
+	found, _ := filepath.Glob(filepath.Join(Cache(), "servers", "nginx-*", "nginx"))
+	if len(found) == 0 {
+		Missing(t, filepath.Join(Cache(), "servers", "nginx-VERSION", "nginx"), "server-bins")
+	}
+	return found[len(found)-1]
+}
+
 // Cache is the folder the hack/*-bins.sh scripts build into: $NAP_CACHE, else
 // $XDG_CACHE_HOME/nap or ~/.cache/nap.
 func Cache() string {

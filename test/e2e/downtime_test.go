@@ -317,7 +317,23 @@ type scenario struct {
 	// vegeta: vegeta attacks the same URL beside the prober, and both must count the
 	// same failures over new connections (vegeta_test.go).
 	vegeta bool
+	// server: the pods run a third-party server instead of the demo app (HTTP only).
+	server *server
 }
+
+// server is a third-party server the proof runs unmodified in the demo app's place: its
+// image (hack/images), which answers every path on port 8080, the readiness probe's
+// too.
+type server struct {
+	name, image string
+	// tmp: it writes under /tmp, an emptyDir (its image is read-only, without one).
+	tmp bool
+}
+
+// nginxServer is Debian's nginx (hack/server-bins.sh). Its image's STOPSIGNAL is
+// SIGQUIT, with which containerd stops it: nginx then finishes its requests and closes
+// its idle keep-alive connections (SIGTERM would drop them at once).
+var nginxServer = &server{name: "nginx", image: "nap/nginx:e2e", tmp: true}
 
 // grpcPort is the demo app's gRPC port, and its Service's.
 const grpcPort = 9090
@@ -401,6 +417,16 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	d.Spec.Template.Spec.NodeSelector = v.nodeSelector
 	c := &d.Spec.Template.Spec.Containers[0]
 	c.Env = append([]corev1.EnvVar{{Name: "APP_MODE", Value: v.mode}}, v.env...)
+	if sv := sc.server; sv != nil {
+		if sc.grpc || sc.streams != "" || v.mode != "plain" {
+			t.Fatalf("%s: %s serves plain HTTP, with its own shutdown", sc, sv.name)
+		}
+		c.Image, c.Env = sv.image, nil
+		if sv.tmp {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
+			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		}
+	}
 	if sc.disruption == nodePressure {
 		evictable(t, cs, &d.Spec.Template.Spec)
 	}
@@ -601,6 +627,8 @@ func (sc scenario) pathName() string {
 		return sc.path.String() + " (WebSocket)"
 	case sc.streams == "sse":
 		return sc.path.String() + " (SSE)"
+	case sc.server != nil:
+		return sc.path.String() + " (" + sc.server.name + ")"
 	}
 	return sc.path.String()
 }

@@ -1,16 +1,21 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/traffic"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // TestPooledLoadBalancer: the adaptive wait behind a client that pools connections
@@ -25,6 +30,12 @@ import (
 //     requests on open connections: it holds each old pod until the load balancer stops
 //     sending to it (after the lag), and none fails;
 //   - the fixed delay calibrate recommends: none fails.
+//
+// The request signal comes from nap's controller, installed with the adaptive wait as
+// the fleet's: its webhook gives it to the pods that the load balancer's Service
+// reaches, since that load balancer pools its connections (traffic.Path.Pools). Then the
+// pair again with unmodified nginx (Debian's) in the demo app's place, --requests
+// injected by hand.
 func TestPooledLoadBalancer(t *testing.T) {
 	cs := client(t)
 	lag, err := time.ParseDuration(lbPods.checks[lbLag])
@@ -39,19 +50,41 @@ func TestPooledLoadBalancer(t *testing.T) {
 	connections.expect = fails
 	requests := napRequests
 	requests.expect = clean
+	byPath := variant{name: "nap adaptive wait by the webhook (--requests by path)", mode: "plain", webhook: true, rollAfterRoutes: true, expect: clean}
 	fixed := variant{name: fmt.Sprintf("nap preStop %gs (calibrated)", rep.Delay), mode: "plain",
 		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait(fmt.Sprintf("%gs", rep.Delay))}, expect: clean}
-	for _, v := range []variant{connections, requests, fixed} {
-		m := measure(t, cs, scenario{path: lbPods, disruption: rollingRestart, variant: v, rounds: 1, vegeta: true}, 200)
+	for _, row := range []struct {
+		v  variant
+		sv *server
+	}{{connections, nil}, {fixed, nil}, {connections, nginxServer}, {requests, nginxServer}, {byPath, nil}} {
+		v := row.v
+		if v.webhook { // last: the controller guards every namespace's nap ConfigMap
+			installController(t, cs, "--wait", "adaptive")
+		}
+		m := measure(t, cs, scenario{path: lbPods, disruption: rollingRestart, variant: v, rounds: 1, vegeta: true, server: row.sv}, 200)
 		t.Log(m.row())
 		m.check(t)
+		if v.webhook { // the pods the webhook admitted once the load balancer's Service existed
+			pods, err := cs.CoreV1().Pods(m.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				hook := p.Spec.Containers[0].Lifecycle
+				why := p.Annotations[wait.ReasonAnnotation]
+				if hook == nil || hook.PreStop == nil || hook.PreStop.Exec == nil || !slices.Contains(hook.PreStop.Exec.Command, "--requests") ||
+					!strings.Contains(why, "watches requests (--requests 1s): lb-pods via Service app-lb-pods") {
+					t.Errorf("%s: pod %s: preStop %+v, reason %q: want the request signal, chosen by path", m.scenario, p.Name, hook, why)
+				}
+			}
+		}
 		for _, d := range m.terminations {
 			switch v.name {
 			case connections.name: // the wait ended with the new connections, before the load balancer let go
 				if d >= lag {
 					t.Errorf("%s: a pod went %v after its deletion: the wait on new connections outlasted the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
 				}
-			case requests.name: // the requests held it until the load balancer let go
+			case requests.name, byPath.name: // the requests held it until the load balancer let go
 				if d < lag {
 					t.Errorf("%s: a pod went %v after its deletion, before the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
 				}
