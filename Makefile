@@ -81,7 +81,7 @@ tool-bins:
 	bash hack/tool-bins.sh
 
 # The two-node lab (hack/cluster.sh; needs root). Idempotent both ways.
-cluster-up: kube-bins ingress-bins containerd-bins server-bins
+cluster-up: kube-bins ingress-bins containerd-bins server-bins tool-bins
 	bash hack/cluster.sh up
 
 cluster-down:

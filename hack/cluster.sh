@@ -87,6 +87,8 @@ more_bins() {
   out=$(bash "$here/containerd-bins.sh" | tail -1)
   C2=$out/bin
   NGINX=$(bash "$here/server-bins.sh" | tail -1)
+  out=$(bash "$here/tool-bins.sh" | tail -1)
+  HTTPBIN=$out/go-httpbin-$(awk '$1 == "go-httpbin" {print $3}' "$here/tool-versions")/go-httpbin
 }
 
 # ingress runs Traefik in the cluster (hack/ingress.yaml): the IngressClass "traefik",
@@ -410,7 +412,7 @@ up() {
   wait_for containerd-node2 20 "$C2/ctr" --address "$D2/containerd.sock" version
   # Rebuilt at every up (Go's build cache makes that quick), imported when they changed,
   # so that a running cluster always has this tree's napctl and app.
-  (cd "$repo" && go run ./hack/images -nginx "$NGINX" -o "$D/images.new.tar")
+  (cd "$repo" && go run ./hack/images -nginx "$NGINX" -httpbin "$HTTPBIN" -o "$D/images.new.tar")
   # The ingress image only when its binary changed: 178 MB to compress.
   if [ "$TRAEFIK" -nt "$D/ingress.tar" ]; then
     (cd "$repo" && go run ./hack/images -traefik "$TRAEFIK" -o "$D/ingress.new.tar")

@@ -295,7 +295,7 @@ func openLoadBalancer(ctx context.Context, cs kubernetes.Interface, c Config, t 
 	lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: svc.Labels, Annotations: annotations},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: policy, Selector: svc.Spec.Selector}}
 	for _, p := range svc.Spec.Ports {
-		lb.Spec.Ports = append(lb.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort})
+		lb.Spec.Ports = append(lb.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort, AppProtocol: p.AppProtocol})
 	}
 	if _, err := cs.CoreV1().Services(t.Namespace).Create(ctx, lb, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Service %s/%s: %w", t.Namespace, lb.Name, err)

@@ -10,6 +10,7 @@
 //	                         volumes
 //	docker.io/nap/nginx:e2e  with -nginx BIN: Debian's nginx (hack/server-bins.sh),
 //	                         unmodified, with the machine's libraries it links, no shell
+//	docker.io/nap/httpbin:e2e with -httpbin BIN: go-httpbin (hack/tool-versions), static
 //
 // where V is this build's version (internal/version), so that the lab runs the
 // commands' and the chart's defaults as written. With -version V, only the last two, as
@@ -20,7 +21,7 @@
 //
 //	docker.io/nap/traefik:e2e
 //
-// usage: go run ./hack/images [-nginx BIN] -o images.tar
+// usage: go run ./hack/images [-nginx BIN] [-httpbin BIN] -o images.tar
 //
 //	go run ./hack/images -version v0.1.0 -o dist/images.tar
 //

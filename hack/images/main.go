@@ -25,6 +25,7 @@ func main() {
 	release := flag.String("version", "", "write only the images a release of this version publishes")
 	pinned := flag.String("pinned", "", "with -version: also write the images' references pinned by digest (REPOSITORY@sha256:...), one a line, to this file")
 	nginxBin := flag.String("nginx", "", "also write the lab's nginx image, of this Debian nginx binary (hack/server-bins.sh)")
+	httpbinBin := flag.String("httpbin", "", "also write the lab's go-httpbin image, of this binary (hack/tool-bins.sh)")
 	flag.Parse()
 	var err error
 	switch {
@@ -44,6 +45,11 @@ func main() {
 			if err == nil && *nginxBin != "" {
 				var img oci.Image
 				img, err = nginx(*nginxBin)
+				imgs = append(imgs, img)
+			}
+			if err == nil && *httpbinBin != "" {
+				var img oci.Image
+				img, err = httpbin(*httpbinBin)
 				imgs = append(imgs, img)
 			}
 			return imgs, err

@@ -97,11 +97,18 @@ defaults
 `, b.key, filepath.Join(b.dir, "admin.sock"), min(t.Interval, 5*time.Second))
 	for _, p := range tcpPorts(s) {
 		name := backendName(p)
-		fmt.Fprintf(&w, "frontend %s\n  bind %s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), name)
+		// A port whose appProtocol is HTTP/2 in clear text (gRPC): HTTP/2 on both sides,
+		// each pod's requests multiplexed over the connections kept to it (an ALB's
+		// gRPC target group); its health check a TCP connection.
+		h2, check := "", "  option httpchk GET /\n  http-check expect status 200\n"
+		if p.AppProtocol != nil && *p.AppProtocol == "kubernetes.io/h2c" {
+			h2, check = " proto h2", ""
+		}
+		fmt.Fprintf(&w, "frontend %s\n  bind %s%s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), h2, name)
 		// Random, as an ALB's weighted_random: round robin aliases with clients that send
 		// at fixed rates (two of them, interleaved, would each always find the same pods).
-		fmt.Fprintf(&w, "backend %s\n  balance random\n  option httpchk GET /\n  http-check expect status 200\n", name)
-		fmt.Fprintf(&w, "  default-server check inter %dms fall %d rise %d\n", t.Interval.Milliseconds(), t.Unhealthy, t.Healthy)
+		fmt.Fprintf(&w, "backend %s\n  balance random\n%s", name, check)
+		fmt.Fprintf(&w, "  default-server check inter %dms fall %d rise %d%s\n", t.Interval.Milliseconds(), t.Unhealthy, t.Healthy, h2)
 		fmt.Fprintf(&w, "  server-template pod 1-%d 127.0.0.1:1 disabled\n", podSlots)
 	}
 	return w.String()

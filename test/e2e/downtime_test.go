@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -326,6 +327,8 @@ type scenario struct {
 // too.
 type server struct {
 	name, image string
+	// ready is the path its readiness probe asks (default the demo app's /readyz).
+	ready string
 	// tmp: it writes under /tmp, an emptyDir (its image is read-only, without one).
 	tmp bool
 }
@@ -334,6 +337,10 @@ type server struct {
 // SIGQUIT, with which containerd stops it: nginx then finishes its requests and closes
 // its idle keep-alive connections (SIGTERM would drop them at once).
 var nginxServer = &server{name: "nginx", image: "nap/nginx:e2e", tmp: true}
+
+// httpbinServer is go-httpbin (hack/tool-versions), a Go server: http.Server.Shutdown
+// at SIGTERM.
+var httpbinServer = &server{name: "go-httpbin", image: "nap/httpbin:e2e", ready: "/status/200"}
 
 // grpcPort is the demo app's gRPC port, and its Service's.
 const grpcPort = 9090
@@ -422,6 +429,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 			t.Fatalf("%s: %s serves plain HTTP, with its own shutdown", sc, sv.name)
 		}
 		c.Image, c.Env = sv.image, nil
+		if sv.ready != "" {
+			c.ReadinessProbe.HTTPGet.Path = sv.ready
+		}
 		if sv.tmp {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
 			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -475,9 +485,15 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	if sc.grpc {
 		switch {
 		case sc.path.node2 || sc.path.path.NodeChecked:
-			t.Fatalf("%s: gRPC is probed at the ClusterIP and through the ingress, from node 1", sc)
+			t.Fatalf("%s: gRPC is probed at the ClusterIP, through the ingress and the load balancer with pod targets, from node 1", sc)
 		case sc.path.path.Name == traffic.Ingress.Name:
 			url, host = grpcIngress(t, cs, ns, svc)
+		case sc.path.podTargets(): // the load balancer's own gRPC port (HTTP/2 both sides)
+			u, err := neturl.Parse(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			url = fmt.Sprintf("grpc://%s:%d", u.Hostname(), grpcPort)
 		default:
 			url = fmt.Sprintf("grpc://%s:%d", svc.Spec.ClusterIP, grpcPort)
 		}
@@ -1021,6 +1037,13 @@ func experiment(rounds int) []scenario {
 		adaptive.expect = fails
 		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests} {
 			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1})
+		}
+		// gRPC through it: HTTP/2 on both sides, a call per connection and one shared
+		// HTTP/2 connection; unmodified nginx and go-httpbin in the demo app's place.
+		for _, v := range []variant{noDelay, adaptive, napRequests} {
+			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1, grpc: true},
+				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: nginxServer},
+				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: httpbinServer})
 		}
 	}
 	// WebSockets behind the load balancer in a node drain: with Local, the drained node

@@ -33,6 +33,23 @@ func nginx(bin string) (oci.Image, error) {
 		Entrypoint: []string{"/usr/sbin/nginx", "-e", "stderr", "-c", "/etc/nginx/nginx.conf"}}, nil
 }
 
+// HTTPBinImage is the lab's third-party Go server: go-httpbin (hack/tool-versions),
+// unmodified, static, FROM scratch. On SIGTERM it calls http.Server.Shutdown: it stops
+// accepting, closes its idle connections, and ends once its requests are answered.
+const HTTPBinImage = "docker.io/nap/httpbin:e2e"
+
+// httpbin is HTTPBinImage of the binary bin, on port 8080 (its default), logging
+// warnings only (it logs every request at its default level).
+func httpbin(bin string) (oci.Image, error) {
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return oci.Image{}, err
+	}
+	return oci.Image{Name: HTTPBinImage, Arch: runtime.GOARCH, User: "65534:65534",
+		Files:      []oci.File{{Path: "/go-httpbin", Mode: 0o755, Data: data}},
+		Entrypoint: []string{"/go-httpbin", "-port", "8080", "-log-level", "WARN"}}, nil
+}
+
 // libDirs are where the dynamic loader of a Debian machine finds libraries.
 var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/lib", "/usr/lib"}
 
