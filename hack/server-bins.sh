@@ -13,6 +13,7 @@ set -euo pipefail
 
 cache=${NAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nap}
 candidate() { apt-cache policy nginx 2>/dev/null | awk '/Candidate:/ {print $2}'; }
+update() { if [ "$(id -u)" -eq 0 ]; then apt-get update -qq; else sudo apt-get update -qq; fi; }
 version=$(candidate)
 if [ -z "$version" ] || [ "$version" = "(none)" ]; then
   # A fresh machine's package lists may be empty; a cached build still serves.
@@ -21,9 +22,7 @@ if [ -z "$version" ] || [ "$version" = "(none)" ]; then
     echo "${cached%/}/nginx"
     exit 0
   fi
-  sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
+  update
   version=$(candidate)
 fi
 [ -n "$version" ] && [ "$version" != "(none)" ] || { echo "server-bins: apt offers no nginx" >&2; exit 1; }
@@ -32,7 +31,13 @@ if [ ! -x "$out/nginx" ]; then
   echo "server-bins: fetching Debian's nginx $version into $out (first run only)" >&2
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  (cd "$work" && apt-get download -q -o APT::Sandbox::User=root "nginx=$version" >&2)
+  if ! (cd "$work" && apt-get download -q -o APT::Sandbox::User=root "nginx=$version" >&2); then
+    # Stale package lists name a build the pool no longer has: refresh them, once.
+    update
+    version=$(candidate)
+    out="$cache/servers/nginx-$version"
+    (cd "$work" && apt-get download -q -o APT::Sandbox::User=root "nginx=$version" >&2)
+  fi
   dpkg-deb -x "$work"/nginx_*.deb "$work/root"
   rm -rf "$out.tmp" && mkdir -p "$out.tmp"
   cp "$work/root/usr/sbin/nginx" "$out.tmp/nginx"

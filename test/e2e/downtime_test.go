@@ -83,6 +83,9 @@ const (
 	// clean: no request fails at all (the app tells keep-alive clients to leave
 	// during the delay: Connection: close, HTTP/2 GOAWAY).
 	clean
+	// measured: a row that records what happens, either way (no preStop where the
+	// kubelet takes the pod out of its routes first: the loss depends on the race).
+	measured
 )
 
 var (
@@ -1046,6 +1049,26 @@ func experiment(rounds int) []scenario {
 				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: httpbinServer})
 		}
 	}
+	// The terminations the kubelet starts (kubelet_test.go), at the ClusterIP and through
+	// the ingress: an exceeded deadline takes the pod out of its routes first, so nap's
+	// delay covers it; node-pressure eviction and graceful node shutdown keep the
+	// endpoint ready until the app has exited, so nap's delay alone only moves the loss
+	// (expected to fail), and nap's controller (its Router, rows at the end: once it
+	// runs, it takes out every such pod whose preStop holds it: the other kubelet rows
+	// come first, before any row installs it) takes the pod out at once.
+	var kubelet, routed []scenario
+	for _, p := range []labPath{clusterIPNode1, viaIngress} {
+		for _, d := range []disruption{deadlineExceeded, nodePressure, nodeShutdown} {
+			none, nap := noDelay, napBinary
+			if d == deadlineExceeded {
+				none.expect = measured
+			} else {
+				nap.expect = fails
+				routed = append(routed, scenario{path: p, disruption: d, variant: viaWebhook, rounds: 1})
+			}
+			kubelet = append(kubelet, scenario{path: p, disruption: d, variant: none, rounds: 1}, scenario{path: p, disruption: d, variant: nap, rounds: 1})
+		}
+	}
 	// WebSockets behind the load balancer in a node drain: with Local, the drained node
 	// stays in it for three checks after its pods went, and a reconnect sent there finds
 	// no pod; drain ends the streams cleanly, the delay must cover the checks.
@@ -1054,7 +1077,7 @@ func experiment(rounds int) []scenario {
 			scs = append(scs, scenario{path: p, disruption: nodeDrain, variant: v, rounds: 1, streams: "websocket"})
 		}
 	}
-	return scs
+	return append(append(kubelet, scs...), routed...)
 }
 
 // lbExpect is what v (a 5 s delay) must show on load balancer path p under d: with
