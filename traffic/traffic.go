@@ -245,12 +245,12 @@ var LoadBalancerPods = Path{Name: "lb-pods", Title: "load balancer to pods", Nee
 	Enabled:     func(c Config) bool { return c.PodLBAnnotations != nil },
 	Annotations: func(c Config) map[string]string { return c.PodLBAnnotations },
 	Reaches: func(svc *corev1.Service, f kube.Fronts) bool {
-		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && negIngress(svc)
+		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && ingressToPods(svc)
 	},
 	// An application load balancer (the lab's, GCP's for an Ingress) pools; a network
 	// load balancer in IP mode (AWS's NLB) passes each client's connection through.
 	Pools: func(svc *corev1.Service, f kube.Fronts) bool {
-		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Annotations[LabPodTargets] == LabPodTargetsValue || f.Ingress && negIngress(svc)
+		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Annotations[LabPodTargets] == LabPodTargetsValue || f.Ingress && ingressToPods(svc)
 	},
 	Open: func(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service) (string, error) {
 		return openLoadBalancer(ctx, cs, c, t, svc, t.Service+"-lb-pods", "", c.PodLBAnnotations)
@@ -280,11 +280,15 @@ func TargetsPods(svc *corev1.Service) bool {
 	return false
 }
 
-// negIngress: GKE's container-native load balancing, the Service's pods in network
-// endpoint groups for an Ingress (cloud.google.com/neg: {"ingress": true}).
-func negIngress(svc *corev1.Service) bool {
+// ingressToPods: the Ingress that names svc is an application load balancer whose
+// targets are svc's pods: GKE's container-native load balancing, the pods in network
+// endpoint groups (cloud.google.com/neg: {"ingress": true}), or an AWS ALB in IP mode,
+// set on the Service (alb.ingress.kubernetes.io/target-type: ip, which the AWS Load
+// Balancer Controller reads on the Service before the Ingress; set on the Ingress alone,
+// it is not seen here).
+func ingressToPods(svc *corev1.Service) bool {
 	v := strings.ReplaceAll(svc.Annotations["cloud.google.com/neg"], " ", "")
-	return strings.Contains(v, `"ingress":true`)
+	return strings.Contains(v, `"ingress":true`) || svc.Annotations["alb.ingress.kubernetes.io/target-type"] == "ip"
 }
 
 // openLoadBalancer creates a Service of type LoadBalancer named name beside svc (its
