@@ -109,6 +109,14 @@ var (
 	// napRequests: the adaptive wait with the request signal (--requests 1s): a request
 	// on a connection the pod accepted before holds it too (pooled_test.go).
 	napRequests = variant{name: "nap adaptive wait --requests 1s", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: adaptiveRequests()}, expect: newClean}
+	// napRequestsMin: the same with MIN at the path's calibrated delay, as the webhook
+	// gives it with a stored calibration: sparse traffic leaves quiet windows the
+	// request signal cannot see across, MIN covers them (docs/adaptive.md).
+	napRequestsMin = variant{name: "nap adaptive wait 13s --requests 1s", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: func() wait.Wait {
+		w := adaptiveRequests()
+		w.Min, w.Delay = lbPodsMin, max(w.Delay, lbPodsMin)
+		return w
+	}()}, expect: newClean}
 	// The alternative to the adaptive wait (hold_test.go): a server that watches the
 	// EndpointSlices holds the preStop until the pod is ready in none, plus 2 s, the
 	// propagation calibrate measures on the lab's in-cluster routes (at most 2.1 s).
@@ -1038,7 +1046,7 @@ func experiment(rounds int) []scenario {
 	for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
 		adaptive := napAdaptive
 		adaptive.expect = fails
-		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests} {
+		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests, napRequestsMin} {
 			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1})
 		}
 		// gRPC through it: HTTP/2 on both sides, a call per connection and one shared
@@ -1176,6 +1184,11 @@ func adaptiveRequests() wait.Wait {
 	w.Requests = nap.ActiveWithin
 	return w
 }
+
+// lbPodsMin is the MIN the webhook gives the pods behind lbPods with a stored
+// calibration: the lab's calibrated delay of that path (its 10 s lag, a tail of 10.3 to
+// 11.0 s, plus the margin: 13 s).
+const lbPodsMin = 13 * time.Second
 
 // fixedWait is the fixed wait of --delay s.
 func fixedWait(s string) wait.Wait {
