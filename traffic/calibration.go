@@ -235,7 +235,9 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // measured path needs, and for at least the fleet's where a path is unmeasured. A fixed
 // delay becomes that hold; an adaptive wait's MIN does, its MAX at least that. The
 // pod's routes decide, not the fleet's slowest: a pod reached only in the cluster holds
-// for the cluster's tail. Without a measured path, the fleet's wait as it is.
+// for the cluster's tail. Without a measured path, the fleet's wait as it is. Either
+// way an adaptive wait also watches requests where a pooling client reaches the pod
+// (Pooled), unless it sets its own WITHIN.
 func (n Need) Wait(fleet wait.Wait) wait.Wait {
 	w := n.requests(fleet)
 	if !n.Measured() {
