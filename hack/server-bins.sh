@@ -43,5 +43,12 @@ if [ ! -x "$out/nginx" ]; then
   cp "$work/root/usr/sbin/nginx" "$out.tmp/nginx"
   rm -rf "$out" && mv "$out.tmp" "$out"
 fi
+# The libraries it links, which hack/images copies from this machine (Debian's nginx
+# depends on these packages besides libc).
+if ldd "$out/nginx" | grep -q "not found"; then
+  echo "server-bins: installing the libraries nginx links" >&2
+  if [ "$(id -u)" -eq 0 ]; then apt-get install -y -qq libcrypt1 libpcre2-8-0 libssl3 zlib1g >&2
+  else sudo apt-get install -y -qq libcrypt1 libpcre2-8-0 libssl3 zlib1g >&2; fi
+fi
 "$out/nginx" -v >&2
 echo "$out/nginx"
