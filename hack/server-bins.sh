@@ -47,6 +47,7 @@ fi
 # depends on these packages besides libc).
 if ldd "$out/nginx" | grep -q "not found"; then
   echo "server-bins: installing the libraries nginx links" >&2
+  export DEBIAN_FRONTEND=noninteractive
   if [ "$(id -u)" -eq 0 ]; then apt-get install -y -qq libcrypt1 libpcre2-8-0 libssl3 zlib1g >&2
   else sudo apt-get install -y -qq libcrypt1 libpcre2-8-0 libssl3 zlib1g >&2; fi
 fi
