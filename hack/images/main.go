@@ -42,14 +42,16 @@ func main() {
 	default:
 		err = write(*out, func(tmp string) ([]oci.Image, error) {
 			imgs, err := lab(tmp)
-			if err == nil && *nginxBin != "" {
+			// The third-party servers, each of the binary its flag names.
+			for _, sv := range []struct {
+				bin   string
+				image func(string) (oci.Image, error)
+			}{{*nginxBin, nginx}, {*httpbinBin, httpbin}} {
+				if err != nil || sv.bin == "" {
+					continue
+				}
 				var img oci.Image
-				img, err = nginx(*nginxBin)
-				imgs = append(imgs, img)
-			}
-			if err == nil && *httpbinBin != "" {
-				var img oci.Image
-				img, err = httpbin(*httpbinBin)
+				img, err = sv.image(sv.bin)
 				imgs = append(imgs, img)
 			}
 			return imgs, err
