@@ -810,9 +810,6 @@ func waitServing(t *testing.T, url, host string) {
 	t.Fatalf("%s never answered: %v", url, err)
 }
 
-// tableHeader heads the rows of row.
-const tableHeader = "| path | disruption | variant | rounds | requests | failed | failed new / reuse conns | longest outage |\n|---|---|---|---|---|---|---|---|\n"
-
 func (d downtime) row() string {
 	s := d.summary
 	if r := s.Streams; r != nil {
@@ -1111,11 +1108,12 @@ func calibrateLoadBalancers(t *testing.T) string {
 }
 
 // TestDowntimeExperiment is `make e2e-downtime`: every scenario of experiment,
-// NAP_DOWNTIME_ROUNDS rounds each (default 3), a Markdown table to NAP_DOWNTIME_OUT. It
-// runs only when NAP_DOWNTIME_OUT is set: it is an experiment that takes minutes, not a
-// check. NAP_DOWNTIME_ONLY=SUBSTRING[|SUBSTRING]... runs the scenarios whose "path,
-// disruption, variant" contains one of them, and only logs the table (the file holds
-// whole runs).
+// NAP_DOWNTIME_ROUNDS rounds each (default 3), its rows into the Markdown table at
+// NAP_DOWNTIME_OUT (writeResults: each row replaces the one the table had for its
+// scenario and rate, the moment it is measured). It runs only when NAP_DOWNTIME_OUT is
+// set: it is an experiment that takes hours, not a check.
+// NAP_DOWNTIME_ONLY=SUBSTRING[|SUBSTRING]... runs the scenarios whose "path,
+// disruption, variant" contains one of them.
 func TestDowntimeExperiment(t *testing.T) {
 	out := os.Getenv("NAP_DOWNTIME_OUT")
 	if out == "" {
@@ -1134,10 +1132,10 @@ func TestDowntimeExperiment(t *testing.T) {
 	}
 	cs := client(t)
 	var b strings.Builder
-	b.WriteString(tableHeader)
+	order, fresh, mark := experiment(rounds), map[resultKey]string{}, measuredMark()
 	installed, uninstall := "", func() {}
 	calibrated, stored := "", false
-	for _, sc := range experiment(rounds) {
+	for i, sc := range order {
 		if !slices.ContainsFunc(strings.Split(only, "|"), func(o string) bool { return strings.Contains(sc.String(), o) }) {
 			continue
 		}
@@ -1160,19 +1158,16 @@ func TestDowntimeExperiment(t *testing.T) {
 		}
 		d := measure(t, cs, sc, rate)
 		t.Log(d.row())
-		b.WriteString(d.row() + "\n")
+		line := resultLine(d.row(), rate, mark)
+		b.WriteString(line + "\n")
+		fresh[resultKey{i, rate}] = line
+		writeResults(t, out, order, fresh)
 		d.check(t)
 		// Each scenario's pods go once it is measured: together they would pass a
 		// node's pod limit (110) before the experiment ends.
 		cs.CoreV1().Namespaces().Delete(context.Background(), d.ns, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 	}
-	if only != "" {
-		t.Logf("NAP_DOWNTIME_ONLY=%q: %s not written\n%s", only, out, b.String())
-		return
-	}
-	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	t.Logf("measured now, in %s:\n%s%s", out, resultsHeader, b.String())
 }
 
 func intOrPort(p int) intstr.IntOrString { return intstr.FromInt32(int32(p)) }
