@@ -96,11 +96,13 @@ e2e: cluster-up
 # (rolling restart, scale-down, node drain) × variant (none, nap, native; and drain,
 # nap + drain, the webhook on the first; nap at calibrate's delay behind the load
 # balancer), 3 rounds each (1 behind the load balancer) under napctl probe at 200 req/s;
-# the table goes to docs/downtime-results.md. One scenario:
-# make e2e-downtime NAP_DOWNTIME_ONLY='ingress (Traefik), node drain'
+# each row replaces its own in docs/downtime-results.md as soon as it is measured, so the
+# table can be regenerated in parts. Some scenarios, at another rate:
+# make e2e-downtime NAP_DOWNTIME_ONLY='ingress (Traefik), node drain|L7 load balancer' NAP_DOWNTIME_RATE=2
+# (NAP_DOWNTIME_ROUNDS sets the rounds.)
 e2e-downtime: cluster-up
 	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md NAP_DOWNTIME_ONLY='$(NAP_DOWNTIME_ONLY)' \
-		$(GO) test -count=1 -timeout 150m -run TestDowntimeExperiment -v ./test/e2e
+		$(GO) test -count=1 -timeout 360m -run TestDowntimeExperiment -v ./test/e2e
 
 # The README's picture: TestIngressDowntime's two probe reports (a rolling restart behind
 # the ingress, without a delay and with nap's) into docs/proof, drawn as

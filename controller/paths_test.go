@@ -306,6 +306,37 @@ func TestPathAwareWebhook(t *testing.T) {
 		}
 	}
 
+	// An adaptive pod admitted before an Ingress named its Service, which an AWS ALB in
+	// IP mode then serves: the Reporter finds that its wait misses the pool, with no
+	// calibration, and a rollout's pod watches requests.
+	svc("late", corev1.ServiceTypeClusterIP, "", map[string]string{"alb.ingress.kubernetes.io/target-type": "ip"})
+	late, got, _ := admit("late", adaptive)
+	if strings.Contains(got, "--requests") {
+		t.Fatalf("late, before its Ingress: %q", got)
+	}
+	drain(events)
+	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
+		DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "late", Port: networkingv1.ServiceBackendPort{Number: 80}}}}})
+	fronted := time.Now()
+	for !slices.Equal(findings(), []string{late.Name + " adaptive-misses-pool " + late.Name}) {
+		if time.Since(fronted) > 30*time.Second {
+			t.Fatalf("no adaptive-misses-pool for %s alone 30 s after an Ingress named its Service: %q", late.Name, findings())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("reported %v after the Ingress was added", time.Since(fronted).Round(10*time.Millisecond))
+	for _, f := range r.Findings() {
+		if f.Reason == report.AdaptiveMissesPool && !strings.HasPrefix(f.Message, "pods' preStop hook: the adaptive wait watches new connections alone, but lb-pods via Service late reaches the pod through clients that send over connections they keep") {
+			t.Errorf("message %q", f.Message)
+		}
+	}
+	if ev := drain(events); !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "Warning NapAdaptiveMissesPool") }) {
+		t.Errorf("no NapAdaptiveMissesPool event: %q", ev)
+	}
+	if _, got, _ := admit("late", adaptive); !strings.Contains(got, "--requests 1s") {
+		t.Errorf("late after its Ingress: %q, want --requests 1s", got)
+	}
+
 	// One that is not a calibration: none, and a Warning event on it.
 	bad := CalibrationConfigMap("nap-system", []byte(`{"apiVersion": "calibrate.nap.dev/v2", "kind": "Calibration"}`))
 	create(bad)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // Severity ranks findings.
@@ -79,6 +80,7 @@ const (
 	NapKeyMissing           = "nap-key-missing"
 	GRPCReadiness           = "grpc-readiness"
 	DelayBelowPath          = "delay-below-path"
+	AdaptiveMissesPool      = "adaptive-misses-pool"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.
@@ -138,6 +140,11 @@ type Options struct {
 	// Calibration is what napctl calibrate measured on the target cluster (napctl lint
 	// --calibration: a traffic.Calibration); nil: no delay is held to a path's tail.
 	Calibration Calibrated
+	// MissesPool says what is wrong with adaptive wait w on a pod that the paths of svcs
+	// reach, where it watches new connections alone and a client that pools its
+	// connections is among them (traffic.MissesPool, which lint does not link); "":
+	// nothing. Nil: not judged. It needs no calibration.
+	MissesPool func(svcs []*corev1.Service, fronts func(service string) kube.Fronts, w wait.Wait) string
 }
 
 // Calibrated tells the delay a pod's paths need by a calibration (traffic.Calibration,

@@ -10,6 +10,7 @@ import (
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/wait"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -25,7 +26,46 @@ func terminationChecks() []Check {
 		Check{ID: NativeSleepUnsupported, Title: "A native sleep needs a newer Kubernetes", Severity: Error, Run: nativeSleepUnsupported},
 		Check{ID: GRPCReadiness, Title: "A gRPC container's readiness does not ask its health service", Severity: Warning, Run: grpcReadiness},
 		Check{ID: DelayBelowPath, Title: "A preStop delay is shorter than the calibrated tail of a path that reaches the pod", Severity: Warning, Run: delayBelowPath},
+		Check{ID: AdaptiveMissesPool, Title: "An adaptive wait watches new connections alone where a client that pools its connections reaches the pod", Severity: Warning, Run: adaptiveMissesPool},
 	}
+}
+
+// services are the workload's Services, decoded.
+func services(w *Workload) []*corev1.Service {
+	var svcs []*corev1.Service
+	for _, o := range w.Services {
+		svc := &corev1.Service{}
+		if o.Decode(svc) == nil {
+			svcs = append(svcs, svc)
+		}
+	}
+	return svcs
+}
+
+// adaptiveMissesPool: a container behind a Service whose preStop is nap's adaptive wait
+// without the request signal, where a client that pools its connections reaches the
+// pod (an application load balancer with the pods as targets: an AWS ALB in IP mode, GCP
+// container-native load balancing for an Ingress): that client sends no new connection,
+// so the wait ends while it still sends (Options.MissesPool; no calibration needed).
+func adaptiveMissesPool(c *Context, w *Workload) []Finding {
+	if c.MissesPool == nil || len(w.Services) == 0 {
+		return nil
+	}
+	svcs := services(w)
+	return perRouted(w, func(ct corev1.Container, _ string) *Finding {
+		h := hook.Of(ct)
+		if !h.Known || !h.Adaptive() {
+			return nil
+		}
+		msg := c.MissesPool(svcs, w.Fronts.Of, h.Wait)
+		if msg == "" {
+			return nil
+		}
+		return &Finding{
+			Message: fmt.Sprintf("container %q's preStop: %s", ct.Name, msg),
+			Hint:    fmt.Sprintf("napctl inject -f %s --wait adaptive --%s %s (nap's webhook gives it on its own)", w.Obj.File, wait.FlagRequests, wait.Arg(wait.PooledRequests)),
+		}
+	})
 }
 
 // delayBelowPath: with a calibration (napctl calibrate --save), a container behind a
@@ -37,14 +77,7 @@ func delayBelowPath(c *Context, w *Workload) []Finding {
 	if c.Calibration == nil || len(w.Services) == 0 {
 		return nil
 	}
-	var svcs []*corev1.Service
-	for _, o := range w.Services {
-		svc := &corev1.Service{}
-		if o.Decode(svc) == nil {
-			svcs = append(svcs, svc)
-		}
-	}
-	need, why, remedy, ok := c.Calibration.PodNeeds(svcs, w.Fronts.Of)
+	need, why, remedy, ok := c.Calibration.PodNeeds(services(w), w.Fronts.Of)
 	if !ok {
 		return nil // no path of the pod measured: the fleet's delay holds
 	}

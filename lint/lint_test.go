@@ -36,11 +36,12 @@ var v131 = Version{Major: 1, Minor: 31}
 // fixtureNodes: the fixtures' cluster, 1.31 with 1.31 kubelets (TestKubeletSkew varies them).
 var fixtureNodes = []kube.Node{{Name: "node-1", Kubelet: v131}}
 
-// checkOptions are the options of check id's testdata: the fixtures' cluster, and for
-// delay-below-path the calibration in testdata/calibration.json.
+// checkOptions are the options of check id's testdata: the fixtures' cluster, the
+// paths' judge as the CLI gives it, and for delay-below-path the calibration in
+// testdata/calibration.json.
 func checkOptions(t testing.TB, id string) Options {
 	t.Helper()
-	opts := Options{KubeVersion: &v131, Nodes: fixtureNodes}
+	opts := Options{KubeVersion: &v131, Nodes: fixtureNodes, MissesPool: traffic.MissesPool}
 	if id == DelayBelowPath {
 		f, err := os.Open(filepath.Join("testdata", "calibration.json"))
 		if err != nil {

@@ -85,7 +85,8 @@ var reasonChecks = map[string]bool{
 	lint.NoReadinessProbe: true, lint.NoPreStopDelay: true, lint.PreStopNeedsShell: true,
 	lint.GracePeriodTooShort: true, lint.NativeSleepExceedsGrace: true, lint.NativeSleepUnsupported: true,
 	lint.NapVolumeNotExecutable: true, lint.NapArchMismatch: true, lint.NapVolumeMissing: true, lint.NapOnWindows: true,
-	lint.DelayBelowPath: true, // with a calibration (napctl status --calibration)
+	lint.DelayBelowPath:     true, // with a calibration (napctl status --calibration)
+	lint.AdaptiveMissesPool: true,
 }
 
 // webhookWaives are the findings on a template that nap's webhook mends in each pod.

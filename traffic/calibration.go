@@ -262,13 +262,39 @@ func (n Need) Wait(fleet wait.Wait) wait.Wait {
 	return w
 }
 
-// requests is w watching requests (wait.PooledRequests) where a pooling client
-// reaches the pod and w is an adaptive wait that does not already.
+// requests is w watching requests (wait.PooledRequests) where it misses a pool
+// (MissesPool).
 func (n Need) requests(w wait.Wait) wait.Wait {
-	if len(n.Pooled) > 0 && w.IsAdaptive() && w.Requests == 0 {
+	if n.MissesPool(w) {
 		w.Requests = wait.PooledRequests
 	}
 	return w
+}
+
+// MissesPool tells whether w is an adaptive wait that watches new connections alone
+// where a client that pools its connections reaches the pod (Pooled): the wait can end
+// while that client still sends, over connections it opened before. The webhook gives
+// such a pod the request signal (Wait); lint and the Reporter find the pods that lack
+// it.
+func (n Need) MissesPool(w wait.Wait) bool {
+	return len(n.Pooled) > 0 && w.IsAdaptive() && w.Requests == 0
+}
+
+// MissesPool is lint's Options.MissesPool: Need.PoolMessage where the paths of svcs
+// (the Services that select a pod; fronts, what names them) make w miss a pool, no
+// calibration needed; "" where they do not.
+func MissesPool(svcs []*corev1.Service, fronts func(service string) kube.Fronts, w wait.Wait) string {
+	if n := (*Calibration)(nil).Route(svcs, fronts); n.MissesPool(w) {
+		return n.PoolMessage()
+	}
+	return ""
+}
+
+// PoolMessage says, for people, what MissesPool found: what the wait watches, and the
+// paths it misses.
+func (n Need) PoolMessage() string {
+	return fmt.Sprintf("the adaptive wait watches new connections alone, but %s reaches the pod through clients that send over connections they keep: the wait can end while they still send",
+		strings.Join(n.Pooled, " and "))
 }
 
 // Tail is the measured tail of the path named name.

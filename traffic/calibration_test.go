@@ -158,6 +158,10 @@ func TestRoute(t *testing.T) {
 		if w := n.Wait(adaptive); w.Requests != wantRequests || strings.Contains(n.Reason(w), "watches requests") != (wantRequests > 0) {
 			t.Errorf("%s: the adaptive wait's WITHIN %v (%q), want %v", tc.name, w.Requests, n.Reason(w), wantRequests)
 		}
+		if n.MissesPool(adaptive) != (len(tc.pooled) > 0) || n.MissesPool(n.Wait(adaptive)) || n.MissesPool(fixed) {
+			t.Errorf("%s: MissesPool of the fleet's adaptive wait %v, of the pod's %v, of a fixed wait %v; want %v, false, false",
+				tc.name, n.MissesPool(adaptive), n.MissesPool(n.Wait(adaptive)), n.MissesPool(fixed), len(tc.pooled) > 0)
+		}
 		own := adaptive
 		own.Requests = 3 * time.Second
 		if w := n.Wait(own); w.Requests != own.Requests {

@@ -62,6 +62,12 @@ const (
 	// to them for longer than their hook holds them (lint's delay-below-path): a rollout
 	// gives the new pods the longer wait.
 	DelayBelowPath Reason = "delay-below-path"
+	// AdaptiveMissesPool: the pods' adaptive wait watches new connections alone, and a
+	// client that pools its connections reaches them (traffic.Need.MissesPool: an
+	// application load balancer with the pods as targets): the wait can end while that
+	// client still sends. Admitted before the path existed, or under the
+	// MutatingAdmissionPolicy, which cannot read Services; needs no calibration.
+	AdaptiveMissesPool Reason = "adaptive-misses-pool"
 )
 
 // eventReasons are the Warning events the Reporter puts on workloads.
@@ -72,6 +78,7 @@ var eventReasons = map[Reason]string{
 	NativeSleepUnsupported: "NapNativeSleepUnsupported",
 	FailedPreStopHook:      "NapFailedPreStopHook",
 	DelayBelowPath:         "NapDelayBelowPath",
+	AdaptiveMissesPool:     "NapAdaptiveMissesPool",
 }
 
 // WorkloadRef names the controller of pods (hook.WorkloadOf).
@@ -102,7 +109,8 @@ type Finding struct {
 //
 //   - pods the webhook should have injected and did not (NotInjected), apart from
 //     those it leaves unchanged on purpose (Refused);
-//   - hooks that cannot do their job (DelayExceedsGrace, NativeSleepUnsupported);
+//   - hooks that cannot do their job (DelayExceedsGrace, NativeSleepUnsupported), or
+//     not for the paths that reach their pods (DelayBelowPath, AdaptiveMissesPool);
 //   - FailedPreStopHook events, per workload and cause.
 //
 // It is shaped as Kubernetes' small controllers are (the root-CA publisher): the
@@ -702,34 +710,58 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 	}
 	var fronts kube.Frontends // the Services this namespace's Ingresses and routes name
 	frontsRead := false
-	belowPath := func(p *corev1.Pod, h hook.Hook) (string, error) {
+	// route is what the paths that reach p need, by the calibration (nil: none); ok
+	// false: no Service selects p.
+	route := func(p *corev1.Pod) (n traffic.Need, ok bool, err error) {
 		if _, _, err := selecting(p); err != nil { // the Services, listed once
-			return "", err
+			return n, false, err
 		}
 		mine := scope.Selecting(svcs, p.Labels)
 		if len(mine) == 0 {
-			return "", nil
+			return n, false, nil
 		}
 		if !frontsRead && r.Fronts != nil {
-			var err error
 			if fronts, err = r.Fronts(ctx, ns.Name); err != nil {
-				return "", err
+				return n, false, err
 			}
 		}
 		frontsRead = true
+		return cal.Route(mine, fronts.Of), true, nil
+	}
+	// pathFindings are what the paths that reach p say of its hook h: a delay below
+	// the slowest measured path's need (DelayBelowPath), an adaptive wait blind to a
+	// client that pools its connections (AdaptiveMissesPool).
+	pathFindings := func(p *corev1.Pod, h hook.Hook) ([]podFinding, error) {
+		if cal == nil && !h.Adaptive() {
+			return nil, nil
+		}
+		n, ok, err := route(p)
+		if err != nil || !ok {
+			return nil, err
+		}
+		w := hook.WorkloadOf(p)
+		var out []podFinding
+		if n.MissesPool(h.Wait) {
+			out = append(out, podFinding{w, AdaptiveMissesPool, p.Name, "pods' preStop hook: " + n.PoolMessage() +
+				fmt.Sprintf("; roll the workload (nap's webhook gives new pods --%s %s), or, under the MutatingAdmissionPolicy, which cannot read Services, give the fleet's wait --%s %s (napctl install)",
+					wait.FlagRequests, wait.Arg(wait.PooledRequests), wait.FlagRequests, wait.Arg(wait.PooledRequests))})
+		}
+		if cal == nil {
+			return out, nil
+		}
 		fleet := r.Waits.Wait(wait.Fixed)
 		if h.Adaptive() {
 			fleet = r.Waits.Wait(wait.Adaptive)
 		}
-		need, why, ok := cal.Route(mine, fronts.Of).Requires(fleet)
+		need, why, ok := n.Requires(fleet)
 		if !ok || h.Holds() >= need {
-			return "", nil
+			return out, nil
 		}
 		what := fmt.Sprintf("holds them %v", h.Holds())
 		if h.Adaptive() {
 			what = fmt.Sprintf("holds them at least %v (the adaptive wait's MIN)", h.Holds())
 		}
-		return fmt.Sprintf("pods' preStop hook %s, but %s: they need %v; roll the workload (nap's webhook gives new pods the wait of their slowest path)", what, why, need), nil
+		return append(out, podFinding{w, DelayBelowPath, p.Name, fmt.Sprintf("pods' preStop hook %s, but %s: they need %v; roll the workload (nap's webhook gives new pods the wait of their slowest path)", what, why, need)}), nil
 	}
 	var pod corev1.Pod // each summary in turn: see podSummary.fill
 	p := &pod
@@ -755,14 +787,12 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 			for _, f := range lint.CheckPod(p.Namespace, p.Name, p.Spec, opts, reporterChecks...) {
 				out.finds = append(out.finds, podFinding{w, reasonOfCheck[f.ID], p.Name, f.Message})
 			}
-			if cal != nil && h.Known && !h.Stops {
-				msg, err := belowPath(p, h)
+			if h.Known && !h.Stops {
+				found, err := pathFindings(p, h)
 				if err != nil {
 					return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 				}
-				if msg != "" {
-					out.finds = append(out.finds, podFinding{w, DelayBelowPath, p.Name, msg})
-				}
+				out.finds = append(out.finds, found...)
 			}
 			continue
 		}

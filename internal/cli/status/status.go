@@ -108,7 +108,7 @@ func run(streams cli.IOStreams, f *flags) error {
 // the opted-in namespaces, whether nap's webhook is registered, FailedPreStopHook events.
 // The reads do not depend on one another, so they go at once.
 func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
-	var in nstatus.Input
+	in := nstatus.Input{Lint: nlint.Options{MissesPool: traffic.MissesPool}}
 	cfg, err := cli.RESTConfig(f.cluster)
 	if err != nil {
 		return in, err
