@@ -1054,15 +1054,15 @@ func experiment(rounds int) []scenario {
 				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: httpbinServer})
 		}
 	}
-	// The terminations the kubelet starts (kubelet_test.go), at the ClusterIP and through
-	// the ingress: an exceeded deadline takes the pod out of its routes first, so nap's
+	// The terminations the kubelet starts (kubelet_test.go), at the ClusterIP from either
+	// node and through the ingress: an exceeded deadline takes the pod out of its routes first, so nap's
 	// delay covers it; node-pressure eviction and graceful node shutdown keep the
 	// endpoint ready until the app has exited, so nap's delay alone only moves the loss
 	// (expected to fail), and nap's controller (its Router, rows at the end: once it
 	// runs, it takes out every such pod whose preStop holds it: the other kubelet rows
 	// come first, before any row installs it) takes the pod out at once.
 	var kubelet, routed []scenario
-	for _, p := range []labPath{clusterIPNode1, viaIngress} {
+	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress} {
 		for _, d := range []disruption{deadlineExceeded, nodePressure, nodeShutdown} {
 			none, nap := noDelay, napBinary
 			if d == deadlineExceeded {

@@ -31,6 +31,9 @@ import (
 //     sending to it (after the lag), and none fails;
 //   - the fixed delay calibrate recommends: none fails.
 //
+// Each pod the request signal holds goes after the load balancer's lag, and at most its
+// path's tail + QUIET + 1 s after its deletion: the wait ends with the traffic.
+//
 // The request signal comes from nap's controller, installed with the adaptive wait as
 // the fleet's: its webhook gives it to the pods that the load balancer's Service
 // reaches, since that load balancer pools its connections (traffic.Path.Pools). Then the
@@ -46,6 +49,19 @@ func TestPooledLoadBalancer(t *testing.T) {
 	if rep.Longest != traffic.LoadBalancerPods.Name || rep.Delay < lag.Seconds() {
 		t.Fatalf("calibrate recommends %gs for %s; want at least the load balancer's %v lag, on %s", rep.Delay, rep.Longest, lag, traffic.LoadBalancerPods.Name)
 	}
+	// Each pod held by the request signal goes at most QUIET + 1 s after the last
+	// request its path could send: that path's tail as calibrate measured it. The API
+	// server's times of deletion and exit have whole seconds: 1 s more.
+	var tail time.Duration
+	for _, p := range rep.Paths {
+		if p.Path.Name == traffic.LoadBalancerPods.Name {
+			tail = time.Duration(p.Max * float64(time.Second))
+		}
+	}
+	if tail == 0 {
+		t.Fatalf("calibrate measured no tail of %s: %+v", traffic.LoadBalancerPods.Name, rep.Paths)
+	}
+	promised := tail + wait.DefaultAdaptive().Quiet + time.Second
 	connections := napAdaptive
 	connections.expect = fails
 	requests := napRequests
@@ -84,9 +100,13 @@ func TestPooledLoadBalancer(t *testing.T) {
 				if d >= lag {
 					t.Errorf("%s: a pod went %v after its deletion: the wait on new connections outlasted the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
 				}
-			case requests.name, byPath.name: // the requests held it until the load balancer let go
+			case requests.name, byPath.name: // the requests held it until the load balancer let go, no longer
 				if d < lag {
 					t.Errorf("%s: a pod went %v after its deletion, before the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
+				}
+				if d > promised+time.Second {
+					t.Errorf("%s: a pod went %v after its deletion, more than its path's tail %v + QUIET + 1 s = %v (and 1 s for whole-second times): the wait outlasted the traffic (pods: %v)",
+						m.scenario, d, tail, promised, m.terminations)
 				}
 			}
 		}
