@@ -1158,7 +1158,7 @@ func TestDowntimeExperiment(t *testing.T) {
 		}
 		d := measure(t, cs, sc, rate)
 		t.Log(d.row())
-		line := resultLine(d.row(), rate, mark)
+		line := resultLine(d.row(), rate, heldCell(d.terminations), mark)
 		b.WriteString(line + "\n")
 		fresh[resultKey{i, rate}] = line
 		writeResults(t, out, order, fresh)

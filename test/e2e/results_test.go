@@ -20,15 +20,32 @@ import (
 // longer has are dropped, and said so.
 
 // resultsHeader heads the table: row's columns, the probe's rate after the variant,
-// and when the row was measured.
-const resultsHeader = "| path | disruption | variant | req/s | rounds | requests | failed | failed new / reuse conns | longest outage | measured |\n|---|---|---|---|---|---|---|---|---|---|\n"
+// how long the pods took from deletion to exit, and when the row was measured.
+const resultsHeader = "| path | disruption | variant | req/s | rounds | requests | failed | failed new / reuse conns | longest outage | pods, deletion to exit | measured |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
 
 // resultLine is a row of row() as a line of the table: the rate inserted after the
-// variant, when it was measured appended.
-func resultLine(row string, rate float64, measured string) string {
+// variant, how long the pods held (heldCell) and when it was measured appended.
+func resultLine(row string, rate float64, held, measured string) string {
 	cells := strings.Split(strings.Trim(row, "| "), " | ")
 	cells = slices.Insert(cells, 3, strconv.FormatFloat(rate, 'g', -1, 64))
-	return "| " + strings.Join(append(cells, measured), " | ") + " |"
+	return "| " + strings.Join(append(cells, held, measured), " | ") + " |"
+}
+
+// heldCell says how long the pods took from their deletion to their app's exit (whole
+// seconds, the API server's): each, up to 6 pods; beyond, the least and the most.
+// "—": none seen (a row whose pods the kubelet stopped is timed in its log).
+func heldCell(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "—"
+	}
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = strconv.Itoa(int(d.Round(time.Second).Seconds()))
+	}
+	if len(s) > 6 {
+		return fmt.Sprintf("%s to %s s (%d pods)", s[0], s[len(s)-1], len(s))
+	}
+	return strings.Join(s, ", ") + " s"
 }
 
 // measuredMark is when and at what commit rows measured now were measured: the date,
@@ -62,9 +79,10 @@ func matchScenario(order []scenario, cells []string) int {
 
 // mergeResults is the table old (the file's text; "" when there is none) with the rows
 // of fresh in place of those it had for the same scenario and rate, in the order of the
-// experiment. A row of the older form, without the rate and measured columns, is taken
-// as at 200 req/s and marked as measured before this form existed. dropped lists the
-// rows that no scenario of order names.
+// experiment. A row of the oldest form, without the rate, held and measured columns, is
+// taken as at 200 req/s and marked as measured before this form existed; one without
+// the held column alone gets "—" there. dropped lists the rows that no scenario of
+// order names.
 func mergeResults(old string, order []scenario, fresh map[resultKey]string) (table string, dropped []string, err error) {
 	rows := map[resultKey]string{}
 	for i, line := range strings.Split(old, "\n") {
@@ -73,13 +91,15 @@ func mergeResults(old string, order []scenario, fresh map[resultKey]string) (tab
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
 		switch len(cells) {
-		case 8: // the older form
-			line = resultLine(line, 200, "2026-11-25 or before")
-			cells = strings.Split(strings.Trim(line, "| "), " | ")
-		case 10:
+		case 8: // the oldest form
+			line = resultLine(line, 200, "—", "2026-11-25 or before")
+		case 10: // no held column
+			line = "| " + strings.Join(slices.Insert(cells, 9, "—"), " | ") + " |"
+		case 11:
 		default:
-			return "", nil, fmt.Errorf("line %d: %d cells, want 10 (or 8, the older form): %q", i+1, len(cells), line)
+			return "", nil, fmt.Errorf("line %d: %d cells, want 11 (or 8 or 10, older forms): %q", i+1, len(cells), line)
 		}
+		cells = strings.Split(strings.Trim(line, "| "), " | ")
 		rate, err := strconv.ParseFloat(cells[3], 64)
 		if err != nil {
 			return "", nil, fmt.Errorf("line %d: req/s %q: %v", i+1, cells[3], err)
