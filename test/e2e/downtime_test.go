@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,8 +45,9 @@ type variant struct {
 	// pod template.
 	webhook     bool
 	annotations map[string]string
-	// admission is napctl install's --admission for the webhook variants ("": webhook).
-	admission string
+	// install are napctl install's arguments for the webhook variants, beyond its image
+	// and --delay 5s (nil: --admission webhook).
+	install []string
 	// nodeSelector pins the pods (nap's image volume: node 2's containerd 2.x mounts
 	// them, node 1's 1.6 does not).
 	nodeSelector map[string]string
@@ -127,7 +127,7 @@ var (
 	napCalibratedDrain = variant{name: "nap preStop at the calibrated delay + drain", mode: "drain", calibrated: true,
 		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}, expect: clean}
 	// The same, installed with --admission policy: the API server injects (CEL).
-	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, admission: "policy",
+	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, install: []string{"--admission", "policy"},
 		annotations: map[string]string{"nap.dev/delay": "4.5"}, expect: newClean}
 	// nap's 5 s, and the pod taken out of its Service once a kubelet evicts it: by a
 	// deletion (grace period its own), or by removing the label its Service selects.
@@ -1029,10 +1029,15 @@ func experiment(rounds int) []scenario {
 	}
 	// Each pod the wait of its own paths (nap by path, paths_test.go): the controller
 	// keeps a calibration of the ClusterIP, the ingress and the load balancer with
-	// checks 3 s apart; a rollout and a node drain on each.
+	// checks 3 s apart; a rollout and a node drain on each, with the fleet's fixed wait
+	// and with the adaptive wait (each pod's MIN its paths' need). Together, at 200, 2
+	// and 0.2 req/s (NAP_DOWNTIME_RATE), they are #47's mixed fleet: the pods' times in
+	// the table give its mean and p99 hold.
 	for _, p := range []labPath{clusterIPNode1, viaIngress, lbLocalSlow} {
 		for _, d := range []disruption{rollingRestart, nodeDrain} {
-			scs = append(scs, scenario{path: p, disruption: d, variant: napByPath, rounds: 1})
+			for _, v := range []variant{napByPath, napByPathAdaptive} {
+				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: 1})
+			}
 		}
 	}
 	// The application load balancer with pod targets (#46): it sends over its pool of
@@ -1146,9 +1151,13 @@ func TestDowntimeExperiment(t *testing.T) {
 			sc.variant.inject = &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait(calibrated)}
 			sc.variant.name += " (" + calibrated + ")"
 		}
-		if want := cmp.Or(sc.variant.admission, "webhook"); sc.variant.webhook && installed != want {
+		args := sc.variant.install
+		if args == nil {
+			args = []string{"--admission", "webhook"}
+		}
+		if want := strings.Join(args, " "); sc.variant.webhook && installed != want {
 			uninstall()
-			uninstall = installController(t, cs, "--admission", want)
+			uninstall = installController(t, cs, args...)
 			installed, stored = want, false
 		}
 		if sc.variant.rollAfterRoutes && !stored { // nap by path: a calibration kept in the cluster

@@ -25,6 +25,10 @@ import (
 var (
 	// napByPath: the pods admitted once every path's objects exist (measure rolls them).
 	napByPath = variant{name: "nap by path", mode: "plain", webhook: true, rollAfterRoutes: true, expect: newClean}
+	// napByPathAdaptive: the same, installed with the adaptive wait as the fleet's: each
+	// pod's MIN is its paths' need, and the wait ends with the traffic (#47's fleet).
+	napByPathAdaptive = variant{name: "nap by path, adaptive", mode: "plain", webhook: true, rollAfterRoutes: true,
+		install: []string{"--wait", "adaptive"}, expect: newClean}
 	// napByPathBefore: the pods admitted before the load balancer's Service existed:
 	// they hold for the cluster's tail, and the load balancer's is longer.
 	napByPathBefore = variant{name: "nap by path, admitted before the load balancer", mode: "plain", webhook: true, expect: fails}
