@@ -1033,9 +1033,10 @@ func experiment(rounds int) []scenario {
 	// and with the adaptive wait (each pod's MIN its paths' need). Together, at 200, 2
 	// and 0.2 req/s (NAP_DOWNTIME_RATE), they are #47's mixed fleet: the pods' times in
 	// the table give its mean and p99 hold.
-	for _, p := range []labPath{clusterIPNode1, viaIngress, lbLocalSlow} {
-		for _, d := range []disruption{rollingRestart, nodeDrain} {
-			for _, v := range []variant{napByPath, napByPathAdaptive} {
+	// One installation after the other: each one calibrates anew.
+	for _, v := range []variant{napByPath, napByPathAdaptive} {
+		for _, p := range []labPath{clusterIPNode1, viaIngress, lbLocalSlow} {
+			for _, d := range []disruption{rollingRestart, nodeDrain} {
 				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: 1})
 			}
 		}
