@@ -85,8 +85,12 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 					r.began[p.Name] = began
 				}
 				for _, s := range p.Status.ContainerStatuses {
-					if s.Name == "app" && s.State.Terminated != nil {
-						r.took[p.Name] = s.State.Terminated.FinishedAt.Sub(began)
+					// An exit before the deletion began is a pod that stopped before this
+					// record did (an earlier rollout's, first seen when the kubelet
+					// deleted it with grace 0): not one of the measurement's. A pod
+					// measured has d ≥ 0, the whole seconds of both times included.
+					if d := s.State.Terminated; s.Name == "app" && d != nil && !d.FinishedAt.Time.Before(began) {
+						r.took[p.Name] = d.FinishedAt.Sub(began)
 					}
 				}
 				r.mu.Unlock()
