@@ -63,7 +63,7 @@ type vegetaReport struct {
 	StatusCodes map[string]int `json:"status_codes"`
 	Errors      []string       `json:"errors"`
 	// Kinds counts the failures by the prober's kinds, read from each result
-	// (vegetaKinds).
+	// (vegetaKind).
 	Kinds map[probe.Kind]int `json:"-"`
 	// Outages are the failures bunched as the prober bunches them (a second apart at
 	// most), in seconds from the attack's first request.
@@ -72,10 +72,9 @@ type vegetaReport struct {
 
 // vegetaResult is one of `vegeta encode -to=json`'s lines, the part read here.
 type vegetaResult struct {
-	Code      int           `json:"code"`
-	Timestamp time.Time     `json:"timestamp"`
-	Latency   time.Duration `json:"latency"`
-	Error     string        `json:"error"`
+	Code      int       `json:"code"`
+	Timestamp time.Time `json:"timestamp"`
+	Error     string    `json:"error"`
 }
 
 // vegetaKind names a vegeta failure by the prober's kinds, from its error text (vegeta
@@ -128,7 +127,10 @@ func (v *vegeta) stop(t *testing.T) vegetaReport {
 		t.Fatalf("vegeta encode: %v", err)
 	}
 	var results []vegetaResult
-	for _, l := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+	for _, l := range strings.Split(string(lines), "\n") {
+		if l == "" {
+			continue
+		}
 		var res vegetaResult
 		if err := json.Unmarshal([]byte(l), &res); err != nil {
 			t.Fatalf("vegeta encode: %v: %q", err, l)
