@@ -410,6 +410,9 @@ type downtime struct {
 	// kubelet: the pods a kubelet stopped (a disruption byKubelet), each with its
 	// endpoint's and its app's times.
 	kubelet []kubeletStop
+	// deregistered: behind the load balancer with pod targets, each pod's time from
+	// its deregistration to its app's exit, by name (sinceDeregistration).
+	deregistered map[string]time.Duration
 }
 
 // measure deploys sc's variant behind a Service (and an Ingress for the ingress path),
@@ -553,6 +556,10 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 	clearSynSent(t)
 	routes := startRouteTimes(t)
 	term := watchTerminations(t, cs, ns)
+	var deregistrations func() map[string]time.Time
+	if sc.path.podTargets() {
+		deregistrations = watchDeregistrations(ns, lbName)
+	}
 	var left *endpointTimes
 	if sc.disruption.byKubelet() {
 		left = watchEndpoints(t, cs, ns)
@@ -617,6 +624,11 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 	}
 	t.Logf("%s: probed for %v; pods from deletion to exit: %v; kube-proxy: %v", sc, time.Since(start).Round(time.Second), took, programmed)
+	var deregistered map[string]time.Duration
+	if deregistrations != nil {
+		deregistered = term.sinceDeregistration(deregistrations())
+		t.Logf("%s: pods from the load balancer's deregistration to exit: %v", sc, deregistered)
+	}
 	if scrapes != nil {
 		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)
 	}
@@ -638,7 +650,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 		t.Logf("%s: pods (seconds from the probe's start): %q", sc, term.pods(start))
 	}
-	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed, kubelet: stops}
+	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered}
 }
 
 func (sc scenario) String() string {

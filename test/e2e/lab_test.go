@@ -339,6 +339,42 @@ func lbTargets(sock string) (map[string]bool, error) {
 	return in, err
 }
 
+// watchDeregistrations records, every 100 ms, when each pod address that the lab's
+// load balancer ns/name (pod targets) sent new requests to first stops getting them
+// (lbTargets): its deregistration as the load balancer carried it out, the end of the
+// requests a pooling client sends the pod. stop ends the recording and returns the
+// times by address.
+func watchDeregistrations(ns, name string) (stop func() map[string]time.Time) {
+	sock := filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+	var mu sync.Mutex
+	in, left := map[string]bool{}, map[string]time.Time{}
+	read := func(context.Context) {
+		now, err := lbTargets(sock)
+		if err != nil { // a missed sample
+			return
+		}
+		at := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		for addr := range in {
+			if _, seen := left[addr]; !seen && !now[addr] {
+				left[addr] = at
+			}
+		}
+		for addr := range now {
+			in[addr] = true
+		}
+	}
+	read(context.Background())
+	end := every(100*time.Millisecond, read)
+	return func() map[string]time.Time {
+		end()
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(left)
+	}
+}
+
 // waitPodTargets waits (at most 2 minutes) until the lab's load balancer name, with pod
 // targets, sends to exactly the ready pods of ns: every new pod registered, every pod
 // gone deregistered.

@@ -31,8 +31,9 @@ import (
 //     sending to it (after the lag), and none fails;
 //   - the fixed delay calibrate recommends: none fails.
 //
-// Each pod the request signal holds goes after the load balancer's lag, and at most its
-// path's tail + QUIET + 1 s after its deletion: the wait ends with the traffic.
+// Each pod the request signal holds goes after the load balancer's lag, and at most
+// WITHIN + QUIET + 2 s after the load balancer deregistered it (as its runtime API
+// showed, read every 100 ms): the wait ends with the traffic.
 //
 // The request signal comes from nap's controller, installed with the adaptive wait as
 // the fleet's: its webhook gives it to the pods that the load balancer's Service
@@ -49,19 +50,15 @@ func TestPooledLoadBalancer(t *testing.T) {
 	if rep.Longest != traffic.LoadBalancerPods.Name || rep.Delay < lag.Seconds() {
 		t.Fatalf("calibrate recommends %gs for %s; want at least the load balancer's %v lag, on %s", rep.Delay, rep.Longest, lag, traffic.LoadBalancerPods.Name)
 	}
-	// Each pod held by the request signal goes at most QUIET + 1 s after the last
-	// request its path could send: that path's tail as calibrate measured it. The API
-	// server's times of deletion and exit have whole seconds: 1 s more.
-	var tail time.Duration
-	for _, p := range rep.Paths {
-		if p.Path.Name == traffic.LoadBalancerPods.Name {
-			tail = time.Duration(p.Max * float64(time.Second))
-		}
-	}
-	if tail == 0 {
-		t.Fatalf("calibrate measured no tail of %s: %+v", traffic.LoadBalancerPods.Name, rep.Paths)
-	}
-	promised := tail + wait.DefaultAdaptive().Quiet + time.Second
+	// Each pod held by the request signal goes at most WITHIN + QUIET after its last
+	// request (the sleeper's rule, sleeper/nap), and its last request came when the
+	// load balancer deregistered it; 2 s more for the sleeper's late readings, the
+	// kubelet's SIGTERM and the app's exit (measured: 2.0 to 2.7 s over HTTP, up to 3.6
+	// s over gRPC, in whole seconds cut). A bound from the path's calibrated tail and
+	// the pod's deletion, as this test had, also holds the endpoints controller's and
+	// the load balancer's lag in the run to calibrate's: in one CI run a pod went 1.2 s
+	// past it.
+	promised := wait.PooledRequests + wait.DefaultAdaptive().Quiet + 2*time.Second
 	connections := napAdaptive
 	connections.expect = fails
 	requests := napRequests
@@ -104,10 +101,18 @@ func TestPooledLoadBalancer(t *testing.T) {
 				if d < lag {
 					t.Errorf("%s: a pod went %v after its deletion, before the load balancer's %v lag (pods: %v)", m.scenario, d, lag, m.terminations)
 				}
-				if d > promised+time.Second {
-					t.Errorf("%s: a pod went %v after its deletion, more than its path's tail %v + QUIET + 1 s = %v (and 1 s for whole-second times): the wait outlasted the traffic (pods: %v)",
-						m.scenario, d, tail, promised, m.terminations)
-				}
+			}
+		}
+		if v.name != requests.name && v.name != byPath.name {
+			continue
+		}
+		if len(m.deregistered) != len(m.terminations) {
+			t.Errorf("%s: %d pods seen from the load balancer's deregistration to exit, %d from deletion to exit", m.scenario, len(m.deregistered), len(m.terminations))
+		}
+		for pod, d := range m.deregistered {
+			if d > promised {
+				t.Errorf("%s: pod %s went %v after the load balancer deregistered it, more than WITHIN + QUIET + 2 s = %v: the wait outlasted the traffic (all: %v)",
+					m.scenario, pod, d, promised, m.deregistered)
 			}
 		}
 	}

@@ -189,6 +189,22 @@ func (r *terminations) pods(start time.Time) []string {
 	return out
 }
 
+// sinceDeregistration gives, for each pod deleted that the load balancer deregistered
+// (left: when, by address) and whose app exited, the time from its deregistration to
+// its app's exit. The exit has whole seconds, cut (the API's timestamps): a time here is
+// at most the true one. A new pod given a deregistered pod's address is not deleting.
+func (r *terminations) sinceDeregistration(left map[string]time.Time) map[string]time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]time.Duration{}
+	for name, l := range r.lives {
+		if at, ok := left[l.ip]; ok && !l.deleting.IsZero() && !l.exited.IsZero() {
+			out[name] = l.exited.Sub(at)
+		}
+	}
+	return out
+}
+
 // stoppedOn records at as the start of the kubelet's stop of every pod seen on node that
 // was neither deleting nor stopped before it (a node's shutdown, which the pods' status
 // shows only once they have stopped).
