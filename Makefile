@@ -89,7 +89,7 @@ cluster-down:
 
 # The end-to-end tests on the local cluster; it stays up afterwards (make cluster-down).
 e2e: cluster-up
-	$(GO) test -count=1 -timeout 30m -parallel 3 ./test/e2e
+	$(GO) test -count=1 -timeout 50m -parallel 3 ./test/e2e
 
 # The downtime experiment: every traffic path (ClusterIP from node 1 and from node 2, the
 # ingress, the load balancer with externalTrafficPolicy Local and Cluster) × disruption

@@ -128,9 +128,46 @@ func dumpController(t *testing.T, cs *kubernetes.Clientset) {
 // end, and waits for the controller to publish the nap ConfigMap into it.
 func optedInNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 	t.Helper()
+	ns := webhookNamespace(t, cs, map[string]string{controller.InjectLabel: "enabled"})
+	// The API server trusts the webhook once its informer has the caBundle the
+	// controller wrote; until then pods are admitted unchanged (failurePolicy Ignore).
+	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns, nil); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatalf("the webhook does not inject in %s after 30 s", ns)
+		}
+	}
+	return ns
+}
+
+// policyNamespace creates a namespace labelled with scope s (nap.dev/policy), not opted
+// in, and returns its name once the controller has published the nap ConfigMap there.
+// Under scope.Default the webhook injects the pods that back a Service: waitInjectsBacked
+// once the Service exists.
+func policyNamespace(t *testing.T, cs *kubernetes.Clientset, s scope.Scope) string {
+	t.Helper()
+	return webhookNamespace(t, cs, map[string]string{scope.Label: string(s)})
+}
+
+// waitInjectsBacked waits (at most 30 s) until the webhook injects a pod labelled
+// app=app in ns, the demo Service's: it decides from its informers' Services.
+func waitInjectsBacked(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns, map[string]string{"app": "app"}); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			dumpController(t, cs)
+			t.Fatalf("the webhook does not inject the demo Service's pods in %s after 30 s", ns)
+		}
+	}
+}
+
+// webhookNamespace creates a namespace with labels and returns its name once the
+// controller has published the nap ConfigMap there.
+func webhookNamespace(t *testing.T, cs *kubernetes.Clientset, labels map[string]string) string {
+	t.Helper()
 	ctx := context.Background()
 	ns := fmt.Sprintf("e2e-webhook-%04x", rand.IntN(1<<16))
-	createNamespace(t, cs, ns, map[string]string{controller.InjectLabel: "enabled"})
+	createNamespace(t, cs, ns, labels)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, kube.ConfigMapName, metav1.GetOptions{})
 		if err == nil && len(cm.BinaryData) > 0 {
@@ -138,14 +175,6 @@ func optedInNamespace(t *testing.T, cs *kubernetes.Clientset) string {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the controller did not publish the nap ConfigMap into %s: %v", ns, err)
-		}
-	}
-	// The API server trusts the webhook once its informer has the caBundle the
-	// controller wrote; until then pods are admitted unchanged (failurePolicy Ignore).
-	for deadline := time.Now().Add(30 * time.Second); !dryRunInjected(t, cs, ns, nil); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			dumpController(t, cs)
-			t.Fatalf("the webhook does not inject in %s after 30 s", ns)
 		}
 	}
 	return ns

@@ -28,6 +28,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
+	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
@@ -45,6 +46,10 @@ type variant struct {
 	// pod template.
 	webhook     bool
 	annotations map[string]string
+	// policy, with webhook: the namespace is not opted in but labelled with this scope
+	// (nap.dev/policy): under scope.Default the webhook gives the hook to the pods
+	// because a Service selects them.
+	policy scope.Scope
 	// install are napctl install's arguments for the webhook variants, beyond its image
 	// and --delay 5s (nil: --admission webhook).
 	install []string
@@ -331,6 +336,16 @@ type scenario struct {
 	vegeta bool
 	// server: the pods run a third-party server instead of the demo app (HTTP only).
 	server *server
+	// replicas: the Deployment's; 0, the disruption's (disruption.replicas).
+	replicas int32
+}
+
+// size is the Deployment's replicas.
+func (sc scenario) size() int32 {
+	if sc.replicas > 0 {
+		return sc.replicas
+	}
+	return sc.disruption.replicas()
 }
 
 // server is a third-party server the proof runs unmodified in the demo app's place: its
@@ -420,12 +435,61 @@ type downtime struct {
 // disruption runs sc.rounds times, and returns the report.
 func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) downtime {
 	t.Helper()
+	tr := prepare(t, cs, sc)
+	tr.begin(t, cs, rate)
+	for i := range sc.rounds {
+		disrupt(t, cs, tr.ns, sc.disruption, i, tr.settle)
+		tr.settled()
+		if sc.disruption == nodeShutdown {
+			// The pods' own status says nothing until they have stopped: the stop
+			// began when the kubelet was told of the shutdown.
+			tr.term.stoppedOn(node2, lastShutdown)
+		}
+	}
+	return tr.finish(t, cs)
+}
+
+// trial is one scenario's measurement under way: its service deployed behind its path
+// (prepare), probed and recorded (begin), disrupted — by measure, or at once with
+// others (a fleet) — and read (finish).
+type trial struct {
+	sc                   scenario
+	ns                   string
+	target               vantage
+	url, httpURL, lbName string
+	settle               func() // nil: nothing to settle
+	held                 *endpointHold
+	// The recorders, from begin.
+	routes          func() routeTimes
+	term            *terminations
+	deregistrations func() map[string]time.Time
+	left            *endpointTimes
+	reacted         func() []string
+	scrapes         *scraper
+	start           time.Time
+	pr              prober
+	vg              *vegeta
+}
+
+// settled waits until the routes that learn late have settled (trial.settle).
+func (tr *trial) settled() {
+	if tr.settle != nil {
+		tr.settle()
+	}
+}
+
+// prepare deploys sc's service behind its path and waits until every route serves it.
+func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
+	t.Helper()
 	ctx := context.Background()
 	v := sc.variant
 	var ns string
-	if v.webhook {
+	switch {
+	case v.webhook && v.policy != "":
+		ns = policyNamespace(t, cs, v.policy)
+	case v.webhook:
 		ns = optedInNamespace(t, cs)
-	} else {
+	default:
 		ns = namespace(t, cs)
 	}
 	src := []byte(serviceDeployment)
@@ -433,7 +497,7 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		src = injectManifest(t, src, *v.inject)
 	}
 	d := demoDeployment(t, src)
-	d.Spec.Replicas = ptr.To(sc.disruption.replicas())
+	d.Spec.Replicas = ptr.To(sc.size())
 	d.Spec.Template.Annotations = v.annotations
 	d.Spec.Template.Spec.NodeSelector = v.nodeSelector
 	c := &d.Spec.Template.Spec.Containers[0]
@@ -539,6 +603,9 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		settle()
 	}
 	if v.rollAfterRoutes {
+		if v.policy != "" {
+			waitInjectsBacked(t, cs, ns)
+		}
 		disrupt(t, cs, ns, rollingRestart, 0, nil)
 		if settle != nil {
 			settle()
@@ -553,6 +620,13 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		waitNoPodStopping(t, cs, node2)
 	}
 
+	return &trial{sc: sc, ns: ns, target: target, url: url, httpURL: httpURL, lbName: lbName, settle: settle, held: held}
+}
+
+// begin starts the recorders and the probe at rate, and returns 2 s into the probe.
+func (tr *trial) begin(t *testing.T, cs *kubernetes.Clientset, rate float64) {
+	t.Helper()
+	sc, ns, v, url, httpURL, target, lbName := tr.sc, tr.ns, tr.sc.variant, tr.url, tr.httpURL, tr.target, tr.lbName
 	clearSynSent(t)
 	routes := startRouteTimes(t)
 	term := watchTerminations(t, cs, ns)
@@ -588,18 +662,17 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		}
 		vg = startVegeta(t, target, rate/2)
 	}
+	tr.routes, tr.term, tr.deregistrations, tr.left, tr.reacted, tr.scrapes, tr.start, tr.pr, tr.vg =
+		routes, term, deregistrations, left, reacted, scrapes, start, pr, vg
 	time.Sleep(2 * time.Second)
-	for i := range sc.rounds {
-		disrupt(t, cs, ns, sc.disruption, i, settle)
-		if settle != nil {
-			settle()
-		}
-		if sc.disruption == nodeShutdown {
-			// The pods' own status says nothing until they have stopped: the stop
-			// began when the kubelet was told of the shutdown.
-			term.stoppedOn(node2, lastShutdown)
-		}
-	}
+}
+
+// finish stops the probe 2 s after the disruption and the recorders, and returns the
+// report.
+func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
+	t.Helper()
+	sc, ns, v, held := tr.sc, tr.ns, tr.sc.variant, tr.held
+	pr, vg, term, routes, reacted, left, scrapes, start, deregistrations := tr.pr, tr.vg, tr.term, tr.routes, tr.reacted, tr.left, tr.scrapes, tr.start, tr.deregistrations
 	time.Sleep(2 * time.Second)
 	s := pr.stop(t)
 	if vg != nil {
@@ -648,7 +721,10 @@ func measure(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) 
 		for _, port := range youngPorts(append(young1, young2...)) {
 			t.Logf("%s: the connection from port %s: node 1 %q, node 2 %q", sc, port, connsFrom(t, false, port), connsFrom(t, true, port))
 		}
-		t.Logf("%s: pods (seconds from the probe's start): %q", sc, term.pods(start))
+	}
+	if c := s.Modes[probe.New]; c != nil && c.Failed > 0 && v.expect != fails {
+		// Every loss with a delay is to be explained: the pods' times beside the outages.
+		t.Logf("%s: outages %+v; pods (seconds from the probe's start): %q", sc, s.Outages, term.pods(start))
 	}
 	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered}
 }
@@ -681,13 +757,9 @@ func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i 
 		settle = func() {}
 	}
 	t.Helper()
-	ctx := context.Background()
 	switch d {
 	case rollingRestart:
-		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"nap.dev/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano)+strconv.Itoa(i))
-		if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "app", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		restart(t, cs, ns, i)
 		waitRolledOut(t, cs, ns)
 		settle()
 	case scaleDown:
@@ -721,6 +793,16 @@ func disrupt(t *testing.T, cs *kubernetes.Clientset, ns string, d disruption, i 
 	}
 }
 
+// restart begins round i of a rolling restart of the Deployment app in ns (as kubectl
+// rollout restart does: a new annotation on its pod template).
+func restart(t *testing.T, cs *kubernetes.Clientset, ns string, i int) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"nap.dev/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano)+strconv.Itoa(i))
+	if _, err := cs.AppsV1().Deployments(ns).Patch(context.Background(), "app", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func scale(t *testing.T, cs *kubernetes.Clientset, ns string, n int32) {
 	t.Helper()
 	s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
@@ -748,19 +830,22 @@ func injectManifest(t *testing.T, src []byte, opts inject.Options) []byte {
 func waitRolledOut(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
-		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == *d.Spec.Replicas &&
-			d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas {
-			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
-			if err == nil && len(slices.DeleteFunc(pods.Items, terminal)) == int(*d.Spec.Replicas) {
-				return
-			}
+	for deadline := time.Now().Add(3 * time.Minute); !rolledOut(ctx, cs, ns); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rollout in %s not done after 3 minutes", ns)
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("rollout in %s not done after 3 minutes", ns)
+}
+
+// rolledOut says whether the Deployment app in ns is rolled out (waitRolledOut).
+func rolledOut(ctx context.Context, cs *kubernetes.Clientset, ns string) bool {
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
+	if err != nil || d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != *d.Spec.Replicas ||
+		d.Status.AvailableReplicas != *d.Spec.Replicas || d.Status.Replicas != *d.Spec.Replicas {
+		return false
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+	return err == nil && len(slices.DeleteFunc(pods.Items, terminal)) == int(*d.Spec.Replicas)
 }
 
 // grpcIngress routes the demo app's gRPC port through the ingress by host (a gRPC

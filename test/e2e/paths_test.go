@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/hook"
@@ -81,46 +79,7 @@ func TestPathAwareDowntime(t *testing.T) {
 	}
 	t.Logf("preStop holds: %gs in the cluster, %gs behind the load balancer; one fleet-wide calibrated delay would hold every pod %gs",
 		cluster.DelayS, lb.DelayS, lb.DelayS)
-
-	// What it saves: a rolling restart of 10 replicas reached in the cluster only, until
-	// the last old pod is gone, with the wait of its path and with the load balancer's
-	// delay, which one fleet-wide calibrated delay would give it.
-	byPath := rollout10(t, cs, nil)
-	fleetWide := rollout10(t, cs, map[string]string{wait.DelayAnnotation: wait.Arg(seconds(lb.DelayS))})
-	t.Logf("a rolling restart of 10 replicas in the cluster: %v with their own path's %gs, %v with one calibrated %gs for the fleet",
-		byPath.Round(time.Second), cluster.DelayS, fleetWide.Round(time.Second), lb.DelayS)
-	if byPath >= fleetWide {
-		t.Errorf("a rollout with each pod's own wait took %v, with the fleet's slowest %v: want shorter", byPath, fleetWide)
-	}
-}
-
-// rollout10 deploys the demo service with 10 replicas behind a ClusterIP Service in a
-// namespace opted in to nap's webhook (annotations on the pod template), and returns how
-// long a rolling restart takes until the last old pod is gone.
-func rollout10(t *testing.T, cs *kubernetes.Clientset, annotations map[string]string) time.Duration {
-	t.Helper()
-	ctx := context.Background()
-	ns := optedInNamespace(t, cs)
-	d := demoDeployment(t, []byte(serviceDeployment))
-	d.Spec.Replicas = ptr.To(int32(10))
-	d.Spec.Template.Annotations = annotations
-	d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "APP_MODE", Value: "plain"}}
-	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "app"},
-		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intOrPort(8080)}}}}
-	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitRolledOut(t, cs, ns)
-	start := time.Now()
-	disrupt(t, cs, ns, rollingRestart, 0, nil)
-	took := time.Since(start)
-	// Its pods go with it: 10 more on the lab's nodes until the test ends would crowd
-	// the next measurements.
-	cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
-	return took
+	// What that saves a fleet: TestMixedFleet.
 }
 
 // calibrateStored runs napctl calibrate on the lab's ClusterIP and its load balancer
