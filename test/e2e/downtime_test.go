@@ -1127,9 +1127,8 @@ func experiment(rounds int) []scenario {
 	// Each pod the wait of its own paths (nap by path, paths_test.go): the controller
 	// keeps a calibration of the ClusterIP, the ingress and the load balancer with
 	// checks 3 s apart; a rollout and a node drain on each, with the fleet's fixed wait
-	// and with the adaptive wait (each pod's MIN its paths' need). Together, at 200, 2
-	// and 0.2 req/s (NAP_DOWNTIME_RATE), they are #47's mixed fleet: the pods' times in
-	// the table give its mean and p99 hold.
+	// and with the adaptive wait (each pod's MIN its paths' need), at 200, 2 and 0.2
+	// req/s (NAP_DOWNTIME_RATE). The same paths rolled at once are TestMixedFleet.
 	// One installation after the other: each one calibrates anew.
 	for _, v := range []variant{napByPath, napByPathAdaptive} {
 		for _, p := range []labPath{clusterIPNode1, viaIngress, lbLocalSlow} {
