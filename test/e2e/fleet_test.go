@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
@@ -95,8 +94,12 @@ func TestMixedFleet(t *testing.T) {
 					}
 				}
 				t.Logf("%s: %s until its last old pod was gone", m.scenario, took[i].Round(100*time.Millisecond))
-				if v.name == byPath.name {
-					checkOwnPath(t, cs, cal, m)
+				if v.name == byPath.name { // each pod at least its own path's delay
+					own, ok := cal.Tail(m.scenario.path.path.Name)
+					if !ok {
+						t.Fatalf("no calibration of %s", m.scenario.path.path.Name)
+					}
+					checkHooks(t, cs, m.ns, m.scenario.path.path.Name, seconds(own.DelayS), true)
 				}
 			}
 			s := summary{mean: mean(holds), p99: percentile(holds, 0.99), rollout: took[0]}
@@ -207,26 +210,4 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	}
 	s := slices.Sorted(slices.Values(ds))
 	return s[max(0, int(math.Ceil(p*float64(len(s))))-1)]
-}
-
-// checkOwnPath checks that the pods of m's namespace wait at least their own path's
-// calibrated delay (the adaptive wait's MIN), as their nap.dev/delay-reason says.
-func checkOwnPath(t *testing.T, cs *kubernetes.Clientset, cal *traffic.Calibration, m downtime) {
-	t.Helper()
-	path := m.scenario.path.path.Name
-	tail, ok := cal.Tail(path)
-	if !ok {
-		t.Fatalf("no calibration of %s", path)
-	}
-	pods, err := cs.CoreV1().Pods(m.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		h := hook.Of(p.Spec.Containers[0])
-		why := p.Annotations[wait.ReasonAnnotation]
-		if !h.Known || !h.Adaptive() || h.Holds() != seconds(tail.DelayS) || !strings.Contains(why, " for "+path+" via Service ") {
-			t.Errorf("%s: pod %s: %s wait, at least %v (%s); want the adaptive wait, at least %gs for %s", m.scenario, p.Name, h.Kind, h.Holds(), why, tail.DelayS, path)
-		}
-	}
 }

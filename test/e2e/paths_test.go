@@ -82,6 +82,23 @@ func TestPathAwareDowntime(t *testing.T) {
 	// What that saves a fleet: TestMixedFleet.
 }
 
+// checkHooks checks that the pods of ns hold for want (the adaptive wait's MIN, with
+// adaptive), the delay of path, as their nap.dev/delay-reason says.
+func checkHooks(t *testing.T, cs *kubernetes.Clientset, ns, path string, want time.Duration, adaptive bool) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		h := hook.Of(p.Spec.Containers[0])
+		why := p.Annotations[wait.ReasonAnnotation]
+		if !h.Known || h.Adaptive() != adaptive || h.Holds() != want || !strings.Contains(why, " for "+path+" via Service ") {
+			t.Errorf("%s: pod %s: %s wait (adaptive: %v), holds %v (%s); want %v for %s (adaptive: %v)", ns, p.Name, h.Kind, h.Adaptive(), h.Holds(), why, want, path, adaptive)
+		}
+	}
+}
+
 // calibrateStored runs napctl calibrate on the lab's ClusterIP and its load balancer
 // (Local, with checks), two rounds (four samples of the load balancer's tail: one
 // round's two can fall a check interval short of the worst), --store: the calibration the controller then reads,
@@ -120,17 +137,7 @@ func calibrateStored(t *testing.T, cs *kubernetes.Clientset, checks map[string]s
 // its deletion when the path is the cluster's (pods not held to a slower path's tail).
 func checkHeld(t *testing.T, cs *kubernetes.Clientset, m downtime, path string, want time.Duration) {
 	t.Helper()
-	pods, err := cs.CoreV1().Pods(m.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		h := hook.Of(p.Spec.Containers[0])
-		why := p.Annotations[wait.ReasonAnnotation]
-		if !h.Known || h.Holds() != want || !strings.Contains(why, " for "+path+" via Service ") {
-			t.Errorf("pod %s holds %v (%s); want %v for %s", p.Name, h.Holds(), why, want, path)
-		}
-	}
+	checkHooks(t, cs, m.ns, path, want, false)
 	if path == traffic.ClusterIP.Name {
 		for _, d := range m.terminations {
 			if d > want+3*time.Second {
