@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -195,8 +196,8 @@ func measureChecked(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate fl
 	t.Helper()
 	m := measure(t, cs, sc, rate)
 	t.Log(m.row())
-	if p := m.problem(); p != "" && sc.variant.expect != fails && len(m.terminations) > 0 {
-		if why, late := m.routes.late(m.terminations[0]); late {
+	if p := m.problem(); p != "" && sc.variant.expect != fails {
+		if why, late := m.late(); late {
 			t.Logf("%s; explained: %s; measured once more", p, why)
 			m = measure(t, cs, sc, rate)
 			t.Log(m.row())
@@ -425,9 +426,31 @@ type downtime struct {
 	// kubelet: the pods a kubelet stopped (a disruption byKubelet), each with its
 	// endpoint's and its app's times.
 	kubelet []kubeletStop
-	// deregistered: behind the load balancer with pod targets, each pod's time from
-	// its deregistration to its app's exit, by name (sinceDeregistration).
+	// deregistered: on a path whose proxy sends to the pods itself (the ingress, the
+	// load balancer with pod targets), each pod's time from when the proxy let it go
+	// to its app's exit, by name (terminations.letGo); negative: it exited first.
 	deregistered map[string]time.Duration
+}
+
+// late says whether a route took a pod of m out later than the pod stayed, and how:
+// a node's kube-proxy (routeTimes.late), or the path's proxy letting a pod go more than
+// a second after its app's exit (the exit's time is cut to whole seconds). A SYN or a
+// request could then follow the route to a pod that was gone, what no wait that ends
+// before the route does prevents: the adaptive wait sees only the traffic that comes,
+// and a proxy that holds a pod but sends it nothing for QUIET looks like one that let
+// it go (docs/downtime.md, "Reading it").
+func (m downtime) late() (string, bool) {
+	if len(m.terminations) > 0 {
+		if why, late := m.routes.late(m.terminations[0]); late {
+			return why, true
+		}
+	}
+	for _, pod := range slices.Sorted(maps.Keys(m.deregistered)) {
+		if d := m.deregistered[pod]; d < -time.Second {
+			return fmt.Sprintf("the %s let pod %s go %v after its app exited", m.scenario.path, pod, -d), true
+		}
+	}
+	return "", false
 }
 
 // measure deploys sc's variant behind a Service (and an Ingress for the ingress path),
@@ -631,8 +654,11 @@ func (tr *trial) begin(t *testing.T, cs *kubernetes.Clientset, rate float64) {
 	routes := startRouteTimes(t)
 	term := watchTerminations(t, cs, ns)
 	var deregistrations func() map[string]time.Time
-	if sc.path.podTargets() {
+	switch {
+	case sc.path.podTargets():
 		deregistrations = watchDeregistrations(ns, lbName)
+	case sc.path.path.Name == traffic.Ingress.Name:
+		deregistrations = watchIngress(t, cs, ns)
 	}
 	var left *endpointTimes
 	if sc.disruption.byKubelet() {
@@ -699,8 +725,9 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	t.Logf("%s: probed for %v; pods from deletion to exit: %v; kube-proxy: %v", sc, time.Since(start).Round(time.Second), took, programmed)
 	var deregistered map[string]time.Duration
 	if deregistrations != nil {
-		deregistered = term.sinceDeregistration(deregistrations())
-		t.Logf("%s: pods from the load balancer's deregistration to exit: %v", sc, deregistered)
+		var sinceDeletion map[string]time.Duration
+		sinceDeletion, deregistered = term.letGo(deregistrations())
+		t.Logf("%s: pods from deletion to the %s letting them go: %v; from then to exit: %v", sc, sc.path, sinceDeletion, deregistered)
 	}
 	if scrapes != nil {
 		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)

@@ -176,13 +176,12 @@ func disruptFleet(t *testing.T, cs *kubernetes.Clientset, trials []*trial, d dis
 	return ms, took
 }
 
-// lateLoss says which of ms lost requests it should not have while a node's kube-proxy
-// took a change into its rules later than its pods stayed (routeTimes.late), and why;
-// "" for none.
+// lateLoss says which of ms lost requests it should not have while a route took a pod
+// out later than it stayed (downtime.late), and why; "" for none.
 func lateLoss(ms []downtime) string {
 	for _, m := range ms {
-		if p := m.problem(); p != "" && len(m.terminations) > 0 {
-			if why, late := m.routes.late(m.terminations[0]); late {
+		if p := m.problem(); p != "" {
+			if why, late := m.late(); late {
 				return fmt.Sprintf("%s; explained: %s", p, why)
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -346,10 +348,25 @@ func lbTargets(sock string) (map[string]bool, error) {
 // times by address.
 func watchDeregistrations(ns, name string) (stop func() map[string]time.Time) {
 	sock := filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+	return watchTargets(func() (map[string]bool, error) { return lbTargets(sock) })
+}
+
+// watchIngress records, every 100 ms, when each pod address the lab's ingress sent the
+// requests for ns's Service "app" to first leaves its servers (ingressServers): when the
+// ingress let the pod go, which the endpoint's change only starts.
+func watchIngress(t *testing.T, cs *kubernetes.Clientset, ns string) (stop func() map[string]time.Time) {
+	t.Helper()
+	api := ingressAPI(t, cs)
+	return watchTargets(func() (map[string]bool, error) { return ingressServers(api, ns) })
+}
+
+// watchTargets records, every 100 ms, when each address that read gave first leaves
+// it. stop ends the recording and returns the times by address.
+func watchTargets(read func() (map[string]bool, error)) (stop func() map[string]time.Time) {
 	var mu sync.Mutex
 	in, left := map[string]bool{}, map[string]time.Time{}
-	read := func(context.Context) {
-		now, err := lbTargets(sock)
+	sample := func(context.Context) {
+		now, err := read()
 		if err != nil { // a missed sample
 			return
 		}
@@ -365,14 +382,76 @@ func watchDeregistrations(ns, name string) (stop func() map[string]time.Time) {
 			in[addr] = true
 		}
 	}
-	read(context.Background())
-	end := every(100*time.Millisecond, read)
+	sample(context.Background())
+	end := every(100*time.Millisecond, sample)
 	return func() map[string]time.Time {
 		end()
 		mu.Lock()
 		defer mu.Unlock()
 		return maps.Clone(left)
 	}
+}
+
+// ingressAPI is the address of the lab's ingress's API (Traefik's, on its admin port:
+// hack/ingress.yaml), on its ready pod.
+func ingressAPI(t *testing.T, cs *kubernetes.Clientset) string {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ingressNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=traefik"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(&p) {
+			return "http://" + net.JoinHostPort(p.Status.PodIP, "9000")
+		}
+	}
+	t.Fatalf("the lab's ingress (hack/ingress.yaml) has no ready pod in %s", ingressNamespace)
+	return ""
+}
+
+// ingressServers asks the lab's ingress (its API at api) which pod addresses its
+// services for ns's Service "app" send new requests to: Traefik names an Ingress's
+// backend NAMESPACE-SERVICE-PORT, and lists a terminating endpoint that still serves
+// as a fenced server, which gets no new requests (only those of sticky sessions).
+func ingressServers(api, ns string) (map[string]bool, error) {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(api + "/api/http/services?per_page=1000&search=" + url.QueryEscape(ns+"-app-"))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the ingress's API: %s", resp.Status)
+	}
+	var services []struct {
+		Name         string `json:"name"`
+		LoadBalancer *struct {
+			Servers []struct {
+				URL    string `json:"url"`
+				Fenced bool   `json:"fenced"`
+			} `json:"servers"`
+		} `json:"loadBalancer"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&services); err != nil {
+		return nil, fmt.Errorf("the ingress's API: %w", err)
+	}
+	in := map[string]bool{}
+	for _, svc := range services {
+		if !strings.HasPrefix(svc.Name, ns+"-app-") || svc.LoadBalancer == nil {
+			continue
+		}
+		for _, s := range svc.LoadBalancer.Servers {
+			if s.Fenced {
+				continue
+			}
+			u, err := url.Parse(s.URL)
+			if err != nil {
+				return nil, fmt.Errorf("the ingress's API: server %q: %w", s.URL, err)
+			}
+			in[u.Hostname()] = true
+		}
+	}
+	return in, nil
 }
 
 // waitPodTargets waits (at most 2 minutes) until the lab's load balancer name, with pod

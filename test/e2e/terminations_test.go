@@ -189,20 +189,26 @@ func (r *terminations) pods(start time.Time) []string {
 	return out
 }
 
-// sinceDeregistration gives, for each pod deleted that the load balancer deregistered
-// (left: when, by address) and whose app exited, the time from its deregistration to
-// its app's exit. The exit has whole seconds, cut (the API's timestamps): a time here is
-// at most the true one. A new pod given a deregistered pod's address is not deleting.
-func (r *terminations) sinceDeregistration(left map[string]time.Time) map[string]time.Duration {
+// letGo gives, for each pod deleted that a proxy let go (left: when, by address), the
+// time from its deletion as seen to then, and, once its app exited, from then to the
+// exit (sinceLetGo; negative: it exited first). The exit has whole seconds, cut (the
+// API's timestamps): a time to it is at most the true one. A new pod given a let-go
+// pod's address is not deleting.
+func (r *terminations) letGo(left map[string]time.Time) (sinceDeletion, sinceLetGo map[string]time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]time.Duration{}
+	sinceDeletion, sinceLetGo = map[string]time.Duration{}, map[string]time.Duration{}
 	for name, l := range r.lives {
-		if at, ok := left[l.ip]; ok && !l.deleting.IsZero() && !l.exited.IsZero() {
-			out[name] = l.exited.Sub(at)
+		at, ok := left[l.ip]
+		if !ok || l.deleting.IsZero() {
+			continue
+		}
+		sinceDeletion[name] = at.Sub(l.deleting).Round(100 * time.Millisecond)
+		if !l.exited.IsZero() {
+			sinceLetGo[name] = l.exited.Sub(at)
 		}
 	}
-	return out
+	return sinceDeletion, sinceLetGo
 }
 
 // stoppedOn records at as the start of the kubelet's stop of every pod seen on node that
