@@ -1178,8 +1178,8 @@ func experiment(rounds int) []scenario {
 		// gRPC through it: HTTP/2 on both sides, a call per connection and one shared
 		// HTTP/2 connection; unmodified nginx and go-httpbin in the demo app's place.
 		// Each against the calibrated delay too, the fixed wait the request signal is to
-		// match.
-		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests} {
+		// match; MIN with the request signal for sparse traffic.
+		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests, napRequestsMin} {
 			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1, grpc: true},
 				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: nginxServer},
 				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: httpbinServer})
