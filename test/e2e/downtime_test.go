@@ -258,6 +258,19 @@ var (
 // podTargets: the path is the lab's load balancer with pod targets.
 func (p labPath) podTargets() bool { return p.path.Name == traffic.LoadBalancerPods.Name }
 
+// watchLetGo starts recording when the proxy of p that sends to the pods of ns itself
+// lets each one go (the load balancer lbName with pod targets, the ingress); nil on a
+// path without one (kube-proxy's: routeTimes).
+func (p labPath) watchLetGo(t *testing.T, cs *kubernetes.Clientset, ns, lbName string) (stop func() map[string]time.Time) {
+	switch {
+	case p.podTargets():
+		return watchDeregistrations(ns, lbName)
+	case p.path.Name == traffic.Ingress.Name:
+		return watchIngress(t, cs, ns)
+	}
+	return nil
+}
+
 func (p labPath) String() string {
 	switch {
 	case p.podTargets():
@@ -653,13 +666,7 @@ func (tr *trial) begin(t *testing.T, cs *kubernetes.Clientset, rate float64) {
 	clearSynSent(t)
 	routes := startRouteTimes(t)
 	term := watchTerminations(t, cs, ns)
-	var deregistrations func() map[string]time.Time
-	switch {
-	case sc.path.podTargets():
-		deregistrations = watchDeregistrations(ns, lbName)
-	case sc.path.path.Name == traffic.Ingress.Name:
-		deregistrations = watchIngress(t, cs, ns)
-	}
+	deregistrations := sc.path.watchLetGo(t, cs, ns, lbName)
 	var left *endpointTimes
 	if sc.disruption.byKubelet() {
 		left = watchEndpoints(t, cs, ns)

@@ -79,11 +79,10 @@ func TestMixedFleet(t *testing.T) {
 				t.Log(m.row())
 				m.check(t)
 				if n := m.failedNew(); n > 0 && v.name == single.name {
-					// A fixed delay is sized to the pod's own removal. A node emptied one
-					// pod at a time takes the load balancer's traffic back to its
-					// terminating pods when its last ready one goes (kube-proxy, Local):
-					// the first pod's tail then runs from the last one's (docs/controller.md,
-					// nap by path). The adaptive wait sees that traffic and holds on.
+					// Known in a drain behind the load balancer (Local): a node emptied one
+					// pod at a time takes its traffic back to its terminating pods when its
+					// last ready one goes, so the first pod's tail runs from the last one's
+					// (docs/controller.md, "A fleet"); the adaptive wait sees that traffic.
 					t.Logf("%s: the one delay lost %d over new connections (the comparison: recorded, not failed); the pods' times are logged above", m.scenario, n)
 				}
 				holds = append(holds, m.terminations...)

@@ -48,6 +48,8 @@ const (
 	ingressNamespace = "nap-ingress"
 	ingressService   = "traefik"
 	ingressClass     = "traefik"
+	// ingressAdminPort serves Traefik's ping and API (hack/ingress.yaml).
+	ingressAdminPort = "9000"
 )
 
 // vantage is where a probe runs and what it sends to.
@@ -402,7 +404,7 @@ func ingressAPI(t *testing.T, cs *kubernetes.Clientset) string {
 	}
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(&p) {
-			return "http://" + net.JoinHostPort(p.Status.PodIP, "9000")
+			return "http://" + net.JoinHostPort(p.Status.PodIP, ingressAdminPort)
 		}
 	}
 	t.Fatalf("the lab's ingress (hack/ingress.yaml) has no ready pod in %s", ingressNamespace)
