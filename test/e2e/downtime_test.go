@@ -187,17 +187,18 @@ func (d downtime) problem() string {
 	return ""
 }
 
-// measureChecked measures sc with a delay and checks it. When it loses requests while a
-// node's kube-proxy took a change into its rules later than the pods stayed (routeTimes.late),
-// the lab's routes outran the delay: no fixed delay shorter than that tail keeps a
-// pod in service until every route forgot it, on this machine or any. The loss is logged
-// with its explanation and sc measured once more; a second loss fails, late or not.
+// measureChecked measures sc with a delay and checks it. When it loses requests its
+// records clear the hold of (downtime.explained: a route outran the pods, say a node's
+// kube-proxy took a change into its rules later than the pods stayed, which no fixed
+// delay shorter than that tail prevents, on this machine or any; or the ingress lost
+// them itself), the loss is logged with its explanation and sc measured once more; a
+// second loss fails, explained or not.
 func measureChecked(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) downtime {
 	t.Helper()
 	m := measure(t, cs, sc, rate)
 	t.Log(m.row())
 	if p := m.problem(); p != "" && sc.variant.expect != fails {
-		if why, late := m.late(); late {
+		if why, ok := m.explained(); ok {
 			t.Logf("%s; explained: %s; measured once more", p, why)
 			m = measure(t, cs, sc, rate)
 			t.Log(m.row())
@@ -443,16 +444,28 @@ type downtime struct {
 	// load balancer with pod targets), each pod's time from when the proxy let it go
 	// to its app's exit, by name (terminations.letGo); negative: it exited first.
 	deregistered map[string]time.Duration
+	// ingress: on the ingress's path, when requests failed, whether its access log shows
+	// them lost by the ingress and not by a pod's exit (ingressVerdict).
+	ingress verdict
 }
 
-// late says whether a route took a pod of m out later than the pod stayed, and how:
-// a node's kube-proxy (routeTimes.late), or the path's proxy letting a pod go more than
-// a second after its app's exit (the exit's time is cut to whole seconds). A SYN or a
-// request could then follow the route to a pod that was gone, what no wait that ends
-// before the route does prevents: the adaptive wait sees only the traffic that comes,
-// and a proxy that holds a pod but sends it nothing for QUIET looks like one that let
-// it go (docs/downtime.md, "Reading it").
-func (m downtime) late() (string, bool) {
+// verdict is an explanation of a loss, and whether it clears the hold of it.
+type verdict struct {
+	why        string
+	notTheHold bool
+}
+
+// explained says whether m's records clear the hold of its loss, and how: a route
+// took a pod out later than the pod stayed, or the ingress lost the requests itself.
+// Late: a node's kube-proxy (routeTimes.late), or the path's proxy letting a pod go
+// more than a second after its app's exit (the exit's time is cut to whole seconds). A
+// SYN or a request could then follow the route to a pod that was gone, what no wait
+// that ends before the route does prevents: the adaptive wait sees only the traffic
+// that comes, and a proxy that holds a pod but sends it nothing for QUIET looks like
+// one that let it go (docs/downtime.md, "Reading it"). The ingress's own: its access
+// log puts every failed request on a pod it had let go, on a pod still running after
+// the request, or on none (ingressVerdict).
+func (m downtime) explained() (string, bool) {
 	if len(m.terminations) > 0 {
 		if why, late := m.routes.late(m.terminations[0]); late {
 			return why, true
@@ -462,6 +475,9 @@ func (m downtime) late() (string, bool) {
 		if d := m.deregistered[pod]; d < -time.Second {
 			return fmt.Sprintf("the %s let pod %s go %v after its app exited", m.scenario.path, pod, -d), true
 		}
+	}
+	if m.ingress.notTheHold {
+		return m.ingress.why, true
 	}
 	return "", false
 }
@@ -731,10 +747,18 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	}
 	t.Logf("%s: probed for %v; pods from deletion to exit: %v; kube-proxy: %v", sc, time.Since(start).Round(time.Second), took, programmed)
 	var deregistered map[string]time.Duration
+	var letGo map[string]time.Time
 	if deregistrations != nil {
 		var sinceDeletion map[string]time.Duration
-		sinceDeletion, deregistered = term.letGo(deregistrations())
+		letGo = deregistrations()
+		sinceDeletion, deregistered = term.letGo(letGo)
 		t.Logf("%s: pods from deletion to the %s letting them go: %v; from then to exit: %v", sc, sc.path, sinceDeletion, deregistered)
+	}
+	var ingress verdict
+	if sc.path.path.Name == traffic.Ingress.Name && s.Total.Failed > 0 {
+		// Where the ingress sent each failed request, from its access log.
+		ingress.why, ingress.notTheHold = ingressVerdict(ingressAccess(t, cs, ns, start), s.Total.Failed, term.addresses(letGo), start)
+		t.Logf("%s: the ingress's access log: %s", sc, ingress.why)
 	}
 	if scrapes != nil {
 		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)
@@ -760,7 +784,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		// Every loss with a delay is to be explained: the pods' times beside the outages.
 		t.Logf("%s: outages %+v; pods (seconds from the probe's start): %q", sc, s.Outages, term.pods(start))
 	}
-	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered}
+	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered, ingress: ingress}
 }
 
 func (sc scenario) String() string {
@@ -1008,6 +1032,11 @@ func pair(t *testing.T, path labPath, d disruption) {
 			t.Log(m.row())
 		}
 		m.check(t)
+		if path.path.Name == traffic.Ingress.Name && m.summary.Total.Failed > 0 && m.ingress.notTheHold {
+			// The access log's verdict can fail: without a delay, the pods leave while
+			// the ingress still sends to them.
+			t.Errorf("%s: the ingress's access log clears the pods' exits of the loss: %s", sc, m.ingress.why)
+		}
 		proofOut(t, out, sc, m)
 	}
 }

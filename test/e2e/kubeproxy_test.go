@@ -181,28 +181,32 @@ func TestParseProgramming(t *testing.T) {
 	}
 }
 
-// TestDowntimeLate: a measurement's routes are late when a kube-proxy programmed a change
-// later than the shortest stay, or when the path's proxy let a pod go more than a second
-// after its app's exit (which the API cuts to whole seconds).
-func TestDowntimeLate(t *testing.T) {
+// TestDowntimeExplained: a measurement's records clear the hold of a loss when a
+// kube-proxy programmed a change later than the shortest stay, when the path's proxy let
+// a pod go more than a second after its app's exit (which the API cuts to whole
+// seconds), or when the ingress's access log shows it lost the requests itself.
+func TestDowntimeExplained(t *testing.T) {
 	quick := routeTimes{{n: 4, lo: 1, hi: 2}, {n: 4, lo: 2, hi: 6}}
 	for _, c := range []struct {
 		name         string
 		routes       routeTimes
 		terminations []time.Duration
 		deregistered map[string]time.Duration
-		late         bool
+		ingress      verdict
+		explained    bool
 	}{
-		{"nothing moved", quick, nil, nil, false},
-		{"kube-proxy within the stay", quick, []time.Duration{7 * time.Second}, nil, false},
-		{"kube-proxy past the stay", quick, []time.Duration{2 * time.Second, 8 * time.Second}, nil, true},
-		{"let go before the exit", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second, "b": 0}, false},
-		{"let go within the exit's second", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": -time.Second}, false},
-		{"let go after the exit", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 2 * time.Second, "b": -3 * time.Second}, true},
+		{"nothing moved", quick, nil, nil, verdict{}, false},
+		{"kube-proxy within the stay", quick, []time.Duration{7 * time.Second}, nil, verdict{}, false},
+		{"kube-proxy past the stay", quick, []time.Duration{2 * time.Second, 8 * time.Second}, nil, verdict{}, true},
+		{"let go before the exit", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second, "b": 0}, verdict{}, false},
+		{"let go within the exit's second", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": -time.Second}, verdict{}, false},
+		{"let go after the exit", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 2 * time.Second, "b": -3 * time.Second}, verdict{}, true},
+		{"the ingress's own", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second}, verdict{"a stall", true}, true},
+		{"a pod's exit by the ingress's log", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second}, verdict{"pod a exited", false}, false},
 	} {
-		m := downtime{scenario: scenario{path: viaIngress}, routes: c.routes, terminations: c.terminations, deregistered: c.deregistered}
-		if why, late := m.late(); late != c.late {
-			t.Errorf("%s: late = %v (%s), want %v", c.name, late, why, c.late)
+		m := downtime{scenario: scenario{path: viaIngress}, routes: c.routes, terminations: c.terminations, deregistered: c.deregistered, ingress: c.ingress}
+		if why, ok := m.explained(); ok != c.explained {
+			t.Errorf("%s: explained = %v (%s), want %v", c.name, ok, why, c.explained)
 		}
 	}
 }

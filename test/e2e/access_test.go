@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The lab ingress's access log (hack/ingress.yaml keeps the failed requests and the
+// slow): the pod each failed request through the ingress went to, which tells a pod
+// that exited while the ingress still sent to it (what a wait prevents) from a loss of
+// the ingress's own.
+
+// accessEntry is one request as the ingress logged it.
+type accessEntry struct {
+	start  time.Time
+	took   time.Duration
+	server string // the address of the pod it went to; "": none
+	status int    // what the client got; 499: it gave up first
+}
+
+// failed: the client got an error or gave up (the probe's timeout is 2 s).
+func (e accessEntry) failed() bool { return e.status >= 499 || e.status == 0 }
+
+// parseAccessLog returns the requests to ns's Service "app" in log, the ingress's
+// output (its access log's JSON lines among its own): Traefik names the service
+// NAMESPACE-SERVICE-PORT@PROVIDER.
+func parseAccessLog(log []byte, ns string) ([]accessEntry, error) {
+	var out []accessEntry
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("{")) || !bytes.Contains(line, []byte(`"StartUTC"`)) {
+			continue
+		}
+		var e struct {
+			StartUTC         time.Time `json:"StartUTC"`
+			Duration         int64     `json:"Duration"`
+			ServiceName      string    `json:"ServiceName"`
+			ServiceURL       string    `json:"ServiceURL"`
+			DownstreamStatus int       `json:"DownstreamStatus"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("the ingress's access log, line %d: %w", n, err)
+		}
+		if !strings.HasPrefix(e.ServiceName, ns+"-app-") {
+			continue
+		}
+		server := ""
+		if e.ServiceURL != "" {
+			host := strings.TrimPrefix(strings.TrimPrefix(e.ServiceURL, "http://"), "https://")
+			h, _, err := net.SplitHostPort(host)
+			if err != nil {
+				return nil, fmt.Errorf("the ingress's access log, line %d: server %q: %w", n, e.ServiceURL, err)
+			}
+			server = h
+		}
+		out = append(out, accessEntry{start: e.StartUTC, took: time.Duration(e.Duration), server: server, status: e.DownstreamStatus})
+	}
+	return out, sc.Err()
+}
+
+// ingressAccess reads what the lab's ingress logged of ns's requests since since.
+func ingressAccess(t *testing.T, cs *kubernetes.Clientset, ns string, since time.Time) []accessEntry {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(ingressNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=traefik"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []accessEntry
+	for _, p := range pods.Items {
+		// The API's times are whole seconds: a second early, cut below.
+		log, err := cs.CoreV1().Pods(ingressNamespace).GetLogs(p.Name, &corev1.PodLogOptions{SinceTime: &metav1.Time{Time: since.Add(-time.Second)}}).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("the ingress's log (pod %s): %v", p.Name, err)
+		}
+		es, err := parseAccessLog(log, ns)
+		if err != nil {
+			t.Fatalf("pod %s: %v", p.Name, err)
+		}
+		for _, e := range es {
+			if !e.start.Before(since) {
+				out = append(out, e)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b accessEntry) int { return a.start.Compare(b.start) })
+	return out
+}
+
+// podAt is what a verdict needs of one pod: when the ingress let it go (zero: not
+// seen to) and when its app exited (zero: not seen to; whole seconds, cut: the true
+// exit is at most a second later).
+type podAt struct {
+	name          string
+	letGo, exited time.Time
+}
+
+// ingressVerdict says whether the failed requests the ingress logged (entries; the
+// probes counted failed) were the ingress's and not a hold's, and why. A request is the
+// hold's when it went to a pod the ingress had not let go and that pod's app exited
+// before the request ended: it was still routed when it left. It is the ingress's when
+// it went to a pod the ingress had let go, or to a pod whose app ran until after the
+// request ended (the pod did not leave; the ingress or the machine stalled), or to no
+// pod. A failure the ingress did not log, or one to an address of no pod seen, is
+// unexplained. Times in why are from start.
+func ingressVerdict(entries []accessEntry, failed int, pods map[string]podAt, start time.Time) (why string, notTheHold bool) {
+	var fails []accessEntry
+	for _, e := range entries {
+		if e.failed() {
+			fails = append(fails, e)
+		}
+	}
+	if len(fails) < failed {
+		return fmt.Sprintf("the ingress logged %d failed requests, the probe counted %d", len(fails), failed), false
+	}
+	at := func(t time.Time) string { return fmt.Sprintf("%.2f s", t.Sub(start).Seconds()) }
+	var reasons []string
+	for _, e := range fails {
+		what := fmt.Sprintf("at %s (%d after %.1f s)", at(e.start), e.status, e.took.Seconds())
+		p, ok := pods[e.server]
+		end := e.start.Add(e.took)
+		switch {
+		case e.server == "":
+			reasons = append(reasons, what+" to no pod")
+		case !ok:
+			return fmt.Sprintf("a request %s went to %s, the address of no pod seen", what, e.server), false
+		case !p.letGo.IsZero() && !e.start.Before(p.letGo):
+			reasons = append(reasons, fmt.Sprintf("%s to pod %s, let go at %s", what, p.name, at(p.letGo)))
+		case p.exited.IsZero() || !p.exited.Before(end):
+			reasons = append(reasons, fmt.Sprintf("%s to pod %s, running until after it", what, p.name))
+		default:
+			return fmt.Sprintf("a request %s went to pod %s, whose app exited at %s while the ingress still sent to it", what, p.name, at(p.exited)), false
+		}
+	}
+	if len(reasons) == 0 {
+		return "", false
+	}
+	return "the ingress lost them, not a pod's exit: " + strings.Join(reasons, "; "), true
+}
+
+// addresses gives what ingressVerdict needs of each pod seen, by address, with left
+// (when the ingress let each address go). Of two pods with one address, the one that
+// was deleted.
+func (r *terminations) addresses(left map[string]time.Time) map[string]podAt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]podAt{}
+	for name, l := range r.lives {
+		if l.ip == "" {
+			continue
+		}
+		if _, seen := out[l.ip]; seen && l.deleting.IsZero() {
+			continue
+		}
+		out[l.ip] = podAt{name: name, letGo: left[l.ip], exited: l.exited}
+	}
+	return out
+}
+
+// TestParseAccessLog: the lab ingress's output (testdata/traefik-access.log: Traefik
+// 3.6's own line, and access-log lines of a negative control, one of them moved to
+// another namespace and the last one with its server taken out, as Traefik logs a
+// request it had no server for) gives the requests of one namespace; a broken line
+// names its number.
+func TestParseAccessLog(t *testing.T) {
+	log, err := os.ReadFile(filepath.Join("testdata", "traefik-access.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseAccessLog(log, "e2e-testingressdowntime-d25b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	want := []accessEntry{
+		{start: at("2026-11-28T16:56:49.721081431Z"), took: 1527463, server: "10.78.1.9", status: 502},
+		{start: at("2026-11-28T16:56:51.446729755Z"), took: 2001167561, server: "10.78.1.9", status: 499},
+		{start: at("2026-11-28T16:56:51.446729755Z"), took: 2001167561, status: 503},
+	}
+	if !slices.EqualFunc(got, want, func(a, b accessEntry) bool {
+		return a.start.Equal(b.start) && a.took == b.took && a.server == b.server && a.status == b.status
+	}) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if other, err := parseAccessLog(log, "e2e-other-ns"); err != nil || len(other) != 1 {
+		t.Errorf("another namespace: %+v, %v; want its one request", other, err)
+	}
+	broken := append(slices.Clone(log), []byte(`{"StartUTC":"yesterday"}`+"\n")...)
+	if _, err := parseAccessLog(broken, "e2e-testingressdowntime-d25b"); err == nil || !strings.Contains(err.Error(), "line 6") {
+		t.Errorf("a broken line: %v, want an error naming line 6", err)
+	}
+}
+
+// TestIngressVerdict: a failed request through the ingress is a pod's exit's when it
+// went to a pod the ingress had not let go and whose app exited before the request
+// ended; the ingress's own when it went to a pod let go, to a pod running after it,
+// or to none; unexplained when the log lacks a failure or names an address of no pod.
+func TestIngressVerdict(t *testing.T) {
+	start := time.Date(2026, 11, 28, 16, 0, 0, 0, time.UTC)
+	s := func(f float64) time.Time { return start.Add(time.Duration(f * float64(time.Second))) }
+	pods := map[string]podAt{
+		"10.0.0.1": {name: "let-go", letGo: s(14.8), exited: s(16)}, // let go, then exited
+		"10.0.0.2": {name: "running", letGo: s(20), exited: s(25)},  // not let go yet, running
+		"10.0.0.3": {name: "exiting", letGo: s(18), exited: s(16)},  // exited while routed
+		"10.0.0.4": {name: "new"},                                   // neither
+	}
+	timeout := func(at float64, server string) accessEntry {
+		return accessEntry{start: s(at), took: 2 * time.Second, server: server, status: 499}
+	}
+	for _, c := range []struct {
+		name       string
+		entries    []accessEntry
+		failed     int
+		notTheHold bool
+		why        string // in the verdict
+	}{
+		{"to a pod let go", []accessEntry{timeout(15.94, "10.0.0.1")}, 1, true, "to pod let-go, let go at 14.80 s"},
+		{"to a pod running after it", []accessEntry{timeout(15.94, "10.0.0.2"), timeout(15.95, "10.0.0.4")}, 2, true, "to pod running, running until after it"},
+		{"to no pod", []accessEntry{{start: s(3), status: 503}}, 1, true, "to no pod"},
+		{"to a pod that exited while routed", []accessEntry{timeout(15.94, "10.0.0.2"), {start: s(16.2), took: time.Millisecond, server: "10.0.0.3", status: 502}}, 2, false, "pod exiting, whose app exited at 16.00 s"},
+		{"into a pod's exit", []accessEntry{timeout(14.5, "10.0.0.1")}, 1, false, "whose app exited at 16.00 s"},
+		{"a slow success is no failure", []accessEntry{{start: s(15), took: 1500 * time.Millisecond, server: "10.0.0.3", status: 200}, timeout(15.94, "10.0.0.1")}, 1, true, "let go at 14.80 s"},
+		{"fewer logged than failed", []accessEntry{timeout(15.94, "10.0.0.1")}, 2, false, "logged 1 failed requests, the probe counted 2"},
+		{"an address of no pod", []accessEntry{timeout(15.94, "10.0.0.9")}, 1, false, "10.0.0.9, the address of no pod seen"},
+	} {
+		why, ok := ingressVerdict(c.entries, c.failed, pods, start)
+		if ok != c.notTheHold || !strings.Contains(why, c.why) {
+			t.Errorf("%s: %v, %q; want %v, with %q", c.name, ok, why, c.notTheHold, c.why)
+		}
+	}
+}
