@@ -377,7 +377,7 @@ up() {
   [ "$(id -u)" -eq 0 ] || { log "needs root"; exit 1; }
   bins
   more_bins
-  mkdir -p "$D"/{logs,pids,etcd,containerd,kubelet,cni/net.d,manifests} "$D2"/{containerd,kubelet,cni/net.d,manifests}
+  mkdir -p "$D"/{logs,pids,etcd,containerd,kubelet,cni/net.d,manifests} "$D2"/{containerd,kubelet,cni/net.d,manifests,pod-logs}
   node2fs
   if ! ip -4 addr show dev lo | grep -q " $NODE_IP/32"; then
     if ip route get "$NODE_IP" 2>/dev/null | grep -qv ' dev lo'; then
@@ -443,7 +443,11 @@ up() {
   # from 1.35), with its containerd 2.x.
   # Node 2: a soft eviction threshold on its own file system (node2fs), reached in 2 s,
   # pods given at most 60 s to stop, its DiskPressure cleared 5 s after the pressure.
+  # Its pods' logs in a directory of its own: a kubelet's garbage collection removes
+  # every pod log directory of a pod it does not run, so two kubelets sharing
+  # /var/log/pods empty each other's pods' logs (kubectl logs then returns nothing).
   kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2" "featureGates: {ImageVolume: true}
+podLogsDir: \"$D2/pod-logs\"
 evictionSoft: {nodefs.available: \"50%\"}
 evictionSoftGracePeriod: {nodefs.available: 2s}
 evictionMaxPodGracePeriod: 60
