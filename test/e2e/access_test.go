@@ -111,15 +111,15 @@ type podAt struct {
 	letGo, exited time.Time
 }
 
-// ingressVerdict says whether the failed requests the ingress logged (entries; the
-// probes counted failed) were the ingress's and not a hold's, and why. A request is the
+// ingressVerdict says whose the failed requests the ingress logged were (entries; the
+// probes counted failed), and why. A request is the
 // hold's when it went to a pod the ingress had not let go and that pod's app exited
 // before the request ended: it was still routed when it left. It is the ingress's when
 // it went to a pod the ingress had let go, or to a pod whose app ran until after the
 // request ended (the pod did not leave; the ingress or the machine stalled), or to no
 // pod. A failure the ingress did not log, or one to an address of no pod seen, is
 // unexplained. Times in why are from start.
-func ingressVerdict(entries []accessEntry, failed int, pods map[string]podAt, start time.Time) (why string, notTheHold bool) {
+func ingressVerdict(entries []accessEntry, failed int, pods map[string]podAt, start time.Time) verdict {
 	var fails []accessEntry
 	for _, e := range entries {
 		if e.failed() {
@@ -127,7 +127,7 @@ func ingressVerdict(entries []accessEntry, failed int, pods map[string]podAt, st
 		}
 	}
 	if len(fails) < failed {
-		return fmt.Sprintf("the ingress logged %d failed requests, the probe counted %d", len(fails), failed), false
+		return verdict{why: fmt.Sprintf("the ingress logged %d failed requests, the probe counted %d", len(fails), failed)}
 	}
 	at := func(t time.Time) string { return fmt.Sprintf("%.2f s", t.Sub(start).Seconds()) }
 	var reasons []string
@@ -139,19 +139,19 @@ func ingressVerdict(entries []accessEntry, failed int, pods map[string]podAt, st
 		case e.server == "":
 			reasons = append(reasons, what+" to no pod")
 		case !ok:
-			return fmt.Sprintf("a request %s went to %s, the address of no pod seen", what, e.server), false
+			return verdict{why: fmt.Sprintf("a request %s went to %s, the address of no pod seen", what, e.server)}
 		case !p.letGo.IsZero() && !e.start.Before(p.letGo):
 			reasons = append(reasons, fmt.Sprintf("%s to pod %s, let go at %s", what, p.name, at(p.letGo)))
 		case p.exited.IsZero() || !p.exited.Before(end):
 			reasons = append(reasons, fmt.Sprintf("%s to pod %s, running until after it", what, p.name))
 		default:
-			return fmt.Sprintf("a request %s went to pod %s, whose app exited at %s while the ingress still sent to it", what, p.name, at(p.exited)), false
+			return verdict{why: fmt.Sprintf("a request %s went to pod %s, whose app exited at %s while the ingress still sent to it", what, p.name, at(p.exited)), cause: podExit}
 		}
 	}
 	if len(reasons) == 0 {
-		return "", false
+		return verdict{}
 	}
-	return "the ingress lost them, not a pod's exit: " + strings.Join(reasons, "; "), true
+	return verdict{why: "the ingress lost them, not a pod's exit: " + strings.Join(reasons, "; "), cause: ingressOwn}
 }
 
 // addresses gives what ingressVerdict needs of each pod seen, by address, with left
@@ -230,24 +230,24 @@ func TestIngressVerdict(t *testing.T) {
 		return accessEntry{start: s(at), took: 2 * time.Second, server: server, status: 499}
 	}
 	for _, c := range []struct {
-		name       string
-		entries    []accessEntry
-		failed     int
-		notTheHold bool
-		why        string // in the verdict
+		name    string
+		entries []accessEntry
+		failed  int
+		cause   cause
+		why     string // in the verdict
 	}{
-		{"to a pod let go", []accessEntry{timeout(15.94, "10.0.0.1")}, 1, true, "to pod let-go, let go at 14.80 s"},
-		{"to a pod running after it", []accessEntry{timeout(15.94, "10.0.0.2"), timeout(15.95, "10.0.0.4")}, 2, true, "to pod running, running until after it"},
-		{"to no pod", []accessEntry{{start: s(3), status: 503}}, 1, true, "to no pod"},
-		{"to a pod that exited while routed", []accessEntry{timeout(15.94, "10.0.0.2"), {start: s(16.2), took: time.Millisecond, server: "10.0.0.3", status: 502}}, 2, false, "pod exiting, whose app exited at 16.00 s"},
-		{"into a pod's exit", []accessEntry{timeout(14.5, "10.0.0.1")}, 1, false, "whose app exited at 16.00 s"},
-		{"a slow success is no failure", []accessEntry{{start: s(15), took: 1500 * time.Millisecond, server: "10.0.0.3", status: 200}, timeout(15.94, "10.0.0.1")}, 1, true, "let go at 14.80 s"},
-		{"fewer logged than failed", []accessEntry{timeout(15.94, "10.0.0.1")}, 2, false, "logged 1 failed requests, the probe counted 2"},
-		{"an address of no pod", []accessEntry{timeout(15.94, "10.0.0.9")}, 1, false, "10.0.0.9, the address of no pod seen"},
+		{"to a pod let go", []accessEntry{timeout(15.94, "10.0.0.1")}, 1, ingressOwn, "to pod let-go, let go at 14.80 s"},
+		{"to a pod running after it", []accessEntry{timeout(15.94, "10.0.0.2"), timeout(15.95, "10.0.0.4")}, 2, ingressOwn, "to pod running, running until after it"},
+		{"to no pod", []accessEntry{{start: s(3), status: 503}}, 1, ingressOwn, "to no pod"},
+		{"to a pod that exited while routed", []accessEntry{timeout(15.94, "10.0.0.2"), {start: s(16.2), took: time.Millisecond, server: "10.0.0.3", status: 502}}, 2, podExit, "pod exiting, whose app exited at 16.00 s"},
+		{"into a pod's exit", []accessEntry{timeout(14.5, "10.0.0.1")}, 1, podExit, "whose app exited at 16.00 s"},
+		{"a slow success is no failure", []accessEntry{{start: s(15), took: 1500 * time.Millisecond, server: "10.0.0.3", status: 200}, timeout(15.94, "10.0.0.1")}, 1, ingressOwn, "let go at 14.80 s"},
+		{"fewer logged than failed", []accessEntry{timeout(15.94, "10.0.0.1")}, 2, unexplained, "logged 1 failed requests, the probe counted 2"},
+		{"an address of no pod", []accessEntry{timeout(15.94, "10.0.0.9")}, 1, unexplained, "10.0.0.9, the address of no pod seen"},
 	} {
-		why, ok := ingressVerdict(c.entries, c.failed, pods, start)
-		if ok != c.notTheHold || !strings.Contains(why, c.why) {
-			t.Errorf("%s: %v, %q; want %v, with %q", c.name, ok, why, c.notTheHold, c.why)
+		v := ingressVerdict(c.entries, c.failed, pods, start)
+		if v.cause != c.cause || !strings.Contains(v.why, c.why) {
+			t.Errorf("%s: %q, %q; want %q, with %q", c.name, v.cause, v.why, c.cause, c.why)
 		}
 	}
 }

@@ -449,11 +449,20 @@ type downtime struct {
 	ingress verdict
 }
 
-// verdict is an explanation of a loss, and whether it clears the hold of it.
+// verdict is an explanation of a loss, and whose it was.
 type verdict struct {
-	why        string
-	notTheHold bool
+	why   string
+	cause cause
 }
+
+// cause: whose a loss was, by the records.
+type cause string
+
+const (
+	unexplained cause = ""
+	podExit     cause = "a pod's exit" // a pod left while a route still sent to it: the hold's
+	ingressOwn  cause = "the ingress"  // the ingress lost it itself: not the hold's
+)
 
 // explained says whether m's records clear the hold of its loss, and how: a route
 // took a pod out later than the pod stayed, or the ingress lost the requests itself.
@@ -476,7 +485,7 @@ func (m downtime) explained() (string, bool) {
 			return fmt.Sprintf("the %s let pod %s go %v after its app exited", m.scenario.path, pod, -d), true
 		}
 	}
-	if m.ingress.notTheHold {
+	if m.ingress.cause == ingressOwn {
 		return m.ingress.why, true
 	}
 	return "", false
@@ -757,7 +766,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	var ingress verdict
 	if sc.path.path.Name == traffic.Ingress.Name && s.Total.Failed > 0 {
 		// Where the ingress sent each failed request, from its access log.
-		ingress.why, ingress.notTheHold = ingressVerdict(ingressAccess(t, cs, ns, start), s.Total.Failed, term.addresses(letGo), start)
+		ingress = ingressVerdict(ingressAccess(t, cs, ns, start), s.Total.Failed, term.addresses(letGo), start)
 		t.Logf("%s: the ingress's access log: %s", sc, ingress.why)
 	}
 	if scrapes != nil {
@@ -1032,10 +1041,10 @@ func pair(t *testing.T, path labPath, d disruption) {
 			t.Log(m.row())
 		}
 		m.check(t)
-		if path.path.Name == traffic.Ingress.Name && m.summary.Total.Failed > 0 && m.ingress.notTheHold {
+		if path.path.Name == traffic.Ingress.Name && m.summary.Total.Failed > 0 && m.ingress.cause != podExit {
 			// The access log's verdict can fail: without a delay, the pods leave while
-			// the ingress still sends to them.
-			t.Errorf("%s: the ingress's access log clears the pods' exits of the loss: %s", sc, m.ingress.why)
+			// the ingress still sends to them, and the log holds every failed request.
+			t.Errorf("%s: the ingress's access log does not put the loss on the pods' exits: %s", sc, m.ingress.why)
 		}
 		proofOut(t, out, sc, m)
 	}

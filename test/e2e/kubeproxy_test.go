@@ -201,8 +201,8 @@ func TestDowntimeExplained(t *testing.T) {
 		{"let go before the exit", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second, "b": 0}, verdict{}, false},
 		{"let go within the exit's second", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": -time.Second}, verdict{}, false},
 		{"let go after the exit", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 2 * time.Second, "b": -3 * time.Second}, verdict{}, true},
-		{"the ingress's own", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second}, verdict{"a stall", true}, true},
-		{"a pod's exit by the ingress's log", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second}, verdict{"pod a exited", false}, false},
+		{"the ingress's own", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second}, verdict{"a stall", ingressOwn}, true},
+		{"a pod's exit by the ingress's log", quick, []time.Duration{9 * time.Second}, map[string]time.Duration{"a": 3 * time.Second}, verdict{"pod a exited", podExit}, false},
 	} {
 		m := downtime{scenario: scenario{path: viaIngress}, routes: c.routes, terminations: c.terminations, deregistered: c.deregistered, ingress: c.ingress}
 		if why, ok := m.explained(); ok != c.explained {
