@@ -112,9 +112,9 @@ type podAt struct {
 }
 
 // ingressVerdict says whose the failed requests the ingress logged were (entries; the
-// probes counted failed), and why. A request is the
-// hold's when it went to a pod the ingress had not let go and that pod's app exited
-// before the request ended: it was still routed when it left. It is the ingress's when
+// probes counted failed), and why. A request is the hold's when it went to a pod the
+// ingress had not let go and that pod's app exited before the request ended: it was
+// still routed when it left. It is the ingress's when
 // it went to a pod the ingress had let go, or to a pod whose app ran until after the
 // request ended (the pod did not leave; the ingress or the machine stalled), or to no
 // pod. A failure the ingress did not log, or one to an address of no pod seen, is
