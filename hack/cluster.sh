@@ -191,6 +191,20 @@ contain() {
   iptables -C FORWARD "${EGRESS_RULE[@]}" 2>/dev/null || iptables -I FORWARD 1 "${EGRESS_RULE[@]}"
 }
 
+# neigh_gc lets the kernel forget the pods that are gone. host-local hands an address
+# out again once it has gone round the node's /24, to a pod with another MAC. Linux
+# keeps a neighbour entry, with the old pod's MAC, for every address it has talked to,
+# in every network namespace (the host, the ingress's pod), and collects the stale ones
+# only when its table holds gc_thresh1 (128) entries. Below that, the new pod is
+# unreachable from whoever remembers the old one until the entry is probed and fails:
+# 22 s measured from the host (docs/testing.md); the bridge plugin announces no new
+# pod. With gc_thresh1 0 an entry goes gc_stale_time (60 s) after its last use. The
+# table is the machine's one; down restores its value.
+neigh_gc() {
+  [ -f "$D/gc_thresh1.before" ] || sysctl -n net.ipv4.neigh.default.gc_thresh1 > "$D/gc_thresh1.before"
+  sysctl -qw net.ipv4.neigh.default.gc_thresh1=0
+}
+
 # contained says whether the last usable address of every cluster range routes to a
 # device of this cluster (the bridge or lo). `ip route get` sends nothing.
 contained() {
@@ -386,6 +400,7 @@ up() {
     ip addr add "$NODE_IP/32" dev lo
   fi
   contain
+  neigh_gc
   node2net
   lbnet
   contained || { log "a cluster range routes off the machine"; exit 1; }
@@ -556,6 +571,7 @@ down() {
   for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/"$NODE2"; do
     [ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
+  [ -f "$D/gc_thresh1.before" ] && sysctl -qw net.ipv4.neigh.default.gc_thresh1="$(cat "$D/gc_thresh1.before")"
   rm -rf "$D" /var/lib/cni/networks/nap 2>/dev/null || true
   # Last, once nothing can send to the cluster's ranges any more: the bridge and with it
   # the routes that kept them on the machine.

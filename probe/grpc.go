@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -42,8 +43,12 @@ func newGRPCSender(u *url.URL, opts Options) (func(Mode) sentResult, func(), err
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 		defer cancel()
-		_, err := healthpb.NewHealthClient(cc).Check(ctx, req)
+		var p peer.Peer // the call's connection, when it got one
+		_, err := healthpb.NewHealthClient(cc).Check(ctx, req, grpc.Peer(&p))
 		r := sentResult{sent: sent}
+		if p.LocalAddr != nil {
+			r.Local = p.LocalAddr.String()
+		}
 		r.Latency = time.Since(sent)
 		r.Kind, r.Code = classifyRPC(err)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 )
 
 // grpc:// probes a gRPC server's health service over a connection per call and over a
@@ -91,6 +92,45 @@ func TestHost(t *testing.T) {
 		}
 		if len(seen) != 1 || seen[c.want] != 20 {
 			t.Errorf("%s with Host %q: the server saw %v; want %q 20 times", c.url, c.host, seen, c.want)
+		}
+	}
+}
+
+// A call's Local is its connection's end as the server saw it; a refused call has none.
+func TestGRPCLocal(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen sync.Map
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		if p, ok := peer.FromContext(ctx); ok {
+			seen.Store(p.Addr.String(), true)
+		}
+		return next(ctx, req)
+	}))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(l)
+	defer srv.Stop()
+	url := "grpc://" + l.Addr().String()
+	var got []Result
+	run := func() {
+		got = nil
+		if err := Run(context.Background(), Options{URL: url, Rate: 100, Duration: 100 * time.Millisecond, Timeout: time.Second}, func(r Result) { got = append(got, r) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	for _, r := range got {
+		if _, ok := seen.Load(r.Local); r.Kind != OK || !ok {
+			t.Errorf("%s: %s from %q, want OK from an address the server saw", r.Mode, r.Kind, r.Local)
+		}
+	}
+	srv.Stop()
+	run()
+	for _, r := range got {
+		if r.Mode == New && (r.Kind != Refused || r.Local != "") {
+			t.Errorf("%s: %s from %q, want refused from no connection", r.Mode, r.Kind, r.Local)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strings"
@@ -132,6 +133,10 @@ type Result struct {
 	Err     string // the error, when there was one
 	// Headers are the values of Options.RecordHeaders in the response ("" when absent).
 	Headers []string
+	// Local is the client's end (host:port) of the connection the request went over;
+	// "" when it got none, so that it was never written. A proxy's access log names the
+	// same address: it tells which logged request a failure was.
+	Local string
 }
 
 // Run sends requests until ctx ends or opts.Duration has passed, calls onResult for each
@@ -244,6 +249,10 @@ func do(c *http.Client, base *http.Request, timeout time.Duration, retry bool, r
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	var local string // GotConn runs in Do's goroutine, before Do returns
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		local = i.Conn.LocalAddr().String()
+	}})
 	req := base.Clone(ctx)
 	if !retry {
 		// Go's transport resends a request that failed on a reused connection only when
@@ -266,6 +275,7 @@ func do(c *http.Client, base *http.Request, timeout time.Duration, retry bool, r
 		}
 	}
 	r.Latency = time.Since(sent)
+	r.Local = local
 	r.Kind = classify(r.Code, err)
 	if err != nil {
 		r.Err = err.Error()

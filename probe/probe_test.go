@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -408,6 +409,50 @@ func TestRecordHeaders(t *testing.T) {
 	for _, h := range got {
 		if len(h) != 2 || h[0] != "pod-a" || h[1] != "" {
 			t.Fatalf("headers %q, want [pod-a \"\"]", h)
+		}
+	}
+}
+
+// Local is the client's end of the connection each request went over, as the server
+// saw it: a request that timed out waiting for its answer names its connection, in
+// both modes; one whose connection was refused names none.
+func TestLocalAddress(t *testing.T) {
+	t.Parallel()
+	var seen sync.Map // the clients' addresses the server saw
+	url := serve(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		seen.Store(r.RemoteAddr, true)
+		time.Sleep(300 * time.Millisecond) // past the probe's timeout
+	}))
+	var got []Result
+	opts := Options{URL: url, Rate: 50, Duration: 200 * time.Millisecond, Timeout: 100 * time.Millisecond}
+	if err := Run(context.Background(), opts, func(r Result) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
+	modes := map[Mode]bool{}
+	for _, r := range got {
+		if _, ok := seen.Load(r.Local); r.Kind != Timeout || !ok {
+			t.Errorf("%s: %s from %q, want a timeout from an address the server saw", r.Mode, r.Kind, r.Local)
+		}
+		modes[r.Mode] = true
+	}
+	if len(got) != 10 || !modes[New] || !modes[Reuse] {
+		t.Errorf("%d results over %v, want 10 over both modes", len(got), modes)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	got = nil
+	opts.URL = closed
+	if err := Run(context.Background(), opts, func(r Result) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got {
+		if r.Kind != Refused || r.Local != "" {
+			t.Errorf("%s: %s from %q, want refused from no connection", r.Mode, r.Kind, r.Local)
 		}
 	}
 }

@@ -40,6 +40,10 @@ type Summary struct {
 	// Watch names what --watch watched; Events are what happened to it, in time order.
 	Watch  string  `json:"watch,omitempty"`
 	Events []Event `json:"events,omitempty"`
+	// Failures are the failed requests themselves, in the order they ended, for a
+	// caller in the same process that checks each one against another record (a
+	// proxy's access log); not in the JSON.
+	Failures []Result `json:"-"`
 }
 
 // Event is something that happened to the service under test while it was probed, put
@@ -91,6 +95,7 @@ func (r *Report) Summarize(opts Options, elapsed time.Duration, cmd *CommandResu
 		URL: opts.URL, Rate: opts.Rate, Retry: opts.Retry, MaxInFlight: opts.MaxInFlight, BucketSeconds: r.Bucket.Seconds(), DurationSeconds: elapsed.Seconds(),
 		Total: r.Total(), Modes: r.Totals, Outages: outages, LongestOutage: r.LongestOutage().Seconds(),
 		Latency: r.Latency(), SendLag: r.Lag(), Buckets: buckets, Command: cmd, FirstErrors: r.firstErrors(),
+		Failures: slices.Clone(r.fails),
 	}
 }
 

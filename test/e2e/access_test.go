@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nap-k8s/nap/probe"
 )
 
 // The lab ingress's access log (hack/ingress.yaml keeps the failed requests and the
@@ -28,12 +30,10 @@ import (
 type accessEntry struct {
 	start  time.Time
 	took   time.Duration
+	client string // the client's address (host:port)
 	server string // the address of the pod it went to; "": none
 	status int    // what the client got; 499: it gave up first
 }
-
-// failed: the client got an error or gave up (the probe's timeout is 2 s).
-func (e accessEntry) failed() bool { return e.status >= 499 || e.status == 0 }
 
 // parseAccessLog returns the requests to ns's Service "app" in log, the ingress's
 // output (its access log's JSON lines among its own): Traefik names the service
@@ -49,6 +49,7 @@ func parseAccessLog(log []byte, ns string) ([]accessEntry, error) {
 		}
 		var e struct {
 			StartUTC         time.Time `json:"StartUTC"`
+			ClientAddr       string    `json:"ClientAddr"`
 			Duration         int64     `json:"Duration"`
 			ServiceName      string    `json:"ServiceName"`
 			ServiceURL       string    `json:"ServiceURL"`
@@ -69,7 +70,7 @@ func parseAccessLog(log []byte, ns string) ([]accessEntry, error) {
 			}
 			server = h
 		}
-		out = append(out, accessEntry{start: e.StartUTC, took: time.Duration(e.Duration), server: server, status: e.DownstreamStatus})
+		out = append(out, accessEntry{start: e.StartUTC, took: time.Duration(e.Duration), client: e.ClientAddr, server: server, status: e.DownstreamStatus})
 	}
 	return out, sc.Err()
 }
@@ -111,28 +112,40 @@ type podAt struct {
 	letGo, exited time.Time
 }
 
-// ingressVerdict says whose the failed requests the ingress logged were (entries; the
-// probes counted failed), and why. A request is the hold's when it went to a pod the
+// ingressVerdict says whose the failed requests through the ingress were (fails, as
+// the probe saw them; entries, what the ingress logged), and why. Each failure is the
+// entry from the same client address (the probe's Local, the log's ClientAddr) that
+// started while the client waited. A request that got no connection to the ingress
+// never reached it, and the ingress's pod does not leave here: it was lost before any
+// route to a pod, the ingress's own. A request is the hold's when it went to a pod the
 // ingress had not let go and that pod's app exited before the request ended: it was
-// still routed when it left. It is the ingress's when
-// it went to a pod the ingress had let go, or to a pod whose app ran until after the
-// request ended (the pod did not leave; the ingress or the machine stalled), or to no
-// pod. A failure the ingress did not log, or one to an address of no pod seen, is
-// unexplained. Times in why are from start.
-func ingressVerdict(entries []accessEntry, failed int, pods map[string]podAt, start time.Time) verdict {
-	var fails []accessEntry
-	for _, e := range entries {
-		if e.failed() {
-			fails = append(fails, e)
-		}
-	}
-	if len(fails) < failed {
-		return verdict{why: fmt.Sprintf("the ingress logged %d failed requests, the probe counted %d", len(fails), failed)}
+// still routed when it left. It is the ingress's when it went to a pod the ingress had
+// let go, or to a pod whose app ran until after the request ended (the pod did not
+// leave; the ingress or the machine stalled), or to no pod. A request the ingress took
+// but did not log, or one to an address of no pod seen, is unexplained. Times in why
+// are from start.
+func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string]podAt, start time.Time) verdict {
+	if len(fails) == 0 {
+		return verdict{why: "the probe kept no failed request to look up"}
 	}
 	at := func(t time.Time) string { return fmt.Sprintf("%.2f s", t.Sub(start).Seconds()) }
+	used := make([]bool, len(entries))
 	var reasons []string
-	for _, e := range fails {
-		what := fmt.Sprintf("at %s (%d after %.1f s)", at(e.start), e.status, e.took.Seconds())
+	for _, f := range fails {
+		sent := f.Due.Add(f.Lag)
+		what := fmt.Sprintf("at %s (%s over a %s connection", at(sent), f.Kind, f.Mode)
+		if f.Local == "" {
+			reasons = append(reasons, what+") got no connection to the ingress")
+			continue
+		}
+		what += " from " + f.Local + ")"
+		i := logged(entries, used, f)
+		if i < 0 {
+			return verdict{why: fmt.Sprintf("a request %s reached the ingress, which logged nothing of it", what)}
+		}
+		used[i] = true
+		e := entries[i]
+		what += fmt.Sprintf(", logged %d after %.1f s,", e.status, e.took.Seconds())
 		p, ok := pods[e.server]
 		end := e.start.Add(e.took)
 		switch {
@@ -148,10 +161,20 @@ func ingressVerdict(entries []accessEntry, failed int, pods map[string]podAt, st
 			return verdict{why: fmt.Sprintf("a request %s went to pod %s, whose app exited at %s while the ingress still sent to it", what, p.name, at(p.exited)), cause: podExit}
 		}
 	}
-	if len(reasons) == 0 {
-		return verdict{}
-	}
 	return verdict{why: "the ingress lost them, not a pod's exit: " + strings.Join(reasons, "; "), cause: ingressOwn}
+}
+
+// logged is the index of f's entry among entries not used yet: from f's client
+// address, started while f's client waited (a connection carries one request at a
+// time); -1: none.
+func logged(entries []accessEntry, used []bool, f probe.Result) int {
+	sent := f.Due.Add(f.Lag)
+	for i, e := range entries {
+		if !used[i] && e.client == f.Local && !e.start.Before(sent.Add(-100*time.Millisecond)) && !e.start.After(sent.Add(f.Latency+100*time.Millisecond)) {
+			return i
+		}
+	}
+	return -1
 }
 
 // addresses gives what ingressVerdict needs of each pod seen, by address, with left
@@ -195,12 +218,12 @@ func TestParseAccessLog(t *testing.T) {
 		return v
 	}
 	want := []accessEntry{
-		{start: at("2026-11-28T16:56:49.721081431Z"), took: 1527463, server: "10.78.1.9", status: 502},
-		{start: at("2026-11-28T16:56:51.446729755Z"), took: 2001167561, server: "10.78.1.9", status: 499},
-		{start: at("2026-11-28T16:56:51.446729755Z"), took: 2001167561, status: 503},
+		{start: at("2026-11-28T16:56:49.721081431Z"), took: 1527463, client: "10.78.0.1:60249", server: "10.78.1.9", status: 502},
+		{start: at("2026-11-28T16:56:51.446729755Z"), took: 2001167561, client: "10.78.0.1:54072", server: "10.78.1.9", status: 499},
+		{start: at("2026-11-28T16:56:51.446729755Z"), took: 2001167561, client: "10.78.0.1:54072", status: 503},
 	}
 	if !slices.EqualFunc(got, want, func(a, b accessEntry) bool {
-		return a.start.Equal(b.start) && a.took == b.took && a.server == b.server && a.status == b.status
+		return a.start.Equal(b.start) && a.took == b.took && a.client == b.client && a.server == b.server && a.status == b.status
 	}) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -213,10 +236,12 @@ func TestParseAccessLog(t *testing.T) {
 	}
 }
 
-// TestIngressVerdict: a failed request through the ingress is a pod's exit's when it
-// went to a pod the ingress had not let go and whose app exited before the request
-// ended; the ingress's own when it went to a pod let go, to a pod running after it,
-// or to none; unexplained when the log lacks a failure or names an address of no pod.
+// TestIngressVerdict: a failed request through the ingress is the entry the ingress
+// logged from its client's address while the client waited. It is a pod's exit's when
+// it went to a pod the ingress had not let go and whose app exited before the request
+// ended; the ingress's own when it got no connection to the ingress, or went to a pod
+// let go, to a pod running after it, or to none; unexplained when the ingress took it
+// and logged nothing of it, or names an address of no pod.
 func TestIngressVerdict(t *testing.T) {
 	start := time.Date(2026, 11, 28, 16, 0, 0, 0, time.UTC)
 	s := func(f float64) time.Time { return start.Add(time.Duration(f * float64(time.Second))) }
@@ -226,26 +251,43 @@ func TestIngressVerdict(t *testing.T) {
 		"10.0.0.3": {name: "exiting", letGo: s(18), exited: s(16)},  // exited while routed
 		"10.0.0.4": {name: "new"},                                   // neither
 	}
-	timeout := func(at float64, server string) accessEntry {
-		return accessEntry{start: s(at), took: 2 * time.Second, server: server, status: 499}
+	// A request the probe sent at, from port (0: it got no connection), that timed out.
+	fail := func(at float64, port int) probe.Result {
+		r := probe.Result{Due: s(at), Lag: time.Millisecond, Latency: 2 * time.Second, Kind: probe.Timeout, Mode: probe.New}
+		if port != 0 {
+			r.Local = fmt.Sprintf("10.78.0.1:%d", port)
+		}
+		return r
+	}
+	// What the ingress logged of a request from port, 10 ms after at.
+	entry := func(at float64, port int, server string, status int, took time.Duration) accessEntry {
+		return accessEntry{start: s(at + 0.01), took: took, client: fmt.Sprintf("10.78.0.1:%d", port), server: server, status: status}
+	}
+	timeout := func(at float64, port int, server string) accessEntry {
+		return entry(at, port, server, 499, 2*time.Second)
 	}
 	for _, c := range []struct {
 		name    string
+		fails   []probe.Result
 		entries []accessEntry
-		failed  int
 		cause   cause
 		why     string // in the verdict
 	}{
-		{"to a pod let go", []accessEntry{timeout(15.94, "10.0.0.1")}, 1, ingressOwn, "to pod let-go, let go at 14.80 s"},
-		{"to a pod running after it", []accessEntry{timeout(15.94, "10.0.0.2"), timeout(15.95, "10.0.0.4")}, 2, ingressOwn, "to pod running, running until after it"},
-		{"to no pod", []accessEntry{{start: s(3), status: 503}}, 1, ingressOwn, "to no pod"},
-		{"to a pod that exited while routed", []accessEntry{timeout(15.94, "10.0.0.2"), {start: s(16.2), took: time.Millisecond, server: "10.0.0.3", status: 502}}, 2, podExit, "pod exiting, whose app exited at 16.00 s"},
-		{"into a pod's exit", []accessEntry{timeout(14.5, "10.0.0.1")}, 1, podExit, "whose app exited at 16.00 s"},
-		{"a slow success is no failure", []accessEntry{{start: s(15), took: 1500 * time.Millisecond, server: "10.0.0.3", status: 200}, timeout(15.94, "10.0.0.1")}, 1, ingressOwn, "let go at 14.80 s"},
-		{"fewer logged than failed", []accessEntry{timeout(15.94, "10.0.0.1")}, 2, unexplained, "logged 1 failed requests, the probe counted 2"},
-		{"an address of no pod", []accessEntry{timeout(15.94, "10.0.0.9")}, 1, unexplained, "10.0.0.9, the address of no pod seen"},
+		{"to a pod let go", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(15.94, 1, "10.0.0.1")}, ingressOwn, "to pod let-go, let go at 14.80 s"},
+		{"to a pod running after it", []probe.Result{fail(15.94, 1), fail(15.95, 2)}, []accessEntry{timeout(15.94, 1, "10.0.0.2"), timeout(15.95, 2, "10.0.0.4")}, ingressOwn, "to pod running, running until after it"},
+		{"to no pod", []probe.Result{fail(3, 1)}, []accessEntry{entry(3, 1, "", 503, time.Millisecond)}, ingressOwn, "to no pod"},
+		{"no connection to the ingress", []probe.Result{fail(20.38, 0), fail(20.4, 0)}, nil, ingressOwn, "at 20.38 s (timeout over a new connection) got no connection to the ingress"},
+		{"to a pod that exited while routed", []probe.Result{fail(15.94, 1), fail(16.2, 2)}, []accessEntry{timeout(15.94, 1, "10.0.0.2"), entry(16.2, 2, "10.0.0.3", 502, time.Millisecond)}, podExit, "pod exiting, whose app exited at 16.00 s"},
+		{"into a pod's exit", []probe.Result{fail(14.5, 1)}, []accessEntry{timeout(14.5, 1, "10.0.0.1")}, podExit, "whose app exited at 16.00 s"},
+		{"a slow success is the client's timeout", []probe.Result{fail(15, 3)}, []accessEntry{entry(15, 3, "10.0.0.2", 200, 2500*time.Millisecond)}, ingressOwn, "logged 200 after 2.5 s, to pod running"},
+		// Another entry from the same port: the connection's request before, and one of
+		// another connection long after, once the port was free again.
+		{"the ingress took it, logged nothing", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(13, 1, "10.0.0.2"), timeout(40, 1, "10.0.0.2")}, unexplained, "from 10.78.0.1:1) reached the ingress, which logged nothing of it"},
+		{"one entry for two requests", []probe.Result{fail(15.94, 1), fail(15.95, 1)}, []accessEntry{timeout(15.94, 1, "10.0.0.2")}, unexplained, "at 15.95 s"},
+		{"an address of no pod", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(15.94, 1, "10.0.0.9")}, unexplained, "10.0.0.9, the address of no pod seen"},
+		{"no failure kept", nil, nil, unexplained, "kept no failed request"},
 	} {
-		v := ingressVerdict(c.entries, c.failed, pods, start)
+		v := ingressVerdict(c.entries, c.fails, pods, start)
 		if v.cause != c.cause || !strings.Contains(v.why, c.why) {
 			t.Errorf("%s: %q, %q; want %q, with %q", c.name, v.cause, v.why, c.cause, c.why)
 		}

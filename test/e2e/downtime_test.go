@@ -766,7 +766,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	var ingress verdict
 	if sc.path.path.Name == traffic.Ingress.Name && s.Total.Failed > 0 {
 		// Where the ingress sent each failed request, from its access log.
-		ingress = ingressVerdict(ingressAccess(t, cs, ns, start), s.Total.Failed, term.addresses(letGo), start)
+		ingress = ingressVerdict(ingressAccess(t, cs, ns, start), s.Failures, term.addresses(letGo), start)
 		t.Logf("%s: the ingress's access log: %s", sc, ingress.why)
 	}
 	if scrapes != nil {
