@@ -121,3 +121,25 @@ func TestStaleSynSent(t *testing.T) {
 		t.Errorf("from port %d, named by a stale entry of another Service whose reply side is the live pod %s: %v", base+2, live, err)
 	}
 }
+
+// TestSameConn: two listings of one conntrack entry differ in the seconds it has left
+// and its reference count (a CI run listed one entry twice, at 117 s use=2 and 116 s
+// use=1, and TestStaleSynSent saw two connections); another entry differs elsewhere.
+func TestSameConn(t *testing.T) {
+	const entry = "tcp      6 %d SYN_SENT src=10.78.0.1 dst=10.79.0.162 sport=%d dport=80 [UNREPLIED] src=10.78.0.254 dst=10.78.0.1 sport=8080 dport=%d mark=0 use=1"
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{fmt.Sprintf(entry, 117, 61200, 61200), fmt.Sprintf(entry, 116, 61200, 61200), true},
+		{strings.Replace(fmt.Sprintf(entry, 117, 61200, 61200), "use=1", "use=2", 1), fmt.Sprintf(entry, 116, 61200, 61200), true},
+		{fmt.Sprintf(entry, 117, 61200, 61200), fmt.Sprintf(entry, 117, 61200, 61200), true},
+		{fmt.Sprintf(entry, 117, 61200, 61200), fmt.Sprintf(entry, 117, 61201, 61201), false},
+		{fmt.Sprintf(entry, 117, 61200, 61200), strings.Replace(fmt.Sprintf(entry, 117, 61200, 61200), "SYN_SENT", "ESTABLISHED", 1), false},
+		{"tcp 6", "tcp 6", true},
+	} {
+		if got := sameConn(c.a, c.b); got != c.want {
+			t.Errorf("sameConn(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

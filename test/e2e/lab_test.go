@@ -543,12 +543,26 @@ func connsFrom(t *testing.T, onNode2 bool, port string) []string {
 			entries = append(entries, fmt.Sprintf("%s: %v: %s", strings.Join(args, " "), err, out))
 		}
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if strings.HasPrefix(l, "tcp") && !slices.Contains(entries, l) {
+			if strings.HasPrefix(l, "tcp") && !slices.ContainsFunc(entries, func(e string) bool { return sameConn(e, l) }) {
 				entries = append(entries, l)
 			}
 		}
 	}
 	return entries
+}
+
+// sameConn says whether two lines of conntrack -L are one entry: the same but for the
+// seconds it has left (the third field) and its reference count (use=), which change
+// between two listings.
+func sameConn(a, b string) bool {
+	key := func(l string) []string {
+		f := strings.Fields(l)
+		if len(f) >= 3 {
+			f[2] = ""
+		}
+		return slices.DeleteFunc(f, func(s string) bool { return strings.HasPrefix(s, "use=") })
+	}
+	return slices.Equal(key(a), key(b))
 }
 
 // clearSynSent deletes the stale SYN_SENT entries of both nodes (before a measurement):
