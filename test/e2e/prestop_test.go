@@ -88,6 +88,13 @@ func namespace(t *testing.T, cs *kubernetes.Clientset) string {
 		if !apierrors.IsForbidden(err) {
 			t.Fatal(err)
 		}
+		// The guard refuses a create before the API server looks for the object: the
+		// controller's copy shows only to a read.
+		if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, cm.Name, metav1.GetOptions{}); err == nil {
+			break
+		} else if !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the nap ConfigMap: refused for 30 s, and no controller published it: %v", err)
 		}
