@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -130,7 +131,11 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 	}
 	at := func(t time.Time) string { return fmt.Sprintf("%.2f s", t.Sub(start).Seconds()) }
 	used := make([]bool, len(entries))
+	// Every failure is looked up: one the log lacks makes the whole loss unexplained,
+	// even beside a pod's exit.
+	var unexplainedWhy, exitWhy string
 	var reasons []string
+	exits := 0
 	for _, f := range fails {
 		sent := f.Due.Add(f.Lag)
 		what := fmt.Sprintf("at %s (%s over a %s connection", at(sent), f.Kind, f.Mode)
@@ -139,9 +144,10 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 			continue
 		}
 		what += " from " + f.Local + ")"
-		i := logged(entries, used, f)
+		i := logged(entries, used, f.Local, sent, f.Latency)
 		if i < 0 {
-			return verdict{why: fmt.Sprintf("a request %s reached the ingress, which logged nothing of it", what)}
+			unexplainedWhy = cmp.Or(unexplainedWhy, fmt.Sprintf("a request %s reached the ingress, which logged nothing of it", what))
+			continue
 		}
 		used[i] = true
 		e := entries[i]
@@ -152,25 +158,31 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 		case e.server == "":
 			reasons = append(reasons, what+" to no pod")
 		case !ok:
-			return verdict{why: fmt.Sprintf("a request %s went to %s, the address of no pod seen", what, e.server)}
+			unexplainedWhy = cmp.Or(unexplainedWhy, fmt.Sprintf("a request %s went to %s, the address of no pod seen", what, e.server))
 		case !p.letGo.IsZero() && !e.start.Before(p.letGo):
 			reasons = append(reasons, fmt.Sprintf("%s to pod %s, let go at %s", what, p.name, at(p.letGo)))
 		case p.exited.IsZero() || !p.exited.Before(end):
 			reasons = append(reasons, fmt.Sprintf("%s to pod %s, running until after it", what, p.name))
 		default:
-			return verdict{why: fmt.Sprintf("a request %s went to pod %s, whose app exited at %s while the ingress still sent to it", what, p.name, at(p.exited)), cause: podExit}
+			exits++
+			exitWhy = cmp.Or(exitWhy, fmt.Sprintf("a request %s went to pod %s, whose app exited at %s while the ingress still sent to it", what, p.name, at(p.exited)))
 		}
+	}
+	switch {
+	case unexplainedWhy != "":
+		return verdict{why: unexplainedWhy}
+	case exits > 0:
+		return verdict{why: fmt.Sprintf("%d of %d failed requests went to pods that exited while routed; the first: %s", exits, len(fails), exitWhy), cause: podExit}
 	}
 	return verdict{why: "the ingress lost them, not a pod's exit: " + strings.Join(reasons, "; "), cause: ingressOwn}
 }
 
-// logged is the index of f's entry among entries not used yet: from f's client
-// address, started while f's client waited (a connection carries one request at a
-// time); -1: none.
-func logged(entries []accessEntry, used []bool, f probe.Result) int {
-	sent := f.Due.Add(f.Lag)
+// logged is the index of the entry, among entries not used yet, of a request from
+// client sent at sent that failed after took: from that address, started while the
+// client waited (a connection carries one request at a time); -1: none.
+func logged(entries []accessEntry, used []bool, client string, sent time.Time, took time.Duration) int {
 	for i, e := range entries {
-		if !used[i] && e.client == f.Local && !e.start.Before(sent.Add(-100*time.Millisecond)) && !e.start.After(sent.Add(f.Latency+100*time.Millisecond)) {
+		if !used[i] && e.client == client && !e.start.Before(sent.Add(-100*time.Millisecond)) && !e.start.After(sent.Add(took+100*time.Millisecond)) {
 			return i
 		}
 	}
@@ -283,6 +295,7 @@ func TestIngressVerdict(t *testing.T) {
 		// Another entry from the same port: the connection's request before, and one of
 		// another connection long after, once the port was free again.
 		{"the ingress took it, logged nothing", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(13, 1, "10.0.0.2"), timeout(40, 1, "10.0.0.2")}, unexplained, "from 10.78.0.1:1) reached the ingress, which logged nothing of it"},
+		{"unlogged beside a pod's exit", []probe.Result{fail(14.5, 1), fail(15.94, 2)}, []accessEntry{timeout(14.5, 1, "10.0.0.1")}, unexplained, "from 10.78.0.1:2) reached the ingress, which logged nothing of it"},
 		{"one entry for two requests", []probe.Result{fail(15.94, 1), fail(15.95, 1)}, []accessEntry{timeout(15.94, 1, "10.0.0.2")}, unexplained, "at 15.95 s"},
 		{"an address of no pod", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(15.94, 1, "10.0.0.9")}, unexplained, "10.0.0.9, the address of no pod seen"},
 		{"no failure kept", nil, nil, unexplained, "kept no failed request"},
