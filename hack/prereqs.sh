@@ -11,7 +11,7 @@
 #   etcd-server       the store of envtest and of the local cluster
 #   containerd, runc, containernetworking-plugins, iptables, conntrack, socat, iproute2
 #                     the local cluster's node (see docs/testing.md)
-#   procps            pgrep, in the cluster's teardown
+#   procps            pgrep, in the cluster's teardown; sysctl (neigh_gc)
 #   openssl, curl     the local cluster's certificates and health checks
 #   python3           the benchmark reports
 #   chromium          renders napctl probe's HTML report in a test (headless screenshot)
@@ -39,7 +39,7 @@ have iptables || need+=(iptables)
 have conntrack || need+=(conntrack)
 have socat || need+=(socat)
 have ip || need+=(iproute2)
-have pgrep || need+=(procps)
+have pgrep && have sysctl || need+=(procps)
 have openssl || need+=(openssl)
 have curl || need+=(curl)
 have python3 || need+=(python3)
