@@ -326,6 +326,10 @@ images() {
 }
 
 # kubelet_conf DIR ADDRESS POD_CIDR CERT CGROUP_ROOT writes a node's kubelet configuration.
+# Container logs rotate at 1 GiB, not the kubelet's 10 MiB: kubectl logs reads only a
+# log's current file, and the tests read the ingress's access log after each
+# measurement (about 920 bytes a failed request; a whole test run writes tens of MB).
+# Rotated under a measurement, it lost that measurement's first failures.
 kubelet_conf() {
   put "$1/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -347,6 +351,7 @@ podCIDR: $3
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+containerLogMaxSize: 1Gi
 staticPodPath: "$1/manifests"
 healthzBindAddress: 127.0.0.1
 resolvConf: ""

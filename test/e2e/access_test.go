@@ -91,6 +91,9 @@ func ingressAccess(t *testing.T, cs *kubernetes.Clientset, ns string, since time
 		if err != nil {
 			t.Fatalf("the ingress's log (pod %s): %v", p.Name, err)
 		}
+		if rotated := rotatedLogs(podLogDir(p), since); len(rotated) > 0 {
+			t.Fatalf("the ingress's log (pod %s) was rotated since the measurement began (%s): kubectl logs reads only the current file, so its first requests are lost; hack/cluster.sh sets containerLogMaxSize", p.Name, strings.Join(rotated, ", "))
+		}
 		es, err := parseAccessLog(log, ns)
 		if err != nil {
 			t.Fatalf("pod %s: %v", p.Name, err)
@@ -102,6 +105,29 @@ func ingressAccess(t *testing.T, cs *kubernetes.Clientset, ns string, since time
 		}
 	}
 	slices.SortFunc(out, func(a, b accessEntry) int { return a.start.Compare(b.start) })
+	return out
+}
+
+// podLogDir is where p's node keeps its containers' logs: the lab's nodes keep them on
+// this machine, node 2 in a directory of its own (hack/cluster.sh).
+func podLogDir(p corev1.Pod) string {
+	root := "/var/log/pods"
+	if p.Spec.NodeName == node2 {
+		root = filepath.Join(filepath.Dir(kubeconfigPath()), "node2", "pod-logs")
+	}
+	return filepath.Join(root, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+}
+
+// rotatedLogs names the files the kubelet rotated the logs in dir (a pod's, podLogDir)
+// into, written to since since.
+func rotatedLogs(dir string, since time.Time) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.log.*"))
+	var out []string
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil && fi.ModTime().After(since) {
+			out = append(out, f)
+		}
+	}
 	return out
 }
 
@@ -206,6 +232,35 @@ func (r *terminations) addresses(left map[string]time.Time) map[string]podAt {
 		out[l.ip] = podAt{name: name, letGo: left[l.ip], exited: l.exited}
 	}
 	return out
+}
+
+// TestRotatedLogs: a file the kubelet rotated a container's log into since a time is
+// named; one rotated before it, and the current file, are not.
+func TestRotatedLogs(t *testing.T) {
+	dir := t.TempDir()
+	since := time.Now().Add(-time.Minute)
+	write := func(name string, at time.Time) string {
+		p := filepath.Join(dir, "traefik", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("0.log", time.Now())
+	write("0.log.20261128-225900.gz", since.Add(-time.Hour))
+	if got := rotatedLogs(dir, since); len(got) != 0 {
+		t.Fatalf("before a rotation: %q", got)
+	}
+	want := write("0.log.20261128-231000", since.Add(10*time.Second))
+	if got := rotatedLogs(dir, since); !slices.Equal(got, []string{want}) {
+		t.Fatalf("after a rotation: %q, want %q", got, want)
+	}
 }
 
 // TestParseAccessLog: the lab ingress's output (testdata/traefik-access.log: Traefik
