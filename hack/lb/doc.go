@@ -11,7 +11,8 @@
 // 10 s, a node out after 3 failures and back after 3 successes) that a Service can set
 // by annotation (lb.lab.nap.dev/...); a node starts out of service until its checks
 // pass, as a new target does; a node out of service keeps its open connections for the
-// deregistration delay, then they are closed.
+// deregistration delay, then they are closed. Each HAProxy logs every connection in
+// memory (package connlog), where the tests look up a failed request's connection.
 //
 // A Service annotated lb.lab.nap.dev/targets: pods gets an application load balancer
 // instead (pods.go): HTTP, the pods as targets, one pool of reused server connections,

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nap-k8s/nap/hack/lb/connlog"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -286,12 +287,13 @@ func (c *controller) allocate(s *corev1.Service) (netip.Addr, error) {
 
 // render is b's HAProxy configuration: TCP, like a network load balancer, a frontend
 // and a backend per port, every node a server checked over HTTP at the port a cloud
-// load balancer checks.
+// load balancer checks, each connection logged (package connlog).
 func render(b *balancer, s *corev1.Service, nodes []backend, t timings) string {
 	checkPort := kubeProxyHealthPort
 	if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && s.Spec.HealthCheckNodePort != 0 {
 		checkPort = int(s.Spec.HealthCheckNodePort)
 	}
+	ring, logs := connlog.Config()
 	var w strings.Builder
 	fmt.Fprintf(&w, `# %s: written by hack/lb
 global
@@ -299,16 +301,16 @@ global
   maxconn 4000
   stats socket %s mode 600 level admin
   server-state-file %s
-defaults
+%sdefaults
   mode tcp
-  load-server-state-from-file global
+%s  load-server-state-from-file global
   timeout connect 5s
   timeout client 1h
   timeout server 1h
   timeout check %s
   # A network load balancer forwards a connection once: no retry on another node.
   retries 0
-`, b.key, filepath.Join(b.dir, "admin.sock"), filepath.Join(b.dir, "state"), min(t.Interval, 5*time.Second))
+`, b.key, filepath.Join(b.dir, "admin.sock"), filepath.Join(b.dir, "state"), ring, logs, min(t.Interval, 5*time.Second))
 	for _, p := range tcpPorts(s) {
 		if p.NodePort == 0 {
 			continue

@@ -432,6 +432,7 @@ type downtime struct {
 	ns       string
 	scenario scenario
 	summary  probe.Summary
+	start    time.Time // when the probe began
 	// terminations are the pods' times from deletion to their app's exit (whole
 	// seconds: the API's timestamps), sorted.
 	terminations []time.Duration
@@ -792,8 +793,15 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	if c := s.Modes[probe.New]; c != nil && c.Failed > 0 && v.expect != fails {
 		// Every loss with a delay is to be explained: the pods' times beside the outages.
 		t.Logf("%s: outages %+v; pods (seconds from the probe's start): %q", sc, s.Outages, term.pods(start))
+		if sc.path.path.NodeChecked {
+			// Behind the load balancer, where it sent each failed connection.
+			lines, _ := lbLookup(t, ns, tr.lbName, s.Failures, start)
+			for _, l := range lines {
+				t.Logf("%s: %s", sc, l)
+			}
+		}
 	}
-	return downtime{ns: ns, scenario: sc, summary: s, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered, ingress: ingress}
+	return downtime{ns: ns, scenario: sc, summary: s, start: start, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered, ingress: ingress}
 }
 
 func (sc scenario) String() string {

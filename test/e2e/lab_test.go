@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nap-k8s/nap/hack/lb/connlog"
 	"github.com/nap-k8s/nap/napimage"
 	"github.com/nap-k8s/nap/probe"
 )
@@ -263,7 +265,7 @@ func terminal(p corev1.Pod) bool {
 // route open, and a disruption ends when the routes have settled.
 func waitLoadBalanced(t *testing.T, cs *kubernetes.Clientset, ns, name string, local bool) {
 	t.Helper()
-	sock := filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+	sock := lbSocket(ns, name)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		want := map[string]bool{node1: true, node2: true}
@@ -288,30 +290,119 @@ func waitLoadBalanced(t *testing.T, cs *kubernetes.Clientset, ns, name string, l
 	}
 }
 
+// lbSocket is the runtime API's socket of the lab load balancer of Service ns/name.
+func lbSocket(ns, name string) string {
+	return filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+}
+
+// lbAsk sends one command to a lab load balancer's runtime API at sock and returns its
+// answer.
+func lbAsk(sock, command string) (string, error) {
+	conn, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte(command + "\n")); err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(conn)
+	return string(out), err
+}
+
 // lbServers asks a lab load balancer (HAProxy's runtime API at sock) for `show servers
 // state`: each server's fields, be_id be_name srv_id srv_name srv_addr srv_op_state
 // srv_admin_state ...
 func lbServers(sock string) ([][]string, error) {
-	conn, err := net.DialTimeout("unix", sock, time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write([]byte("show servers state\n")); err != nil {
-		return nil, err
-	}
-	out, err := io.ReadAll(conn)
+	out, err := lbAsk(sock, "show servers state")
 	if err != nil {
 		return nil, err
 	}
 	var servers [][]string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) > 6 && !strings.HasPrefix(line, "#") {
 			servers = append(servers, f)
 		}
 	}
 	return servers, nil
+}
+
+// lbConnections is what a lab load balancer with node targets (hack/lb, TCP) logged
+// since it last started (package connlog), oldest first: its connections, and its own
+// messages (a server's state changing).
+func lbConnections(sock string) ([]connlog.Entry, []connlog.Line, error) {
+	out, err := lbAsk(sock, "show events "+connlog.Ring)
+	if err != nil {
+		return nil, nil, err
+	}
+	var es []connlog.Entry
+	var msgs []connlog.Line
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		l, err := connlog.ParseLine(line)
+		if err != nil {
+			return nil, nil, err
+		}
+		if l.Conn != nil {
+			es = append(es, *l.Conn)
+		} else {
+			msgs = append(msgs, l)
+		}
+	}
+	return es, msgs, nil
+}
+
+// lbLookup says, for each of the first failures over new connections (the probe's, with
+// the client's address), the connection the load balancer of ns/name logged from that
+// address while the client waited: the node it went to, from which port, how it ended,
+// and that connection as the node's conntrack holds it; and how many it had no
+// connection for (an unreadable log: all). First, what the load balancer said of its
+// servers since start. Times are from start.
+func lbLookup(t *testing.T, ns, name string, fails []probe.Result, start time.Time) (lines []string, missing int) {
+	t.Helper()
+	var looked []probe.Result
+	for _, f := range fails {
+		if f.Mode == probe.New && len(looked) < 5 {
+			looked = append(looked, f)
+		}
+	}
+	es, msgs, err := lbConnections(lbSocket(ns, name))
+	if err != nil {
+		return []string{fmt.Sprintf("the load balancer's connection log: %v", err)}, len(looked)
+	}
+	var said []string
+	for _, m := range msgs {
+		if m.At.After(start) {
+			// "Server port80/nap-node is DOWN, reason: ...": up to the reason.
+			said = append(said, fmt.Sprintf("%.2f s: %s", m.At.Sub(start).Seconds(), strings.SplitN(m.Message, ",", 2)[0]))
+		}
+	}
+	out := []string{fmt.Sprintf("the load balancer's servers: %q", said)}
+	for _, f := range looked {
+		sent := f.Due.Add(f.Lag)
+		what := fmt.Sprintf("a request at %.2f s (%s over a new connection from %s)", sent.Sub(start).Seconds(), f.Kind, cmp.Or(f.Local, "nowhere"))
+		i := slices.IndexFunc(es, func(e connlog.Entry) bool {
+			return e.Client == f.Local && !e.Accepted.Before(sent.Add(-100*time.Millisecond)) && !e.Accepted.After(sent.Add(f.Latency+100*time.Millisecond))
+		})
+		if f.Local == "" || i < 0 {
+			out = append(out, what+": the load balancer logged no connection from it")
+			missing++
+			continue
+		}
+		e := es[i]
+		line := fmt.Sprintf("%s: the load balancer took it at %.2f s, %s", what, e.Accepted.Sub(start).Seconds(), e)
+		if host, port, err := net.SplitHostPort(e.Source); err == nil && e.Server != "<NOSRV>" {
+			// The load balancer's connections from that port (another client's may
+			// share the number).
+			conns := slices.DeleteFunc(connsFrom(t, e.Server == node2, port), func(c string) bool { return !strings.Contains(c, "src="+host+" ") })
+			line += fmt.Sprintf("; %s's conntrack of it: %q", e.Server, conns)
+		}
+		out = append(out, line)
+	}
+	return out, missing
 }
 
 // lbServersUp asks a lab load balancer which nodes are in service (operational state 2).
@@ -349,7 +440,7 @@ func lbTargets(sock string) (map[string]bool, error) {
 // requests a pooling client sends the pod. stop ends the recording and returns the
 // times by address.
 func watchDeregistrations(ns, name string) (stop func() map[string]time.Time) {
-	sock := filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+	sock := lbSocket(ns, name)
 	return watchTargets(func() (map[string]bool, error) { return lbTargets(sock) })
 }
 
@@ -461,7 +552,7 @@ func ingressServers(api, ns string) (map[string]bool, error) {
 // gone deregistered.
 func waitPodTargets(t *testing.T, cs *kubernetes.Clientset, ns, name string) {
 	t.Helper()
-	sock := filepath.Join(filepath.Dir(kubeconfigPath()), "lb", ns+"_"+name, "admin.sock")
+	sock := lbSocket(ns, name)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
