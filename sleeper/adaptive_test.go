@@ -169,5 +169,5 @@ func (o outcome) checkWait(t *testing.T, im impl, code int, stderr string, lo, h
 	if o.elapsed < lo || o.elapsed > hi {
 		t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)
 	}
-	t.Logf("ended after %v (%v to %v)", o.elapsed.Round(time.Millisecond), lo, hi)
+	t.Logf("ended after %v (%v to %v)", o.elapsed.Round(time.Millisecond), lo.Round(time.Millisecond), hi.Round(time.Millisecond))
 }
