@@ -328,8 +328,8 @@ images() {
 # kubelet_conf DIR ADDRESS POD_CIDR CERT CGROUP_ROOT writes a node's kubelet configuration.
 # Container logs rotate at 1 GiB, not the kubelet's 10 MiB: kubectl logs reads only a
 # log's current file, and the tests read the ingress's access log after each
-# measurement (about 920 bytes a failed request; a whole test run writes tens of MB).
-# Rotated under a measurement, it lost that measurement's first failures.
+# measurement (about 920 bytes a failed request; a whole test run writes about 1 MB),
+# which a rotation under a measurement would cut short.
 kubelet_conf() {
   put "$1/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1

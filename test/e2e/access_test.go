@@ -149,8 +149,9 @@ type podAt struct {
 // still routed when it left. It is the ingress's when it went to a pod the ingress had
 // let go, or to a pod whose app ran until after the request ended (the pod did not
 // leave; the ingress or the machine stalled), or to no pod. A request the ingress took
-// but did not log, or one to an address of no pod seen, is unexplained. Times in why
-// are from start.
+// but did not log, or one to an address of no pod seen, is unexplained; the first kind
+// is counted, and the first named with the entry from its address nearest to it (one
+// the ingress began after the client gave up starts late). Times in why are from start.
 func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string]podAt, start time.Time) verdict {
 	if len(fails) == 0 {
 		return verdict{why: "the probe kept no failed request to look up"}
@@ -159,9 +160,9 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 	used := make([]bool, len(entries))
 	// Every failure is looked up: one the log lacks makes the whole loss unexplained,
 	// even beside a pod's exit.
-	var unexplainedWhy, exitWhy string
+	var unexplainedWhy, exitWhy, unloggedWhy string
 	var reasons []string
-	exits := 0
+	exits, unlogged := 0, 0
 	for _, f := range fails {
 		sent := f.Due.Add(f.Lag)
 		what := fmt.Sprintf("at %s (%s over a %s connection", at(sent), f.Kind, f.Mode)
@@ -172,7 +173,16 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 		what += " from " + f.Local + ")"
 		i := logged(entries, used, f.Local, sent, f.Latency)
 		if i < 0 {
-			unexplainedWhy = cmp.Or(unexplainedWhy, fmt.Sprintf("a request %s reached the ingress, which logged nothing of it", what))
+			unlogged++
+			if unloggedWhy == "" {
+				unloggedWhy = fmt.Sprintf("a request %s reached the ingress, which logged nothing of it", what)
+				// The entry from that address nearest to it: a request the ingress began
+				// only after the client gave up (a stalled ingress) starts late.
+				if j := nearest(entries, f.Local, sent); j >= 0 {
+					e := entries[j]
+					unloggedWhy += fmt.Sprintf(" (the nearest entry from that address started at %s, logged %d after %.1f s)", at(e.start), e.status, e.took.Seconds())
+				}
+			}
 			continue
 		}
 		used[i] = true
@@ -195,6 +205,8 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 		}
 	}
 	switch {
+	case unlogged > 0:
+		return verdict{why: fmt.Sprintf("%d of %d failed requests are not in the ingress's log; the first: %s", unlogged, len(fails), unloggedWhy)}
 	case unexplainedWhy != "":
 		return verdict{why: unexplainedWhy}
 	case exits > 0:
@@ -213,6 +225,17 @@ func logged(entries []accessEntry, used []bool, client string, sent time.Time, t
 		}
 	}
 	return -1
+}
+
+// nearest is the index of the entry from client that started nearest to sent; -1: none.
+func nearest(entries []accessEntry, client string, sent time.Time) int {
+	j := -1
+	for i, e := range entries {
+		if e.client == client && (j < 0 || (e.start.Sub(sent)).Abs() < entries[j].start.Sub(sent).Abs()) {
+			j = i
+		}
+	}
+	return j
 }
 
 // addresses gives what ingressVerdict needs of each pod seen, by address, with left
@@ -349,8 +372,11 @@ func TestIngressVerdict(t *testing.T) {
 		{"a slow success is the client's timeout", []probe.Result{fail(15, 3)}, []accessEntry{entry(15, 3, "10.0.0.2", 200, 2500*time.Millisecond)}, ingressOwn, "logged 200 after 2.5 s, to pod running"},
 		// Another entry from the same port: the connection's request before, and one of
 		// another connection long after, once the port was free again.
-		{"the ingress took it, logged nothing", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(13, 1, "10.0.0.2"), timeout(40, 1, "10.0.0.2")}, unexplained, "from 10.78.0.1:1) reached the ingress, which logged nothing of it"},
-		{"unlogged beside a pod's exit", []probe.Result{fail(14.5, 1), fail(15.94, 2)}, []accessEntry{timeout(14.5, 1, "10.0.0.1")}, unexplained, "from 10.78.0.1:2) reached the ingress, which logged nothing of it"},
+		{"the ingress took it, logged nothing", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(13, 1, "10.0.0.2"), timeout(40, 1, "10.0.0.2")}, unexplained,
+			"1 of 1 failed requests are not in the ingress's log; the first: a request at 15.94 s (timeout over a new connection from 10.78.0.1:1) reached the ingress, which logged nothing of it (the nearest entry from that address started at 13.01 s, logged 499 after 2.0 s)"},
+		{"unlogged beside a pod's exit", []probe.Result{fail(14.5, 1), fail(15.94, 2)}, []accessEntry{timeout(14.5, 1, "10.0.0.1")}, unexplained, "1 of 2 failed requests are not in the ingress's log; the first: a request at 15.94 s (timeout over a new connection from 10.78.0.1:2) reached the ingress, which logged nothing of it"},
+		{"begun after the client gave up", []probe.Result{fail(15.94, 1), fail(16, 2)}, []accessEntry{timeout(18.5, 1, "10.0.0.2")}, unexplained,
+			"2 of 2 failed requests are not in the ingress's log; the first: a request at 15.94 s (timeout over a new connection from 10.78.0.1:1) reached the ingress, which logged nothing of it (the nearest entry from that address started at 18.51 s"},
 		{"one entry for two requests", []probe.Result{fail(15.94, 1), fail(15.95, 1)}, []accessEntry{timeout(15.94, 1, "10.0.0.2")}, unexplained, "at 15.95 s"},
 		{"an address of no pod", []probe.Result{fail(15.94, 1)}, []accessEntry{timeout(15.94, 1, "10.0.0.9")}, unexplained, "10.0.0.9, the address of no pod seen"},
 		{"no failure kept", nil, nil, unexplained, "kept no failed request"},
