@@ -212,10 +212,18 @@ var (
 			"ready pods: a long tail here is kube-proxy's (see the NodePort path), not the load balancer's checks.")
 )
 
-// loadBalancer is the path through a Service of type LoadBalancer with policy, named
-// TARGET-NAME beside the target's own Service.
+// LoadBalancerService is the name of the Service of type LoadBalancer that p, a path
+// through a load balancer, opens in front of t.
+func (p Path) LoadBalancerService(t Target) string { return lbService(t, p.Name) }
+
+// lbService names a path's Service of type LoadBalancer: TARGET-PATH, beside the
+// target's own Service.
+func lbService(t Target, path string) string { return t.Service + "-" + path }
+
+// loadBalancer is the path through a Service of type LoadBalancer with policy (its
+// Service: lbService).
 func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remedy string) Path {
-	svcName := func(t Target) string { return t.Service + "-" + name }
+	svcName := func(t Target) string { return lbService(t, name) }
 	return Path{Name: name, Title: title, Needs: corev1.ServiceTypeClusterIP, NodeChecked: true, Remedy: remedy,
 		Annotations: func(c Config) map[string]string { return c.LBAnnotations },
 		Enabled:     func(c Config) bool { return slices.Contains(c.LoadBalancers, policy) },
@@ -253,10 +261,10 @@ var LoadBalancerPods = Path{Name: "lb-pods", Title: "load balancer to pods", Nee
 		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Annotations[LabPodTargets] == LabPodTargetsValue || f.Ingress && ingressToPods(svc)
 	},
 	Open: func(ctx context.Context, cs kubernetes.Interface, c Config, t Target, svc *corev1.Service) (string, error) {
-		return openLoadBalancer(ctx, cs, c, t, svc, t.Service+"-lb-pods", "", c.PodLBAnnotations)
+		return openLoadBalancer(ctx, cs, c, t, svc, lbService(t, "lb-pods"), "", c.PodLBAnnotations)
 	},
 	Close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
-		return closeLoadBalancer(ctx, cs, t, t.Service+"-lb-pods")
+		return closeLoadBalancer(ctx, cs, t, lbService(t, "lb-pods"))
 	}}
 
 // LabPodTargets is the annotation, with its value, by which the lab's load balancer

@@ -220,11 +220,18 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 // client waited (a connection carries one request at a time); -1: none.
 func logged(entries []accessEntry, used []bool, client string, sent time.Time, took time.Duration) int {
 	for i, e := range entries {
-		if !used[i] && e.client == client && !e.start.Before(sent.Add(-100*time.Millisecond)) && !e.start.After(sent.Add(took+100*time.Millisecond)) {
+		if !used[i] && e.client == client && whileWaiting(e.start, sent, took) {
 			return i
 		}
 	}
 	return -1
+}
+
+// whileWaiting says whether a proxy's record that began at at can be of a request sent
+// at sent that failed after took: it began while the client waited (100 ms either side
+// for the two clocks' reading).
+func whileWaiting(at, sent time.Time, took time.Duration) bool {
+	return !at.Before(sent.Add(-100*time.Millisecond)) && !at.After(sent.Add(took+100*time.Millisecond))
 }
 
 // nearest is the index of the entry from client that started nearest to sent; -1: none.

@@ -379,7 +379,7 @@ func recommendedAndFifth(t *testing.T, cs *kubernetes.Clientset, path labPath, d
 		if c.wantNew && path.path.NodeChecked && m.failedNew() > 0 {
 			// The load balancer's connection log, which a loss with the recommended
 			// delay is looked up in, holds the failed connections it took.
-			lines, missing := lbLookup(t, m.ns, "app-"+path.path.Name, m.summary.Failures, m.start)
+			lines, missing := lbLookup(t, m.ns, path.lbService(), m.summary.Failures, m.start)
 			for _, l := range lines {
 				t.Logf("%s: %s", m.scenario, l)
 			}

@@ -218,6 +218,12 @@ type labPath struct {
 	checks map[string]string
 }
 
+// lbService is the name of the Service of type LoadBalancer that package traffic opens
+// for the path in front of the demo service.
+func (p labPath) lbService() string {
+	return p.path.LoadBalancerService(traffic.Target{Service: "app"})
+}
+
 // The lab load balancer's annotations (hack/lb).
 const (
 	lbInterval  = "lb.lab.nap.dev/health-check-interval"
@@ -647,7 +653,7 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 		url = map[string]string{"websocket": "ws" + strings.TrimPrefix(u, "http") + "/ws", "sse": u + "/events"}[sc.streams]
 	}
 	target := vantage{url: url, host: host, node2: sc.path.node2}
-	lbName := "app-" + sc.path.path.Name // traffic's load balancer Service
+	lbName := sc.path.lbService()
 	lbLocal := sc.path.path.Name == traffic.LoadBalancerLocal.Name
 	var settle func() // after each round: the load balancer in its steady state
 	switch {

@@ -385,7 +385,7 @@ func lbLookup(t *testing.T, ns, name string, fails []probe.Result, start time.Ti
 		sent := f.Due.Add(f.Lag)
 		what := fmt.Sprintf("a request at %.2f s (%s over a new connection from %s)", sent.Sub(start).Seconds(), f.Kind, cmp.Or(f.Local, "nowhere"))
 		i := slices.IndexFunc(es, func(e connlog.Entry) bool {
-			return e.Client == f.Local && !e.Accepted.Before(sent.Add(-100*time.Millisecond)) && !e.Accepted.After(sent.Add(f.Latency+100*time.Millisecond))
+			return e.Client == f.Local && whileWaiting(e.Accepted, sent, f.Latency)
 		})
 		if f.Local == "" || i < 0 {
 			out = append(out, what+": the load balancer logged no connection from it")

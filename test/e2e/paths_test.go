@@ -68,7 +68,7 @@ func TestPathAwareDowntime(t *testing.T) {
 	before := measure(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: napByPathBefore, rounds: 1}, 200)
 	t.Log(before.row())
 	before.check(t)
-	checkReported(t, cs, before.ns, "app-"+traffic.LoadBalancerLocal.Name)
+	checkReported(t, cs, before.ns, traffic.LoadBalancerLocal.LoadBalancerService(traffic.Target{Service: "app"}))
 
 	// Rolled once the load balancer's Service exists: its wait.
 	after := measureChecked(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: napByPath, rounds: 1}, 200)
