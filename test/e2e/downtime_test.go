@@ -454,6 +454,10 @@ type downtime struct {
 	// ingress: on the ingress's path, when requests failed, whether its access log shows
 	// them lost by the ingress and not by a pod's exit (ingressVerdict).
 	ingress verdict
+	// lbLate: behind the load balancer (node targets), when every failed request over a
+	// new connection was refused by a node the load balancer still sent to with no pod
+	// left on it, says so (lbRefused); "": not so.
+	lbLate string
 }
 
 // verdict is an explanation of a loss, and whose it was.
@@ -473,8 +477,9 @@ const (
 
 // explained says whether m's records clear the hold of its loss, and how: a route
 // took a pod out later than the pod stayed, or the ingress lost the requests itself.
-// Late: a node's kube-proxy (routeTimes.late), or the path's proxy letting a pod go
-// more than a second after its app's exit (the exit's time is cut to whole seconds). A
+// Late: a node's kube-proxy (routeTimes.late), the path's proxy letting a pod go more
+// than a second after its app's exit (the exit's time is cut to whole seconds), or the
+// load balancer still sending to a node left without a pod (lbRefused). A
 // SYN or a request could then follow the route to a pod that was gone, what no wait
 // that ends before the route does prevents: the adaptive wait sees only the traffic
 // that comes, and a proxy that holds a pod but sends it nothing for QUIET looks like
@@ -494,6 +499,9 @@ func (m downtime) explained() (string, bool) {
 	}
 	if m.ingress.cause == ingressOwn {
 		return m.ingress.why, true
+	}
+	if m.lbLate != "" {
+		return m.lbLate, true
 	}
 	return "", false
 }
@@ -771,6 +779,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		t.Logf("%s: pods from deletion to the %s letting them go: %v; from then to exit: %v", sc, sc.path, sinceDeletion, deregistered)
 	}
 	var ingress verdict
+	var lbLate string
 	if sc.path.path.Name == traffic.Ingress.Name && s.Total.Failed > 0 {
 		// Where the ingress sent each failed request, from its access log.
 		ingress = ingressVerdict(ingressAccess(t, cs, ns, start), s.Failures, term.addresses(letGo), start)
@@ -805,9 +814,12 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 			for _, l := range lines {
 				t.Logf("%s: %s", sc, l)
 			}
+			if es, msgs, err := lbConnections(lbSocket(ns, tr.lbName)); err == nil {
+				lbLate = lbRefused(es, msgs, s.Failures, start)
+			}
 		}
 	}
-	return downtime{ns: ns, scenario: sc, summary: s, start: start, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered, ingress: ingress}
+	return downtime{ns: ns, scenario: sc, summary: s, start: start, lbLate: lbLate, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered, ingress: ingress}
 }
 
 func (sc scenario) String() string {

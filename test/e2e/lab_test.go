@@ -405,6 +405,53 @@ func lbLookup(t *testing.T, ns, name string, fails []probe.Result, start time.Ti
 	return out, missing
 }
 
+// lbRefused says, when every failed request over a new connection (fails, the probe's)
+// went through the load balancer (es, msgs: its log) to a node that refused it (`SC`:
+// with externalTrafficPolicy Local, a node's kube-proxy refuses once no pod of the
+// Service is left on it) while the load balancer still had that node in service (it
+// logged the node DOWN later, or not yet), that the load balancer took the node out
+// later than its pods stayed: a route outran the pods, as a late kube-proxy does. ""
+// when any failure is otherwise, or none was over a new connection. Times from start.
+func lbRefused(es []connlog.Entry, msgs []connlog.Line, fails []probe.Result, start time.Time) string {
+	down := map[string]time.Time{} // when each server was first logged DOWN
+	for _, m := range msgs {
+		if b, ok := strings.CutPrefix(m.Message, "Server "); ok {
+			if srv, ok := strings.CutSuffix(strings.SplitN(b, ",", 2)[0], " is DOWN"); ok && m.At.After(start) {
+				if _, seen := down[srv]; !seen {
+					down[srv] = m.At
+				}
+			}
+		}
+	}
+	n, first := 0, ""
+	for _, f := range fails {
+		if f.Mode != probe.New {
+			continue
+		}
+		sent := f.Due.Add(f.Lag)
+		i := slices.IndexFunc(es, func(e connlog.Entry) bool { return e.Client == f.Local && whileWaiting(e.Accepted, sent, f.Latency) })
+		if f.Local == "" || i < 0 || es[i].State != "SC" {
+			return ""
+		}
+		e := es[i]
+		d, ok := down[e.Backend+"/"+e.Server]
+		if ok && d.Before(e.Accepted) {
+			return ""
+		}
+		if n++; first == "" {
+			out := "not yet"
+			if ok {
+				out = fmt.Sprintf("at %.2f s", d.Sub(start).Seconds())
+			}
+			first = fmt.Sprintf("the load balancer sent a new connection at %.2f s to %s, which refused it (no pod left on it), and took %s out of service %s", e.Accepted.Sub(start).Seconds(), e.Server, e.Server, out)
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d failed requests over new connections were refused by nodes the load balancer still sent to; the first: %s", n, first)
+}
+
 // lbServersUp asks a lab load balancer which nodes are in service (operational state 2).
 func lbServersUp(sock string) (map[string]bool, error) {
 	servers, err := lbServers(sock)
