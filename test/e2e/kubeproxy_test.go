@@ -123,6 +123,18 @@ func bucket(lo, hi float64) string {
 	return fmt.Sprintf("%g to %g s", lo, hi)
 }
 
+// slowest is the upper bound of the slowest programming of either node (seconds; +Inf
+// past the histogram's last bucket, 0 for none).
+func (r routeTimes) slowest() float64 {
+	var hi float64
+	for _, n := range r {
+		if n.n > 0 {
+			hi = max(hi, n.hi)
+		}
+	}
+	return hi
+}
+
 // late says whether a node's kube-proxy took a pod out of its routes later than stay
 // after the change (the shortest time a pod of the measurement spent from deletion to
 // its app's exit): then a SYN could follow the node's rules to a pod that was gone, what
