@@ -382,7 +382,11 @@ func recommendedAndFifth(t *testing.T, cs *kubernetes.Clientset, path labPath, d
 		if c.wantNew && path.path.NodeChecked && m.failedNew() > 0 {
 			// The load balancer's connection log, which a loss with the recommended
 			// delay is looked up in, holds the failed connections it took.
-			lines, missing := lbLookup(t, m.ns, path.lbService(), m.summary.Failures, m.start)
+			es, msgs, err := lbConnections(lbSocket(m.ns, path.lbService()))
+			if err != nil {
+				t.Fatalf("%s: the load balancer's connection log: %v", m.scenario, err)
+			}
+			lines, missing := lbLookup(t, es, msgs, m.summary.Failures, m.start)
 			for _, l := range lines {
 				t.Logf("%s: %s", m.scenario, l)
 			}

@@ -810,11 +810,13 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		t.Logf("%s: outages %+v; pods (seconds from the probe's start): %q", sc, s.Outages, term.pods(start))
 		if sc.path.path.NodeChecked {
 			// Behind the load balancer, where it sent each failed connection.
-			lines, _ := lbLookup(t, ns, tr.lbName, s.Failures, start)
-			for _, l := range lines {
-				t.Logf("%s: %s", sc, l)
-			}
-			if es, msgs, err := lbConnections(lbSocket(ns, tr.lbName)); err == nil {
+			if es, msgs, err := lbConnections(lbSocket(ns, tr.lbName)); err != nil {
+				t.Logf("%s: the load balancer's connection log: %v", sc, err)
+			} else {
+				lines, _ := lbLookup(t, es, msgs, s.Failures, start)
+				for _, l := range lines {
+					t.Logf("%s: %s", sc, l)
+				}
 				lbLate = lbRefused(es, msgs, s.Failures, start)
 			}
 		}

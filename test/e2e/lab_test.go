@@ -356,22 +356,18 @@ func lbConnections(sock string) ([]connlog.Entry, []connlog.Line, error) {
 }
 
 // lbLookup says, for each of the first failures over new connections (the probe's, with
-// the client's address), the connection the load balancer of ns/name logged from that
-// address while the client waited: the node it went to, from which port, how it ended,
-// and that connection as the node's conntrack holds it; and how many it had no
-// connection for (an unreadable log: all). First, what the load balancer said of its
-// servers since start. Times are from start.
-func lbLookup(t *testing.T, ns, name string, fails []probe.Result, start time.Time) (lines []string, missing int) {
+// the client's address), the connection the load balancer logged from that address
+// while the client waited (es, msgs: its log, lbConnections): the node it went to, from
+// which port, how it ended, and that connection as the node's conntrack holds it; and
+// how many it had no connection for. First, what the load balancer said of its servers
+// since start. Times are from start.
+func lbLookup(t *testing.T, es []connlog.Entry, msgs []connlog.Line, fails []probe.Result, start time.Time) (lines []string, missing int) {
 	t.Helper()
 	var looked []probe.Result
 	for _, f := range fails {
 		if f.Mode == probe.New && len(looked) < 5 {
 			looked = append(looked, f)
 		}
-	}
-	es, msgs, err := lbConnections(lbSocket(ns, name))
-	if err != nil {
-		return []string{fmt.Sprintf("the load balancer's connection log: %v", err)}, len(looked)
 	}
 	var said []string
 	for _, m := range msgs {
@@ -384,10 +380,8 @@ func lbLookup(t *testing.T, ns, name string, fails []probe.Result, start time.Ti
 	for _, f := range looked {
 		sent := f.Due.Add(f.Lag)
 		what := fmt.Sprintf("a request at %.2f s (%s over a new connection from %s)", sent.Sub(start).Seconds(), f.Kind, cmp.Or(f.Local, "nowhere"))
-		i := slices.IndexFunc(es, func(e connlog.Entry) bool {
-			return e.Client == f.Local && whileWaiting(e.Accepted, sent, f.Latency)
-		})
-		if f.Local == "" || i < 0 {
+		i := lbEntry(es, f)
+		if i < 0 {
 			out = append(out, what+": the load balancer logged no connection from it")
 			missing++
 			continue
@@ -403,6 +397,16 @@ func lbLookup(t *testing.T, ns, name string, fails []probe.Result, start time.Ti
 		out = append(out, line)
 	}
 	return out, missing
+}
+
+// lbEntry is the index of the connection the load balancer logged (es) of failed
+// request f: from f's address, accepted while the client waited; -1: none.
+func lbEntry(es []connlog.Entry, f probe.Result) int {
+	if f.Local == "" {
+		return -1
+	}
+	sent := f.Due.Add(f.Lag)
+	return slices.IndexFunc(es, func(e connlog.Entry) bool { return e.Client == f.Local && whileWaiting(e.Accepted, sent, f.Latency) })
 }
 
 // lbRefused says, when every failed request over a new connection (fails, the probe's)
@@ -428,9 +432,8 @@ func lbRefused(es []connlog.Entry, msgs []connlog.Line, fails []probe.Result, st
 		if f.Mode != probe.New {
 			continue
 		}
-		sent := f.Due.Add(f.Lag)
-		i := slices.IndexFunc(es, func(e connlog.Entry) bool { return e.Client == f.Local && whileWaiting(e.Accepted, sent, f.Latency) })
-		if f.Local == "" || i < 0 || es[i].State != "SC" {
+		i := lbEntry(es, f)
+		if i < 0 || es[i].State != "SC" {
 			return ""
 		}
 		e := es[i]
