@@ -326,10 +326,6 @@ images() {
 }
 
 # kubelet_conf DIR ADDRESS POD_CIDR CERT CGROUP_ROOT writes a node's kubelet configuration.
-# Container logs rotate at 1 GiB, not the kubelet's 10 MiB: kubectl logs reads only a
-# log's current file, and the tests read the ingress's access log after each
-# measurement (about 920 bytes a failed request; a whole test run writes about 1 MB),
-# which a rotation under a measurement would cut short.
 kubelet_conf() {
   put "$1/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -351,7 +347,6 @@ podCIDR: $3
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
-containerLogMaxSize: 1Gi
 staticPodPath: "$1/manifests"
 healthzBindAddress: 127.0.0.1
 resolvConf: ""
