@@ -224,6 +224,27 @@ func logged(entries []accessEntry, used []bool, client string, sent time.Time, t
 	return -1
 }
 
+// othersFailed counts the failed requests in entries (status 499 and above) that are
+// none of fails (looked up as ingressVerdict does): another client's.
+func othersFailed(entries []accessEntry, fails []probe.Result) int {
+	used := make([]bool, len(entries))
+	for _, f := range fails {
+		if f.Local == "" {
+			continue
+		}
+		if i := logged(entries, used, f.Local, f.Due.Add(f.Lag), f.Latency); i >= 0 {
+			used[i] = true
+		}
+	}
+	n := 0
+	for i, e := range entries {
+		if !used[i] && e.status >= 499 {
+			n++
+		}
+	}
+	return n
+}
+
 // whileWaiting says whether a proxy's record that began at at can be of a request sent
 // at sent that failed after took: it began while the client waited (100 ms either side
 // for the two clocks' reading).
@@ -510,5 +531,36 @@ func TestIngressLogUnblocked(t *testing.T) {
 	}
 	if len(unlogged) > 0 {
 		t.Errorf("%d of 800 requests are not in the ingress's access log; the first: %s", len(unlogged), unlogged[0])
+	}
+}
+
+// TestOthersFailed: the failed requests of the access log that are none of the
+// prober's failures are counted; the prober's, the successful slow ones (logged for
+// their time) and a failure of the prober's that the log lacks are not.
+func TestOthersFailed(t *testing.T) {
+	start := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	s := func(f float64) time.Time { return start.Add(time.Duration(f * float64(time.Second))) }
+	entries := []accessEntry{
+		{start: s(1.0), took: 2 * time.Second, client: "10.78.0.1:1001", server: "10.0.0.3", status: 499}, // the prober's
+		{start: s(1.0), took: 2 * time.Second, client: "10.78.0.1:2001", server: "10.0.0.3", status: 499}, // another's timeout
+		{start: s(1.2), took: time.Millisecond, client: "10.78.0.1:2002", server: "10.0.0.3", status: 502}, // another's 502
+		{start: s(1.3), took: 1500 * time.Millisecond, client: "10.78.0.1:2003", server: "10.0.0.1", status: 200},
+		{start: s(5.0), took: time.Millisecond, client: "10.78.0.1:1002", server: "10.0.0.3", status: 502}, // the prober's port, later
+	}
+	fail := func(at float64, local string) probe.Result {
+		return probe.Result{Due: s(at), Latency: 2 * time.Second, Kind: probe.Timeout, Mode: probe.New, Local: local}
+	}
+	for _, c := range []struct {
+		name  string
+		fails []probe.Result
+		want  int
+	}{
+		{"no failure of the prober's", nil, 4},
+		{"one of the prober's", []probe.Result{fail(1.0, "10.78.0.1:1001")}, 3},
+		{"the prober's, one the log lacks, one with no connection", []probe.Result{fail(1.0, "10.78.0.1:1001"), fail(1.0, "10.78.0.1:1003"), fail(1.0, "")}, 3},
+	} {
+		if got := othersFailed(entries, c.fails); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
 	}
 }

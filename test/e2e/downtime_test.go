@@ -748,8 +748,11 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	pr, vg, term, routes, reacted, left, scrapes, start, deregistrations := tr.pr, tr.vg, tr.term, tr.routes, tr.reacted, tr.left, tr.scrapes, tr.start, tr.deregistrations
 	time.Sleep(2 * time.Second)
 	s := pr.stop(t)
+	var vr *vegetaReport
 	if vg != nil {
-		crossCheck(t, sc, s, vg.stop(t))
+		r := vg.stop(t)
+		crossCheck(t, sc, s, r)
+		vr = &r
 	}
 	took := term.stop()
 	programmed := routes()
@@ -780,10 +783,16 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	}
 	var ingress verdict
 	var lbLate string
-	if sc.path.path.Name == traffic.Ingress.Name && s.Total.Failed > 0 {
+	if sc.path.path.Name == traffic.Ingress.Name && (s.Total.Failed > 0 || vr != nil && vr.failed() > 0) {
 		// Where the ingress sent each failed request, from its access log.
-		ingress = ingressVerdict(ingressAccess(t, cs, ns, start), s.Failures, term.addresses(letGo), start)
-		t.Logf("%s: the ingress's access log: %s", sc, ingress.why)
+		entries := ingressAccess(t, cs, ns, start)
+		if s.Total.Failed > 0 {
+			ingress = ingressVerdict(entries, s.Failures, term.addresses(letGo), start)
+			t.Logf("%s: the ingress's access log: %s", sc, ingress.why)
+		}
+		if vr != nil {
+			vegetaLogged(t, sc, *vr, entries, s.Failures)
+		}
 	}
 	if scrapes != nil {
 		t.Logf("%s: %d scrapes, one per pod every %v", sc, scrapes.stop(), scrapeEvery)
