@@ -154,13 +154,13 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 		return verdict{why: "the probe kept no failed request to look up"}
 	}
 	at := func(t time.Time) string { return fmt.Sprintf("%.2f s", t.Sub(start).Seconds()) }
-	used := make([]bool, len(entries))
+	as := loggedAs(entries, fails)
 	// Every failure is looked up: one the log lacks makes the whole loss unexplained,
 	// even beside a pod's exit.
 	var unexplainedWhy, exitWhy, unloggedWhy string
 	var reasons []string
 	exits, unlogged := 0, 0
-	for _, f := range fails {
+	for k, f := range fails {
 		sent := f.Due.Add(f.Lag)
 		what := fmt.Sprintf("at %s (%s over a %s connection", at(sent), f.Kind, f.Mode)
 		if f.Local == "" {
@@ -168,7 +168,7 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 			continue
 		}
 		what += " from " + f.Local + ")"
-		i := logged(entries, used, f.Local, sent, f.Latency)
+		i := as[k]
 		if i < 0 {
 			unlogged++
 			if unloggedWhy == "" {
@@ -182,7 +182,6 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 			}
 			continue
 		}
-		used[i] = true
 		e := entries[i]
 		what += fmt.Sprintf(", logged %d after %.1f s,", e.status, e.took.Seconds())
 		p, ok := pods[e.server]
@@ -212,33 +211,44 @@ func ingressVerdict(entries []accessEntry, fails []probe.Result, pods map[string
 	return verdict{why: "the ingress lost them, not a pod's exit: " + strings.Join(reasons, "; "), cause: ingressOwn}
 }
 
-// logged is the index of the entry, among entries not used yet, of a request from
-// client sent at sent that failed after took: from that address, started while the
-// client waited (a connection carries one request at a time); -1: none.
-func logged(entries []accessEntry, used []bool, client string, sent time.Time, took time.Duration) int {
-	for i, e := range entries {
-		if !used[i] && e.client == client && whileWaiting(e.start, sent, took) {
-			return i
+// loggedAs gives, for each of the probe's requests rs, the index of the entry the
+// ingress logged of it: one from the request's address (Local) that started while the
+// client waited, each entry taken once (a connection carries one request at a time);
+// -1: none, or the request got no connection.
+func loggedAs(entries []accessEntry, rs []probe.Result) []int {
+	used := make([]bool, len(entries))
+	out := make([]int, len(rs))
+	for k, r := range rs {
+		out[k] = -1
+		if r.Local == "" {
+			continue
+		}
+		sent := r.Due.Add(r.Lag)
+		for i, e := range entries {
+			if !used[i] && e.client == r.Local && whileWaiting(e.start, sent, r.Latency) {
+				used[i], out[k] = true, i
+				break
+			}
 		}
 	}
-	return -1
+	return out
 }
 
 // othersFailed counts the failed requests in entries (status 499 and above) that are
-// none of fails (looked up as ingressVerdict does): another client's.
+// none of fails (loggedAs): another client's.
 func othersFailed(entries []accessEntry, fails []probe.Result) int {
-	used := make([]bool, len(entries))
-	for _, f := range fails {
-		if f.Local == "" {
-			continue
-		}
-		if i := logged(entries, used, f.Local, f.Due.Add(f.Lag), f.Latency); i >= 0 {
-			used[i] = true
+	theirs := make([]bool, len(entries))
+	for i, e := range entries {
+		theirs[i] = e.status >= 499
+	}
+	for _, i := range loggedAs(entries, fails) {
+		if i >= 0 {
+			theirs[i] = false
 		}
 	}
 	n := 0
-	for i, e := range entries {
-		if !used[i] && e.status >= 499 {
+	for _, t := range theirs {
+		if t {
 			n++
 		}
 	}
@@ -516,17 +526,10 @@ func TestIngressLogUnblocked(t *testing.T) {
 	if len(unanswered) > 0 {
 		t.Errorf("%d of 800 requests were not answered 502 while containerd stood still; the first: %s", len(unanswered), unanswered[0])
 	}
-	entries := ingressAccess(t, cs, ns, start)
-	used := make([]bool, len(entries))
 	var unlogged []string
-	for _, r := range results {
-		if r.Local == "" {
-			continue
-		}
-		if i := logged(entries, used, r.Local, r.Due.Add(r.Lag), r.Latency); i >= 0 {
-			used[i] = true
-		} else {
-			unlogged = append(unlogged, at(r))
+	for k, i := range loggedAs(ingressAccess(t, cs, ns, start), results) {
+		if i < 0 && results[k].Local != "" {
+			unlogged = append(unlogged, at(results[k]))
 		}
 	}
 	if len(unlogged) > 0 {
@@ -541,8 +544,8 @@ func TestOthersFailed(t *testing.T) {
 	start := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
 	s := func(f float64) time.Time { return start.Add(time.Duration(f * float64(time.Second))) }
 	entries := []accessEntry{
-		{start: s(1.0), took: 2 * time.Second, client: "10.78.0.1:1001", server: "10.0.0.3", status: 499}, // the prober's
-		{start: s(1.0), took: 2 * time.Second, client: "10.78.0.1:2001", server: "10.0.0.3", status: 499}, // another's timeout
+		{start: s(1.0), took: 2 * time.Second, client: "10.78.0.1:1001", server: "10.0.0.3", status: 499},  // the prober's
+		{start: s(1.0), took: 2 * time.Second, client: "10.78.0.1:2001", server: "10.0.0.3", status: 499},  // another's timeout
 		{start: s(1.2), took: time.Millisecond, client: "10.78.0.1:2002", server: "10.0.0.3", status: 502}, // another's 502
 		{start: s(1.3), took: 1500 * time.Millisecond, client: "10.78.0.1:2003", server: "10.0.0.1", status: 200},
 		{start: s(5.0), took: time.Millisecond, client: "10.78.0.1:1002", server: "10.0.0.3", status: 502}, // the prober's port, later

@@ -419,11 +419,9 @@ func lbEntry(es []connlog.Entry, f probe.Result) int {
 func lbRefused(es []connlog.Entry, msgs []connlog.Line, fails []probe.Result, start time.Time) string {
 	down := map[string]time.Time{} // when each server was first logged DOWN
 	for _, m := range msgs {
-		if b, ok := strings.CutPrefix(m.Message, "Server "); ok {
-			if srv, ok := strings.CutSuffix(strings.SplitN(b, ",", 2)[0], " is DOWN"); ok && m.At.After(start) {
-				if _, seen := down[srv]; !seen {
-					down[srv] = m.At
-				}
+		if srv, ok := m.Down(); ok && m.At.After(start) {
+			if _, seen := down[srv]; !seen {
+				down[srv] = m.At
 			}
 		}
 	}

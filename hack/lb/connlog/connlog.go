@@ -47,6 +47,16 @@ type Line struct {
 	Message string
 }
 
+// Down is the server (BACKEND/SERVER) a message of HAProxy's says went out of service
+// ("Server port80/nap-node is DOWN, ..."); ok false for any other line.
+func (l Line) Down() (server string, ok bool) {
+	b, ok := strings.CutPrefix(l.Message, "Server ")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(strings.SplitN(b, ",", 2)[0], " is DOWN")
+}
+
 // ParseLine reads one line of the ring. A message that begins with a letter is
 // HAProxy's own ("Server port80/nap-node is DOWN, ..."); any other is a connection, in
 // Format.

@@ -53,9 +53,19 @@ func TestParseLine(t *testing.T) {
 	if err != nil || l.Conn != nil || l.Message != down || !l.At.Equal(time.Date(2026, 11, 28, 23, 49, 19, 300747000, time.UTC)) {
 		t.Errorf("a server's state: %+v, %v", l, err)
 	}
+	if srv, ok := l.Down(); !ok || srv != "b/s2" {
+		t.Errorf("Down() = %q, %v; want b/s2", srv, ok)
+	}
+	up, _ := ParseLine("2026-11-28T23:49:21.3+00:00 Server b/s2 is UP, reason: Layer4 check passed")
+	if srv, ok := up.Down(); ok {
+		t.Errorf("a server back up: Down() = %q, true", srv)
+	}
 	l, err = ParseLine("2026-11-28T23:49:20.939125+00:00 127.0.0.1:57118 1795909760.931 b/s1 127.0.0.1:41948 1 2 7 --\n")
 	if err != nil || l.Message != "" || l.Conn == nil || l.Conn.Client != "127.0.0.1:57118" || l.Conn.Server != "s1" || l.Conn.Connect != 2*time.Millisecond {
 		t.Errorf("a connection: %+v, %v", l, err)
+	}
+	if srv, ok := l.Down(); ok {
+		t.Errorf("a connection: Down() = %q, true", srv)
 	}
 	for _, c := range []struct{ line, err string }{
 		{"127.0.0.1:57118 1795909760.931 b/s1 127.0.0.1:41948 1 2 7 --", "its time"},
