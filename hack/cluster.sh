@@ -19,6 +19,8 @@
 #   hack/cluster.sh contained   exit 0 when every cluster range routes to a local device
 #   hack/cluster.sh slow-node2 [DURATION]   node 2's kube-proxy with that minSyncPeriod
 #                          (none: its default, as up leaves it)
+#   NAP_NODE2_KUBE_VERSION=v1.37.2 hack/cluster.sh up   node 2 on another kubelet
+#   NAP_NODE2_EVICTION=hard hack/cluster.sh up   node 2's disk threshold a hard one
 #   hack/cluster.sh node2-shutdown start|cancel   node 2's logind tells its kubelet that
 #                          the node shuts down, or that the shutdown was cancelled
 #                          (graceful node shutdown; the machine is never touched)
@@ -71,6 +73,11 @@ EGRESS_RULE=(-s "$POD_CIDR" ! -o "nap+" -m comment --comment "nap-lab: pods stay
 
 log() { echo "cluster: $*" >&2; }
 
+# node2_version: node 2's kubelet and kube-proxy, hack/kube-version-node2 unless
+# NAP_NODE2_KUBE_VERSION names another (an experiment on another kubelet: the
+# terminations it starts, docs/downtime.md; make test runs the pinned one).
+node2_version() { echo "${NAP_NODE2_KUBE_VERSION:-$(cat "$here/kube-version-node2")}"; }
+
 bins() {
   out=$(bash "$here/kube-bins.sh" | tail -1)
   B=$out/bin
@@ -80,7 +87,7 @@ bins() {
 # the third-party servers.
 more_bins() {
   local out
-  out=$(KUBE_VERSION=$(cat "$here/kube-version-node2") KUBE_BINS="kubelet kube-proxy" bash "$here/kube-bins.sh" | tail -1)
+  out=$(KUBE_VERSION=$(node2_version) KUBE_BINS="kubelet kube-proxy" bash "$here/kube-bins.sh" | tail -1)
   B2=$out/bin
   out=$(bash "$here/ingress-bins.sh" | tail -1)
   TRAEFIK=$out/bin/traefik
@@ -346,7 +353,7 @@ seccompDefault: true
 podCIDR: $3
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+evictionHard: {memory.available: "100Mi", nodefs.available: "${NODEFS_HARD:-1%}", imagefs.available: "1%"}
 staticPodPath: "$1/manifests"
 healthzBindAddress: 127.0.0.1
 resolvConf: ""
@@ -461,11 +468,19 @@ up() {
   # Its pods' logs in a directory of its own: a kubelet's garbage collection removes
   # every pod log directory of a pod it does not run, so two kubelets sharing
   # /var/log/pods empty each other's pods' logs (kubectl logs then returns nothing).
-  kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2" "featureGates: {ImageVolume: true}
-podLogsDir: \"$D2/pod-logs\"
-evictionSoft: {nodefs.available: \"50%\"}
+  # NAP_NODE2_EVICTION=hard makes that threshold a hard one (pods get 1 s), for an
+  # experiment (docs/downtime.md); make test runs the soft one.
+  local soft="evictionSoft: {nodefs.available: \"50%\"}
 evictionSoftGracePeriod: {nodefs.available: 2s}
-evictionMaxPodGracePeriod: 60
+evictionMaxPodGracePeriod: 60" hard=1%
+  case ${NAP_NODE2_EVICTION:-soft} in
+    soft) ;;
+    hard) soft="" hard=50% ;;
+    *) log "NAP_NODE2_EVICTION=$NAP_NODE2_EVICTION: want soft or hard"; exit 2 ;;
+  esac
+  NODEFS_HARD=$hard kubelet_conf "$D2" "$NODE2_IP" "$NODE2_POD_CIDR" kubelet2 "/$NODE2" "featureGates: {ImageVolume: true}
+podLogsDir: \"$D2/pod-logs\"${soft:+
+$soft}
 evictionPressureTransitionPeriod: 5s
 shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 10s"

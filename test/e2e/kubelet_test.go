@@ -199,6 +199,25 @@ func runningOn(t *testing.T, cs *kubernetes.Clientset, ns, node, what string) []
 // 1024 MiB, soft eviction below 50% free): past the threshold by about 200 MiB.
 const fillMiB = 700
 
+// fillerResources: the filler requests what it writes and a little more: within its
+// request, it is evicted after every demo pod, which exceed theirs (evictable). Where
+// node 2 cannot allocate that much (a hard threshold is taken off its allocatable:
+// NAP_NODE2_EVICTION=hard, hack/cluster.sh), it requests nothing: the demo pods'
+// priority, below its own, still ranks them first.
+func fillerResources(t *testing.T, cs *kubernetes.Clientset) corev1.ResourceRequirements {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Get(context.Background(), node2, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := resource.MustParse(fmt.Sprintf("%dMi", fillMiB+20))
+	if have := n.Status.Allocatable[corev1.ResourceEphemeralStorage]; have.Cmp(want) < 0 {
+		t.Logf("%s allocates %s of ephemeral storage, less than the filler writes: it requests none", node2, have.String())
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: want}}
+}
+
 // pressure runs a filler pod on node 2 (the demo app writing fillMiB into an emptyDir
 // before it serves), waits until the kubelet has evicted the demo pods there (ranked
 // first: evictable), and until the pressure is over: the filler deleted and node 2
@@ -213,10 +232,8 @@ func pressure(t *testing.T, cs *kubernetes.Clientset, ns string) {
 			NodeName:                      node2,
 			TerminationGracePeriodSeconds: ptr.To(int64(0)),
 			Containers: []corev1.Container{{Name: "filler", Image: "nap/app:e2e", ImagePullPolicy: corev1.PullNever,
-				Env: []corev1.EnvVar{{Name: "APP_FILL", Value: fmt.Sprintf("/fill/data:%d", fillMiB)}},
-				// It requests what it writes and a little more: within its request, it
-				// is evicted after every demo pod, which exceed theirs (evictable).
-				Resources:    corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(fmt.Sprintf("%dMi", fillMiB+20))}},
+				Env:          []corev1.EnvVar{{Name: "APP_FILL", Value: fmt.Sprintf("/fill/data:%d", fillMiB)}},
+				Resources:    fillerResources(t, cs),
 				VolumeMounts: []corev1.VolumeMount{{Name: "fill", MountPath: "/fill"}}}},
 			Volumes: []corev1.Volume{{Name: "fill", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
