@@ -118,7 +118,7 @@ func waitController(t *testing.T, cs *kubernetes.Clientset, policy bool) {
 // dumpController logs the controller pods' state and logs, for a failed start.
 func dumpController(t *testing.T, cs *kubernetes.Clientset) {
 	t.Helper()
-	t.Log(kubectl(t, nil, "-n", controller.DefaultNamespace, "get", "pods,events", "-o", "wide"))
+	t.Log(kubectl(t, nil, "-n", controller.DefaultNamespace, "get", "pods,leases,events", "-o", "wide"))
 	cmd := exec.Command(kubeenv.Kubectl(t), "--kubeconfig", kubeconfigPath(), "-n", controller.DefaultNamespace, "logs", "-l", "app.kubernetes.io/name=nap", "--tail=50")
 	out, _ := cmd.CombinedOutput()
 	t.Logf("controller logs:\n%s", out)
@@ -174,6 +174,7 @@ func webhookNamespace(t *testing.T, cs *kubernetes.Clientset, labels map[string]
 			break
 		}
 		if time.Now().After(deadline) {
+			dumpController(t, cs)
 			t.Fatalf("the controller did not publish the nap ConfigMap into %s: %v", ns, err)
 		}
 	}
