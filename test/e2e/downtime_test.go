@@ -146,6 +146,9 @@ var (
 		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byDeletion, expect: newClean}
 	napUnlabelled = variant{name: "nap preStop + unlabelled at the eviction", mode: "plain",
 		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byLabel, expect: newClean}
+	// The third: a readiness gate the test keeps open, closed at the eviction.
+	napGated = variant{name: "nap preStop + readiness gate closed at the eviction", mode: "plain",
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byGate, expect: newClean}
 )
 
 // failedNew is how many requests over new connections failed.
@@ -598,6 +601,10 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 	}
 	if sc.disruption == nodePressure {
 		evictable(t, cs, &d.Spec.Template.Spec)
+	}
+	if v.outOfRoutes == byGate {
+		d.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: gateCondition}}
+		openGates(t, cs, ns)
 	}
 	var held *endpointHold
 	if v.hold > 0 {
@@ -1333,11 +1340,13 @@ func lbExpect(v variant, p labPath, d disruption) variant {
 }
 
 // calibrateLoadBalancers is napctl calibrate --lb local,cluster on the lab's load
-// balancer at its NLB-shaped defaults, and on its pod targets (lbPods), one round: the
-// delay it recommends.
+// balancer at its NLB-shaped defaults, and on its pod targets (lbPods), at calibrate's
+// default rounds (5), as a user runs it: the delay it recommends. One round gave 24 to
+// 29 s where the checks take a node out up to 30 s after its last pod, and the
+// calibrated rows lost requests (2026-11-29, docs/downtime.md).
 func calibrateLoadBalancers(t *testing.T) string {
 	t.Helper()
-	rep := runCalibrate(t, "-n", "nap-calibrate-experiment", "--rounds", "1", "--nodeport", "-", "--lb", "local,cluster",
+	rep := runCalibrate(t, "-n", "nap-calibrate-experiment", "--nodeport", "-", "--lb", "local,cluster",
 		"--lb-pods-annotation", traffic.LabPodTargets+"="+traffic.LabPodTargetsValue+","+lbLag+"="+lbPods.checks[lbLag])
 	t.Logf("calibrated through the load balancers: %gs, the %s path's tail decides", rep.Delay, rep.Longest)
 	return fmt.Sprintf("%gs", rep.Delay)

@@ -50,14 +50,16 @@ func TestKubeletTerminations(t *testing.T) {
 		{disruption: deadlineExceeded, variant: noDelay}, {disruption: deadlineExceeded, variant: napBinary},
 		{disruption: nodePressure, variant: noDelay}, {disruption: nodePressure, variant: napBinary},
 		{disruption: nodeShutdown, variant: noDelay}, {disruption: nodeShutdown, variant: napBinary},
-		// nap's controller installed, last: once it runs, its policy keeps the other
-		// rows' own ConfigMaps out.
-		{disruption: nodePressure, variant: viaWebhook}, {disruption: nodeShutdown, variant: viaWebhook},
 	}
 	if os.Getenv("NAP_E2E_MECHANISMS") != "" {
-		// The two mechanisms the router chose between, done by the test itself.
-		runs = append(runs, scenario{disruption: nodePressure, variant: napDeleted}, scenario{disruption: nodePressure, variant: napUnlabelled})
+		// The three mechanisms the router chose between, done by the test itself,
+		// before nap's controller runs: its Router would delete the pods first.
+		runs = append(runs, scenario{disruption: nodePressure, variant: napDeleted}, scenario{disruption: nodePressure, variant: napUnlabelled},
+			scenario{disruption: nodePressure, variant: napGated})
 	}
+	// nap's controller installed, last: once it runs, its policy keeps the other rows'
+	// own ConfigMaps out, and its Router takes out every pod a kubelet stops.
+	runs = append(runs, scenario{disruption: nodePressure, variant: viaWebhook}, scenario{disruption: nodeShutdown, variant: viaWebhook})
 	for _, sc := range runs {
 		sc.path, sc.rounds = clusterIPNode1, 1
 		d, v := sc.disruption, sc.variant
@@ -289,7 +291,73 @@ const (
 	// byLabel: the label its Service (and ReplicaSet) select on, app, is removed: the
 	// endpoint goes at once; the ReplicaSet lets the pod go and replaces it.
 	byLabel
+	// byGate: the pods carry a readiness gate (gateCondition) that a keeper opens once
+	// their containers are ready (openGates) and closes at the eviction: the pod turns
+	// not ready, its endpoint goes; it stays in its ReplicaSet and stops as the kubelet
+	// stops it.
+	byGate
 )
+
+// gateCondition is the readiness gate byGate gives the demo pods: a pod is Ready only
+// once something sets this condition True on it.
+const gateCondition = "nap.dev/in-routes"
+
+// setGate sets pod ns/name's gateCondition to status (the pod's status subresource, as
+// a controller that owns the gate would).
+func setGate(ctx context.Context, cs kubernetes.Interface, ns, name string, status corev1.ConditionStatus) error {
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":%q,"lastTransitionTime":%q}]}}`,
+		gateCondition, status, time.Now().UTC().Format(time.RFC3339))
+	_, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	return err
+}
+
+// openGates keeps the readiness gate of the demo pods in ns open: every 100 ms, a pod
+// whose containers are ready and whose gate is not set yet gets it True (the keeper
+// stands in for the controller a gate would need: without it no such pod is ever
+// ready). It runs until the test ends, and logs then how long the pods' readiness
+// waited for it: from ContainersReady to the gate set.
+func openGates(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	opened := map[string]time.Duration{}
+	end := every(100*time.Millisecond, func(ctx context.Context) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+		if err != nil {
+			return
+		}
+		for _, p := range pods.Items {
+			if _, done := opened[p.Name]; done || p.DeletionTimestamp != nil || terminal(p) {
+				continue
+			}
+			var containersReady *corev1.PodCondition
+			gated := false
+			for i, c := range p.Status.Conditions {
+				switch c.Type {
+				case corev1.ContainersReady:
+					if c.Status == corev1.ConditionTrue {
+						containersReady = &p.Status.Conditions[i]
+					}
+				case gateCondition:
+					gated = true
+				}
+			}
+			if containersReady == nil || gated {
+				continue
+			}
+			if err := setGate(ctx, cs, ns, p.Name, corev1.ConditionTrue); err == nil {
+				opened[p.Name] = time.Since(containersReady.LastTransitionTime.Time)
+			}
+		}
+	})
+	t.Cleanup(func() {
+		end()
+		var waits []string
+		for name, d := range opened {
+			waits = append(waits, fmt.Sprintf("%s %.1fs", name, d.Seconds()))
+		}
+		slices.Sort(waits)
+		t.Logf("readiness gates opened, after ContainersReady (its time in whole seconds): %s", strings.Join(waits, ", "))
+	})
+}
 
 // takeOutOfRoutes reads, every 100 ms, the Events in ns that say a kubelet evicts a
 // demo pod (reason Evicted, which the kubelet records before it stops the pod) and takes
@@ -316,6 +384,11 @@ func takeOutOfRoutes(t *testing.T, cs *kubernetes.Clientset, ns string, how rout
 			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil || p.UID != ev.InvolvedObject.UID || p.DeletionTimestamp != nil || terminal(*p) {
 				did = append(did, fmt.Sprintf("pod %s: evicted, left alone (%v)", name, err))
+				if err == nil && p.DeletionTimestamp != nil {
+					// Something else took it out first (nap's controller, still
+					// installed): the row would not measure the mechanism.
+					t.Errorf("pod %s in %s: evicted and already deleting when read: the row does not measure %v", name, ns, how)
+				}
 				continue
 			}
 			switch how {
@@ -325,6 +398,8 @@ func takeOutOfRoutes(t *testing.T, cs *kubernetes.Clientset, ns string, how rout
 			case byLabel:
 				patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"remove","path":"/metadata/labels/app"}]`, p.UID)
 				_, err = cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+			case byGate:
+				err = setGate(ctx, cs, ns, p.Name, corev1.ConditionFalse)
 			}
 			did = append(did, fmt.Sprintf("pod %s taken out of its routes (%v) %.2fs after its eviction was read: %v", name, how, time.Since(seen).Seconds(), err))
 		}
@@ -336,7 +411,7 @@ func takeOutOfRoutes(t *testing.T, cs *kubernetes.Clientset, ns string, how rout
 }
 
 func (h routesOut) String() string {
-	return map[routesOut]string{byDeletion: "deleted", byLabel: "unlabelled"}[h]
+	return map[routesOut]string{byDeletion: "deleted", byLabel: "unlabelled", byGate: "gate closed"}[h]
 }
 
 // routedOut checks that nap's controller deleted the demo pods its kubelet stopped in
