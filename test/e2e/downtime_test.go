@@ -146,9 +146,12 @@ var (
 		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byDeletion, expect: newClean}
 	napUnlabelled = variant{name: "nap preStop + unlabelled at the eviction", mode: "plain",
 		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byLabel, expect: newClean}
-	// The third: a readiness gate the test keeps open, closed at the eviction.
+	// The third: a readiness gate the test keeps open, closed at the eviction. It does
+	// not take the pod out: the kubelet, stopping the pod, does not recompute its Ready
+	// condition, and the EndpointSlice follows Ready (2026-11-29, docs/downtime.md); the
+	// day it does, this fails and the gate can be reconsidered.
 	napGated = variant{name: "nap preStop + readiness gate closed at the eviction", mode: "plain",
-		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byGate, expect: newClean}
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byGate, expect: fails}
 )
 
 // failedNew is how many requests over new connections failed.
