@@ -293,9 +293,9 @@ const (
 	// endpoint goes at once; the ReplicaSet lets the pod go and replaces it.
 	byLabel
 	// byGate: the pods carry a readiness gate (gateCondition) that a keeper opens once
-	// their containers are ready (openGates) and closes at the eviction: the pod turns
-	// not ready, its endpoint goes; it stays in its ReplicaSet and stops as the kubelet
-	// stops it.
+	// their containers are ready (openGates) and closes at the eviction, meant to turn
+	// the pod not ready while it stays in its ReplicaSet. Measured, it does not: the
+	// kubelet stopping the pod does not recompute its Ready condition (napGated).
 	byGate
 )
 
