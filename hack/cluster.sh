@@ -472,7 +472,7 @@ up() {
   # experiment (docs/downtime.md); make test runs the soft one.
   local soft="evictionSoft: {nodefs.available: \"50%\"}
 evictionSoftGracePeriod: {nodefs.available: 2s}
-evictionMaxPodGracePeriod: 60" hard=1%
+evictionMaxPodGracePeriod: 60" hard=""
   case ${NAP_NODE2_EVICTION:-soft} in
     soft) ;;
     hard) soft="" hard=50% ;;
