@@ -6,9 +6,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,12 +73,15 @@ func parseAccessLog(log []byte, ns string) ([]accessEntry, error) {
 		}
 		server := ""
 		if e.ServiceURL != "" {
-			host := strings.TrimPrefix(strings.TrimPrefix(e.ServiceURL, "http://"), "https://")
-			h, _, err := net.SplitHostPort(host)
+			// SCHEME://ADDR:PORT: http, https, h2c (gRPC to the pods).
+			u, err := url.Parse(e.ServiceURL)
+			if err == nil && u.Port() == "" {
+				err = errors.New("no port")
+			}
 			if err != nil {
 				return nil, fmt.Errorf("the ingress's access log, line %d: server %q: %w", n, e.ServiceURL, err)
 			}
-			server = h
+			server = u.Hostname()
 		}
 		out = append(out, accessEntry{start: e.StartUTC, took: time.Duration(e.Duration), client: e.ClientAddr, server: server, status: e.DownstreamStatus})
 	}
@@ -326,9 +330,13 @@ func TestParseAccessLog(t *testing.T) {
 	if other, err := parseAccessLog(log, "e2e-other-ns"); err != nil || len(other) != 1 {
 		t.Errorf("another namespace: %+v, %v; want its one request", other, err)
 	}
+	// gRPC to the pods over h2c: Traefik names the server h2c://ADDR:PORT.
+	if g, err := parseAccessLog(log, "e2e-testdowntimeexperiment-03cc"); err != nil || len(g) != 1 || g[0].server != "10.78.1.133" || g[0].status != 502 {
+		t.Errorf("a gRPC call: %+v, %v; want one, to 10.78.1.133, 502", g, err)
+	}
 	broken := append(slices.Clone(log), []byte(`{"StartUTC":"yesterday"}`+"\n")...)
-	if _, err := parseAccessLog(broken, "e2e-testingressdowntime-d25b"); err == nil || !strings.Contains(err.Error(), "line 6") {
-		t.Errorf("a broken line: %v, want an error naming line 6", err)
+	if _, err := parseAccessLog(broken, "e2e-testingressdowntime-d25b"); err == nil || !strings.Contains(err.Error(), "line 7") {
+		t.Errorf("a broken line: %v, want an error naming line 7", err)
 	}
 }
 

@@ -1201,6 +1201,12 @@ func experiment(rounds int) []scenario {
 			if p.String() == clusterIPNode1.String() && d == rollingRestart {
 				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
+			if (p.String() == clusterIPNode1.String() || p.String() == viaIngress.String()) && d != scaleDown {
+				// The request signal where no client pools (the webhook does not
+				// give it here, traffic.Path.Pools): never shorter, so nothing
+				// lost; how much longer it holds is the figure.
+				vs = append(vs, napRequests)
+			}
 			if p.path.NodeChecked {
 				// Behind a load balancer the lab's 5 s is expected to fail where a
 				// node is left without a pod (Local: a scale-down, a drain); the
