@@ -281,9 +281,10 @@ func TestPathAwareWebhook(t *testing.T) {
 	if _, got, why := admit("edge", nil); got != "sleep 5s" || why != "" {
 		t.Errorf("after the calibration was deleted: %q (%q), want the fleet's sleep 5s and no reason", got, why)
 	}
-	// Clients that pool their connections (an application load balancer with the pods as
-	// targets): the adaptive wait watches requests, with or without a calibration; a
-	// network load balancer in IP mode passes each client's connection through.
+	// Clients that pool their connections (an ingress controller, an application load
+	// balancer with the pods as targets): the adaptive wait watches requests, with or
+	// without a calibration; a network load balancer in IP mode passes each client's
+	// connection through.
 	svc("nlb", corev1.ServiceTypeLoadBalancer, "", map[string]string{"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"})
 	svc("neg", corev1.ServiceTypeClusterIP, "", map[string]string{"cloud.google.com/neg": `{"ingress": true}`})
 	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "neg", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
@@ -296,7 +297,8 @@ func TestPathAwareWebhook(t *testing.T) {
 		why         string
 	}{
 		{app: "alb", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): lb-pods via Service alb, whose clients send over connections they keep"},
-		{app: "neg", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): lb-pods via Service neg, whose clients send over connections they keep"},
+		{app: "neg", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): ingress via Service neg, lb-pods via Service neg, whose clients send over connections they keep"},
+		{app: "site", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): ingress via Service site, whose clients send over connections they keep"},
 		{app: "nlb", annotations: adaptive},
 		{app: "alb"}, // a fixed wait holds whatever the traffic
 		{app: "edge", annotations: adaptive},
@@ -326,7 +328,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	}
 	t.Logf("reported %v after the Ingress was added", time.Since(fronted).Round(10*time.Millisecond))
 	for _, f := range r.Findings() {
-		if f.Reason == report.AdaptiveMissesPool && !strings.HasPrefix(f.Message, "pods' preStop hook: the adaptive wait watches new connections alone, but lb-pods via Service late reaches the pod through clients that send over connections they keep") {
+		if f.Reason == report.AdaptiveMissesPool && !strings.HasPrefix(f.Message, "pods' preStop hook: the adaptive wait watches new connections alone, but ingress via Service late and lb-pods via Service late reach the pod through clients that send over connections they keep") {
 			t.Errorf("message %q", f.Message)
 		}
 	}

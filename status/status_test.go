@@ -134,15 +134,16 @@ func TestDelayBelowPath(t *testing.T) {
 }
 
 // TestAdaptiveMissesPool: nap's adaptive wait on new connections alone is unprotected
-// where a client that pools its connections reaches the pods (an AWS ALB in IP mode,
-// for a Service an Ingress names), safe with the request signal or without the
-// Ingress; no calibration needed.
+// where a client that pools its connections reaches the pods (any ingress controller;
+// an AWS ALB in IP mode, for a Service an Ingress names), safe with the request signal
+// or without the Ingress; no calibration needed.
 func TestAdaptiveMissesPool(t *testing.T) {
 	const adaptive = `/nap/nap, --quiet, 2s, --max, 60s, --allow, "1"`
 	hooked := strings.Replace(fleet, `readinessProbe: {httpGet: {path: /readyz, port: 8080}}}]`,
 		`readinessProbe: {httpGet: {path: /readyz, port: 8080}}, volumeMounts: [{name: nap, mountPath: /nap, readOnly: true}], lifecycle: {preStop: {exec: {command: [`+adaptive+`]}}}}]
       terminationGracePeriodSeconds: 90
       volumes: [{name: nap, configMap: {name: nap, defaultMode: 0555, items: [{key: nap-amd64, path: nap}]}}]`, 1)
+	plain := hooked
 	hooked = strings.Replace(hooked, "metadata: {name: api, namespace: shop}\nspec: {selector", "metadata: {name: api, namespace: shop, annotations: {alb.ingress.kubernetes.io/target-type: ip}}\nspec: {selector", 1)
 	const ingress = `---
 apiVersion: networking.k8s.io/v1
@@ -155,8 +156,10 @@ spec: {defaultBackend: {service: {name: api, port: {number: 80}}}}
 		reason    string // "" safe
 	}{
 		{"no Ingress: in the cluster only", hooked, ""},
+		{"behind an ingress controller", plain + ingress,
+			"adaptive-misses-pool: container \"api\"'s preStop: the adaptive wait watches new connections alone, but ingress via Service api reaches the pod through clients that send over connections they keep: the wait can end while they still send"},
 		{"behind an ALB in IP mode", hooked + ingress,
-			"adaptive-misses-pool: container \"api\"'s preStop: the adaptive wait watches new connections alone, but lb-pods via Service api reaches the pod through clients that send over connections they keep: the wait can end while they still send"},
+			"adaptive-misses-pool: container \"api\"'s preStop: the adaptive wait watches new connections alone, but ingress via Service api and lb-pods via Service api reach the pod through clients that send over connections they keep: the wait can end while they still send"},
 		{"behind it, watching requests", strings.Replace(hooked, adaptive, adaptive+", --requests, 1s", 1) + ingress, ""},
 	} {
 		objs, err := manifest.Read("fleet.yaml", []byte(tc.doc))

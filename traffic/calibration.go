@@ -293,8 +293,12 @@ func MissesPool(svcs []*corev1.Service, fronts func(service string) kube.Fronts,
 // PoolMessage says, for people, what MissesPool found: what the wait watches, and the
 // paths it misses.
 func (n Need) PoolMessage() string {
-	return fmt.Sprintf("the adaptive wait watches new connections alone, but %s reaches the pod through clients that send over connections they keep: the wait can end while they still send",
-		strings.Join(n.Pooled, " and "))
+	verb := "reaches"
+	if len(n.Pooled) > 1 {
+		verb = "reach"
+	}
+	return fmt.Sprintf("the adaptive wait watches new connections alone, but %s %s the pod through clients that send over connections they keep: the wait can end while they still send",
+		strings.Join(n.Pooled, " and "), verb)
 }
 
 // Tail is the measured tail of the path named name.

@@ -176,7 +176,13 @@ var (
 		},
 		Remedy: "The ingress controller routes from the EndpointSlices it watches, on its own schedule " +
 			"(a reload, a throttle on changes): look at how it applies endpoint changes.",
-		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Ingress }}
+		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Ingress },
+		// An ingress controller is an HTTP proxy that keeps connections to the pods
+		// (Traefik, ingress-nginx, Envoy's): a pod it still sends to sees no new
+		// connection. With its reaction slowed to 8 s the adaptive wait on new
+		// connections alone lost 616 requests, with the request signal 0
+		// (docs/adaptive.md).
+		Pools: func(_ *corev1.Service, f kube.Fronts) bool { return f.Ingress }}
 	// GatewayRoute: a Gateway API route (HTTPRoute, GRPCRoute, ...) naming the Service,
 	// served by whichever Gateway implementation the cluster runs. Calibrate does not
 	// open it (the lab has no Gateway): it is never measured, so a pod it reaches holds

@@ -1202,9 +1202,10 @@ func experiment(rounds int) []scenario {
 				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
 			if (p.String() == clusterIPNode1.String() || p.String() == viaIngress.String()) && d != scaleDown {
-				// The request signal where no client pools (the webhook does not
-				// give it here, traffic.Path.Pools): never shorter, so nothing
-				// lost; how much longer it holds is the figure.
+				// The request signal at the ClusterIP, whose clients pin their
+				// connections (the webhook does not give it there), and through
+				// the ingress, an HTTP proxy that pools (it does; traffic.Path.Pools):
+				// nothing lost; how long it holds is the figure.
 				vs = append(vs, napRequests)
 			}
 			if p.path.NodeChecked {
