@@ -20,4 +20,4 @@ func WaitFlags(fl *pflag.FlagSet, w *wait.Input) {
 }
 
 // RequestsHelp is the help of the adaptive wait's --requests, wherever it is a flag.
-const RequestsHelp = "the adaptive wait's WITHIN for requests on open connections: a request on a connection the pod accepted before, this recent, holds the wait too (1s is the usual; 0, off). For pods behind clients that pool connections and let go late (an L7 load balancer with the pods as targets); not behind clients that pin theirs (kube-proxy, an L4 load balancer): the wait would last --max"
+const RequestsHelp = "the adaptive wait's WITHIN for requests on open connections: a request on a connection the pod accepted before, this recent, holds the wait too (1s is the usual; 0, off). For pods behind clients that pool connections (an ingress, an L7 load balancer with the pods as targets: nap's webhook gives those 1s); not behind clients that pin theirs (kube-proxy, an L4 load balancer): the wait would last --max"
