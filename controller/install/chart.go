@@ -863,8 +863,8 @@ wait:
   quiet: %[11]s
   # The adaptive wait's request signal (nap --requests WITHIN, whole ms or s; "0" off):
   # a request on a connection the pod accepted earlier keeps the wait open too. Pods
-  # behind a client that pools its connections (an application load balancer with the
-  # pods as targets) get 1s whatever this says; docs/adaptive.md.
+  # behind a client that pools its connections (an ingress controller, an application load
+  # balancer with the pods as targets) get 1s whatever this says; docs/adaptive.md.
   requests: "0"
 
 # Publish the nap ConfigMap only into namespaces with these labels (default all), and
