@@ -3,8 +3,10 @@ package probe
 import (
 	"context"
 	"errors"
+	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -60,12 +62,32 @@ func newGRPCSender(u *url.URL, opts Options) (func(Mode) sentResult, func(), err
 		if m == Reuse {
 			return call(shared)
 		}
-		cc, err := grpc.NewClient(u.Host, dial...)
+		// The connection's client end as soon as TCP connects: a call that fails later,
+		// its HTTP/2 handshake unanswered ("while waiting for connections to become
+		// ready"), has no peer, and this port is what finds it in connection tracking.
+		var mu sync.Mutex
+		var local string
+		dialer := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			if err == nil {
+				mu.Lock()
+				local = c.LocalAddr().String()
+				mu.Unlock()
+			}
+			return c, err
+		})
+		cc, err := grpc.NewClient(u.Host, append(dial[:len(dial):len(dial)], dialer)...) // a copy: calls run concurrently
 		if err != nil {
 			return sentResult{Result: Result{Kind: Other, Err: err.Error()}, sent: time.Now()}
 		}
 		defer cc.Close()
-		return call(cc)
+		r := call(cc)
+		if r.Local == "" {
+			mu.Lock()
+			r.Local = local
+			mu.Unlock()
+		}
+		return r
 	}
 	return send, func() { shared.Close() }, nil
 }

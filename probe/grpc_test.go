@@ -134,3 +134,49 @@ func TestGRPCLocal(t *testing.T) {
 		}
 	}
 }
+
+// A call over a new connection that TCP connects but whose server never answers the
+// HTTP/2 handshake (a listener nobody serves) times out, and its result still names the
+// connection's client end: the port that finds it in the nodes' connection tracking.
+func TestGRPCUnansweredHandshake(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan string, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c.RemoteAddr().String()
+			defer c.Close() // held open, silent, until the listener closes
+		}
+	}()
+	var got []Result
+	if err := Run(context.Background(), Options{URL: "grpc://" + l.Addr().String(), Rate: 10, Duration: 100 * time.Millisecond, Timeout: 300 * time.Millisecond, Modes: []Mode{New}},
+		func(r Result) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		t.Fatal("no call made")
+	}
+	clients := map[string]bool{}
+	for range len(got) {
+		select {
+		case a := <-accepted:
+			clients[a] = true
+		case <-time.After(time.Second):
+		}
+	}
+	for _, r := range got {
+		if r.Kind != Timeout || !strings.Contains(r.Err, "waiting for connections to become ready") {
+			t.Errorf("a call to a silent server: %s %q, want a timeout waiting for the connection", r.Kind, r.Err)
+		}
+		if !clients[r.Local] {
+			t.Errorf("a call's client end %q, want one of the connections the server accepted %v", r.Local, clients)
+		}
+	}
+}

@@ -133,9 +133,11 @@ type Result struct {
 	Err     string // the error, when there was one
 	// Headers are the values of Options.RecordHeaders in the response ("" when absent).
 	Headers []string
-	// Local is the client's end (host:port) of the connection the request went over;
-	// "" when it got none, so that it was never written. A proxy's access log names the
-	// same address: it tells which logged request a failure was.
+	// Local is the client's end (host:port) of the connection the request went over
+	// (a gRPC call on a new connection: the one TCP connected, even when the server
+	// never answered its HTTP/2 handshake); "" when it got none, so that it was never
+	// written. A proxy's access log and the nodes' connection tracking name the same
+	// address: it tells which logged request or tracked connection a failure was.
 	Local string
 }
 

@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nap-k8s/nap/probe"
 )
 
 // TestStaleSynSent settles what a stale connection tracking entry can do (docs/downtime.md,
@@ -141,5 +143,25 @@ func TestSameConn(t *testing.T) {
 		if got := sameConn(c.a, c.b); got != c.want {
 			t.Errorf("sameConn(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// TestTimedOutPorts: the ports looked up after a loss are those of the requests that
+// timed out over a new connection they got, each once, the first n.
+func TestTimedOutPorts(t *testing.T) {
+	fails := []probe.Result{
+		{Mode: probe.New, Kind: probe.Timeout, Local: "10.77.0.1:40001"},
+		{Mode: probe.New, Kind: probe.Timeout}, // no connection: its SYN_SENT entry tells
+		{Mode: probe.Reuse, Kind: probe.Timeout, Local: "10.77.0.1:40002"},
+		{Mode: probe.New, Kind: probe.Refused, Local: "10.77.0.1:40003"},
+		{Mode: probe.New, Kind: probe.Timeout, Local: "10.77.0.1:40001"},
+		{Mode: probe.New, Kind: probe.Timeout, Local: "10.77.0.1:40004"},
+		{Mode: probe.New, Kind: probe.Timeout, Local: "10.77.0.1:40005"},
+	}
+	if got, want := timedOutPorts(fails, 5), []string{"40001", "40004", "40005"}; !slices.Equal(got, want) {
+		t.Errorf("timedOutPorts = %q, want %q", got, want)
+	}
+	if got, want := timedOutPorts(fails, 2), []string{"40001", "40004"}; !slices.Equal(got, want) {
+		t.Errorf("timedOutPorts(2) = %q, want %q", got, want)
 	}
 }

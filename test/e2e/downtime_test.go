@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -825,7 +826,15 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		t.Logf("%s: %d timeouts over new connections; SYN_SENT entries now: node 1 %q, node 2 %q", sc, c.ByKind[probe.Timeout], young1, young2)
 		// The young ones are this measurement's: each one's connection as both nodes
 		// track it, in any state, and the pods that came and went.
-		for _, port := range youngPorts(append(young1, young2...)) {
+		// And the connections the timed-out requests got (a gRPC call's TCP connection
+		// whose HTTP/2 handshake went unanswered leaves no SYN_SENT entry), the first few.
+		ports := youngPorts(append(young1, young2...))
+		for _, port := range timedOutPorts(s.Failures, 5) {
+			if !slices.Contains(ports, port) {
+				ports = append(ports, port)
+			}
+		}
+		for _, port := range ports {
 			t.Logf("%s: the connection from port %s: node 1 %q, node 2 %q", sc, port, connsFrom(t, false, port), connsFrom(t, true, port))
 		}
 	}
@@ -846,6 +855,21 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		}
 	}
 	return downtime{ns: ns, scenario: sc, summary: s, start: start, lbLate: lbLate, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered, ingress: ingress}
+}
+
+// timedOutPorts returns the client ports of the first n requests of fails that timed
+// out over a new connection they got (probe.Result.Local).
+func timedOutPorts(fails []probe.Result, n int) []string {
+	var out []string
+	for _, f := range fails {
+		if f.Mode != probe.New || f.Kind != probe.Timeout || f.Local == "" || len(out) == n {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(f.Local); err == nil && !slices.Contains(out, port) {
+			out = append(out, port)
+		}
+	}
+	return out
 }
 
 func (sc scenario) String() string {
