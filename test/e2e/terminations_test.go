@@ -21,10 +21,13 @@ import (
 // app's own shutdown (the plain app exits at once on SIGTERM). The deletion began at
 // deletionTimestamp less the grace period (the timestamp is the deadline).
 type terminations struct {
-	mu     sync.Mutex
-	lives  map[string]*podLife // every pod seen, by name: the record of a failure
-	took   map[string]time.Duration
-	began  map[string]time.Time // first seen: the kubelet deletes a stopped pod with grace 0
+	mu    sync.Mutex
+	lives map[string]*podLife // every pod seen, by name: the record of a failure
+	took  map[string]time.Duration
+	began map[string]time.Time // first seen: the kubelet deletes a stopped pod with grace 0
+	// before are the pods already being deleted when the record began: an earlier
+	// disruption's, not measured.
+	before map[string]bool
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -34,12 +37,30 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := metav1.ListOptions{LabelSelector: "app=app"}
+	r := &terminations{lives: map[string]*podLife{}, took: map[string]time.Duration{}, began: map[string]time.Time{}, before: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	// The pods as the record begins, then their changes from there (as an informer
+	// lists, then watches): a pod already being deleted is an earlier disruption's (a
+	// rollout before the measurement, its pods still stopping, or stopped and not yet
+	// gone); once its deletion's grace ends, the kubelet deletes it again with grace 0,
+	// which would read as a 0 s hold.
+	list, err := cs.CoreV1().Pods(ns).List(ctx, opts)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		r.life(p)
+		if p.DeletionTimestamp != nil {
+			r.before[p.Name] = true
+		}
+	}
+	opts.ResourceVersion = list.ResourceVersion
 	w, err := cs.CoreV1().Pods(ns).Watch(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	r := &terminations{lives: map[string]*podLife{}, took: map[string]time.Duration{}, began: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		defer func() {
@@ -79,6 +100,10 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 					continue
 				}
 				r.mu.Lock()
+				if r.before[p.Name] {
+					r.mu.Unlock()
+					continue
+				}
 				began, seen := r.began[p.Name]
 				if !seen {
 					began = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
@@ -367,5 +392,51 @@ func every(interval time.Duration, fn func(context.Context)) (end func()) {
 	return func() {
 		cancel()
 		<-done
+	}
+}
+
+// TestTerminationsBefore: a measurement's record of terminations leaves out the pods
+// an earlier disruption was still stopping when it began. A rolling restart of pods
+// with nap's 5 s preStop, the record started as soon as the Deployment counts the new
+// pods available and no other (the old ones deleted: in their preStop, or stopped and
+// not yet gone) and kept until they are gone, holds no time. Before, such a pod, first seen when the
+// kubelet deleted it again with grace 0, read as a 0 s hold: TestPathAwareDowntime
+// failed on one in a CI-like run (2026-11-29).
+func TestTerminationsBefore(t *testing.T) {
+	cs := client(t)
+	ctx := context.Background()
+	tr := prepare(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napBinary, rounds: 1})
+	restart(t, cs, tr.ns, 0)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		d, err := cs.AppsV1().Deployments(tr.ns).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := *d.Spec.Replicas; d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == n && d.Status.AvailableReplicas == n && d.Status.Replicas == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rolling restart of %s did not end in 2 minutes: %+v", tr.ns, d.Status)
+		}
+	}
+	r := watchTerminations(t, cs, tr.ns)
+	stopping := func() int {
+		pods, err := cs.CoreV1().Pods(tr.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp == nil }))
+	}
+	if n := stopping(); n == 0 {
+		t.Fatal("no old pod was still stopping when the record began: the test shows nothing")
+	}
+	for deadline := time.Now().Add(time.Minute); stopping() > 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the old pods were still there a minute after the rollout")
+		}
+	}
+	time.Sleep(time.Second) // the watch's last events
+	if took := r.stop(); len(took) > 0 {
+		t.Errorf("the record holds %v, the times of pods stopping before it began; want none", took)
 	}
 }
