@@ -110,10 +110,11 @@ func watchTerminations(t *testing.T, cs *kubernetes.Clientset, ns string) *termi
 					r.began[p.Name] = began
 				}
 				for _, s := range p.Status.ContainerStatuses {
-					// An exit before the deletion began is a pod that stopped before this
-					// record did (an earlier rollout's, first seen when the kubelet
-					// deleted it with grace 0): not one of the measurement's. A pod
-					// measured has d ≥ 0, the whole seconds of both times included.
+					// An exit before the deletion began is a pod whose first deletion
+					// the record did not see (first seen when the kubelet deleted it
+					// with grace 0; the pods stopping when it began are in before): no
+					// time to measure. A pod measured has d ≥ 0, the whole seconds of
+					// both times included.
 					if d := s.State.Terminated; s.Name == "app" && d != nil && !d.FinishedAt.Time.Before(began) {
 						r.took[p.Name] = d.FinishedAt.Sub(began)
 					}
@@ -396,12 +397,12 @@ func every(interval time.Duration, fn func(context.Context)) (end func()) {
 }
 
 // TestTerminationsBefore: a measurement's record of terminations leaves out the pods
-// an earlier disruption was still stopping when it began. A rolling restart of pods
-// with nap's 5 s preStop, the record started as soon as the Deployment counts the new
-// pods available and no other (the old ones deleted: in their preStop, or stopped and
-// not yet gone) and kept until they are gone, holds no time. Before, such a pod, first seen when the
-// kubelet deleted it again with grace 0, read as a 0 s hold: TestPathAwareDowntime
-// failed on one in a CI-like run (2026-11-29).
+// an earlier disruption was still stopping when it began. After a rolling restart of
+// pods with nap's 5 s preStop, a record started as soon as the Deployment counts the
+// new pods available and no other (the old ones deleted: in their preStop, or stopped
+// and not yet gone), and kept until the old ones are gone, holds no time. Before, such
+// a pod, first seen when the kubelet deleted it again with grace 0, read as a 0 s
+// hold: TestPathAwareDowntime failed on one in a CI-like run (2026-11-29).
 func TestTerminationsBefore(t *testing.T) {
 	cs := client(t)
 	ctx := context.Background()
