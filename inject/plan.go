@@ -35,12 +35,6 @@ type Plan struct {
 	Image      string
 	// DeliveryWhy says why DeliveryAuto chose the ConfigMap ("" otherwise).
 	DeliveryWhy string
-	// Services, when not empty, are the Services of the whole input (ServicesIn): a pod
-	// template then gets the delay only where scope.Decide, under the default policy,
-	// gives its pods one (a Service of its namespace selects them, or its labels opt it
-	// in), as the webhook would; the others are left alone with a note. Empty: every
-	// pod template, as also when Containers names the containers.
-	Services []corev1.Service
 
 	// What the mode of each pod template is chosen from: native where every kubelet
 	// that may run it has the sleep action (auto), or checked there (native).
@@ -55,7 +49,36 @@ type Plan struct {
 	fromConfigMap map[string]bool
 	// objects counts the objects Inject and Parts read with the plan, for Objects.
 	objects *int
+	// services are the Services of the whole input (AddServices), by namespace and
+	// selector, shared by the plan's copies.
+	services *services
 }
+
+// services are the Services AddServices gave a plan, filed by selector so that deciding
+// a template costs its labels, not the input's Services.
+type services struct {
+	index *scope.Index[string] // their names
+	n     int                  // how many were added
+}
+
+// AddServices gives the plan Services of the whole input (ServicesIn): a pod template
+// then gets the delay only where scope.Decide, under the default policy, gives its pods
+// one (a Service of its namespace selects them, or its labels opt it in), as the webhook
+// would; the others are left alone with a note. With none added: every pod template, as
+// also when Containers names the containers. An object without a namespace is in
+// "default", as kubectl applies it with no -n.
+func (p *Plan) AddServices(svcs []corev1.Service) {
+	if p.services == nil {
+		p.services = &services{index: scope.NewIndex[string]()}
+	}
+	for i := range svcs {
+		p.services.index.AddService(cmp.Or(svcs[i].Namespace, metav1.NamespaceDefault), svcs[i].Spec.Selector, svcs[i].Name)
+		p.services.n++
+	}
+}
+
+// hasServices: AddServices gave the plan at least one Service.
+func (p Plan) hasServices() bool { return p.services != nil && p.services.n > 0 }
 
 // Objects is how many objects Inject and Parts have read with the plan: none means
 // their input held nothing but comments and blank lines.
@@ -262,7 +285,7 @@ func (p Plan) forWindows() (Plan, string) {
 }
 
 // decide is scope.Decide for the pods of workload o under the default policy, over the
-// input's Services (Services); an object without a namespace is in "default", as
+// input's Services (AddServices); an object without a namespace is in "default", as
 // kubectl applies it with no -n.
 func (p Plan) decide(o *manifest.Object, spec *yaml.Node) scope.Decision {
 	ns := cmp.Or(o.Namespace, metav1.NamespaceDefault)
@@ -272,20 +295,16 @@ func (p Plan) decide(o *manifest.Object, spec *yaml.Node) scope.Decision {
 		in.Pod.RestartPolicy = corev1.RestartPolicy(rp.Value)
 	}
 	in.Selecting = func() (string, bool, error) {
-		var svcs []corev1.Service
-		for _, s := range p.Services {
-			if cmp.Or(s.Namespace, metav1.NamespaceDefault) == ns {
-				svcs = append(svcs, s)
-			}
+		if names := p.services.index.Matches(ns, labels); len(names) > 0 {
+			return names[0], true, nil // the first in the input, as SelectingService's
 		}
-		name, ok := scope.SelectingService(svcs, labels)
-		return name, ok, nil
+		return "", false, nil
 	}
 	d, _ := scope.Decide(in)
 	return d
 }
 
-// ServicesIn are the Services of a manifest (for Plan.Services), read from only the
+// ServicesIn are the Services of a manifest (for Plan.AddServices), read from only the
 // documents that can hold one.
 func ServicesIn(file string, src []byte) ([]corev1.Service, error) {
 	var out []corev1.Service

@@ -30,7 +30,7 @@ func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 		return []Note{p.note(o, 0, "skipped: no pod template")}, nil
 	}
 	spec := ps.YNode()
-	if len(p.Services) > 0 && len(p.Containers) == 0 {
+	if p.hasServices() && len(p.Containers) == 0 {
 		if d := p.decide(o, spec); !d.Inject {
 			return []Note{p.note(o, 0, "left alone: %s", d)}, nil
 		}

@@ -330,8 +330,8 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 // preStop is the native sleep action. Without one, a caller need not list the nodes.
 func NeedsKubelets(objs []*manifest.Object) bool {
 	for _, o := range objs {
-		w := workload(o)
-		if w == nil {
+		w, err := workload(o)
+		if w == nil || err != nil {
 			continue
 		}
 		for _, c := range slices.Concat(w.PodSpec.InitContainers, w.PodSpec.Containers) {

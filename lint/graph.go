@@ -2,6 +2,8 @@ package lint
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -12,13 +14,12 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/scope"
 )
 
 // Workload is a serving workload and the objects linked to it.
@@ -154,18 +155,45 @@ func (w *Workload) ContainerLine(name string) int {
 // matching runs per namespace, so that large inputs stay linear in practice. Services
 // that only serve metrics are not attached: no client's request goes through them.
 func Workloads(objs []*manifest.Object) []*Workload {
+	ws, _ := Read(objs)
+	return ws
+}
+
+// Unchecked is a workload that Read could not read as its kind (a field of the wrong
+// type, a template value left unrendered): no check ran on it. Err is a
+// *manifest.FieldError where the decoder named the field.
+type Unchecked struct {
+	Obj  *manifest.Object
+	Line int // the bad value's line, else the object's
+	Err  error
+}
+
+func (u Unchecked) String() string {
+	return fmt.Sprintf("%s:%d: %s: not checked: %v", u.Obj.File, u.Line, u.Obj.Ref(), u.Err)
+}
+
+// Read is Workloads, and the workloads it could not read (Unchecked), in input order.
+func Read(objs []*manifest.Object) ([]*Workload, []Unchecked) {
+	var unchecked []Unchecked
 	type hpaKey struct{ ns, kind, name string }
 	var ws []*Workload
 	var svcs []*manifest.Object
-	services := selectorIndex[*manifest.Object]{}
-	pdbs := selectorIndex[PDB]{}
+	services := scope.NewIndex[*manifest.Object]()
+	pdbs := scope.NewIndex[PDB]()
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
 	configMaps := map[string]map[string]map[string]bool{} // namespace, name, key
 	fronts := map[string]kube.Frontends{}                 // namespace: its Services' front doors
 	for _, o := range objs {
 		switch {
 		case o.IsWorkload():
-			if w := workload(o); w != nil {
+			w, err := workload(o)
+			if err != nil {
+				u := Unchecked{Obj: o, Line: o.Line, Err: err}
+				if fe := (*manifest.FieldError)(nil); errors.As(err, &fe) && fe.Line > 0 {
+					u.Line = fe.Line
+				}
+				unchecked = append(unchecked, u)
+			} else if w != nil {
 				ws = append(ws, w)
 			}
 		case o.Kind == "Service":
@@ -191,7 +219,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 			}
 			sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
 			if err == nil && !sel.Empty() {
-				pdbs.add(appliedNamespace(o), sel, PDB{Obj: o, Spec: p.Spec})
+				pdbs.Add(appliedNamespace(o), sel, PDB{Obj: o, Spec: p.Spec})
 			}
 		case o.Kind == "Ingress":
 			var ing networkingv1.Ingress
@@ -226,16 +254,16 @@ func Workloads(objs []*manifest.Object) []*Workload {
 	}
 	for _, o := range svcs {
 		var svc corev1.Service
-		if o.Decode(&svc) == nil && len(svc.Spec.Selector) > 0 && !metricsOnly(&svc) {
-			services.add(appliedNamespace(o), labels.SelectorFromSet(svc.Spec.Selector), o)
+		if o.Decode(&svc) == nil && !metricsOnly(&svc) {
+			services.AddService(appliedNamespace(o), svc.Spec.Selector, o)
 		}
 	}
 	// A Service's backends as a whole: the pods of every workload it selects.
 	backends := map[*manifest.Object]int32{}
 	for _, w := range ws {
 		ns := appliedNamespace(w.Obj)
-		w.Services = services.matches(ns, w.Labels)
-		w.PDBs = pdbs.matches(ns, w.Labels)
+		w.Services = services.Matches(ns, w.Labels)
+		w.PDBs = pdbs.Matches(ns, w.Labels)
 		w.HPAs = append(w.HPAs, hpas[hpaKey{ns, w.Obj.Kind, w.Obj.Name}]...)
 		w.ConfigMapKeys = configMaps[ns]
 		for _, svc := range w.Services {
@@ -260,7 +288,7 @@ func Workloads(objs []*manifest.Object) []*Workload {
 			w.ServiceBackends[i] = backends[s]
 		}
 	}
-	return ws
+	return ws, unchecked
 }
 
 // metricsOnly tells whether every port of svc is named for metrics (metrics,
@@ -281,16 +309,18 @@ func metricsOnly(svc *corev1.Service) bool {
 	return true
 }
 
-func workload(o *manifest.Object) *Workload {
+// workload is o as lint reads it: nil without a pod template, an error when its spec
+// does not read as its kind's.
+func workload(o *manifest.Object) (*Workload, error) {
 	w := &Workload{Obj: o, PodSpecNode: o.PodSpecNode(), Labels: o.PodLabels(), Replicas: 1}
 	if w.PodSpecNode == nil {
-		return nil
+		return nil, nil
 	}
 	if o.Kind == "Pod" {
 		if err := o.Decode(&w.PodSpec, "spec"); err != nil {
-			return nil
+			return nil, err
 		}
-		return w
+		return w, nil
 	}
 	// The spec once, template included: decoding dominates linting a fleet.
 	var spec struct {
@@ -301,7 +331,7 @@ func workload(o *manifest.Object) *Workload {
 		} `json:"template"`
 	}
 	if err := o.Decode(&spec, "spec"); err != nil {
-		return nil
+		return nil, err
 	}
 	w.PodSpec = spec.Template.Spec
 	if spec.Replicas != nil {
@@ -317,7 +347,7 @@ func workload(o *manifest.Object) *Workload {
 			w.Strategy = &appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 		}
 	}
-	return w
+	return w, nil
 }
 
 // appliedNamespace is the namespace o lands in when the input is applied as kubectl
@@ -332,68 +362,4 @@ func appliedNamespace(o *manifest.Object) string {
 		return metav1.NamespaceDefault
 	}
 	return o.Namespace
-}
-
-// selectorIndex finds the selectors that match a label set without trying every one:
-// a selector that requires key=value is filed under that pair (its first such, in key
-// order), and only pod labels' own pairs are looked up; the rest are tried one by one.
-type selectorIndex[T any] map[string]*selectorBucket[T] // by namespace
-
-type selectorBucket[T any] struct {
-	byPair map[string][]selected[T] // "key=value"
-	others []selected[T]
-	n      int // insertion order, so that matches come out in input order
-}
-
-type selected[T any] struct {
-	n   int
-	sel labels.Selector
-	v   T
-}
-
-func (x selectorIndex[T]) add(ns string, sel labels.Selector, v T) {
-	b := x[ns]
-	if b == nil {
-		b = &selectorBucket[T]{byPair: map[string][]selected[T]{}}
-		x[ns] = b
-	}
-	s := selected[T]{n: b.n, sel: sel, v: v}
-	b.n++
-	reqs, _ := sel.Requirements()
-	for _, r := range reqs {
-		if vals := r.Values(); (r.Operator() == selection.Equals || r.Operator() == selection.DoubleEquals ||
-			r.Operator() == selection.In) && vals.Len() == 1 {
-			k := r.Key() + "=" + vals.UnsortedList()[0]
-			b.byPair[k] = append(b.byPair[k], s)
-			return
-		}
-	}
-	b.others = append(b.others, s)
-}
-
-func (x selectorIndex[T]) matches(ns string, podLabels map[string]string) []T {
-	b := x[ns]
-	if b == nil {
-		return nil
-	}
-	set := labels.Set(podLabels)
-	var hits []selected[T]
-	for k, v := range podLabels {
-		for _, s := range b.byPair[k+"="+v] {
-			if s.sel.Matches(set) {
-				hits = append(hits, s)
-			}
-		}
-	}
-	for _, s := range b.others {
-		if s.sel.Matches(set) {
-			hits = append(hits, s)
-		}
-	}
-	slices.SortFunc(hits, func(a, b selected[T]) int { return a.n - b.n })
-	out := make([]T, len(hits))
-	for i, h := range hits {
-		out[i] = h.v
-	}
-	return out
 }

@@ -540,40 +540,46 @@ spec:
 	}
 }
 
-// benchTemplates is the size of the inject-versus-lint benchmark's manifest.
-const benchTemplates = 3840
+// benchPairs are the sizes of the inject-versus-lint benchmark's manifests: Deployments,
+// each with its Service, all in one namespace, as a chart renders them.
+var benchPairs = []int{1000, 4000, 10000}
 
-// benchManifest is benchTemplates Deployments, each with its Service, as a chart renders
-// them: no preStop hook yet, so inject has work on every template.
-func benchManifest() []byte { return rendered.Apps(benchTemplates) }
-
-// BenchmarkInjectVsLint: napctl inject and napctl lint over the same 3,840 pod
-// templates (make bench prints the ratio; inject should stay within 3× lint).
+// BenchmarkInjectVsLint: napctl inject and napctl lint over the same manifest of n
+// Deployments and Services, each as the command runs it (inject reads the input's
+// Services first and decides each template by them). make bench prints the ratio per
+// size; inject should stay within 3× lint at every size, and both linear.
 func BenchmarkInjectVsLint(b *testing.B) {
-	data := benchManifest()
-	b.Run("Lint", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			objs, err := manifest.Read("bench.yaml", data)
-			if err != nil || len(objs) != 2*benchTemplates {
-				b.Fatalf("%d objects: %v", len(objs), err)
+	for _, n := range benchPairs {
+		data := rendered.Apps(n)
+		b.Run(fmt.Sprintf("pairs=%d/Lint", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				objs, err := manifest.Read("bench.yaml", data)
+				if err != nil || len(objs) != 2*n {
+					b.Fatalf("%d objects: %v", len(objs), err)
+				}
+				Lint(objs, Options{})
 			}
-			Lint(objs, Options{})
-		}
-	})
-	b.Run("Inject", func(b *testing.B) {
-		p, err := inject.NewPlan(inject.Options{Mode: inject.ModeBinary})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			out, _, err := inject.Inject("bench.yaml", data, p)
-			if err != nil || len(out) <= len(data) {
-				b.Fatalf("%d → %d bytes: %v", len(data), len(out), err)
+		})
+		b.Run(fmt.Sprintf("pairs=%d/Inject", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := inject.NewPlan(inject.Options{Mode: inject.ModeBinary})
+				if err != nil {
+					b.Fatal(err)
+				}
+				svcs, err := inject.ServicesIn("bench.yaml", data)
+				if err != nil || len(svcs) != n {
+					b.Fatalf("%d Services: %v", len(svcs), err)
+				}
+				p.AddServices(svcs)
+				out, _, err := inject.Inject("bench.yaml", data, p)
+				if err != nil || len(out) <= len(data) {
+					b.Fatalf("%d → %d bytes: %v", len(data), len(out), err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // A missing readiness probe's hint fits what the container serves: HTTP, gRPC, or

@@ -110,7 +110,10 @@ func (o *Object) Decode(v any, path ...string) error {
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(b, v)
+	if err := json.Unmarshal(b, v); err != nil {
+		return fieldError(n.YNode(), path, err)
+	}
+	return nil
 }
 
 // Keys are the keys of the mapping at path, in order (none when it is not a mapping),

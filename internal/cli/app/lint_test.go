@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nap-k8s/nap/internal/cli"
+	nlint "github.com/nap-k8s/nap/lint"
 )
 
 func runNapctlIn(stdin string, args ...string) (code int, stdout, stderr string) {
@@ -86,6 +87,48 @@ spec: {selector: {app: w}, ports: [{port: 80}]}
 				t.Errorf("unreadable input wrote to stdout: %q", stdout)
 			}
 		})
+	}
+}
+
+// A workload with a value of the wrong type is not dropped without a word: lint names
+// it at the value's line, checks the others, and exits 2 (invalid input) at the end.
+func TestLintUncheckedWorkload(t *testing.T) {
+	const in = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: quoted}
+spec:
+  replicas: "2"
+  template:
+    metadata: {labels: {app: quoted}}
+    spec:
+      containers: [{name: app, image: x}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: fine}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: fine}}
+    spec:
+      containers: [{name: app, image: x}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: fine}
+spec: {selector: {app: fine}, ports: [{port: 80}]}
+`
+	for _, format := range []string{"text", "json", "sarif"} {
+		code, stdout, stderr := runNapctlIn(in, "lint", "-o", format)
+		if code != 2 {
+			t.Errorf("-o %s: exit %d, want 2\n%s", format, code, stderr)
+		}
+		if want := "-:5: Deployment/quoted: not checked: spec.replicas is a string, where Kubernetes takes an integer"; !strings.Contains(stderr, want) {
+			t.Errorf("-o %s: stderr %q, want %q", format, stderr, want)
+		}
+		if !strings.Contains(stdout, nlint.NoReadinessProbe) || !strings.Contains(stdout, "fine") || strings.Contains(stdout, "quoted") {
+			t.Errorf("-o %s: the other workload's findings alone, want them written:\n%s", format, stdout)
+		}
 	}
 }
 

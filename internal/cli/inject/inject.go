@@ -179,7 +179,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		if _, skip := file.Skip(err); err != nil && !skip {
 			return err
 		}
-		plan.Services = append(plan.Services, svcs...)
+		plan.AddServices(svcs)
 	}
 	var skipped []manifest.Skipped
 	for i, file := range files {

@@ -137,7 +137,14 @@ func run(streams cli.IOStreams, f *flags) error {
 			fmt.Fprintf(streams.ErrOut, "%s lint: %s:%d: %s: not checked: %s\n", f.prog, o.File, o.Line, o.Ref(), why)
 		}
 	}
-	findings := nlint.Lint(objs, opts)
+	// A workload that does not read as its kind (a field of the wrong type) is named and
+	// left out; the others are checked, and the run fails at the end as for any invalid
+	// input.
+	workloads, unchecked := nlint.Read(objs)
+	for _, u := range unchecked {
+		fmt.Fprintf(streams.ErrOut, "%s lint: %s\n", f.prog, u)
+	}
+	findings := nlint.CheckWorkloads(workloads, opts)
 	for i := range findings {
 		if f.prog != "" && f.prog != "napctl" { // the hints name the command the user runs
 			findings[i].Hint = strings.ReplaceAll(findings[i].Hint, "napctl ", f.prog+" ")
@@ -160,6 +167,9 @@ func run(streams cli.IOStreams, f *flags) error {
 	}
 	if _, err := streams.Out.Write(out.Bytes()); err != nil {
 		return err
+	}
+	if len(unchecked) > 0 {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%d workload(s) not checked: their manifests are invalid (above)", len(unchecked))}
 	}
 	for _, fd := range findings {
 		if fd.Severity >= failOn {
