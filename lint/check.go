@@ -113,6 +113,8 @@ type Finding struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Container string `json:"container,omitempty"`
+	// File and Line are where to change: the workload's, or the object of its that the
+	// finding is about (a PodDisruptionBudget in another file).
 	File      string `json:"file"`
 	Line      int    `json:"line"`
 	Message   string `json:"message"`
@@ -193,9 +195,8 @@ func CheckWorkloads(workloads []*Workload, opts Options) []Finding {
 				f.ID = chk.ID
 				f.Severity = opts.Config.severity(chk, f.Severity)
 				f.of(w.Obj)
-				f.File = w.Obj.File
-				if f.Line == 0 {
-					f.Line = w.Obj.Line
+				if f.File == "" { // a finding at another object (a PDB) names its file and line
+					f.File, f.Line = w.Obj.File, cmp.Or(f.Line, w.Obj.Line)
 				}
 				out = append(out, f)
 			}

@@ -108,6 +108,7 @@ func pdbBlocksDrain(_ *Context, w *Workload) []Finding {
 			out = append(out, Finding{
 				Message: fmt.Sprintf("PodDisruptionBudget %s allows no disruption of its %d pod(s): node drains block until someone deletes it", p.Obj.Name, n),
 				Hint:    "allow at least one: maxUnavailable: 1",
+				File:    p.Obj.File, // where to change it, which may be another file
 				Line:    p.Obj.Line,
 			})
 		}

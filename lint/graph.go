@@ -154,10 +154,7 @@ func (w *Workload) ContainerLine(name string) int {
 // namespace. Each object is decoded once and the
 // matching runs per namespace, so that large inputs stay linear in practice. Services
 // that only serve metrics are not attached: no client's request goes through them.
-func Workloads(objs []*manifest.Object) []*Workload {
-	ws, _ := Read(objs)
-	return ws
-}
+func Workloads(objs []*manifest.Object) []*Workload { return Read(objs).Workloads }
 
 // Unchecked is a workload that Read could not read as its kind (a field of the wrong
 // type, a template value left unrendered): no check ran on it. Err is a
@@ -172,8 +169,30 @@ func (u Unchecked) String() string {
 	return fmt.Sprintf("%s:%d: %s: not checked: %v", u.Obj.File, u.Line, u.Obj.Ref(), u.Err)
 }
 
-// Read is Workloads, and the workloads it could not read (Unchecked), in input order.
-func Read(objs []*manifest.Object) ([]*Workload, []Unchecked) {
+// Duplicate is an object that two inputs hold (the same group, kind, namespace and
+// name): it is one object in the cluster, so Read counts it once, as Kept, the one read
+// last (what kubectl apply -f leaves of them); Dropped is the other.
+type Duplicate struct{ Kept, Dropped *manifest.Object }
+
+func (d Duplicate) String() string {
+	at := fmt.Sprintf("%s:%d: %s: ", d.Dropped.File, d.Dropped.Line, d.Dropped.Ref())
+	if d.Kept.File == d.Dropped.File && d.Kept.Line == d.Dropped.Line {
+		return at + "read twice (the same input given twice): counted once"
+	}
+	return at + fmt.Sprintf("also in %s:%d, which is checked in its place (applied after it, it is what the cluster keeps)", d.Kept.File, d.Kept.Line)
+}
+
+// Input is what Read makes of the objects.
+type Input struct {
+	Workloads  []*Workload
+	Unchecked  []Unchecked // in input order
+	Duplicates []Duplicate // in input order of the dropped copies
+}
+
+// Read is Workloads, with the workloads it could not read (Unchecked) and the objects
+// that more than one input held (Duplicates).
+func Read(objs []*manifest.Object) Input {
+	objs, dups := dedupe(objs)
 	var unchecked []Unchecked
 	type hpaKey struct{ ns, kind, name string }
 	var ws []*Workload
@@ -288,7 +307,7 @@ func Read(objs []*manifest.Object) ([]*Workload, []Unchecked) {
 			w.ServiceBackends[i] = backends[s]
 		}
 	}
-	return ws, unchecked
+	return Input{Workloads: ws, Unchecked: unchecked, Duplicates: dups}
 }
 
 // metricsOnly tells whether every port of svc is named for metrics (metrics,
@@ -307,6 +326,35 @@ func metricsOnly(svc *corev1.Service) bool {
 		}
 	}
 	return true
+}
+
+// dedupe is objs with each object once (by group, kind, applied namespace and name; the
+// copy read last), and the copies left out. Objects without a name are all kept.
+func dedupe(objs []*manifest.Object) ([]*manifest.Object, []Duplicate) {
+	type key struct{ group, kind, ns, name string }
+	last := map[key]int{}
+	for i, o := range objs {
+		if o.Name != "" {
+			last[key{o.Group(), o.Kind, appliedNamespace(o), o.Name}] = i
+		}
+	}
+	if len(last) == len(objs) {
+		return objs, nil
+	}
+	var out []*manifest.Object
+	var dups []Duplicate
+	for i, o := range objs {
+		if o.Name == "" {
+			out = append(out, o)
+			continue
+		}
+		if j := last[key{o.Group(), o.Kind, appliedNamespace(o), o.Name}]; j != i {
+			dups = append(dups, Duplicate{Kept: objs[j], Dropped: o})
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, dups
 }
 
 // workload is o as lint reads it: nil without a pod template, an error when its spec

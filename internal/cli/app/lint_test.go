@@ -132,6 +132,136 @@ spec: {selector: {app: fine}, ports: [{port: 80}]}
 	}
 }
 
+// An object that two inputs hold is one object: the same file given twice, or a copy of
+// it, leaves one backend behind the Service (the single-replica warning stays), and lint
+// says which copy it checked.
+func TestLintDuplicateObjects(t *testing.T) {
+	const app = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: x
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {sleep: {seconds: 10}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+`
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, []byte(app), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		where string // the file of the finding
+		says  string // on stderr
+	}{
+		{name: "one file given twice", args: []string{"-f", a, "-f", a}, where: a + ":1:",
+			says: a + ":1: Deployment/web: read twice (the same input given twice): counted once"},
+		{name: "a copy in another file", args: []string{"-f", a, "-f", b}, where: b + ":1:",
+			says: a + ":1: Deployment/web: also in " + b + ":1, which is checked in its place"},
+		{name: "a folder and a file in it", args: []string{"-f", dir, "-f", a}, where: a + ":1:",
+			says: b + ":1: Deployment/web: also in " + a + ":1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runNapctlIn("", append([]string{"lint"}, c.args...)...)
+			if code != 0 || strings.Count(stdout, "["+nlint.SingleReplica+"]") != 1 || !strings.Contains(stdout, c.where) {
+				t.Errorf("exit %d: want one %s warning at %s\n%s", code, nlint.SingleReplica, c.where, stdout)
+			}
+			if !strings.Contains(stderr, c.says) {
+				t.Errorf("stderr %q, want %q", stderr, c.says)
+			}
+		})
+	}
+}
+
+// A finding about another object of the workload's (a PodDisruptionBudget in a file of
+// its own) points at that object's file and line, in every format.
+func TestLintFindingInAnotherFile(t *testing.T) {
+	dir := t.TempDir()
+	deploy, pdb := filepath.Join(dir, "deploy.yaml"), filepath.Join(dir, "pdb.yaml")
+	files := map[string]string{
+		deploy: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: x
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {sleep: {seconds: 10}}}
+`,
+		pdb: `# the budget
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 100%
+  selector: {matchLabels: {app: web}}
+`,
+	}
+	for f, src := range files {
+		if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stdout, _ := runNapctlIn("", "lint", "-f", deploy, "-f", pdb)
+	if want := pdb + ":3: warning: Deployment/web: PodDisruptionBudget web allows no disruption"; !strings.Contains(stdout, want) {
+		t.Errorf("text: want %q in\n%s", want, stdout)
+	}
+	_, stdout, _ = runNapctlIn("", "lint", "-f", deploy, "-f", pdb, "-o", "json")
+	var rep struct{ Findings []nlint.Finding }
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		if f.ID == nlint.PDBBlocksDrain {
+			found = true
+			if f.File != pdb || f.Line != 3 || f.Object != "Deployment//web" {
+				t.Errorf("json: %s at %s:%d about %s, want %s:3 about Deployment//web", f.ID, f.File, f.Line, f.Object, pdb)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("json: no %s finding\n%s", nlint.PDBBlocksDrain, stdout)
+	}
+	_, stdout, _ = runNapctlIn("", "lint", "-f", deploy, "-f", pdb, "-o", "sarif")
+	var log sarifLog
+	if err := json.Unmarshal([]byte(stdout), &log); err != nil || len(log.Runs) != 1 {
+		t.Fatalf("sarif: %v\n%s", err, stdout)
+	}
+	found = false
+	for _, r := range log.Runs[0].Results {
+		if r.RuleID == nlint.PDBBlocksDrain {
+			found = true
+			if loc := r.Locations[0].Physical; !strings.HasSuffix(loc.Artifact.URI, "pdb.yaml") || loc.Region.StartLine != 3 {
+				t.Errorf("sarif: %s at %s:%d, want pdb.yaml:3", r.RuleID, loc.Artifact.URI, loc.Region.StartLine)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("sarif: no %s result\n%s", nlint.PDBBlocksDrain, stdout)
+	}
+}
+
 func TestLintListAndJSONInput(t *testing.T) {
 	list := `{"apiVersion": "v1", "kind": "List", "items": [
   {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "j"},
@@ -183,24 +313,7 @@ func TestLintDirectoryAndSARIF(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	var log struct {
-		Version string `json:"version"`
-		Runs    []struct {
-			Results []struct {
-				RuleID    string `json:"ruleId"`
-				Locations []struct {
-					Physical struct {
-						Artifact struct {
-							URI string `json:"uri"`
-						} `json:"artifactLocation"`
-						Region struct {
-							StartLine int `json:"startLine"`
-						} `json:"region"`
-					} `json:"physicalLocation"`
-				} `json:"locations"`
-			} `json:"results"`
-		} `json:"runs"`
-	}
+	var log sarifLog
 	if err := json.Unmarshal([]byte(stdout), &log); err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +325,26 @@ func TestLintDirectoryAndSARIF(t *testing.T) {
 	if r.RuleID != "no-readiness-probe" || !strings.HasSuffix(loc.Artifact.URI, "sub/b.yml") || loc.Region.StartLine != 15 {
 		t.Errorf("SARIF result %+v", r)
 	}
+}
+
+// sarifLog is what the tests read of lint's SARIF.
+type sarifLog struct {
+	Version string `json:"version"`
+	Runs    []struct {
+		Results []struct {
+			RuleID    string `json:"ruleId"`
+			Locations []struct {
+				Physical struct {
+					Artifact struct {
+						URI string `json:"uri"`
+					} `json:"artifactLocation"`
+					Region struct {
+						StartLine int `json:"startLine"`
+					} `json:"region"`
+				} `json:"physicalLocation"`
+			} `json:"locations"`
+		} `json:"results"`
+	} `json:"runs"`
 }
 
 // A pipeline names what it pipes in: file:line and SARIF's uri say the chart's path.

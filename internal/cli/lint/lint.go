@@ -137,14 +137,18 @@ func run(streams cli.IOStreams, f *flags) error {
 			fmt.Fprintf(streams.ErrOut, "%s lint: %s:%d: %s: not checked: %s\n", f.prog, o.File, o.Line, o.Ref(), why)
 		}
 	}
-	// A workload that does not read as its kind (a field of the wrong type) is named and
-	// left out; the others are checked, and the run fails at the end as for any invalid
-	// input.
-	workloads, unchecked := nlint.Read(objs)
-	for _, u := range unchecked {
+	// An object two inputs hold is one object: said, and counted once. A workload that
+	// does not read as its kind (a field of the wrong type) is named and left out; the
+	// others are checked, and the run fails at the end as for any invalid input.
+	in := nlint.Read(objs)
+	for _, d := range in.Duplicates {
+		fmt.Fprintf(streams.ErrOut, "%s lint: %s\n", f.prog, d)
+	}
+	for _, u := range in.Unchecked {
 		fmt.Fprintf(streams.ErrOut, "%s lint: %s\n", f.prog, u)
 	}
-	findings := nlint.CheckWorkloads(workloads, opts)
+	unchecked := in.Unchecked
+	findings := nlint.CheckWorkloads(in.Workloads, opts)
 	for i := range findings {
 		if f.prog != "" && f.prog != "napctl" { // the hints name the command the user runs
 			findings[i].Hint = strings.ReplaceAll(findings[i].Hint, "napctl ", f.prog+" ")
