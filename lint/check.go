@@ -115,10 +115,10 @@ type Finding struct {
 	Container string `json:"container,omitempty"`
 	// File and Line are where to change: the workload's, or the object of its that the
 	// finding is about (a PodDisruptionBudget in another file).
-	File      string `json:"file"`
-	Line      int    `json:"line"`
-	Message   string `json:"message"`
-	Hint      string `json:"hint,omitempty"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
 }
 
 // of names o as the finding's object.
