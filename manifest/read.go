@@ -364,6 +364,9 @@ type File struct {
 	// Encoding is what Data was read from: Data is UTF-8 text, and FromUTF8 writes it
 	// back in the file's own encoding.
 	Encoding Encoding
+	// skip is why a path found in a folder is not read (a hidden folder, a Helm chart, a
+	// FIFO), or the error reading it gave: Skip returns it.
+	skip *Skipped
 }
 
 // What a document that is no Kubernetes object is refused with.
@@ -377,38 +380,74 @@ var (
 // chart's file, with the command that renders them, or a file whose documents are no
 // Kubernetes objects (a dashboard's JSON). A file named itself is always read, and its
 // errors are errors.
+//
+// A file found in a folder that cannot be read at all (a dangling link, a JSON file with
+// comments, broken YAML) does not stop the others either: it is skipped with the error
+// (Skipped.Err), and the command fails at the end, as kubectl apply -f does with a
+// folder.
 func (f File) Skip(readErr error) (Skipped, bool) {
 	if f.Folder == "" {
 		return Skipped{}, false
+	}
+	if f.skip != nil {
+		return *f.skip, true
 	}
 	s := Skipped{File: f.Name}
 	switch base := filepath.Base(f.Name); {
 	case base == "kustomization.yaml" || base == "kustomization.yml":
 		s.Why, s.Render = "a kustomization, not manifests", "kustomize build "+filepath.Dir(f.Name)
-	case inChart(f.Name, f.Folder):
-		s.Why, s.Render = "part of a Helm chart, not manifests", "helm template "+chartDir(f.Name, f.Folder)
 	case errors.Is(readErr, errNoKind):
 		s.Why = "not Kubernetes objects (" + errNoKind.Error() + ")"
 	case errors.Is(readErr, errNotObject):
 		s.Why = "not Kubernetes objects (" + errNotObject.Error() + ")"
+	case readErr != nil:
+		s.Err = readErr
 	}
-	return s, s.Why != ""
+	return s, s.Why != "" || s.Err != nil
 }
 
-// inChart tells whether path lies in a Helm chart under folder: a folder between them
-// (or path's own) holds a Chart.yaml.
-func inChart(path, folder string) bool { return chartDir(path, folder) != "" }
-
-// chartDir is the folder of the Helm chart that path lies in under folder, "" if none.
-func chartDir(path, folder string) string {
-	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
-			return dir
-		}
-		if dir == filepath.Clean(folder) || dir == "." || dir == "/" {
-			return ""
-		}
+// found is what a folder's walk makes of path: a file to read, or one skipped, and
+// whether the walk goes into it (a folder). A hidden folder (.git, .vscode) and a Helm
+// chart (a folder with a Chart.yaml) are said once and not entered; only regular files
+// (or links to them) are read, so that a FIFO is never opened (it would wait for a
+// writer).
+func found(root, path string, d fs.DirEntry) (f *File, enter bool) {
+	skip := func(why, render string) *File {
+		return &File{Name: path, Folder: root, skip: &Skipped{File: path, Why: why, Render: render}}
 	}
+	if d.IsDir() {
+		if path != root && strings.HasPrefix(d.Name(), ".") {
+			return skip("a hidden folder, not read", ""), false
+		}
+		if _, err := os.Stat(filepath.Join(path, "Chart.yaml")); err == nil {
+			return skip("a Helm chart, not manifests", "helm template "+path), false
+		}
+		return nil, true
+	}
+	switch filepath.Ext(path) {
+	case ".yaml", ".yml", ".json":
+	default:
+		return nil, false
+	}
+	mode := d.Type()
+	if mode&fs.ModeSymlink != 0 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return &File{Name: path, Folder: root, skip: &Skipped{File: path, Err: &ReadError{File: path, Err: err}}}, false
+		}
+		mode = fi.Mode().Type()
+	}
+	if !mode.IsRegular() {
+		what := "a device"
+		switch {
+		case mode&fs.ModeNamedPipe != 0:
+			what = "a named pipe"
+		case mode&fs.ModeSocket != 0:
+			what = "a socket"
+		}
+		return skip("not a regular file ("+what+")", ""), false
+	}
+	return &File{Name: path, Folder: root}, false
 }
 
 // ReadFiles reads the manifests named by paths: files, directories (their .yaml, .yml
@@ -425,15 +464,25 @@ func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 			}
 			if fi.IsDir() {
 				files = nil
+				var skipped []File
 				err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 					if err != nil {
-						return err
-					}
-					switch filepath.Ext(path) {
-					case ".yaml", ".yml", ".json":
-						if !d.IsDir() {
-							files = append(files, path)
+						if path == p {
+							return err
 						}
+						// A folder below it that cannot be listed: said, and the others read.
+						skipped = append(skipped, File{Name: path, Folder: p, skip: &Skipped{File: path, Err: &ReadError{File: path, Err: err}}})
+						return fs.SkipDir
+					}
+					f, enter := found(p, path, d)
+					switch {
+					case f != nil && f.skip != nil:
+						skipped = append(skipped, *f)
+					case f != nil:
+						files = append(files, path)
+					}
+					if d.IsDir() && !enter {
+						return fs.SkipDir
 					}
 					return nil
 				})
@@ -441,6 +490,7 @@ func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 					return nil, &ReadError{File: p, Err: err}
 				}
 				slices.Sort(files)
+				out = append(out, skipped...)
 			}
 		}
 		for _, f := range files {
@@ -451,18 +501,22 @@ func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 			} else {
 				data, err = os.ReadFile(f)
 			}
-			if err != nil {
+			if err == nil {
+				var text []byte
+				var enc Encoding
+				if text, enc, err = ToUTF8(data); err == nil {
+					file := File{Name: f, Data: text, Encoding: enc}
+					if f != p {
+						file.Folder = p
+					}
+					out = append(out, file)
+					continue
+				}
+			}
+			if f == p {
 				return nil, &ReadError{File: f, Err: err}
 			}
-			text, enc, err := ToUTF8(data)
-			if err != nil {
-				return nil, &ReadError{File: f, Err: err}
-			}
-			file := File{Name: f, Data: text, Encoding: enc}
-			if f != p {
-				file.Folder = p
-			}
-			out = append(out, file)
+			out = append(out, File{Name: f, Folder: p, skip: &Skipped{File: f, Err: &ReadError{File: f, Err: err}}})
 		}
 	}
 	return out, nil
@@ -496,12 +550,19 @@ func ReadPaths(paths []string, stdin io.Reader) ([]*Object, []Skipped, error) {
 }
 
 // Skipped is a file found in a folder that was not read as manifests, why, and the
-// command that renders it into manifests, if one does.
-type Skipped struct{ File, Why, Render string }
+// command that renders it into manifests, if one does; or, with Err, a file that could
+// not be read, which fails the command once the others are done.
+type Skipped struct {
+	File, Why, Render string
+	Err               error
+}
 
 // Note is what a command says of s: cmd is how to read the rendered manifests
 // ("napctl lint -f -").
 func (s Skipped) Note(cmd string) string {
+	if s.Err != nil {
+		return s.Err.Error() + " (not read; the other files were)"
+	}
 	if s.Render == "" {
 		return s.File + ": skipped: " + s.Why
 	}

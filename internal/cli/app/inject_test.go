@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -323,8 +325,8 @@ func TestInjectNotesAsPlugin(t *testing.T) {
 }
 
 // A folder as kustomize, helm and dashboards leave it: lint and inject skip what is not
-// manifests, each with a note naming the file, why, and how to render it, and check the
-// rest; named itself, such a file is still an error.
+// manifests, each with a note naming the file (a Helm chart: its folder, once), why, and
+// how to render it, and check the rest; named itself, such a file is still an error.
 func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -354,14 +356,15 @@ func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
 		}
 		for _, want := range []string{
 			kust + ": skipped: a kustomization, not manifests; render it first: kustomize build " + dir + " | napctl " + cmd + " -f -",
-			filepath.Join(dir, "chart/Chart.yaml") + ": skipped: part of a Helm chart, not manifests; render it first: helm template " + filepath.Join(dir, "chart") + " | napctl " + cmd + " -f -",
-			filepath.Join(dir, "chart/templates/deploy.yaml") + ": skipped: part of a Helm chart",
-			filepath.Join(dir, "chart/values.yaml") + ": skipped: part of a Helm chart",
+			filepath.Join(dir, "chart") + ": skipped: a Helm chart, not manifests; render it first: helm template " + filepath.Join(dir, "chart") + " | napctl " + cmd + " -f -",
 			filepath.Join(dir, "dashboards/web.json") + ": skipped: not Kubernetes objects (object without kind)",
 		} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("%s: no note %q in:\n%s", cmd, want, stderr)
 			}
+		}
+		if n := strings.Count(stderr, filepath.Join(dir, "chart")+"/"); n != 0 { // one note a chart, not one a file
+			t.Errorf("%s: %d notes of the chart's files, want the chart's one:\n%s", cmd, n, stderr)
 		}
 		checked := "no-prestop-delay"
 		if cmd == "inject" {
@@ -373,6 +376,85 @@ func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
 		if code, _, stderr := runNapctl(cmd, "-f", kust); code != 2 && code != 1 || !strings.Contains(stderr, kust+":1: object without kind") {
 			t.Errorf("%s -f %s: exit %d, %s; want the error", cmd, kust, code, stderr)
 		}
+	}
+}
+
+// A folder as a checkout leaves it: an editor's folder, a broken file, a dangling link,
+// a named pipe. lint and inject read only regular files (a pipe is never opened: it would
+// wait for a writer), say each file they did not read, check the rest, and fail at the
+// end as kubectl apply -f does with a folder: lint 2, inject 1, the others written.
+func TestFolderGoesOnPastBrokenFiles(t *testing.T) {
+	dir := t.TempDir()
+	served, err := os.ReadFile(lintNoPreStop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"app/deploy.yaml":     string(served),
+		".vscode/launch.json": "{\n  // the debugger\n  \"version\": \"0.2.0\"\n}\n",
+		"app/broken.yaml":     "apiVersion: v1\nkind: Service\nmetadata: {name: [\n",
+		"app/settings.json":   "{\n  // a comment\n  \"a\": 1\n}\n",
+		".git/config.yaml":    "not: read\n",
+		"app/zz-last.yaml":    "apiVersion: v1\nkind: Service\nmetadata: {name: zz}\nspec: {selector: {app: zz}, ports: [{port: 80}]}\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "gone.yaml"), filepath.Join(dir, "app/link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "app/pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cmd     string
+		code    int
+		checked string // what shows the rest was read
+	}{
+		{cmd: "lint", code: 2, checked: "no-prestop-delay"},
+		{cmd: "inject", code: 1, checked: "/nap/nap"},
+	} {
+		done := make(chan struct{})
+		var code int
+		var stdout, stderr string
+		go func() {
+			defer close(done)
+			code, stdout, stderr = runNapctl(c.cmd, "-f", dir)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s -f %s: still running after 30 s (a named pipe opened?)", c.cmd, dir)
+		}
+		if code != c.code || !strings.Contains(stdout, c.checked) {
+			t.Errorf("%s: exit %d (want %d), the rest checked: %v\n%s\n%s", c.cmd, code, c.code, strings.Contains(stdout, c.checked), stdout, stderr)
+		}
+		for _, want := range []string{
+			filepath.Join(dir, ".vscode") + ": skipped: a hidden folder, not read",
+			filepath.Join(dir, ".git") + ": skipped: a hidden folder, not read",
+			filepath.Join(dir, "app/broken.yaml") + ":3: invalid YAML or JSON",
+			filepath.Join(dir, "app/settings.json") + ":2: invalid YAML or JSON",
+			filepath.Join(dir, "app/link.yaml") + ": stat " + filepath.Join(dir, "app/link.yaml") + ": no such file or directory (not read; the other files were)",
+			filepath.Join(dir, "app/pipe.yaml") + ": skipped: not a regular file (a named pipe)",
+			"3 file(s) not",
+		} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s: no note %q in:\n%s", c.cmd, want, stderr)
+			}
+		}
+		if c.cmd == "inject" && !strings.Contains(stdout, "name: zz") {
+			t.Errorf("inject: the file after the broken ones was not written:\n%s", stdout)
+		}
+	}
+	// Named itself, a broken file is still an error, and nothing is written.
+	code, stdout, _ := runNapctl("inject", "-f", filepath.Join(dir, "app/deploy.yaml"), "-f", filepath.Join(dir, "app/broken.yaml"))
+	if code != 1 || stdout != "" {
+		t.Errorf("inject -f deploy.yaml -f broken.yaml: exit %d, %d bytes written; want 1 and nothing", code, len(stdout))
 	}
 }
 

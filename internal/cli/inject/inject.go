@@ -214,8 +214,12 @@ func run(streams cli.IOStreams, f *flags) error {
 			}
 		}
 	}
+	unreadable := 0 // files found in folders that could not be read: the run fails at the end
 	for _, sk := range skipped {
 		fmt.Fprintln(streams.ErrOut, f.prog+" inject:", sk.Note(f.prog+" inject -f -"))
+		if sk.Err != nil {
+			unreadable++
+		}
 	}
 	if plan.Objects() == 0 {
 		// Comments alone (a helm template with every template off), an empty file, a
@@ -263,6 +267,10 @@ func run(streams cli.IOStreams, f *flags) error {
 	}
 	for _, n := range notes {
 		fmt.Fprintln(streams.ErrOut, f.prog+" inject:", n)
+	}
+	if unreadable > 0 {
+		// As kubectl apply -f with a folder: the others are written, the run fails.
+		return fmt.Errorf("%d file(s) not read: invalid input (above); the others are written", unreadable)
 	}
 	return nil
 }

@@ -115,6 +115,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		opts.Calibration = cal
 	}
 	var objs []*manifest.Object
+	unreadable := 0 // files found in folders that could not be read: the run fails at the end
 	if f.live.On {
 		objs, err = readCluster(f, &opts, streams.ErrOut)
 	} else {
@@ -122,6 +123,9 @@ func run(streams cli.IOStreams, f *flags) error {
 		objs, skipped, err = manifest.ReadPaths(f.files, streams.In)
 		for _, sk := range skipped {
 			fmt.Fprintf(streams.ErrOut, "%s lint: %s\n", f.prog, sk.Note(f.prog+" lint -f -"))
+			if sk.Err != nil {
+				unreadable++
+			}
 		}
 		if err == nil && len(objs) == 0 {
 			// An empty file, /dev/null, a closed stdin, a helm template that failed: a
@@ -172,8 +176,8 @@ func run(streams cli.IOStreams, f *flags) error {
 	if _, err := streams.Out.Write(out.Bytes()); err != nil {
 		return err
 	}
-	if len(unchecked) > 0 {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%d workload(s) not checked: their manifests are invalid (above)", len(unchecked))}
+	if len(unchecked) > 0 || unreadable > 0 {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%s not checked: invalid input (above)", notChecked(unreadable, len(unchecked)))}
 	}
 	for _, fd := range findings {
 		if fd.Severity >= failOn {
@@ -210,4 +214,16 @@ func readCluster(f *flags, opts *nlint.Options, errOut io.Writer) ([]*manifest.O
 		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
 	}
 	return objs, nil
+}
+
+// notChecked says what a run could not check: files and workloads.
+func notChecked(files, workloads int) string {
+	var parts []string
+	if files > 0 {
+		parts = append(parts, fmt.Sprintf("%d file(s)", files))
+	}
+	if workloads > 0 {
+		parts = append(parts, fmt.Sprintf("%d workload(s)", workloads))
+	}
+	return strings.Join(parts, " and ")
 }
