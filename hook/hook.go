@@ -157,8 +157,9 @@ func execDelay(cmd []string) (d time.Duration, known, stops bool) {
 
 // stops are servers' commands that begin their graceful stop (or kill them) at once:
 // the command's name, then the words that make it a stop (none: any use), each word one
-// of its alternatives. A preStop hook of one holds nothing while the routes still send
-// to the pod.
+// of its alternatives (one ending in * matches the words it begins). A preStop hook of
+// one holds nothing while the routes still send to the pod: a server in lame-duck mode
+// or draining refuses or hands off the clients the routes still send.
 var stops = []struct {
 	cmd   string
 	words [][]string
@@ -170,6 +171,10 @@ var stops = []struct {
 	{"httpd", [][]string{{"-k"}, {"graceful-stop", "stop"}}},
 	{"caddy", [][]string{{"stop"}}},
 	{"supervisorctl", [][]string{{"stop"}}},
+	// NATS's lame-duck mode and stops, as its chart writes them (-sl=ldm=/var/run/nats/nats.pid)
+	{"nats-server", [][]string{{"-sl", "--signal"}, {"ldm*", "quit*", "stop*", "term*"}}},
+	{"nats-server", [][]string{{"-sl=ldm*", "-sl=quit*", "-sl=stop*", "-sl=term*", "--signal=ldm*", "--signal=quit*", "--signal=stop*", "--signal=term*"}}},
+	{"nodetool", [][]string{{"drain", "stopdaemon"}}}, // Cassandra: flushes and stops listening
 	{"kill", nil}, // kill -QUIT 1
 	{"pkill", nil},
 	{"killall", nil},
@@ -210,7 +215,7 @@ func hasWords(args []string, words [][]string) bool {
 		}
 		match := true
 		for j, alts := range words {
-			if !slices.Contains(alts, args[i+j]) {
+			if !slices.ContainsFunc(alts, func(alt string) bool { return isWord(args[i+j], alt) }) {
 				match = false
 				break
 			}
@@ -220,6 +225,14 @@ func hasWords(args []string, words [][]string) bool {
 		}
 	}
 	return false
+}
+
+// isWord: arg is the word alt, or begins with it where alt ends in *.
+func isWord(arg, alt string) bool {
+	if prefix, ok := strings.CutSuffix(alt, "*"); ok {
+		return strings.HasPrefix(arg, prefix)
+	}
+	return arg == alt
 }
 
 // sleepArgs reads sleep's arguments with nap's own parser (GNU sleep's suffixes s, m, h
