@@ -91,6 +91,9 @@ type admissionPod struct {
 	Labels, Annotations map[string]string
 	OwnerKinds          []string
 	RestartPolicy       corev1.RestartPolicy
+	// Containers holds the names of the pod's containers and init containers (with an
+	// init container's restartPolicy): a mesh's proxy among them (kube.MeshNeed).
+	Containers corev1.PodSpec
 }
 
 // The webhook's bounds on what a pod may cost it. A pod is decoded once, into values
@@ -216,6 +219,11 @@ func (i *Injector) answer(ctx context.Context, req admission.Request) answered {
 	}
 	a := i.plan(ctx, req, v, opts, audit, reason)
 	a.logs = append(logs, a.logs...)
+	if need, ok := kube.MeshNeed(pod.Annotations, pod.Labels, &pod.Containers, w.Delay); ok && a.result == "injected" {
+		// The delay nap adds holds nothing while the mesh's proxy stops first: said to
+		// whoever created the pod, as lint says it (mesh-proxy-exits-first).
+		a.Response = a.Response.WithWarnings(fmt.Sprintf("nap: pod %s: %s: %s", podName(req), need.Why, need.Fix))
+	}
 	return a
 }
 
@@ -444,6 +452,24 @@ func readPod(v map[string]any) (admissionPod, error) {
 		return p, fmt.Errorf("spec.%w", err)
 	}
 	p.RestartPolicy = corev1.RestartPolicy(rp)
+	// The containers' names, for a mesh's proxy: what is not of the API's types is left
+	// to inject, which says so.
+	for _, f := range []struct {
+		name string
+		into *[]corev1.Container
+	}{{"containers", &p.Containers.Containers}, {"initContainers", &p.Containers.InitContainers}} {
+		list, _ := spec[f.name].([]any)
+		for _, c := range list {
+			m, _ := c.(map[string]any)
+			name, _ := m["name"].(string)
+			ct := corev1.Container{Name: name}
+			if rp, _ := m["restartPolicy"].(string); rp != "" {
+				crp := corev1.ContainerRestartPolicy(rp)
+				ct.RestartPolicy = &crp
+			}
+			*f.into = append(*f.into, ct)
+		}
+	}
 	return p, nil
 }
 

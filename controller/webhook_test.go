@@ -164,6 +164,41 @@ func TestInjectorHandle(t *testing.T) {
 	}
 }
 
+// A meshed pod gets its delay and a warning of what its proxy also needs, as lint's
+// mesh-proxy-exits-first says; a proxy that already stays up, or runs as a native
+// sidecar, gets none.
+func TestInjectorMeshedPod(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 34}
+	i := &Injector{Options: inject.Options{Kube: &v}} // the default wait: 10 s
+	for _, tc := range []struct {
+		name, meta, spec string
+		warning          string // "" for none
+	}{
+		{name: "linkerd, annotated", meta: `"annotations":{"linkerd.io/inject":"enabled"}`, spec: `"containers":[{"name":"a","image":"a"}]`,
+			warning: `config.alpha.linkerd.io/proxy-wait-before-exit-seconds: "10"`},
+		{name: "linkerd, injected first", spec: `"containers":[{"name":"a","image":"a"},{"name":"linkerd-proxy","image":"l"}]`,
+			warning: "Linkerd's proxy refuses new requests"},
+		{name: "linkerd waits long enough", meta: `"annotations":{"linkerd.io/inject":"enabled","config.alpha.linkerd.io/proxy-wait-before-exit-seconds":"15"}`, spec: `"containers":[{"name":"a","image":"a"}]`},
+		{name: "istio, classic sidecar", meta: `"labels":{"sidecar.istio.io/inject":"true"}`, spec: `"containers":[{"name":"a","image":"a"}]`,
+			warning: "terminationDrainDuration (5s)"},
+		{name: "istio, native sidecar", spec: `"initContainers":[{"name":"istio-proxy","image":"i","restartPolicy":"Always"}],"containers":[{"name":"a","image":"a"}]`},
+		{name: "no mesh", spec: `"containers":[{"name":"a","image":"a"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"` + map[bool]string{true: "," + tc.meta, false: ""}[tc.meta != ""] + `},"spec":{` + tc.spec + `}}`
+			r := i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: []byte(raw)}}})
+			if !r.Allowed || len(r.Patches) == 0 {
+				t.Fatalf("allowed %v, patches %v, warnings %v: want the delay", r.Allowed, r.Patches, r.Warnings)
+			}
+			warned := strings.Join(r.Warnings, "\n")
+			if (tc.warning == "") != (warned == "") || !strings.Contains(warned, tc.warning) {
+				t.Errorf("warnings %q, want %q", warned, tc.warning)
+			}
+		})
+	}
+}
+
 // A pod the webhook cannot read is admitted unchanged, and that is reported: a warning
 // in the response, the error metric, the log and an event on the namespace.
 func TestInjectorUndecodable(t *testing.T) {

@@ -81,6 +81,7 @@ const (
 	GRPCReadiness           = "grpc-readiness"
 	DelayBelowPath          = "delay-below-path"
 	AdaptiveMissesPool      = "adaptive-misses-pool"
+	MeshProxyExitsFirst     = "mesh-proxy-exits-first"
 )
 
 // Check is one registered check: it looks at one workload and its linked objects.

@@ -5,11 +5,13 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nap-k8s/nap/drain"
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/wait"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +29,37 @@ func terminationChecks() []Check {
 		Check{ID: GRPCReadiness, Title: "A gRPC container's readiness does not ask its health service", Severity: Warning, Run: grpcReadiness},
 		Check{ID: DelayBelowPath, Title: "A preStop delay is shorter than the calibrated tail of a path that reaches the pod", Severity: Warning, Run: delayBelowPath},
 		Check{ID: AdaptiveMissesPool, Title: "An adaptive wait watches new connections alone where a client that pools its connections reaches the pod", Severity: Warning, Run: adaptiveMissesPool},
+		Check{ID: MeshProxyExitsFirst, Title: "A mesh's proxy sidecar stops serving before the preStop delay ends", Severity: Warning, Run: meshProxyExitsFirst},
 	}
+}
+
+// meshProxyExitsFirst: the pod runs a mesh's proxy (Linkerd, Istio's classic sidecar)
+// that stops taking requests when the pod is told to stop, before the app's preStop
+// delay ends (kube.MeshNeed): the delay, or the one nap would add (nap's default), then
+// holds nothing for the requests that come through the proxy.
+func meshProxyExitsFirst(_ *Context, w *Workload) []Finding {
+	routed := w.Routed()
+	if len(routed) == 0 {
+		return nil
+	}
+	d, has := time.Duration(0), false
+	for _, r := range routed {
+		if h := hook.Of(r.Container); h.Known && h.Delay() > 0 {
+			d, has = max(d, h.Delay()), true
+		}
+	}
+	if !has {
+		d = nap.Default // what napctl inject and the webhook give it
+	}
+	need, ok := kube.MeshNeed(w.Obj.PodAnnotations(), w.Labels, &w.PodSpec, d)
+	if !ok {
+		return nil
+	}
+	msg := need.Why
+	if !has {
+		msg += " (the delay nap would add: the pod has none yet)"
+	}
+	return []Finding{{Message: msg, Hint: need.Fix}}
 }
 
 // services are the workload's Services, decoded.

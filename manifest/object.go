@@ -74,10 +74,16 @@ func (o *Object) HasPodTemplate() bool {
 }
 
 // PodLabels returns the labels of o's pods (the template's, or a Pod's own).
-func (o *Object) PodLabels() map[string]string {
-	path := []string{"spec", "template", "metadata", "labels"}
+func (o *Object) PodLabels() map[string]string { return o.podMeta("labels") }
+
+// PodAnnotations returns the annotations of o's pods (the template's, or a Pod's own).
+func (o *Object) PodAnnotations() map[string]string { return o.podMeta("annotations") }
+
+// podMeta is the string map at field of the pods' metadata.
+func (o *Object) podMeta(field string) map[string]string {
+	path := []string{"spec", "template", "metadata", field}
 	if o.Kind == "Pod" && o.Group() == "" {
-		path = []string{"metadata", "labels"}
+		path = []string{"metadata", field}
 	}
 	n, err := o.Node.Pipe(yaml.Lookup(path...))
 	if err != nil || n == nil {
