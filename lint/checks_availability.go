@@ -26,9 +26,12 @@ func singleReplica(_ *Context, w *Workload) []Finding {
 	if !w.BehindService() || w.PerNode || w.Obj.Kind == "Pod" || w.MinReplicas() != 1 {
 		return nil
 	}
-	what := "replicas is 1"
-	if len(w.HPAs) > 0 {
-		what = "its HorizontalPodAutoscaler's minReplicas is 1"
+	what, hint := "replicas is 1", "run at least 2 replicas"
+	if n := len(w.HPAs); n > 0 {
+		what, hint = "its HorizontalPodAutoscaler's minReplicas is 1", "set the HorizontalPodAutoscaler's minReplicas to 2 or more"
+		if h := w.HPAs[n-1]; h.Kind == "ScaledObject" {
+			what, hint = "its KEDA ScaledObject "+h.Name+" lets it scale to 1 (minReplicaCount)", "set the ScaledObject's minReplicaCount to 2 or more"
+		}
 	}
 	// Only where this workload is a Service's one pod: one of several Deployments
 	// behind a Service (versions, canaries) never empties it.
@@ -36,7 +39,7 @@ func singleReplica(_ *Context, w *Workload) []Finding {
 		if w.ServiceBackends[i] <= 1 {
 			return []Finding{{
 				Message: fmt.Sprintf("%s behind Service %s, its only backend: every rollout, eviction or node drain leaves it with no ready pod", what, s.Name),
-				Hint:    "run at least 2 replicas",
+				Hint:    hint,
 			}}
 		}
 	}

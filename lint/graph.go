@@ -269,6 +269,11 @@ func Read(objs []*manifest.Object) Input {
 				k := hpaKey{appliedNamespace(o), h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name}
 				hpas[k] = append(hpas[k], h)
 			}
+		case o.Group() == "keda.sh" && o.Kind == "ScaledObject":
+			if h, ok := kedaHPA(o); ok {
+				k := hpaKey{appliedNamespace(o), h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name}
+				hpas[k] = append(hpas[k], h)
+			}
 		}
 	}
 	for _, o := range svcs {
@@ -355,6 +360,36 @@ func dedupe(objs []*manifest.Object) ([]*manifest.Object, []Duplicate) {
 		out = append(out, o)
 	}
 	return out, dups
+}
+
+// kedaHPA is the HorizontalPodAutoscaler that KEDA makes of ScaledObject o, as far as
+// lint reads it: its target (kind Deployment unless it names one) and its minReplicas,
+// minReplicaCount or, where that is 0 (scaled to zero while idle), 1 while it serves.
+// Its Kind says ScaledObject, for the findings to name.
+func kedaHPA(o *manifest.Object) (autoscalingv2.HorizontalPodAutoscaler, bool) {
+	var so struct {
+		Spec struct {
+			ScaleTargetRef struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Name       string `json:"name"`
+			} `json:"scaleTargetRef"`
+			MinReplicaCount *int32 `json:"minReplicaCount"`
+		} `json:"spec"`
+	}
+	if o.Decode(&so) != nil || so.Spec.ScaleTargetRef.Name == "" {
+		return autoscalingv2.HorizontalPodAutoscaler{}, false
+	}
+	var h autoscalingv2.HorizontalPodAutoscaler
+	h.Kind, h.Name, h.Namespace = o.Kind, o.Name, o.Namespace
+	ref := so.Spec.ScaleTargetRef
+	h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: ref.APIVersion, Kind: cmp.Or(ref.Kind, "Deployment"), Name: ref.Name}
+	least := int32(1)
+	if m := so.Spec.MinReplicaCount; m != nil && *m > 1 {
+		least = *m
+	}
+	h.Spec.MinReplicas = &least
+	return h, true
 }
 
 // workload is o as lint reads it: nil without a pod template, an error when its spec

@@ -60,17 +60,50 @@ func (o *Object) LeftAlone() string {
 		return "a Knative Service's pods are drained by Knative itself (its queue-proxy), which also refuses lifecycle hooks"
 	case (group == "template.openshift.io" || group == "") && o.Kind == "Template":
 		return "an OpenShift Template: its objects take parameters; render it first (oc process -f " + o.File + ")"
-	case !o.IsWorkload() && o.HasPodTemplate():
-		return o.APIVersion + " " + o.Kind + " is not a kind nap knows; its pods are for its controller to shape"
+	case !o.IsWorkload():
+		if at := o.podTemplateAt(); at != "" {
+			return o.APIVersion + " " + o.Kind + " is not a kind nap knows; its pods (" + at + ") are for its controller to shape"
+		}
 	}
 	return ""
 }
 
 // HasPodTemplate tells whether o carries a pod template nap does not know the kind
-// of (spec.template.spec.containers): a custom workload whose pods nap leaves alone.
-func (o *Object) HasPodTemplate() bool {
-	n, err := o.Node.Pipe(yaml.Lookup("spec", "template", "spec", "containers"))
-	return err == nil && n != nil
+// of (a pod spec's containers anywhere under spec: spec.template.spec.containers, or
+// deeper, as OpenKruise's UnitedDeployment holds it): a custom workload whose pods nap
+// leaves alone.
+func (o *Object) HasPodTemplate() bool { return o.podTemplateAt() != "" }
+
+// podTemplateAt is the path of the first pod spec under o's spec (a mapping whose
+// containers is a list of mappings), "" if none within podTemplateDepth levels.
+func (o *Object) podTemplateAt() string {
+	spec, err := o.Node.Pipe(yaml.Lookup("spec"))
+	if err != nil || spec == nil {
+		return ""
+	}
+	return podSpecAt(spec.YNode(), "spec", podTemplateDepth)
+}
+
+// podTemplateDepth bounds the search for a pod template: UnitedDeployment's is 5 levels
+// below spec (template.deploymentTemplate.spec.template.spec).
+const podTemplateDepth = 8
+
+func podSpecAt(n *yaml.Node, at string, depth int) string {
+	if n.Kind != yaml.MappingNode || depth < 0 {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		if k == "containers" && v.Kind == yaml.SequenceNode && len(v.Content) > 0 && v.Content[0].Kind == yaml.MappingNode {
+			return at
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if p := podSpecAt(n.Content[i+1], at+"."+n.Content[i].Value, depth-1); p != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // PodLabels returns the labels of o's pods (the template's, or a Pod's own).

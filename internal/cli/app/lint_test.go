@@ -410,6 +410,20 @@ spec:
   template:
     spec:
       containers: [{name: a, image: a}]
+---
+apiVersion: apps.kruise.io/v1alpha1
+kind: UnitedDeployment
+metadata: {name: ud}
+spec:
+  replicas: 4
+  template:
+    deploymentTemplate:
+      metadata: {labels: {app: ud}}
+      spec:
+        template:
+          metadata: {labels: {app: ud}}
+          spec:
+            containers: [{name: a, image: a}]
 `
 	code, stdout, stderr := runNapctlIn(in, "lint")
 	if code != 1 {
@@ -423,7 +437,8 @@ spec:
 		}
 	}
 	for _, want := range []string{"napctl lint: -:22: Template/shop: not checked: an OpenShift Template: its objects take parameters; render it first (oc process -f -)",
-		"napctl lint: -:30: Widget/w: not checked: example.com/v1 Widget is not a kind nap knows"} {
+		"napctl lint: -:30: Widget/w: not checked: example.com/v1 Widget is not a kind nap knows",
+		"napctl lint: -:46: UnitedDeployment/ud: not checked: apps.kruise.io/v1alpha1 UnitedDeployment is not a kind nap knows; its pods (spec.template.deploymentTemplate.spec.template.spec) are for its controller to shape"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("no %q in:\n%s", want, stderr)
 		}
