@@ -32,7 +32,9 @@ func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 	spec := ps.YNode()
 	if p.hasServices() && len(p.Containers) == 0 {
 		if d := p.decide(o, spec); !d.Inject {
-			return []Note{p.note(o, 0, "left alone: %s", d)}, nil
+			// Why its neighbours matter: a file alone, with no Service, gets every template
+			// delayed; among inputs that hold Services, only what they select.
+			return []Note{p.note(o, 0, "left alone: %s (the inputs hold Services, so only the pod templates a Service selects get the delay, as the webhook's default policy gives it; --container NAME delays one anyway)", d)}, nil
 		}
 	}
 	p, err := p.forTemplate(spec)

@@ -232,7 +232,7 @@ func noPreStopDelay(_ *Context, w *Workload) []Finding {
 		case h.Kind != hook.None && h.Known && h.Delay() == 0 && !h.Adaptive():
 			return &Finding{
 				Message: fmt.Sprintf("container %q's preStop hook holds 0 s: it gets SIGTERM while Service %s may still route to it", c.Name, svc),
-				Hint:    injectHint(w),
+				Hint:    hookHint(w, c),
 			}
 		case h.Kind != hook.None:
 			return nil
@@ -261,7 +261,7 @@ func preStopNeedsShell(c *Context, w *Workload) []Finding {
 		}
 		f := &Finding{
 			Message: fmt.Sprintf("container %q's preStop runs %q, which the image must contain", ct.Name, path.Base(d.Command[0])),
-			Hint:    "use nap or the native sleep action: " + injectHint(w),
+			Hint:    hookHint(w, ct),
 		}
 		if shellless(ct.Image, c.Config.Shellless) {
 			f.Message = fmt.Sprintf("container %q's preStop runs %q, but image %s has no shell: the hook fails (FailedPreStopHook) and there is no delay", ct.Name, path.Base(d.Command[0]), ct.Image)

@@ -753,3 +753,20 @@ spec: {defaultBackend: {service: {name: web-grpc, port: {number: 9090}}}}
 		t.Errorf("fronts %v, want %v (a route in another namespace names another Service)", ws[0].Fronts, want)
 	}
 }
+
+// A KEDA ScaledObject in the input scales its target as the HPA KEDA makes of it: a
+// minReplicaCount of 3 keeps the Deployment's one replica from being a Service's only
+// backend; 0 (scaled to zero while idle) serves with one pod, and the finding names the
+// ScaledObject.
+func TestKEDAScaledObject(t *testing.T) {
+	got := map[string]string{}
+	for _, f := range Lint(read(t, "testdata/keda.yaml"), Options{}) {
+		if f.ID == SingleReplica {
+			got[f.Name] = f.Message + " / " + f.Hint
+		}
+	}
+	want := map[string]string{"bad-keda-idle": "its KEDA ScaledObject bad-keda-idle lets it scale to 1 (minReplicaCount) behind Service bad-keda-idle, its only backend: every rollout, eviction or node drain leaves it with no ready pod / set the ScaledObject's minReplicaCount to 2 or more"}
+	if !maps.Equal(got, want) {
+		t.Errorf("single-replica findings %v, want %v", got, want)
+	}
+}

@@ -1,11 +1,13 @@
 package lint
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 )
 
@@ -53,4 +55,19 @@ func servingContainers(spec corev1.PodSpec) []corev1.Container {
 
 func injectHint(w *Workload) string {
 	return "napctl inject -f " + w.Obj.File + " --delay 10s"
+}
+
+// hookHint is the fix for container c whose own preStop hook holds no delay: inject
+// rewrites nap's own hooks (the native sleep, nap's binary) but leaves any other hook
+// alone, so for those it says what to change instead.
+func hookHint(w *Workload, c corev1.Container) string {
+	h := hook.Of(c)
+	if h.Kind == hook.NativeSleep || h.Kind == hook.Nap || h.Kind == hook.None {
+		return injectHint(w)
+	}
+	secs := int64(10)
+	if d := h.Delay(); h.Known && d > 0 {
+		secs = int64((d + time.Second - 1) / time.Second) // the hook's own delay, whole seconds
+	}
+	return fmt.Sprintf("napctl inject leaves container %q's own hook alone: replace its lifecycle.preStop with the native sleep (preStop: {sleep: {seconds: %d}}, Kubernetes 1.30+), or delete it and run %s", c.Name, secs, injectHint(w))
 }

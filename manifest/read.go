@@ -86,7 +86,7 @@ func Read(file string, data []byte) ([]*Object, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var objs []*Object
-	for {
+	for decoded := 0; ; decoded++ {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
@@ -100,10 +100,10 @@ func Read(file string, data []byte) ([]*Object, error) {
 				msg = msg[strings.Index(msg, m[0])+len(m[0]):]
 			}
 			msg = strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), ": ")
-			if line == 0 {
-				if l, what := locate(data); l > 0 {
-					line, msg = l, what+" ("+msg+")"
-				}
+			if l, what := locate(data); l > 0 {
+				line, msg = l, what+" ("+msg+")"
+			} else if l := problemLine(data, decoded); l > 0 {
+				line = l
 			}
 			return nil, &ReadError{File: file, Line: line, Err: fmt.Errorf("invalid YAML or JSON: %s", msg)}
 		}
@@ -191,6 +191,61 @@ func checkDocument(root *yaml.Node) (map[*yaml.Node]int, *docError) {
 		mark(a.Alias, a.Line)
 	}
 	return shared, nil
+}
+
+// maxProblemParses and maxProblemBytes bound problemLine's work: the prefixes of a
+// document it parses, and the bytes they add up to at the most.
+const (
+	maxProblemParses = 2000
+	maxProblemBytes  = 64 << 20
+)
+
+// problemLine is the line of the YAML error in document number doc of data (counted as
+// the decoder counts them): the line after the longest prefix of the document that
+// still parses. yaml.v3 names the line before the one at fault (its context mark, which
+// counts from 0, and is where the enclosing node began), or none (an unknown alias). 0
+// where it cannot tell (a document longer than maxProblemParses lines).
+func problemLine(data []byte, doc int) int {
+	spans := Documents(data)
+	sp := spans[min(doc, len(spans)-1)] // documents the cut did not part (JSON values side by side) are the last span's
+	text := data[sp.Start:sp.End]
+	var ends []int // the offset after each line
+	for off := 0; off < len(text); {
+		i := bytes.IndexByte(text[off:], '\n')
+		if i < 0 {
+			off = len(text)
+		} else {
+			off += i + 1
+		}
+		ends = append(ends, off)
+	}
+	if len(ends) > maxProblemParses || len(ends)*len(text) > maxProblemBytes {
+		return 0
+	}
+	for k := len(ends) - 1; k >= 0; k-- {
+		prefix := []byte(nil)
+		if k > 0 {
+			prefix = text[:ends[k-1]]
+		}
+		if parses(prefix) {
+			return sp.Line + k
+		}
+	}
+	return 0
+}
+
+// parses tells whether text reads as YAML, every document of it.
+func parses(text []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	for {
+		var n yaml.Node
+		switch err := dec.Decode(&n); {
+		case errors.Is(err, io.EOF):
+			return true
+		case err != nil:
+			return false
+		}
+	}
 }
 
 // locate finds where a YAML error without a position lies: the first byte that is not

@@ -196,3 +196,28 @@ func TestRef(t *testing.T) {
 		}
 	}
 }
+
+// A YAML error is named at the line at fault, not the line before it (yaml.v3's
+// context mark) nor none (an unknown alias), in a later document too.
+func TestReadErrorLines(t *testing.T) {
+	const head = "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n"
+	for _, c := range []struct {
+		name, src string
+		line      int
+	}{
+		{name: "a tab in the indentation", src: head + "\tlabels: {}\n", line: 5},
+		{name: "a flow list left open", src: head + "  labels: [a, b\nspec: {}\n", line: 5},
+		{name: "an indentation that fits nothing", src: head + " labels: x\n", line: 5},
+		{name: "a quote left open", src: "apiVersion: v1\nkind: Service\nmetadata:\n  name: \"a\nspec: {}\n", line: 4},
+		{name: "an alias to nothing", src: "apiVersion: v1\nkind: Service\nmetadata:\n  name: *x\n", line: 4},
+		{name: "in the second document", src: "apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\n" + head + "  bad: : x\n", line: 9},
+		{name: "a second JSON value that is not JSON", src: "{\"apiVersion\": \"v1\", \"kind\": \"Service\"}\n{\"apiVersion\": \"v1\",\n \"kind\": \n}\n", line: 2},
+		{name: "left open at the end", src: "apiVersion: v1\nkind: Service\nmetadata: {name: [\n", line: 3},
+	} {
+		_, err := Read("x.yaml", []byte(c.src))
+		var re *ReadError
+		if !errors.As(err, &re) || re.Line != c.line {
+			t.Errorf("%s: %v, want an error at line %d", c.name, err, c.line)
+		}
+	}
+}

@@ -307,6 +307,25 @@ func TestInjectJoinKeepsValues(t *testing.T) {
 	}
 }
 
+// The ConfigMap's hint names the namespaces the input names, one command each, and the
+// placeholder only for templates that name none.
+func TestInjectConfigMapHintNamespaces(t *testing.T) {
+	tmpl := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %[1]s%[2]s}\nspec:\n  template:\n    metadata: {labels: {app: %[1]s}}\n    spec:\n      containers: [{name: a, image: a}]\n"
+	for _, c := range []struct {
+		name, in, want string
+	}{
+		{name: "one namespace", in: fmt.Sprintf(tmpl, "w", ", namespace: shop"),
+			want: "it must be in shop: napctl configmap -n shop | kubectl apply -f -\n"},
+		{name: "two, and none", in: fmt.Sprintf(tmpl, "w", ", namespace: shop") + "---\n" + fmt.Sprintf(tmpl, "v", ", namespace: cart") + "---\n" + fmt.Sprintf(tmpl, "u", ""),
+			want: "it must be in the namespace you apply to, cart, shop: napctl configmap -n NAMESPACE | kubectl apply -f -; napctl configmap -n cart | kubectl apply -f -; napctl configmap -n shop | kubectl apply -f -\n"},
+	} {
+		code, _, stderr := runNapctlIn(c.in, "inject")
+		if code != 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", c.name, code, stderr, c.want)
+		}
+	}
+}
+
 // As kubectl nap, inject's notes name the command the user typed, and the command that
 // makes the ConfigMap is one the plugin has.
 func TestInjectNotesAsPlugin(t *testing.T) {
@@ -495,8 +514,8 @@ func TestInjectDecidesByServices(t *testing.T) {
 	}
 	for _, note := range []string{"Deployment/shop/worker: left alone: policy default: no Service selects it",
 		"DaemonSet/shop/logs: left alone: policy default: no Service selects it", "Deployment/other/web: left alone: policy default: no Service selects it"} {
-		if !strings.Contains(stderr, note) {
-			t.Errorf("no note %q in:\n%s", note, stderr)
+		if !strings.Contains(stderr, note+" (the inputs hold Services, so only the pod templates a Service selects get the delay") {
+			t.Errorf("no note %q, with why the other inputs matter, in:\n%s", note, stderr)
 		}
 	}
 	// --container is explicit: every template with that container.

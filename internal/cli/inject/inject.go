@@ -230,10 +230,12 @@ func run(streams cli.IOStreams, f *flags) error {
 		return fmt.Errorf("--container %s: no pod template has a container of that name", strings.Join(un, ", "))
 	}
 	if nss := plan.ConfigMapNamespaces(); len(nss) > 0 && (opts.Mode == "" || opts.Mode == inject.ModeAuto) {
+		var cmds []string // one command a namespace, NAMESPACE where the input names none
 		for i, ns := range nss {
 			if ns == "" {
-				nss[i] = "the namespace you apply to"
+				nss[i], ns = "the namespace you apply to", "NAMESPACE"
 			}
+			cmds = append(cmds, fmt.Sprintf("%s configmap -n %s | kubectl apply -f -", f.prog, ns))
 		}
 		why := "the cluster's version is unknown (--kube-version or --live lets auto choose the native sleep)"
 		if opts.Kube != nil {
@@ -242,8 +244,8 @@ func run(streams cli.IOStreams, f *flags) error {
 		if plan.Wait.IsAdaptive() {
 			why = "--wait adaptive needs it"
 		}
-		fmt.Fprintf(streams.ErrOut, "%s inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: %s configmap -n NAMESPACE | kubectl apply -f -\n",
-			f.prog, plan.ConfigMap, why, strings.Join(nss, ", "), f.prog)
+		fmt.Fprintf(streams.ErrOut, "%s inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: %s\n",
+			f.prog, plan.ConfigMap, why, strings.Join(nss, ", "), strings.Join(cmds, "; "))
 	}
 	// Written in the input's encoding: UTF-16 input (a PowerShell redirect) comes back as
 	// UTF-16, with its byte-order mark; inputs in several encodings come out as UTF-8.
