@@ -102,8 +102,10 @@ func Read(file string, data []byte) ([]*Object, error) {
 			msg = strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), ": ")
 			if l, what := locate(data); l > 0 {
 				line, msg = l, what+" ("+msg+")"
-			} else if l := problemLine(data, decoded); l > 0 {
-				line = l
+			} else {
+				// The later of the two: yaml.v3's falls a line short where a node is at
+				// fault, problemLine's where a flow collection left open began earlier.
+				line = max(line, problemLine(data, decoded))
 			}
 			return nil, &ReadError{File: file, Line: line, Err: fmt.Errorf("invalid YAML or JSON: %s", msg)}
 		}
@@ -202,7 +204,7 @@ const (
 
 // problemLine is the line of the YAML error in document number doc of data (counted as
 // the decoder counts them): the line after the longest prefix of the document that
-// still parses. yaml.v3 names the line before the one at fault (its context mark, which
+// still parses (for a flow collection left open, the line it begins on). yaml.v3 names the line before the one at fault (its context mark, which
 // counts from 0, and is where the enclosing node began), or none (an unknown alias). 0
 // where it cannot tell (a document longer than maxProblemParses lines).
 func problemLine(data []byte, doc int) int {

@@ -212,6 +212,7 @@ func TestReadErrorLines(t *testing.T) {
 		{name: "an alias to nothing", src: "apiVersion: v1\nkind: Service\nmetadata:\n  name: *x\n", line: 4},
 		{name: "in the second document", src: "apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\n" + head + "  bad: : x\n", line: 9},
 		{name: "a second JSON value that is not JSON", src: "{\"apiVersion\": \"v1\", \"kind\": \"Service\"}\n{\"apiVersion\": \"v1\",\n \"kind\": \n}\n", line: 2},
+		{name: "a comment in JSON", src: "{\n  // a comment\n  \"a\": 1\n}\n", line: 2},
 		{name: "left open at the end", src: "apiVersion: v1\nkind: Service\nmetadata: {name: [\n", line: 3},
 	} {
 		_, err := Read("x.yaml", []byte(c.src))
