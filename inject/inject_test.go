@@ -625,7 +625,7 @@ func TestServicesIn(t *testing.T) {
 		t.Fatalf("%+v, %v", svcs, err)
 	}
 	_, err = ServicesIn("in.yaml", []byte(src+"---\nkind: Service\nmetadata: [broken\n"))
-	if err == nil || !strings.HasPrefix(err.Error(), "in.yaml:12") {
-		t.Errorf("a broken Service: %v, want in.yaml:12", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "in.yaml:13") { // metadata: [broken
+		t.Errorf("a broken Service: %v, want in.yaml:13", err)
 	}
 }
