@@ -26,17 +26,8 @@ const lintNoReady = "../../../lint/testdata/checks/no-readiness-probe.yaml"
 // delays (under the default policy, only what a Service selects).
 const lintNoPreStop = "../../../lint/testdata/checks/no-prestop-delay.yaml"
 
-func TestLintExitCodes(t *testing.T) {
-	clean, err := os.ReadFile(lintClean)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, err := os.ReadFile(lintNoReady)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A Deployment with one replica and no PDB: warnings only.
-	warnOnly := `apiVersion: apps/v1
+// warnOnly is a Deployment with one replica behind its Service and no PDB: warnings only.
+const warnOnly = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: w}
 spec:
@@ -55,6 +46,16 @@ kind: Service
 metadata: {name: w}
 spec: {selector: {app: w}, ports: [{port: 80}]}
 `
+
+func TestLintExitCodes(t *testing.T) {
+	clean, err := os.ReadFile(lintClean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := os.ReadFile(lintNoReady)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		stdin string
@@ -136,29 +137,10 @@ spec: {selector: {app: fine}, ports: [{port: 80}]}
 // it, leaves one backend behind the Service (the single-replica warning stays), and lint
 // says which copy it checked.
 func TestLintDuplicateObjects(t *testing.T) {
-	const app = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: app
-        image: x
-        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
-        lifecycle: {preStop: {sleep: {seconds: 10}}}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec: {selector: {app: web}, ports: [{port: 80}]}
-`
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
 	for _, f := range []string{a, b} {
-		if err := os.WriteFile(f, []byte(app), 0o644); err != nil {
+		if err := os.WriteFile(f, []byte(warnOnly), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,11 +151,11 @@ spec: {selector: {app: web}, ports: [{port: 80}]}
 		says  string // on stderr
 	}{
 		{name: "one file given twice", args: []string{"-f", a, "-f", a}, where: a + ":1:",
-			says: a + ":1: Deployment/web: read twice (the same input given twice): counted once"},
+			says: a + ":1: Deployment/w: read twice (the same input given twice): counted once"},
 		{name: "a copy in another file", args: []string{"-f", a, "-f", b}, where: b + ":1:",
-			says: a + ":1: Deployment/web: also in " + b + ":1, which is checked in its place"},
+			says: a + ":1: Deployment/w: also in " + b + ":1, which is checked in its place"},
 		{name: "a folder and a file in it", args: []string{"-f", dir, "-f", a}, where: a + ":1:",
-			says: b + ":1: Deployment/web: also in " + a + ":1"},
+			says: b + ":1: Deployment/w: also in " + a + ":1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runNapctlIn("", append([]string{"lint"}, c.args...)...)
