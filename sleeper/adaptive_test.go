@@ -92,9 +92,11 @@ func TestAdaptiveConformance(t *testing.T) {
 	testenv.RequireRoot(t)
 	ims := impls(t)
 	got := make([][]outcome, len(ims))
+	lags := make([][]time.Duration, len(ims)) // how late the test wrote a step of the table, at worst
 	var wg sync.WaitGroup
 	for i, im := range ims {
 		got[i] = make([]outcome, len(adaptiveCases))
+		lags[i] = make([]time.Duration, len(adaptiveCases))
 		for j, tc := range adaptiveCases {
 			root, inside := rootWith(t, im)
 			dir := filepath.Join(root, "proc", "net")
@@ -120,19 +122,22 @@ func TestAdaptiveConformance(t *testing.T) {
 				// request signal is TestRequestSignal's).
 				err := inNetns(im, false, func(sockets *os.File) error {
 					// The table's clock starts with the process (a little before it runs).
-					start, stop := time.Now(), make(chan struct{})
+					start, stop, wrote := time.Now(), make(chan struct{}), make(chan struct{})
 					go func() {
+						defer close(wrote)
 						for _, s := range tc.table[1:] {
 							select {
 							case <-stop:
 								return
 							case <-time.After(time.Until(start.Add(s.at))):
 								put(s)
+								lags[i][j] = max(lags[i][j], time.Since(start.Add(s.at)))
 							}
 						}
 					}()
 					got[i][j] = runWith(cmd, tc.signal, tc.after, im.qemu != "", sockets)
 					close(stop)
+					<-wrote
 					return nil
 				})
 				if err != nil {
@@ -146,6 +151,9 @@ func TestAdaptiveConformance(t *testing.T) {
 		for j, tc := range adaptiveCases {
 			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
 				got[i][j].checkWait(t, im, tc.code, tc.stderr, tc.sleep, tc.sleep, tc.signal != 0)
+				if t.Failed() { // the stimulus's side: a table written late is a quiet window nap saw
+					t.Logf("the test wrote the table's steps at worst %v after their time", lags[i][j].Round(time.Millisecond))
+				}
 			})
 		}
 	}
