@@ -219,10 +219,12 @@ func (i *Injector) answer(ctx context.Context, req admission.Request) answered {
 	}
 	a := i.plan(ctx, req, v, opts, audit, reason)
 	a.logs = append(logs, a.logs...)
-	if need, ok := kube.MeshNeed(pod.Annotations, pod.Labels, &pod.Containers, w.Delay); ok && a.result == "injected" {
+	if a.result == "injected" {
 		// The delay nap adds holds nothing while the mesh's proxy stops first: said to
 		// whoever created the pod, as lint says it (mesh-proxy-exits-first).
-		a.Response = a.Response.WithWarnings(fmt.Sprintf("nap: pod %s: %s: %s", podName(req), need.Why, need.Fix))
+		if need, ok := kube.MeshNeed(pod.Annotations, pod.Labels, &pod.Containers, w.Delay); ok {
+			a.Response = a.Response.WithWarnings(fmt.Sprintf("nap: pod %s: %s: %s", podName(req), need.Why, need.Fix))
+		}
 	}
 	return a
 }

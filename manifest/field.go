@@ -48,7 +48,7 @@ func lineOf(n *yaml.Node, fields []string, got string) int {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
-	if len(fields) == 0 && jsonKind(n) == got {
+	if kind, _, _ := strings.Cut(got, " "); len(fields) == 0 && jsonKind(n) == kind { // "number 1.5": a number
 		return n.Line
 	}
 	if n.Kind == yaml.SequenceNode { // the field is each item's (or, at the end, each item)
@@ -103,8 +103,8 @@ func article(kind string) string {
 	case "string":
 		return "a string"
 	}
-	if strings.HasPrefix(kind, "number ") { // a number that does not fit: "number -1"
-		return kind
+	if n, ok := strings.CutPrefix(kind, "number "); ok { // a number that does not fit: "number 1.5"
+		return "the number " + n
 	}
 	return "a " + kind
 }

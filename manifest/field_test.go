@@ -23,6 +23,8 @@ func TestFieldError(t *testing.T) {
 			want: FieldError{Path: "spec.template.spec.containers.ports.containerPort", Line: 15, Got: "a string", Want: "an integer"}},
 		{name: "an item of a list", body: "  template:\n    spec:\n      containers:\n      - name: a\n        image: x\n        args: [--port, 8080]\n",
 			want: FieldError{Path: "spec.template.spec.containers.args", Line: 10, Got: "a number", Want: "a string"}},
+		{name: "a number that is not an integer", body: "  replicas: 1.5\n",
+			want: FieldError{Path: "spec.replicas", Line: 5, Got: "the number 1.5", Want: "an integer"}},
 		{name: "a list where a mapping goes", body: "  selector: [app]\n",
 			want: FieldError{Path: "spec.selector", Line: 5, Got: "a list", Want: "a mapping"}},
 	} {

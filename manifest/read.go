@@ -204,9 +204,10 @@ const (
 
 // problemLine is the line of the YAML error in document number doc of data (counted as
 // the decoder counts them): the line after the longest prefix of the document that
-// still parses (for a flow collection left open, the line it begins on). yaml.v3 names the line before the one at fault (its context mark, which
-// counts from 0, and is where the enclosing node began), or none (an unknown alias). 0
-// where it cannot tell (a document longer than maxProblemParses lines).
+// still parses (for a flow collection left open, the line it begins on). yaml.v3 names
+// the line before the one at fault (its context mark, which counts from 0, and is where
+// the enclosing node began), or none (an unknown alias). 0 where it cannot tell (a
+// document over maxProblemParses lines or maxProblemBytes of prefixes).
 func problemLine(data []byte, doc int) int {
 	spans := Documents(data)
 	sp := spans[min(doc, len(spans)-1)] // documents the cut did not part (JSON values side by side) are the last span's
@@ -463,6 +464,12 @@ func (f File) Skip(readErr error) (Skipped, bool) {
 	return s, s.Why != "" || s.Err != nil
 }
 
+// unreadable is path, found in folder root, that could not be read (err): skipped with
+// the error, which fails the command once the others are done.
+func unreadable(root, path string, err error) File {
+	return File{Name: path, Folder: root, skip: &Skipped{File: path, Err: &ReadError{File: path, Err: err}}}
+}
+
 // found is what a folder's walk makes of path: a file to read, or one skipped, and
 // whether the walk goes into it (a folder). A hidden folder (.git, .vscode) and a Helm
 // chart (a folder with a Chart.yaml) are said once and not entered; only regular files
@@ -490,7 +497,8 @@ func found(root, path string, d fs.DirEntry) (f *File, enter bool) {
 	if mode&fs.ModeSymlink != 0 {
 		fi, err := os.Stat(path)
 		if err != nil {
-			return &File{Name: path, Folder: root, skip: &Skipped{File: path, Err: &ReadError{File: path, Err: err}}}, false
+			f := unreadable(root, path, err)
+			return &f, false
 		}
 		mode = fi.Mode().Type()
 	}
@@ -527,9 +535,13 @@ func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 						if path == p {
 							return err
 						}
-						// A folder below it that cannot be listed: said, and the others read.
-						skipped = append(skipped, File{Name: path, Folder: p, skip: &Skipped{File: path, Err: &ReadError{File: path, Err: err}}})
-						return fs.SkipDir
+						// A folder or file below it that cannot be read: said, and the others
+						// read (SkipDir on a file would skip the rest of its folder).
+						skipped = append(skipped, unreadable(p, path, err))
+						if d != nil && d.IsDir() {
+							return fs.SkipDir
+						}
+						return nil
 					}
 					f, enter := found(p, path, d)
 					switch {
@@ -573,7 +585,7 @@ func ReadFiles(paths []string, stdin io.Reader) ([]File, error) {
 			if f == p {
 				return nil, &ReadError{File: f, Err: err}
 			}
-			out = append(out, File{Name: f, Folder: p, skip: &Skipped{File: f, Err: &ReadError{File: f, Err: err}}})
+			out = append(out, unreadable(p, f, err))
 		}
 	}
 	return out, nil

@@ -151,7 +151,6 @@ func run(streams cli.IOStreams, f *flags) error {
 	for _, u := range in.Unchecked {
 		fmt.Fprintf(streams.ErrOut, "%s lint: %s\n", f.prog, u)
 	}
-	unchecked := in.Unchecked
 	findings := nlint.CheckWorkloads(in.Workloads, opts)
 	for i := range findings {
 		if f.prog != "" && f.prog != "napctl" { // the hints name the command the user runs
@@ -176,8 +175,8 @@ func run(streams cli.IOStreams, f *flags) error {
 	if _, err := streams.Out.Write(out.Bytes()); err != nil {
 		return err
 	}
-	if len(unchecked) > 0 || unreadable > 0 {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%s not checked: invalid input (above)", notChecked(unreadable, len(unchecked)))}
+	if len(in.Unchecked) > 0 || unreadable > 0 {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%s not checked: invalid input (above)", notChecked(unreadable, len(in.Unchecked)))}
 	}
 	for _, fd := range findings {
 		if fd.Severity >= failOn {
