@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -43,46 +45,70 @@ func traffic(every, until time.Duration, by int) []step {
 	return s
 }
 
-// adaptiveCases: the adaptive wait against a synthetic /proc/net/snmp, which the test
-// rewrites as the run goes (each implementation runs chrooted beside its own copy).
-// sleep is when the run must end (within the implementation's slack, never before).
+// adaptiveCases: the wait against a synthetic /proc/net/snmp, which the test rewrites as
+// the run goes (each implementation runs chrooted beside its own copy, and a
+// /dev/termination-log that holds a line of the app's). sleep is when the run must end
+// (within the implementation's slack, never before). verdict is the kind of the line it
+// must append (none: nothing appended), end its End exactly when set, final its Total
+// plus Conns (the last reading's count) when not negative; its Total is a count the
+// table held (the program starts a little after the table's clock).
 var adaptiveCases = []struct {
-	name   string
-	args   []string
-	table  []step
-	signal syscall.Signal
-	after  time.Duration
-	code   int
-	stderr string
-	sleep  time.Duration
+	name    string
+	args    []string
+	table   []step
+	signal  syscall.Signal
+	after   time.Duration
+	code    int
+	stderr  string
+	sleep   time.Duration
+	verdict string
+	end     time.Duration
+	final   int
 }{
 	{name: "quiet from the start", args: []string{"--quiet", "300ms", "--max", "5s"},
-		table: []step{{text: snmpText(12)}}, sleep: 300 * time.Millisecond},
+		table: []step{{text: snmpText(12)}}, sleep: 300 * time.Millisecond, verdict: nap.Quiet, end: 300 * time.Millisecond, final: 12},
 	{name: "MIN first", args: []string{"1s", "--quiet", "200ms", "--max", "5s"},
-		table: []step{{text: snmpText(12)}}, sleep: time.Second},
+		table: []step{{text: snmpText(12)}}, sleep: time.Second, verdict: nap.Quiet, end: time.Second, final: 12},
 	// The last connection at 1.5 s, QUIET 500 ms: 2 s, less up to a reading, as the
 	// program may start (and read) up to that much after the table's clock.
 	{name: "traffic, then quiet", args: []string{"--quiet", "500ms", "--max", "6s"},
-		table: traffic(50*time.Millisecond, 1500*time.Millisecond, 5), sleep: 2*time.Second - nap.PollInterval},
+		table: traffic(50*time.Millisecond, 1500*time.Millisecond, 5), sleep: 2*time.Second - nap.PollInterval, verdict: nap.Quiet, final: 250},
 	{name: "background within ALLOW", args: []string{"--quiet", "500ms", "--max", "6s", "--allow", "4"},
-		table: traffic(200*time.Millisecond, 6*time.Second, 1), sleep: 500 * time.Millisecond},
+		table: traffic(200*time.Millisecond, 6*time.Second, 1), sleep: 500 * time.Millisecond, verdict: nap.Quiet, final: -1},
 	{name: "background above ALLOW holds to MAX", args: []string{"--quiet", "500ms", "--max", "2s", "--allow", "1"},
-		table: traffic(100*time.Millisecond, 6*time.Second, 1), sleep: 2 * time.Second},
+		table: traffic(100*time.Millisecond, 6*time.Second, 1), sleep: 2 * time.Second, verdict: nap.Late, end: 2 * time.Second, final: -1},
 	{name: "MAX under MIN: MIN", args: []string{"1.5s", "--max", "300ms"},
-		table: traffic(50*time.Millisecond, 6*time.Second, 1), sleep: 1500 * time.Millisecond},
+		table: traffic(50*time.Millisecond, 6*time.Second, 1), sleep: 1500 * time.Millisecond, verdict: nap.Late, end: 1500 * time.Millisecond, final: -1},
 	{name: "a count that goes back is traffic", args: []string{"--quiet", "300ms", "--max", "1500ms"},
-		table: traffic(100*time.Millisecond, 6*time.Second, -1), sleep: 1500 * time.Millisecond},
+		table: traffic(100*time.Millisecond, 6*time.Second, -1), sleep: 1500 * time.Millisecond, verdict: nap.Late, end: 1500 * time.Millisecond, final: -1},
+	{name: "MAX not a multiple of the readings", args: []string{"--quiet", "5s", "--max", "1250ms"},
+		table: []step{{text: snmpText(3)}}, sleep: 1250 * time.Millisecond, verdict: nap.Quiet, end: 1250 * time.Millisecond, final: 3},
 	{name: "no table: MAX, exit 3", args: []string{"--quiet", "100ms", "--max", "800ms"},
-		table: []step{{gone: true}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 800 * time.Millisecond},
+		table: []step{{gone: true}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 800 * time.Millisecond, verdict: nap.Blind, end: 800 * time.Millisecond},
 	{name: "table gone later: MAX, exit 3", args: []string{"--quiet", "5s", "--max", "1200ms"},
-		table: []step{{text: snmpText(7)}, {at: 300 * time.Millisecond, gone: true}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 1200 * time.Millisecond},
+		table: []step{{text: snmpText(7)}, {at: 300 * time.Millisecond, gone: true}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 1200 * time.Millisecond, verdict: nap.Blind, end: 1200 * time.Millisecond},
 	{name: "no TCP line: MAX, exit 3", args: []string{"--max", "700ms"},
-		table: []step{{text: "Ip: 1 2 3\nUdp: 1 2 3 4 5 6\n"}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 700 * time.Millisecond},
+		table: []step{{text: "Ip: 1 2 3\nUdp: 1 2 3 4 5 6\n"}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 700 * time.Millisecond, verdict: nap.Blind, end: 700 * time.Millisecond},
 	{name: "SIGTERM ends it", args: []string{"--quiet", "10s", "--max", "20s"}, table: traffic(50*time.Millisecond, 6*time.Second, 1),
-		signal: syscall.SIGTERM, after: 400 * time.Millisecond, code: 143},
+		signal: syscall.SIGTERM, after: 400 * time.Millisecond, code: 143, verdict: nap.Cut},
 	{name: "inf wins", args: []string{"inf", "--quiet", "100ms"}, table: []step{{text: snmpText(1)}},
 		signal: syscall.SIGINT, after: 700 * time.Millisecond, code: 130},
+	// A fixed delay observes too, and ends at the delay whatever it sees, with the
+	// defaults' QUIET (2 s) for its verdict.
+	{name: "fixed: quiet", args: []string{"1.25"}, table: []step{{text: snmpText(40)}},
+		sleep: 1250 * time.Millisecond, verdict: nap.Quiet, end: 1250 * time.Millisecond, final: 40},
+	{name: "fixed: traffic to the end is late", args: []string{"1s"}, table: traffic(50*time.Millisecond, 6*time.Second, 2),
+		sleep: time.Second, verdict: nap.Late, end: time.Second, final: -1},
+	{name: "fixed: traffic, then 2.5 s quiet", args: []string{"3s"}, table: traffic(50*time.Millisecond, 500*time.Millisecond, 3),
+		sleep: 3 * time.Second, verdict: nap.Quiet, end: 3 * time.Second, final: 130},
+	{name: "fixed: no table is blind, and silent", args: []string{"700ms"}, table: []step{{gone: true}},
+		sleep: 700 * time.Millisecond, verdict: nap.Blind, end: 700 * time.Millisecond},
+	{name: "fixed: SIGTERM leaves it cut", args: []string{"20"}, table: []step{{text: snmpText(1)}},
+		signal: syscall.SIGTERM, after: 400 * time.Millisecond, code: 143, verdict: nap.Cut},
 }
+
+// appLine is what the app wrote to its termination message before nap ran: nap appends.
+const appLine = "the app's own line\n"
 
 // TestAdaptiveConformance runs every case on every implementation at once, each in a
 // root of its own (chroot: the binary, qemu-user if needed, and proc/net/snmp, a regular
@@ -93,10 +119,12 @@ func TestAdaptiveConformance(t *testing.T) {
 	ims := impls(t)
 	got := make([][]outcome, len(ims))
 	lags := make([][]time.Duration, len(ims)) // how late the test wrote a step of the table, at worst
+	logs := make([][]string, len(ims))        // each run's termination message
 	var wg sync.WaitGroup
 	for i, im := range ims {
 		got[i] = make([]outcome, len(adaptiveCases))
 		lags[i] = make([]time.Duration, len(adaptiveCases))
+		logs[i] = make([]string, len(adaptiveCases))
 		for j, tc := range adaptiveCases {
 			root, inside := rootWith(t, im)
 			dir := filepath.Join(root, "proc", "net")
@@ -115,6 +143,13 @@ func TestAdaptiveConformance(t *testing.T) {
 				}
 			}
 			put(tc.table[0])
+			if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			logs[i][j] = filepath.Join(root, nap.VerdictPath)
+			if err := os.WriteFile(logs[i][j], []byte(appLine), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			cmd := exec.Command("chroot", append([]string{root}, append(inside, tc.args...)...)...)
 			cmd.Dir = "/"
 			wg.Go(func() {
@@ -151,6 +186,7 @@ func TestAdaptiveConformance(t *testing.T) {
 		for j, tc := range adaptiveCases {
 			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
 				got[i][j].checkWait(t, im, tc.code, tc.stderr, tc.sleep, tc.sleep, tc.signal != 0)
+				checkVerdict(t, logs[i][j], got[i][j], tc.verdict, tc.end, tc.final, tc.table)
 				if t.Failed() { // the stimulus's side: a table written late is a quiet window nap saw
 					t.Logf("the test wrote the table's steps at worst %v after their time", lags[i][j].Round(time.Millisecond))
 				}
@@ -178,4 +214,45 @@ func (o outcome) checkWait(t *testing.T, im impl, code int, stderr string, lo, h
 		t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)
 	}
 	t.Logf("ended after %v (%v to %v)", o.elapsed.Round(time.Millisecond), lo.Round(time.Millisecond), hi.Round(time.Millisecond))
+}
+
+// checkVerdict checks the termination message a run left at path: the app's line, then
+// the verdict of kind (none: nothing after the app's line); its End exactly end when set
+// and never past the run's time, its Total plus Conns final when not negative, its Total
+// a count of table.
+func checkVerdict(t *testing.T, path string, o outcome, kind string, end time.Duration, final int, table []step) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, ok := strings.CutPrefix(string(b), appLine)
+	if !ok {
+		t.Fatalf("termination message %q: the app's line is gone", b)
+	}
+	if kind == "" {
+		if msg != "" {
+			t.Errorf("appended %q, want nothing", msg)
+		}
+		return
+	}
+	v, ok := nap.ParseVerdict(msg)
+	switch {
+	case !ok:
+		t.Fatalf("appended %q: not a verdict", msg)
+	case v.String()+map[bool]string{true: "", false: "\n"}[kind == nap.Cut] != msg:
+		t.Errorf("appended %q, want exactly one line, %q", msg, v.String())
+	case v.Kind != kind:
+		t.Errorf("verdict %q, want %s", msg, kind)
+	case kind == nap.Cut:
+	case end != 0 && v.End != end:
+		t.Errorf("verdict %q: end %v, want %v", msg, v.End, end)
+	case v.End > o.elapsed:
+		t.Errorf("verdict %q: end %v, after the run's %v", msg, v.End, o.elapsed)
+	case kind != nap.Blind && final >= 0 && v.Total+v.Conns != uint64(final):
+		t.Errorf("verdict %q: total+conns %d, want %d", msg, v.Total+v.Conns, final)
+	case kind != nap.Blind && !slices.ContainsFunc(table, func(s step) bool { n, _ := nap.PassiveOpens([]byte(s.text)); return n == v.Total }):
+		t.Errorf("verdict %q: total %d, a count the table never held", msg, v.Total)
+	}
+	t.Logf("verdict %q", strings.TrimSuffix(msg, "\n"))
 }

@@ -24,6 +24,9 @@ const (
 	amd64SysSocket         = 41
 )
 
+// The fixed delay's ALLOW is nap.DefaultAllow, which the programs write as a zero.
+const _ = uint(0 - nap.DefaultAllow)
+
 // Shared by both programs.
 const (
 	sigTERM        = 15
@@ -39,15 +42,28 @@ const (
 	pollOut        = 4
 	errEAGAIN      = 11
 	atFDCWD        = -100
-	// The adaptive wait's slots, just below the stack the program starts with: MIN,
-	// then QUIET, MAX, ALLOW and WITHIN (--requests) at the offsets the word table gives
-	// their flags.
-	slotsSize    = 40
+	// The wait's slots, just below the stack the program starts with: MIN, then QUIET,
+	// MAX, ALLOW and WITHIN (--requests) at the offsets the word table gives their
+	// flags; then the count at the start, the verdict's descriptor (negative: none), the
+	// exit status, two flags (a fixed delay, and blind), and the ways to sleep not
+	// refused yet (see nap_ts).
+	slotsSize    = 88
 	slotQuiet    = 8
 	slotMax      = 16
 	slotAllow    = 24
 	slotRequests = 32
-	pollNs       = int64(nap.PollInterval)
+	slotStart    = 40
+	slotLog      = 48
+	slotStatus   = 56
+	slotFixed    = 64
+	slotBlind    = 72
+	slotWays     = 80
+	// sleepWays are the ways nap_ts tries, 16 bits each, the next in the low bits.
+	sleepWays = amd64SysNanosleep | amd64SysClockNanosleep<<16 | amd64SysPpoll<<32
+	// The verdict's file is opened O_WRONLY|O_APPEND|O_CLOEXEC: never created, never
+	// truncated.
+	oAppendCloexec = 1 | 0x400 | 0x80000
+	pollNs         = int64(nap.PollInterval)
 	// readBuf is the adaptive wait's read buffer: nap.SnmpRead bytes and a NUL, or one
 	// datagram of a socket dump (nap.DiagRead).
 	readBuf = max(nap.SnmpRead+8, nap.DiagRead)
@@ -98,11 +114,11 @@ type block struct {
 // assembler's branch relaxation). Every branch takes its 2-byte form. TestBlockLayout
 // fails if moving or swapping blocks would save a byte.
 var amd64Layout = []asm.Label{
-	"entry", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad", "invalid",
-	"default", "tail", "args_done", "fixed", "sleep", "timed", "slept", "wait", "write_all", "done", "adaptive",
-	"help", "exit_edi", "say", "on_signal", "nap_ts", "poll", "last_look", "traffic", "count", "unreadable",
-	"sockets", "dump_done", "dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr",
-	"attr",
+	"entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
+	"invalid", "default", "tail", "args_done", "fixed", "fixed_wait", "sleep", "timed", "slept", "done",
+	"adaptive", "on_signal", "exit_edi", "nap_ts", "last_look", "traffic", "poll", "until_limit", "finish",
+	"wait", "put_ms", "put_num", "put", "say", "write_all", "count", "unreadable", "sockets", "dump_done",
+	"dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr", "attr",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -156,6 +172,11 @@ func amd64Blocks() []block {
 			// which nothing writes once the arguments are read (the stack pointer is
 			// above them then). WITHIN, ALLOW, MAX, QUIET and MIN start at their defaults
 			// (60 s is 30 × 2 s: no imm32 holds it).
+			b.MOV(rcx, x.Imm(sleepWays))
+			b.PUSH(rcx)
+			for range (slotWays - slotStart) / 8 {
+				b.PUSH(x.Imm(0)) // blind, fixed, the status 0, the descriptor and the count
+			}
 			b.MOV(eax, x.Imm(int64(nap.DefaultQuiet)))
 			b.PUSH(x.Imm(0)) // WITHIN: the request signal off
 			b.PUSH(x.Imm(nap.DefaultAllow))
@@ -327,7 +348,9 @@ func amd64Blocks() []block {
 			b.J(x.NE, "term")
 			b.MOV(r13, r15) // the argument ends: DURATIONs again
 		}},
+		// The message goes out from a stack below the slots, which the wait reads next.
 		{"invalid", "default", func(b *x.Builder) { // from the checks above
+			b.MOV(rsp, r15)
 			b.MOV(rdi, r14) // strlen(arg)
 			b.XOR(eax, eax)
 			b.PUSH(x.Imm(-1))
@@ -350,11 +373,12 @@ func amd64Blocks() []block {
 			b.PUSH(x.Imm(exitInvalid))
 			b.POP(rbp)
 		}},
-		{"default", "timed", func(b *x.Builder) { // from args_done and invalid: {10, 0}
-			b.PUSH(x.Imm(0))
-			b.PUSH(x.Imm(defaultNs / nsPerSecond))
+		{"default", "fixed_wait", func(b *x.Builder) { // from args_done and invalid
+			b.MOV(r12, x.Imm(defaultNs))
 		}},
+		// From here the stack is below the slots, which the waits read.
 		{"args_done", "fixed", func(b *x.Builder) { // from next_arg
+			b.MOV(rsp, r15)
 			b.TEST(r14, r14)
 			b.J(x.E, "default") // no argument at all
 			b.CMP(r13, r15)
@@ -367,15 +391,27 @@ func amd64Blocks() []block {
 			b.SHR(r12, x.Imm(1))
 			b.JMP("sleep")
 		}},
-		{"fixed", "sleep", func(b *x.Builder) { // from args_done: adaptive or not
+		{"fixed", "fixed_wait", func(b *x.Builder) { // from args_done: adaptive or not
 			b.TEST(r8d, r8d)
 			b.J(x.NE, "adaptive")
 		}},
-		// One relative sleep on the monotonic clock, of r12 ns; none for a total of zero.
-		{"sleep", "timed", func(b *x.Builder) { // from args_done, slept and unreadable
-			b.MOV(rax, r12)
-			b.TEST(rax, rax)
+		// A fixed delay of r12 ns (none for zero) is an adaptive wait whose MAX is 0, so
+		// that it ends at MIN, the delay, with QUIET and ALLOW at their defaults and the
+		// request signal off: it observes, and keeps its exit status (ebp).
+		{"fixed_wait", "adaptive", func(b *x.Builder) { // from fixed and default
+			b.TEST(r12, r12)
 			b.J(x.E, "done")
+			b.MOV(x.Qword(r15, 0), r12)
+			b.MOV(x.Qword(r15, slotQuiet), x.Imm(int64(nap.DefaultQuiet)))
+			b.AND(x.Qword(r15, slotMax), x.Imm(0))
+			b.AND(x.Qword(r15, slotAllow), x.Imm(0)) // nap.DefaultAllow
+			b.AND(x.Qword(r15, slotRequests), x.Imm(0))
+			b.MOV(x.Dword(r15, slotStatus), ebp)
+			b.MOV(x.Byte(r15, slotFixed), x.Imm(1))
+		}},
+		// One relative sleep on the monotonic clock, of r12 ns, again and again: inf.
+		{"sleep", "timed", func(b *x.Builder) { // from args_done and slept
+			b.MOV(rax, r12)
 			b.XOR(edx, edx)
 			b.MOV(ecx, x.Imm(nsPerSecond))
 			b.DIV(rcx)
@@ -389,14 +425,19 @@ func amd64Blocks() []block {
 		// kernel refuses it (a seccomp profile), clock_nanosleep(CLOCK_MONOTONIC, 0, ts,
 		// NULL), then ppoll(_, 0, ts, NULL): a refused call never ends the delay early.
 		// A stop and continue does not end any of them early: the kernel restarts them
-		// itself with the original expiry. The remaining time (rsi or r10) is NULL.
+		// itself with the original expiry. The remaining time (rsi or r10) is NULL. A
+		// way refused is dropped from the ways (a slot), so that it is tried, and said,
+		// once.
 		{"nap_ts", "", func(b *x.Builder) {
-			b.LEA(rdi, x.Qword(rsp, 8))
-			b.PUSH(x.Imm(amd64SysNanosleep))
-			b.POP(rax)
-			b.MOV(ebx, x.Imm(amd64SysClockNanosleep|amd64SysPpoll<<16)) // the ways after it
 			b.Label("try")
+			b.MOVZX(eax, x.Word(r15, slotWays))
+			b.PUSH(x.Imm(clockMonotonic)) // ppoll ignores it: it polls no file
+			b.POP(rdi)
+			b.TEST(eax, eax)
+			b.J(x.E, "exit_edi") // every way refused: exit 1 (edi), said on stderr
 			b.LEA(rdx, x.Qword(rsp, 8))
+			b.CMP(eax, x.Imm(amd64SysNanosleep))
+			b.CMOV(x.E, rdi, rdx) // nanosleep's request
 			b.XOR(esi, esi)
 			b.XOR(r10d, r10d)
 			b.SYSCALL()
@@ -406,14 +447,8 @@ func amd64Blocks() []block {
 			b.PUSH(x.Imm(len(nap.Refused)))
 			b.POP(rdx)
 			b.CALL("say")
-			b.MOV(eax, ebx) // the next way, 0 when there is none
-			b.CWDE()
-			b.SHR(ebx, x.Imm(16))
-			b.PUSH(x.Imm(clockMonotonic)) // ppoll ignores it: it polls no file
-			b.POP(rdi)
-			b.TEST(eax, eax)
-			b.J(x.NE, "try")
-			b.JMP("exit_edi") // every way refused: exit 1 (edi), said on stderr
+			b.SHR(x.Qword(r15, slotWays), x.Imm(16))
+			b.JMP("try")
 			b.Label("slept_ts")
 			b.RET()
 		}},
@@ -473,13 +508,13 @@ func amd64Blocks() []block {
 			b.POP(rsi)
 			b.POP(rdx)
 		}},
-		// The adaptive wait (spec: the package documentation). Registers: rbp the
-		// limit (MAX, at least MIN), r13 QUIET, r14 the clock (pollNs per reading), r9
-		// when the quiet window began, r12 the count then, rbx the count now, r8 the
-		// read buffer; MIN and ALLOW (in ns) stay in their slots (r15), the bitmap of
-		// listening ports just below them. The stack moves below the bitmap and the
-		// buffer; the timespec of one poll interval stays on it.
-		{"adaptive", "poll", func(b *x.Builder) { // from fixed
+		// The wait (spec: the package documentation). Registers: rbp the limit (MAX, at
+		// least MIN), r13 QUIET, r14 the clock (the readings' sleeps), r9 when the quiet
+		// window began, r12 the count then, rbx the count now, r8 the read buffer; MIN,
+		// ALLOW (in ns) and the rest stay in their slots (r15), the bitmap of listening
+		// ports just below them. The stack moves below the bitmap and the buffer; the
+		// timespec of a reading's sleep stays on it. The verdict's head is written first.
+		{"adaptive", "poll", func(b *x.Builder) { // from fixed and fixed_wait
 			b.MOV(rax, x.Qword(r15, slotRequests)) // WITHIN in whole milliseconds, the kernel's unit
 			b.XOR(edx, edx)
 			b.MOV(ecx, x.Imm(nsPerMs))
@@ -491,12 +526,28 @@ func amd64Blocks() []block {
 			b.MOV(r13, x.Qword(r15, slotQuiet))
 			b.LEA(rsp, x.Qword(r15, -(listening+readBuf)))
 			b.MOV(r8, rsp)
-			b.PUSH(x.Imm(pollNs))
+			b.PUSH(x.Imm(0))
 			b.PUSH(x.Imm(0))
 			b.XOR(r14d, r14d)
 			b.XOR(r9d, r9d)
+			b.PUSH(x.Imm(atFDCWD))
+			b.POP(rdi)
+			b.MOV(esi, x.Addr("verdict_path"))
+			b.MOV(edx, x.Imm(oAppendCloexec))
+			b.MOV(eax, x.Imm(amd64SysOpenat))
+			b.SYSCALL()
+			b.MOV(x.Dword(r15, slotLog), eax)
+			b.TEST(eax, eax)
+			b.J(x.S, "no_log")
+			b.MOV(edi, eax)
+			b.MOV(esi, x.Addr("verdict_head"))
+			b.PUSH(x.Imm(len(nap.VerdictHead)))
+			b.POP(rdx)
+			b.CALL("write_all")
+			b.Label("no_log")
 			b.CALL("count")
 			b.MOV(r12, rax)
+			b.MOV(x.Qword(r15, slotStart), rax)
 		}},
 		// Each reading: traffic when the count rose by more than ALLOW since the window
 		// began (count*1e9 against ALLOW in ns, unsigned: a count that went back, or one
@@ -504,9 +555,19 @@ func amd64Blocks() []block {
 		// nap.SocketsEvery-th reading and before the wait ends quiet (the window QUIET
 		// long, MIN passed): an inbound connection that received data is traffic too. At
 		// the limit the wait ends in any case.
-		{"poll", "", func(b *x.Builder) {
+		// A reading's sleep is one poll interval, or what is left to the limit if less.
+		// Once blind, the readings only count the time.
+		{"poll", "until_limit", func(b *x.Builder) {
+			b.MOV(eax, x.Imm(pollNs))
+			b.MOV(rdx, rbp)
+			b.SUB(rdx, r14)
+			b.CMP(rdx, rax)
+			b.CMOV(x.B, rax, rdx)
+			b.MOV(x.Qword(rsp, 8), rax)
+			b.ADD(r14, rax)
 			b.CALL("nap_ts")
-			b.ADD(r14, x.Imm(pollNs))
+			b.CMP(x.Byte(r15, slotBlind), x.Imm(0))
+			b.J(x.NE, "until_limit")
 			b.CALL("count")
 			b.MOV(rbx, rax)
 			b.SUB(rax, r12)
@@ -530,16 +591,101 @@ func amd64Blocks() []block {
 			b.J(x.NE, "until_limit")
 			b.CALL("sockets")
 			b.J(x.NE, "traffic")
-			b.Label("until_limit")
+		}},
+		{"until_limit", "finish", func(b *x.Builder) {
 			b.CMP(r14, rbp)
 			b.J(x.B, "poll")
-			b.Label("quiet")
-			b.XOR(edi, edi)
-			b.JMP("exit_edi")
 		}},
 		{"last_look", "traffic", func(b *x.Builder) { // quiet, but for the sockets
 			b.CALL("sockets")
-			b.J(x.E, "quiet")
+			b.J(x.E, "finish")
+		}},
+		// The verdict (nap.Verdict.Tail), built in the read buffer and written whole to
+		// its descriptor, if one is open: blind; late, when a reading saw traffic less
+		// than QUIET before the end; or quiet. Then the exit, with the status.
+		{"finish", "exit_edi", func(b *x.Builder) { // from until_limit and last_look
+			b.MOV(edi, x.Dword(r15, slotLog))
+			b.TEST(edi, edi)
+			b.J(x.S, "finished")
+			b.PUSH(rdi)
+			b.MOV(esi, x.Addr("word_blind"))
+			b.CMP(x.Byte(r15, slotBlind), x.Imm(0))
+			b.J(x.NE, "worded")
+			b.MOV(esi, x.Addr("word_quiet"))
+			b.TEST(r9, r9)
+			b.J(x.E, "worded") // no reading saw traffic
+			b.MOV(rax, r14)
+			b.SUB(rax, r9)
+			b.CMP(rax, r13)
+			b.J(x.AE, "worded")
+			b.MOV(esi, x.Addr("word_late"))
+			b.Label("worded")
+			b.MOV(rdi, r8)
+			b.CALL("put")
+			b.MOV(esi, x.Addr("field_end"))
+			b.MOV(rax, r14)
+			b.CALL("put_ms")
+			b.CMP(x.Byte(r15, slotBlind), x.Imm(0))
+			b.J(x.NE, "line_end")
+			b.MOV(esi, x.Addr("field_last"))
+			b.MOV(rax, r9)
+			b.CALL("put_ms")
+			b.MOV(esi, x.Addr("field_conns"))
+			b.MOV(rax, rbx)
+			b.SUB(rax, x.Qword(r15, slotStart))
+			b.CALL("put_num")
+			b.MOV(esi, x.Addr("field_total"))
+			b.MOV(rax, x.Qword(r15, slotStart))
+			b.CALL("put_num")
+			b.Label("line_end")
+			b.MOV(al, x.Imm('\n'))
+			b.STOSB()
+			b.MOV(rdx, rdi)
+			b.SUB(rdx, r8)
+			b.MOV(rsi, r8)
+			b.POP(rdi)
+			b.CALL("write_all")
+			b.Label("finished")
+			b.MOV(edi, x.Dword(r15, slotStatus))
+		}},
+		// put_ms writes, at rdi, the text at rsi and rax ns in whole milliseconds, then
+		// "ms"; put_num the text and rax in decimal; put the text (its length first).
+		{"put_ms", "", func(b *x.Builder) {
+			b.XOR(edx, edx)
+			b.MOV(ecx, x.Imm(nsPerMs))
+			b.DIV(rcx)
+			b.CALL("put_num")
+			b.MOV(eax, x.Imm('m'|'s'<<8))
+			b.STOSW()
+			b.RET()
+		}},
+		{"put_num", "", func(b *x.Builder) {
+			b.PUSH(rax)
+			b.CALL("put")
+			b.POP(rax)
+			b.PUSH(x.Imm(10))
+			b.POP(rcx)
+			b.XOR(esi, esi) // the digits, pushed lowest first
+			b.Label("digit_out")
+			b.XOR(edx, edx)
+			b.DIV(rcx)
+			b.PUSH(rdx)
+			b.INC(esi)
+			b.TEST(rax, rax)
+			b.J(x.NE, "digit_out")
+			b.Label("emit")
+			b.POP(rax)
+			b.ADD(al, x.Imm('0'))
+			b.STOSB()
+			b.DEC(esi)
+			b.J(x.NE, "emit")
+			b.RET()
+		}},
+		{"put", "", func(b *x.Builder) {
+			b.MOVZX(ecx, x.Byte(rsi, 0))
+			b.INC(esi)
+			b.REP_MOVSB()
+			b.RET()
 		}},
 		{"traffic", "until_limit", func(b *x.Builder) { // a new window, from here
 			b.MOV(r9, r14)
@@ -765,22 +911,25 @@ func amd64Blocks() []block {
 			b.XCHG(rax, rcx)
 			b.RET()
 		}},
-		// The count or the sockets cannot be read: say so, wait until the limit, exit 3.
+		// The count or the sockets cannot be read (from count or sockets, whose stack is
+		// dropped): blind. An adaptive wait says so and will exit 3; both wait until the
+		// limit.
 		{"unreadable_sockets", "unreadable_say", func(b *x.Builder) {
 			b.MOV(esi, x.Addr("msg_unreadable_sockets"))
 			b.PUSH(x.Imm(len(nap.UnreadableSockets)))
 			b.POP(rdx)
 		}},
-		{"unreadable", "sleep", func(b *x.Builder) {
+		{"unreadable", "until_limit", func(b *x.Builder) {
 			b.MOV(esi, x.Addr("msg_unreadable"))
 			b.PUSH(x.Imm(len(nap.Unreadable)))
 			b.POP(rdx)
 			b.Label("unreadable_say")
+			b.LEA(rsp, x.Qword(r15, -(listening+readBuf+16)))
+			b.MOV(x.Byte(r15, slotBlind), x.Imm(1))
+			b.CMP(x.Byte(r15, slotFixed), x.Imm(0))
+			b.J(x.NE, "until_limit")
 			b.CALL("say")
-			b.MOV(r12, rbp)
-			b.SUB(r12, r14)
-			b.PUSH(x.Imm(nap.ExitUnreadable))
-			b.POP(rbp)
+			b.MOV(x.Byte(r15, slotStatus), x.Imm(nap.ExitUnreadable))
 		}},
 		// on_signal is the handler of signals 1 to 15: the signal number comes in edi.
 		{"on_signal", "exit_edi", func(b *x.Builder) {

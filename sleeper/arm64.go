@@ -240,13 +240,23 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CBNZ(x29, "invalid") // a flag with no value (x22)
 	b.CBNZ(x21, "inf")
 	b.CBNZ(x24, "adaptive")
-	b.B("sleep")
+	// A fixed delay of x20 ns (none for zero) is an adaptive wait whose MAX is 0, so
+	// that it ends at MIN, the delay, with QUIET and ALLOW at their defaults and the
+	// request signal off: it observes, and keeps its exit status (x23). x24 0 marks it.
+	b.Label("fixed_wait") // from default too
+	b.CBZ(x20, "exit")
+	movImm(b, x25, uint64(nap.DefaultQuiet))
+	b.MOV(x26, xzr)
+	b.MOV(x27, xzr) // nap.DefaultAllow
+	b.MOV(x18, xzr)
+	b.MOV(x24, xzr)
+	b.B("adaptive")
 	b.Label("inf")
+	b.ADR(x24, "sleep_calls")
 	b.MOVN(x20, 0x8000, 48) // inf: the longest sleep, 2^63-1 ns, again and again
 
-	// One relative sleep on the monotonic clock, of x20 ns; none for a total of zero.
+	// One relative sleep on the monotonic clock, of x20 ns, again and again: inf.
 	b.Label("sleep")
-	b.CBZ(x20, "exit")
 	b.MOVZ(x1, nsPerSecond&0xFFFF, 0)
 	b.MOVK(x1, nsPerSecond>>16, 16)
 	b.UDIV(x2, x20, x1)
@@ -268,33 +278,39 @@ func programARM64(b *a.Builder, words []byte) {
 	// seccomp profile), clock_nanosleep(CLOCK_MONOTONIC, 0, ts, NULL), then ppoll(_, 0,
 	// ts, NULL): a refused call never ends the delay early. A stop and continue does
 	// not end any of them early: the kernel restarts them itself with the original
-	// expiry. The return address waits in x29 (say is called from here).
+	// expiry. The return address waits in x29 (say is called from here). x24 points at
+	// the way to try: a way refused is dropped, so that it is tried, and said, once.
 	b.Label("nap_ts")
 	b.MOV(x29, x30)
-	b.ADR(x24, "sleep_calls")
-	b.ADDi(x0, sp, 0) // nanosleep's request
 	b.Label("try")
-	b.LDRBpost(w8, x24, 1)
+	b.LDRB(w8, x24, 0)
 	b.CBZ(w8, "cannot")
-	b.MOV(x1, xzr)
+	b.MOVZ(x0, clockMonotonic, 0) // ppoll ignores it: it polls no file
 	b.ADDi(x2, sp, 0)
+	b.CMPi(w8, arm64SysNanosleep)
+	b.CSEL(x0, x2, x0, a.EQ) // nanosleep's request
+	b.MOV(x1, xzr)
 	b.MOV(x3, xzr)
 	b.SVC(0)
 	b.CBZ(x0, "slept")
 	b.ADR(x1, "msg_refused")
 	b.MOVZ(x2, uint16(len(nap.Refused)), 0)
 	b.BL("say")
-	b.MOVZ(x0, clockMonotonic, 0) // ppoll ignores it: it polls no file
+	b.ADDi(x24, x24, 1)
 	b.B("try")
 	b.Label("slept")
 	b.MOV(x30, x29)
 	b.RET()
 
-	// The adaptive wait (spec: the package documentation). Registers: x20 MIN, x25
-	// QUIET, x26 the limit (MAX, at least MIN), x27 ALLOW in ns, x22 the clock (x17 per
-	// reading), x19 when the quiet window began, x28 the count then, x29 the count now,
-	// x16 the read buffer, x14 the map of listening ports above it, x15 1e9. The system
-	// calls keep every register but x0.
+	// The wait (spec: the package documentation). Registers: x20 MIN, x25 QUIET, x26
+	// the limit (MAX, at least MIN), x27 ALLOW in ns, x22 the clock (the readings'
+	// sleeps), x19 when the quiet window began, x28 the count then, x29 the count now,
+	// x16 the read buffer, x14 the map of listening ports above it, x15 1e9, x17 one
+	// poll interval, x21 the verdict's descriptor (negative: none), x24 0 for a fixed
+	// delay (then the ways to sleep, see nap_ts), x23 the exit status; x19 is -1 once
+	// blind. On the stack, above the timespec of a reading's sleep: the count at the
+	// start, and x24 (0 for a fixed delay). The system calls keep every register but x0.
+	// The verdict's head is written first.
 	b.Label("adaptive")
 	movImm(b, x2, uint64(nsPerMs)) // WITHIN in whole milliseconds, the kernel's unit
 	b.UDIV(x18, x18, x2)
@@ -306,20 +322,42 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADDi(x14, x16, readBuf)
 	movImm(b, x17, uint64(pollNs))
 	movImm(b, x15, nsPerSecond)
+	b.STP(xzr, x24, sp, -16, true) // the count at the start, a fixed delay or not
 	b.STP(xzr, x17, sp, -16, true) // {0 s, pollNs}
+	b.ADR(x24, "sleep_calls")
 	b.MOV(x22, xzr)
 	b.MOV(x19, xzr)
+	b.MOVN(x0, uint16(^atFDCWD), 0)
+	b.ADR(x1, "verdict_path")
+	movImm(b, x2, oAppendCloexec)
+	b.MOVZ(x8, arm64SysOpenat, 0)
+	b.SVC(0)
+	b.MOV(x21, x0)
+	b.TBNZ(x0, 63, "no_log")
+	b.MOV(x5, x0)
+	b.ADR(x1, "verdict_head")
+	b.MOVZ(x2, uint16(len(nap.VerdictHead)), 0)
+	b.BL("write_all")
+	b.Label("no_log")
 	b.BL("count")
 	b.MOV(x28, x1)
+	b.STR(x1, sp, 16)
 	// Each reading: traffic when the count rose by more than ALLOW since the window
 	// began (count*1e9 against ALLOW in ns, unsigned: a count that went back, or one
 	// too large to scale, is traffic too). Otherwise the sockets, at every
 	// nap.SocketsEvery-th reading and before the wait ends quiet (the window QUIET long,
 	// MIN passed): an inbound connection that received data is traffic too. At the
-	// limit the wait ends in any case.
+	// limit the wait ends in any case. A reading's sleep is one poll interval, or what
+	// is left to the limit if less. Once blind, the readings only count the time.
 	b.Label("poll")
+	b.SUB(x2, x26, x22)
+	b.CMP(x2, x17)
+	b.CSEL(x2, x2, x17, a.LO)
+	b.STR(x2, sp, 8)
+	b.ADD(x22, x22, x2)
 	b.BL("nap_ts")
-	b.ADD(x22, x22, x17)
+	b.ADDi(x2, x19, 1)
+	b.CBZ(x2, "until_limit") // blind
 	b.BL("count")
 	b.MOV(x29, x1)
 	b.SUB(x2, x1, x28)
@@ -343,16 +381,95 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("until_limit")
 	b.CMP(x22, x26)
 	b.Bcond(a.LO, "poll")
-	b.Label("quiet")
-	b.MOV(x0, xzr)
-	b.B("exit_x0")
+	b.B("finish")
 	b.Label("last_look") // quiet, but for the sockets
 	b.BL("sockets")
-	b.CBZ(x1, "quiet")
+	b.CBZ(x1, "finish")
 	b.Label("traffic") // a new window, from here
 	b.MOV(x19, x22)
 	b.MOV(x28, x29)
 	b.B("until_limit")
+
+	// The verdict (nap.Verdict.Tail), built in the read buffer (x9 the next byte) and
+	// written whole to its descriptor, if one is open: blind; late, when a reading saw
+	// traffic less than QUIET before the end; or quiet. Then the exit, with the status.
+	b.Label("finish")
+	b.TBNZ(x21, 63, "exit")
+	b.ADDi(x3, x19, 1)
+	b.ADR(x1, "word_blind")
+	b.CBZ(x3, "worded")
+	b.ADR(x1, "word_quiet")
+	b.CBZ(x19, "worded") // no reading saw traffic
+	b.SUB(x2, x22, x19)
+	b.CMP(x2, x25)
+	b.Bcond(a.HS, "worded")
+	b.ADR(x1, "word_late")
+	b.Label("worded")
+	b.MOV(x9, x16)
+	b.BL("put")
+	movImm(b, x11, uint64(nsPerMs))
+	b.ADR(x1, "field_end")
+	b.UDIV(x2, x22, x11)
+	b.BL("put_ms")
+	b.ADDi(x3, x19, 1)
+	b.CBZ(x3, "line_end") // blind
+	b.ADR(x1, "field_last")
+	b.UDIV(x2, x19, x11)
+	b.BL("put_ms")
+	b.LDR(x10, sp, 16)
+	b.ADR(x1, "field_conns")
+	b.SUB(x2, x29, x10)
+	b.BL("put_num")
+	b.ADR(x1, "field_total")
+	b.MOV(x2, x10)
+	b.BL("put_num")
+	b.Label("line_end")
+	b.MOVZ(w3, '\n', 0)
+	b.STRBpost(w3, x9, 1)
+	b.MOV(x5, x21)
+	b.MOV(x1, x16)
+	b.SUB(x2, x9, x16)
+	b.BL("write_all")
+	b.B("exit")
+
+	// put_ms is put_num, then "ms"; put_num is put, then x2 in decimal; put writes at x9
+	// the text at x1 (its length first). Registers: x3, x4, x7, x8, and x12 and x13
+	// for the return addresses.
+	b.Label("put_ms")
+	b.MOV(x12, x30)
+	b.BL("put_num")
+	b.MOVZ(w3, 'm', 0)
+	b.STRBpost(w3, x9, 1)
+	b.MOVZ(w3, 's', 0)
+	b.STRBpost(w3, x9, 1)
+	b.MOV(x30, x12)
+	b.RET()
+	b.Label("put_num")
+	b.MOV(x13, x30)
+	b.BL("put")
+	b.MOV(x30, x13)
+	b.MOV(x7, x2) // the digits' count, to find the end
+	b.Label("digit_count")
+	b.UDIV(x7, x7, x6)
+	b.ADDi(x9, x9, 1)
+	b.CBNZ(x7, "digit_count")
+	b.MOV(x3, x9)
+	b.Label("digit_out") // right to left
+	b.UDIV(x7, x2, x6)
+	b.MSUB(x8, x7, x6, x2)
+	b.ADDi(w8, w8, '0')
+	b.STRBpre(w8, x3, -1)
+	b.MOV(x2, x7)
+	b.CBNZ(x2, "digit_out")
+	b.RET()
+	b.Label("put")
+	b.LDRBpost(w3, x1, 1)
+	b.Label("put_text")
+	b.LDRBpost(w4, x1, 1)
+	b.STRBpost(w4, x9, 1)
+	b.SUBSi(w3, w3, 1)
+	b.Bcond(a.NE, "put_text")
+	b.RET()
 
 	// sockets reads the sockets of the network namespace (see nap.ReadSockets and
 	// nap.Sockets.Read) and returns in x1 the inbound connections that received data
@@ -563,7 +680,8 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Bcond(a.LS, "number")
 	b.RET()
 
-	// The count or the sockets cannot be read: say so, wait until the limit, exit 3.
+	// The count or the sockets cannot be read: blind. An adaptive wait says so and will
+	// exit 3; both wait until the limit.
 	b.Label("unreadable_sockets")
 	b.ADR(x1, "msg_unreadable_sockets")
 	b.MOVZ(x2, uint16(len(nap.UnreadableSockets)), 0)
@@ -572,10 +690,12 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADR(x1, "msg_unreadable")
 	b.MOVZ(x2, uint16(len(nap.Unreadable)), 0)
 	b.Label("unreadable_say")
+	b.MOVN(x19, 0, 0) // blind
+	b.LDR(x3, sp, 24)
+	b.CBZ(x3, "until_limit") // a fixed delay says nothing
 	b.BL("say")
-	b.SUB(x20, x26, x22)
 	b.MOVZ(x23, nap.ExitUnreadable, 0)
-	b.B("sleep")
+	b.B("until_limit")
 
 	b.Label("invalid") // prefix, the argument, suffix
 	b.SUBi(x1, x22, 1)
@@ -598,7 +718,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOVZ(x20, uint16(defaultNs&0xFFFF), 0)
 	b.MOVK(x20, uint16(defaultNs>>16&0xFFFF), 16)
 	b.MOVK(x20, uint16(defaultNs>>32), 32)
-	b.B("sleep")
+	b.B("fixed_wait")
 
 	b.Label("help")
 	b.MOVZ(x5, stdout, 0)

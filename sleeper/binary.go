@@ -22,11 +22,11 @@ import (
 // again, the same way; then the request signal (--requests and its slot, a netlink
 // socket, the two dump requests built in the read buffer, the parser of their
 // messages, the map of listening ports, a second message: 491 and 616 bytes).
-var Budget = map[string]int{"amd64": 1824, "arm64": 2336}
+var Budget = map[string]int{"amd64": 2272, "arm64": 2784}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 1809, "arm64": 2308}
+var Sizes = map[string]int{"amd64": 2247, "arm64": 2764}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

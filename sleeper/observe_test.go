@@ -137,16 +137,20 @@ func expect(args []string) observation {
 	case errors.Is(err, nap.ErrHelp):
 		return observation{Help: true, Exit: 0}
 	case errors.As(err, &bad):
-		return observation{Invalid: true, Sleep: int64(nap.Default), Exit: -1}
+		// The default, a fixed delay: its first reading's sleep.
+		return observation{Invalid: true, Sleep: int64(min(nap.PollInterval, nap.Default)), Exit: -1}
 	case req.Infinite:
 		return observation{Sleep: math.MaxInt64, Exit: -1} // the longest nanosleep, looped
 	case req.Adaptive:
-		// It reads this host's /proc/net/snmp, then sleeps one poll interval.
-		return observation{Sleep: int64(nap.PollInterval), Exit: -1}
+		// It reads this host's /proc/net/snmp, then sleeps one poll interval, or to
+		// its limit if that comes first.
+		return observation{Sleep: int64(min(nap.PollInterval, max(req.Max, req.Duration))), Exit: -1}
 	case req.Duration == 0:
 		return observation{Exit: 0} // no sleep call at all
 	}
-	return observation{Sleep: int64(req.Duration), Exit: -1}
+	// A fixed delay reads the pod's traffic as the adaptive wait does: one poll interval,
+	// or the delay if shorter.
+	return observation{Sleep: int64(min(nap.PollInterval, req.Duration)), Exit: -1}
 }
 
 // fuzzArgs turns a fuzz input into an argument vector: lines, at most 4, no NUL.

@@ -110,7 +110,7 @@ func data(b interface {
 		{"msg_unreadable_sockets", []byte(nap.UnreadableSockets)},
 		{"snmp_path", []byte(nap.SnmpPath + "\x00")},
 		{"tcp_head", []byte(tcpHead)},
-	}, extra...)
+	}, append(verdictTexts(), extra...)...)
 	n := 0
 	for _, d := range all {
 		if end := napelf.Free + 24; n < end && n+len(d.bytes) > napelf.Free {
@@ -125,6 +125,24 @@ func data(b interface {
 		b.Data("align", make([]byte, pad-n%pad))
 	}
 	b.Label("code")
+}
+
+// verdictTexts are the texts of the verdict (nap.Verdict.Tail): the file's path (NUL
+// ended), its head, then each kind and each field's " NAME=" with its length in the
+// byte before it.
+func verdictTexts() []datum {
+	counted := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	d := []datum{
+		{"verdict_path", []byte(nap.VerdictPath + "\x00")},
+		{"verdict_head", []byte(nap.VerdictHead)},
+		{"word_quiet", counted(" " + nap.Quiet)},
+		{"word_late", counted(" " + nap.Late)},
+		{"word_blind", counted(" " + nap.Blind)},
+	}
+	for _, f := range nap.VerdictFields {
+		d = append(d, datum{asm.Label("field_" + f), counted(" " + f + "=")})
+	}
+	return d
 }
 
 // tcpHead begins the line of TCP counters in /proc/net/snmp (nap.PassiveOpens).

@@ -57,8 +57,9 @@
 //     request signal such a pod would wait until MAX.
 //
 // nap reads the count at its start and then again each time it has slept 100 ms
-// (PollInterval): its clock is the readings, the k-th at k×100 ms (a little later in
-// fact, never earlier). A quiet window begins at the start. At each reading:
+// (PollInterval), or what is left to its limit if less: its clock is the sleeps, the
+// k-th reading at k×100 ms (a little later in fact, never earlier). A quiet window
+// begins at the start. At each reading:
 //
 //  1. if the count rose by more than N since the window began (or went back), a new
 //     window begins there;
@@ -70,6 +71,13 @@
 //
 // It exits 0 at MAX at the latest, but never before MIN. So a pod behind a pool waits
 // until its last request plus at most WITHIN plus QUIET.
+//
+// A fixed delay (DURATIONs and no flag, the default, or the default after an invalid
+// argument) reads the count the same way, as an adaptive wait whose MAX is 0 (so that it
+// ends at MIN, the delay, whatever it sees), with QUIET 2s and N 0 and without the
+// request signal: the delay does not change, only what nap knows at its end, and its
+// exit status stays 0 (or 2). A total of zero returns at once and reads nothing; inf
+// reads nothing either.
 //
 // N is the background on new connections: the connections a pod accepts whatever routes
 // send it, per QUIET — the kubelet's HTTP, TCP and gRPC probes, each a new connection
@@ -108,7 +116,40 @@
 //
 //	nap: cannot read the pod's sockets; waiting --max
 //
+// A fixed delay that cannot read the count says nothing and keeps its exit status: it
+// still waits its delay, blind.
+//
 // inf makes any wait, adaptive or not, last until a signal.
+//
+// # The verdict
+//
+// Every wait that reads (a fixed delay or an adaptive wait) says what it saw in the
+// container's termination message, which the kubelet keeps in the pod's status when the
+// container ends. At its start nap opens VerdictPath (/dev/termination-log) for appending
+// (O_WRONLY|O_APPEND|O_CLOEXEC: never created, never truncated; when it cannot be opened
+// the wait is the same, and says nothing) and writes VerdictHead, nap/v1. At its end it
+// appends the rest of the line ([Verdict.Tail]):
+//
+//	nap/v1 quiet end=5200ms last=3100ms conns=412 total=98231
+//	nap/v1 late end=10000ms last=9900ms conns=3020 total=98231
+//	nap/v1 blind end=60000ms
+//
+// end is the clock when the wait ended; last when the last quiet window began (the
+// last reading that saw traffic; 0 when none did); conns the connections accepted from
+// the start to the last reading (unsigned, wrapping); total the count at the start: what
+// the pod's network namespace accepted over its life. The kind:
+//
+//   - blind: the count or the sockets could not be read (an adaptive wait's exit 3);
+//   - late: a reading saw traffic less than QUIET before the end: routes were still
+//     sending when the wait gave the pod back to its app (a fixed delay too short, an
+//     adaptive wait held to MAX);
+//   - quiet: otherwise: no reading saw traffic in the last QUIET, or at all.
+//
+// A line with its head and nothing after it is cut: the wait never ended (the kubelet
+// killed it at the end of the grace period, a node shutdown's budget ran out, or a
+// signal ended it). nap writes no other kind. A reader that knows the pod's age calls a
+// quiet verdict sparse when the pod's traffic was too thin for quiet to mean anything
+// ([Verdict.Sparse], [SparseBelow]).
 //
 // A failed sleep call never ends the delay early. The tiny binaries wait with nanosleep;
 // if the kernel refuses it (a seccomp profile), they print Refused on stderr and wait with

@@ -32,31 +32,38 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		req, status = Request{Duration: Default}, 2
 	}
 
-	if req.Adaptive && !req.Infinite {
-		return adaptive(req, stderr, sig)
-	}
-	var timeout <-chan time.Time
-	if !req.Infinite {
-		// Go's timers run on the monotonic clock, so a stop/continue cannot shorten this.
-		t := time.NewTimer(req.Duration)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case s := <-sig:
+	if req.Infinite {
+		s := <-sig // inf: until a signal, observing nothing
 		return 128 + int(s.(syscall.Signal))
-	case <-timeout:
-		return status
 	}
+	if !req.Adaptive {
+		if req.Duration == 0 {
+			return status // a total of zero returns at once
+		}
+		// A fixed delay observes as an adaptive wait whose MAX is 0 (so its limit is
+		// MIN, the delay) with QUIET and ALLOW at their defaults and no request signal:
+		// it ends at the delay, whatever it sees.
+		req.Quiet, req.Max, req.Allow, req.Requests = DefaultQuiet, 0, DefaultAllow, 0
+	}
+	return wait(req, status, stderr, sig)
 }
 
-// adaptive is the adaptive wait (see the package documentation): at least MIN, then until
+// wait is the wait (see the package documentation): at least MIN, then, adaptive, until
 // no request reached the pod for Quiet (at most Allow new inbound TCP connections, no
-// data on an inbound one), at most Max (never less than MIN). A signal ends it as any
-// sleep.
-func adaptive(req Request, stderr io.Writer, sig <-chan os.Signal) int {
+// data on an inbound one), at most Max (never less than MIN); a fixed delay (not
+// req.Adaptive) waits MIN. A signal ends it as any sleep. status is a fixed delay's exit
+// status. Its verdict goes to VerdictPath.
+func wait(req Request, status int, stderr io.Writer, sig <-chan os.Signal) int {
 	limit := max(req.Max, req.Duration)
-	now := time.Duration(0) // the clock: PollInterval per reading
+	if req.Adaptive {
+		status = 0
+	}
+	log, err := os.OpenFile(VerdictPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil { // else no termination message to write to: the wait is the same
+		defer log.Close()
+		io.WriteString(log, VerdictHead)
+	}
+	now := time.Duration(0) // the clock: the readings' sleeps
 	// sleep waits d, or until a signal: it reports the signal's exit status, or 0.
 	sleep := func(d time.Duration) int {
 		t := time.NewTimer(d)
@@ -68,48 +75,72 @@ func adaptive(req Request, stderr io.Writer, sig <-chan os.Signal) int {
 			return 0
 		}
 	}
-	unreadable := func(msg string) int {
-		io.WriteString(stderr, msg)
-		if code := sleep(limit - now); code != 0 {
-			return code
+	// blind: the signals cannot be read. An adaptive wait says so and exits
+	// ExitUnreadable; both wait until the limit, reading nothing more.
+	blind := false
+	unreadable := func(msg string) {
+		blind = true
+		if req.Adaptive {
+			io.WriteString(stderr, msg)
+			status = ExitUnreadable
 		}
-		return ExitUnreadable
 	}
-	last, ok := readPassiveOpens()
+	start, ok := readPassiveOpens()
 	if !ok {
-		return unreadable(Unreadable)
+		unreadable(Unreadable)
 	}
+	n, last := start, start    // the count at the last reading, and when the window began
 	window := time.Duration(0) // when the quiet window began, from start
+readings:
 	for reading := 1; ; reading++ {
-		if code := sleep(PollInterval); code != 0 {
-			return code
+		step := min(PollInterval, limit-now) // the last sleep ends at the limit
+		if code := sleep(step); code != 0 {
+			return code // the verdict stays cut
 		}
-		now += PollInterval
-		n, ok := readPassiveOpens()
-		if !ok {
-			return unreadable(Unreadable)
-		}
-		traffic := n-last > uint64(req.Allow) // unsigned: a counter that went back is traffic too
-		quiet := now-window >= req.Quiet && now >= req.Duration
-		// The sockets, with --requests (WITHIN of a millisecond or more): at every
-		// SocketsEvery-th reading, and before the wait ends quiet, unless the count
-		// already says traffic.
-		if req.Requests >= time.Millisecond && !traffic && (quiet || reading%SocketsEvery == 0) {
-			active, ok := ReadSockets(req.Requests)
-			if !ok {
-				return unreadable(UnreadableSockets)
+		now += step
+		if !blind {
+			if n, ok = readPassiveOpens(); !ok {
+				unreadable(Unreadable)
 			}
-			traffic = active > 0
 		}
-		if traffic {
-			window, last = now, n
-		} else if quiet {
-			return 0
+		if !blind {
+			traffic := n-last > uint64(req.Allow) // unsigned: a counter that went back is traffic too
+			quiet := now-window >= req.Quiet && now >= req.Duration
+			// The sockets, with --requests (WITHIN of a millisecond or more): at every
+			// SocketsEvery-th reading, and before the wait ends quiet, unless the count
+			// already says traffic.
+			if req.Requests >= time.Millisecond && !traffic && (quiet || reading%SocketsEvery == 0) {
+				active, ok := ReadSockets(req.Requests)
+				if !ok {
+					unreadable(UnreadableSockets)
+				}
+				traffic = active > 0
+			}
+			switch {
+			case blind:
+			case traffic:
+				window, last = now, n
+			case quiet:
+				break readings
+			}
 		}
 		if now >= limit {
-			return 0
+			break
 		}
 	}
+	// The verdict: blind; or late, when a reading saw traffic less than QUIET before
+	// the end (a window that began at the start saw none); or quiet.
+	v := Verdict{Kind: Quiet, End: now, Last: window, Conns: n - start, Total: start}
+	switch {
+	case blind:
+		v.Kind = Blind
+	case window > 0 && now-window < req.Quiet:
+		v.Kind = Late
+	}
+	if log != nil {
+		io.WriteString(log, v.Tail())
+	}
+	return status
 }
 
 // readPassiveOpens reads SnmpPath, one read of up to SnmpRead bytes (the kernel gives

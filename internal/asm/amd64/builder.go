@@ -50,6 +50,9 @@ func (b *Builder) LODSW()                              { b.Emit(LODSW()) }
 func (b *Builder) LODSB()                              { b.Emit(LODSB()) }
 func (b *Builder) REPE_CMPSB()                         { b.Emit(REPE_CMPSB()) }
 func (b *Builder) REPNE_SCASB()                        { b.Emit(REPNE_SCASB()) }
+func (b *Builder) STOSB()                              { b.Emit(STOSB()) }
+func (b *Builder) STOSW()                              { b.Emit(STOSW()) }
+func (b *Builder) REP_MOVSB()                          { b.Emit(REP_MOVSB()) }
 
 // Data places raw bytes (a string, a table) here.
 func (b *Builder) Data(text string, d []byte) { b.Program.Data(text, d) }

@@ -592,5 +592,16 @@ func REPE_CMPSB() (asm.Inst, error) {
 // SCASW compares ax with [rdi] and advances rdi by 2.
 func SCASW() (asm.Inst, error) { return asm.Fixed("scasw word ptr [rdi]", 0x66, 0xAF), nil }
 
+// STOSB stores al at [rdi] and advances rdi.
+func STOSB() (asm.Inst, error) { return asm.Fixed("stosb byte ptr [rdi]", 0xAA), nil }
+
+// STOSW stores ax at [rdi] and advances rdi by 2.
+func STOSW() (asm.Inst, error) { return asm.Fixed("stosw word ptr [rdi]", 0x66, 0xAB), nil }
+
+// REP_MOVSB copies rcx bytes from [rsi] to [rdi], advancing both.
+func REP_MOVSB() (asm.Inst, error) {
+	return asm.Fixed("rep movsb byte ptr [rdi], byte ptr [rsi]", 0xF3, 0xA4), nil
+}
+
 // REPNE_SCASB scans [rdi] for al, advancing rdi, while not equal and rcx is not zero.
 func REPNE_SCASB() (asm.Inst, error) { return asm.Fixed("repne scasb byte ptr [rdi]", 0xF2, 0xAE), nil }

@@ -61,6 +61,7 @@ var cases = []asm.Inst{
 	must(SUB(BL, BH)), must(DEC(BL)), must(ADD(AH, Imm(1))), must(CDQ()), must(CWDE()), must(LODSW()),
 	must(MOV(Byte(RSP, 4), Imm(4))), must(CMP(RAX, Imm(-11))),
 	must(RET()), must(SYSCALL()), must(UD2()), must(LODSB()), must(SCASW()), must(REPE_CMPSB()), must(REPNE_SCASB()),
+	must(STOSB()), must(STOSW()), must(REP_MOVSB()),
 }
 
 func TestEncodeCases(t *testing.T) {

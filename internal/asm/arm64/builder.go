@@ -37,6 +37,8 @@ func (b *Builder) CCMPi(rn Reg, imm, nzcv uint8, c Cond)     { b.Emit(CCMPi(rn, 
 func (b *Builder) LDRB(wt, rn Reg, off uint32)               { b.Emit(LDRB(wt, rn, off)) }
 func (b *Builder) LDRBpost(wt, rn Reg, off int32)            { b.Emit(LDRBpost(wt, rn, off)) }
 func (b *Builder) LDRBpre(wt, rn Reg, off int32)             { b.Emit(LDRBpre(wt, rn, off)) }
+func (b *Builder) STRBpost(wt, rn Reg, off int32)            { b.Emit(STRBpost(wt, rn, off)) }
+func (b *Builder) STRBpre(wt, rn Reg, off int32)             { b.Emit(STRBpre(wt, rn, off)) }
 func (b *Builder) LDURB(wt, rn Reg, off int32)               { b.Emit(LDURB(wt, rn, off)) }
 func (b *Builder) LDR(xt, rn Reg, off uint32)                { b.Emit(LDR(xt, rn, off)) }
 func (b *Builder) STR(xt, rn Reg, off uint32)                { b.Emit(STR(xt, rn, off)) }

@@ -301,6 +301,30 @@ func LDRBpre(wt, rn Reg, off int32) (asm.Inst, error) {
 	return word(txt, 0x38400C00|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
 }
 
+// STRBpost stores the byte wt at [rn], then adds off to rn (-256..255).
+func STRBpost(wt, rn Reg, off int32) (asm.Inst, error) {
+	txt := fmt.Sprintf("strb %v, [%v], #%d", wt, rn, off)
+	if err := errors.Join(gp(wt), base(rn)); err != nil {
+		return fail(txt, "%v", err)
+	}
+	if wt.is64 || off < -256 || off > 255 || wt.num == rn.num {
+		return fail(txt, "needs a W register other than the base and an offset of -256..255")
+	}
+	return word(txt, 0x38000400|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
+}
+
+// STRBpre adds off to rn (-256..255), then stores the byte wt at [rn].
+func STRBpre(wt, rn Reg, off int32) (asm.Inst, error) {
+	txt := fmt.Sprintf("strb %v, [%v, #%d]!", wt, rn, off)
+	if err := errors.Join(gp(wt), base(rn)); err != nil {
+		return fail(txt, "%v", err)
+	}
+	if wt.is64 || off < -256 || off > 255 || wt.num == rn.num {
+		return fail(txt, "needs a W register other than the base and an offset of -256..255")
+	}
+	return word(txt, 0x38000C00|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
+}
+
 // LDURB loads the byte at [rn+off] (-256..255) into wt.
 func LDURB(wt, rn Reg, off int32) (asm.Inst, error) {
 	txt := fmt.Sprintf("ldurb %v, [%v, #%d]", wt, rn, off)

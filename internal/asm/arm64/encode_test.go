@@ -34,6 +34,7 @@ var cases = []asm.Inst{
 	must(MADD(W1, W1, W14, W7)), must(MSUB(X3, X2, X1, X20)), must(MUL(X15, X15, X6)), must(UMULH(X7, X15, X6)), must(SMULH(X7, X15, X6)),
 	must(UDIV(X2, X20, X1)), must(UDIV(W7, W1, W6)), must(CSEL(X1, X2, X3, EQ)), must(CSINC(X1, X2, X3, NE)), must(CCMPi(W2, 0, 4, EQ)),
 	must(LDRB(W13, X12, 0)), must(LDRB(W14, X12, 1)), must(LDRBpost(W1, X9, 1)), must(LDRBpre(W1, X11, -1)), must(LDURB(W1, X9, -1)),
+	must(STRBpost(W3, X9, 1)), must(STRBpre(W8, X3, -1)),
 	must(LDR(X1, SP, 32)), must(LDRpost(X22, X19, 8)), must(STP(X1, XZR, SP, -32, true)), must(STP(XZR, XZR, SP, 16, false)), must(STP(XZR, XZR, X1, 0, false)), must(LDRB(W29, X12, 1)), must(CSEL(X25, X20, X25, LO)),
 	must(LDR(W12, X10, 0)), must(LDR(W4, X13, 56)), must(LDRH(W3, X10, 4)), must(LDRH(W3, X13, 0)), must(LDRH(W3, X10, 20)),
 	must(STR(W2, X16, 0)), must(STR(W5, X16, 68)), must(STR(X1, SP, 8)), must(STRB(W2, X16, 19)), must(STRB(W0, X1, 0)),

@@ -1,0 +1,146 @@
+package nap
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The verdict: what a wait saw of the pod's traffic, written where the kubelet reads it
+// when the container ends (see "The verdict" in the package documentation).
+const (
+	// VerdictPath is the file nap appends its verdict to: the container's termination
+	// message as the kubelet mounts it by default (terminationMessagePath).
+	VerdictPath = "/dev/termination-log"
+	// VerdictHead begins the line, written when the wait starts: a line with nothing
+	// after it is a wait that never finished (Cut).
+	VerdictHead = "nap/v1"
+)
+
+// The verdicts.
+const (
+	// Quiet: nothing beyond the background arrived for at least QUIET before the end.
+	Quiet = "quiet"
+	// Late: traffic still arrived in the last QUIET before the end: routes were still
+	// sending when the wait gave the pod back to its app.
+	Late = "late"
+	// Blind: the signals could not be read (the adaptive wait's exit 3).
+	Blind = "blind"
+	// Cut: the line has its head and nothing after it: the wait never finished (killed at
+	// the end of the grace period, by a node shutdown's budget, or by a signal).
+	Cut = "cut"
+	// Sparse is not written by nap: a reader of a quiet line calls it sparse when the
+	// pod's traffic was too thin for quiet to mean anything (see Verdict.Sparse).
+	Sparse = "sparse"
+)
+
+// SparseBelow is how many connections beyond the background the pod must have accepted
+// per QUIET, on average over its life, for a quiet verdict to tell a route that forgot
+// the pod from one that has not sent yet: with arrivals at random, a route still
+// sending at that rate leaves a QUIET window empty with a chance of e^-3, 5%.
+const SparseBelow = 3
+
+// Verdict is one termination's line, as ParseVerdict reads it.
+type Verdict struct {
+	Kind string // Quiet, Late, Blind or Cut
+	// End is when the wait ended, from its start (its clock: the readings); Last when
+	// the last quiet window began: the last reading that saw traffic, 0 for none.
+	End, Last time.Duration
+	// Conns is how many connections the pod accepted during the wait; Total how many
+	// its network namespace had accepted when the wait began, over its life.
+	Conns, Total uint64
+}
+
+// VerdictFields are the fields of a verdict, in the order nap writes them, each as
+// " NAME=VALUE": End and Last in whole milliseconds with the unit ms, the counts in
+// decimal. A blind verdict has only the first.
+var VerdictFields = []string{"end", "last", "conns", "total"}
+
+// Tail is what nap appends to VerdictHead when the wait ends, newline included: the
+// kind, then the fields.
+func (v Verdict) Tail() string {
+	values := []string{ms(v.End), ms(v.Last), strconv.FormatUint(v.Conns, 10), strconv.FormatUint(v.Total, 10)}
+	if v.Kind == Blind {
+		values = values[:1]
+	}
+	s := " " + v.Kind
+	for i, val := range values {
+		s += " " + VerdictFields[i] + "=" + val
+	}
+	return s + "\n"
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms" }
+
+// String is the line, without its newline.
+func (v Verdict) String() string {
+	if v.Kind == Cut {
+		return VerdictHead
+	}
+	return VerdictHead + strings.TrimSuffix(v.Tail(), "\n")
+}
+
+// ParseVerdict reads the verdict in a termination message (what the kubelet kept of the
+// file: its last 4,096 bytes): the text from its last VerdictHead (nap appends, so the
+// head may follow what the app wrote without a newline). It returns false when there is
+// none, or when what follows the head is not a verdict nap writes (the app wrote after
+// it).
+func ParseVerdict(message string) (Verdict, bool) {
+	i := strings.LastIndex(message, VerdictHead)
+	if i < 0 {
+		return Verdict{}, false
+	}
+	rest := message[i+len(VerdictHead):]
+	if rest == "" {
+		return Verdict{Kind: Cut}, true // the head, and nothing after it
+	}
+	line, _, complete := strings.Cut(rest, "\n")
+	if !complete || !strings.HasPrefix(line, " ") {
+		return Verdict{}, false
+	}
+	fields := strings.Split(line[1:], " ")
+	v := Verdict{Kind: fields[0]}
+	want := VerdictFields
+	switch v.Kind {
+	case Blind:
+		want = want[:1]
+	case Quiet, Late:
+	default:
+		return Verdict{}, false
+	}
+	if len(fields) != 1+len(want) {
+		return Verdict{}, false
+	}
+	var ns [2]uint64 // End and Last, in milliseconds
+	for j, key := range want {
+		val, ok := strings.CutPrefix(fields[1+j], key+"=")
+		if !ok {
+			return Verdict{}, false
+		}
+		if j < 2 { // end and last
+			val, ok = strings.CutSuffix(val, "ms")
+		}
+		n, err := strconv.ParseUint(val, 10, 64)
+		if !ok || err != nil || val != strconv.FormatUint(n, 10) {
+			return Verdict{}, false
+		}
+		*[]*uint64{&ns[0], &ns[1], &v.Conns, &v.Total}[j] = n
+	}
+	v.End, v.Last = time.Duration(ns[0])*time.Millisecond, time.Duration(ns[1])*time.Millisecond
+	if v.Last > v.End || ns[0] > uint64(math.MaxInt64/time.Millisecond) {
+		return Verdict{}, false
+	}
+	return v, true
+}
+
+// Sparse tells whether a quiet verdict says nothing: the pod, age old when its wait
+// began, accepted fewer than SparseBelow connections per quiet beyond allow (the
+// background the wait allowed per QUIET) on average over its life.
+func (v Verdict) Sparse(age, quiet time.Duration, allow int64) bool {
+	if v.Kind != Quiet || age <= 0 || quiet <= 0 {
+		return false
+	}
+	windows := float64(age) / float64(quiet)
+	return float64(v.Total)/windows-float64(allow) < SparseBelow
+}
