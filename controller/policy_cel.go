@@ -196,6 +196,8 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 		// The adaptive wait's ALLOW: what the pod's probes open in a quiet window
 		// (hook.Background of hook.ProbePeriods).
 		v("allow", celAllow(o.Waits.Adaptive.Quiet)),
+		// A fixed wait's: the same in the QUIET its verdict judges by (wait.FixedQuiet).
+		v("fixedAllow", celAllow(wait.FixedQuiet)),
 		v("native", native),
 		// A Windows pod (inject.IsWindows): the native sleep or nothing, nap's binary is a
 		// Linux executable.
@@ -243,7 +245,7 @@ func celPatch(o AdmissionPolicyOptions) string {
 		"PRESTOP", fmt.Sprintf(`(variables.native ?
     Object.spec.containers.lifecycle.preStop{sleep: Object.spec.containers.lifecycle.preStop.sleep{seconds: variables.duration.getSeconds()}} :
     Object.spec.containers.lifecycle.preStop{exec: Object.spec.containers.lifecycle.preStop.exec{command: variables.adaptive ? %s : %s}})`,
-			o.Waits.Adaptive.CELCommand("", "variables.maxArg", "variables.allow"), o.Waits.Fixed.CELCommand("variables.delay", "", "")),
+			o.Waits.Adaptive.CELCommand("", "variables.maxArg", "variables.allow"), o.Waits.Fixed.CELCommand("variables.delay", "", "variables.fixedAllow")),
 		"MOUNT", fmt.Sprintf(`Object.spec.containers.volumeMounts{name: %s, mountPath: %s, readOnly: true}`, q(kube.VolumeName), q(kube.MountPath)),
 		"VOLUME", volume,
 		"NAPPATH", q(kube.MountPath),

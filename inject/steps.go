@@ -300,16 +300,15 @@ func (t *template) grace() error {
 	return t.e.setInt(g, need)
 }
 
-// preStop is the hook that the plan adds to this template: an adaptive wait's ALLOW is
-// what the template's probes open (hook.Background).
+// preStop is the hook that the plan adds to this template: its wait's ALLOW is what the
+// template's probes open (hook.Background) in the wait's window (an adaptive wait's
+// QUIET; a fixed wait's verdict's, wait.FixedQuiet).
 func (t *template) preStop() *yaml.Node {
 	w := t.p.Wait
 	if t.p.Mode == ModeNative {
 		return mapping("sleep", mapping("seconds", num(int64(w.Delay/time.Second))))
 	}
-	if w.IsAdaptive() {
-		w.Allow = hook.Background(w.Quiet, t.probePeriods())
-	}
+	w.Allow = hook.Background(w.BackgroundQuiet(), t.probePeriods())
 	var args []*yaml.Node
 	for _, a := range w.Command() {
 		args = append(args, str(a))

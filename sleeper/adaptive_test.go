@@ -101,6 +101,11 @@ var adaptiveCases = []struct {
 		sleep: time.Second, verdict: nap.Late, end: time.Second, final: -1},
 	{name: "fixed: traffic, then 2.5 s quiet", args: []string{"3s"}, table: traffic(50*time.Millisecond, 500*time.Millisecond, 3),
 		sleep: 3 * time.Second, verdict: nap.Quiet, end: 3 * time.Second, final: 130},
+	// Its --allow is the probes' background: up to it, connections are not traffic.
+	{name: "fixed: the background within ALLOW is quiet", args: []string{"1500ms", "--allow", "2"}, table: traffic(700*time.Millisecond, 6*time.Second, 1),
+		sleep: 1500 * time.Millisecond, verdict: nap.Quiet, end: 1500 * time.Millisecond, final: -1},
+	{name: "fixed: above ALLOW is late", args: []string{"--allow", "2", "1500ms"}, table: traffic(100*time.Millisecond, 6*time.Second, 1),
+		sleep: 1500 * time.Millisecond, verdict: nap.Late, end: 1500 * time.Millisecond, final: -1},
 	{name: "fixed: no table is blind, and silent", args: []string{"700ms"}, table: []step{{gone: true}},
 		sleep: 700 * time.Millisecond, verdict: nap.Blind, end: 700 * time.Millisecond},
 	{name: "fixed: SIGTERM leaves it cut", args: []string{"20"}, table: []step{{text: snmpText(1)}},

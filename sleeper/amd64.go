@@ -24,8 +24,13 @@ const (
 	amd64SysSocket         = 41
 )
 
-// The fixed delay's ALLOW is nap.DefaultAllow, which the programs write as a zero.
-const _ = uint(0 - nap.DefaultAllow)
+// The fixed delay's ALLOW is nap.DefaultAllow after an invalid argument, which the
+// programs write as a zero; k xor flagBackground is 1 for flagAdaptive.
+const (
+	_ = uint(0 - nap.DefaultAllow)
+	_ = uint((flagAdaptive ^ flagBackground) - 1)
+	_ = uint(1 - (flagAdaptive ^ flagBackground))
+)
 
 // Shared by both programs.
 const (
@@ -263,12 +268,15 @@ func amd64Blocks() []block {
 			b.OR(ebp, x.Imm(-1)) // inf: negative until an invalid argument sets 2
 		}},
 		// A flag: its value, the next argument, goes to its slot (c is its offset),
-		// which starts again from 0 (the last flag given wins).
+		// which starts again from 0 (the last flag given wins). r8d counts the flags that
+		// make the wait adaptive (k = flagAdaptive, not flagBackground).
 		{"flag", "next_arg", func(b *x.Builder) {
 			b.MOVZX(eax, x.Byte(rsi, 1))
 			b.LEA(r13, x.Mem{Bits: 64, Base: r15, Index: rax, Scale: 1})
 			b.AND(x.Qword(r13, 0), x.Imm(0))
-			b.INC(r8d) // adaptive
+			b.MOVZX(eax, x.Byte(rsi, 0))
+			b.XOR(al, x.Imm(flagBackground)) // 1 or 0
+			b.ADD(r8d, eax)
 		}},
 		// From word: no word after the number. It counts seconds (the table ends with their
 		// k and c, where rsi is) and must be the whole argument: text after it is read as
@@ -375,6 +383,7 @@ func amd64Blocks() []block {
 		}},
 		{"default", "fixed_wait", func(b *x.Builder) { // from args_done and invalid
 			b.MOV(r12, x.Imm(defaultNs))
+			b.AND(x.Qword(r15, slotAllow), x.Imm(0)) // nap.DefaultAllow
 		}},
 		// From here the stack is below the slots, which the waits read.
 		{"args_done", "fixed", func(b *x.Builder) { // from next_arg
@@ -396,15 +405,15 @@ func amd64Blocks() []block {
 			b.J(x.NE, "adaptive")
 		}},
 		// A fixed delay of r12 ns (none for zero) is an adaptive wait whose MAX is 0, so
-		// that it ends at MIN, the delay, with QUIET and ALLOW at their defaults and the
-		// request signal off: it observes, and keeps its exit status (ebp).
+		// that it ends at MIN, the delay, with QUIET at its default, its own ALLOW and the
+		// request signal off: it observes, and keeps its exit status (ebp). After an
+		// invalid argument ALLOW is the default again.
 		{"fixed_wait", "adaptive", func(b *x.Builder) { // from fixed and default
 			b.TEST(r12, r12)
 			b.J(x.E, "done")
 			b.MOV(x.Qword(r15, 0), r12)
 			b.MOV(x.Qword(r15, slotQuiet), x.Imm(int64(nap.DefaultQuiet)))
 			b.AND(x.Qword(r15, slotMax), x.Imm(0))
-			b.AND(x.Qword(r15, slotAllow), x.Imm(0)) // nap.DefaultAllow
 			b.AND(x.Qword(r15, slotRequests), x.Imm(0))
 			b.MOV(x.Dword(r15, slotStatus), ebp)
 			b.MOV(x.Byte(r15, slotFixed), x.Imm(1))

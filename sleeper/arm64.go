@@ -150,7 +150,8 @@ func programARM64(b *a.Builder, words []byte) {
 	b.LDRB(w29, x12, 1)
 	b.MOV(x28, x20)
 	b.MOV(x20, xzr)
-	b.MOVZ(x24, 1, 0) // adaptive
+	b.CMPi(w13, flagAdaptive)
+	b.CSEL(x24, x6, x24, a.EQ) // adaptive (not 0), unless --allow (flagBackground)
 	b.B("next_arg")
 
 	// No word after the number: it counts seconds (the table ends with their k and c),
@@ -241,13 +242,13 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CBNZ(x21, "inf")
 	b.CBNZ(x24, "adaptive")
 	// A fixed delay of x20 ns (none for zero) is an adaptive wait whose MAX is 0, so
-	// that it ends at MIN, the delay, with QUIET and ALLOW at their defaults and the
-	// request signal off: it observes, and keeps its exit status (x23). x24 0 marks it.
+	// that it ends at MIN, the delay, with QUIET at its default, its own ALLOW (the
+	// default after an invalid argument) and the request signal off: it observes, and
+	// keeps its exit status (x23). x24 0 marks it.
 	b.Label("fixed_wait") // from default too
 	b.CBZ(x20, "exit")
 	movImm(b, x25, uint64(nap.DefaultQuiet))
 	b.MOV(x26, xzr)
-	b.MOV(x27, xzr) // nap.DefaultAllow
 	b.MOV(x18, xzr)
 	b.MOV(x24, xzr)
 	b.B("adaptive")
@@ -715,6 +716,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOVZ(x23, exitInvalid, 0)
 	b.Label("default")
 	b.MOV(x21, xzr)
+	b.MOV(x27, xzr) // nap.DefaultAllow
 	b.MOVZ(x20, uint16(defaultNs&0xFFFF), 0)
 	b.MOVK(x20, uint16(defaultNs>>16&0xFFFF), 16)
 	b.MOVK(x20, uint16(defaultNs>>32), 32)

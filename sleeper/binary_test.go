@@ -125,9 +125,11 @@ func TestWordTable(t *testing.T) {
 		if c == 0 {
 			continue
 		}
-		if word != "" && word[len(word)-1] == 0 { // a flag: k 2, c the offset of its slot
-			if want := map[string]int64{nap.FlagQuiet: slotQuiet, nap.FlagMax: slotMax, nap.FlagAllow: slotAllow, nap.FlagRequests: slotRequests}[word[:len(word)-1]]; k != 2 || c != want {
-				t.Errorf("flag %q: k %d, c %d; want 2, %d", word, k, c, want)
+		if word != "" && word[len(word)-1] == 0 { // a flag: k 2 (3: --allow), c the offset of its slot
+			flag := word[:len(word)-1]
+			wantK := map[bool]int{true: flagBackground, false: flagAdaptive}[flag == nap.FlagAllow]
+			if want := map[string]int64{nap.FlagQuiet: slotQuiet, nap.FlagMax: slotMax, nap.FlagAllow: slotAllow, nap.FlagRequests: slotRequests}[flag]; k != wantK || c != want {
+				t.Errorf("flag %q: k %d, c %d; want %d, %d", word, k, c, wantK, want)
 			}
 			continue
 		}

@@ -20,7 +20,8 @@ import (
 // m); its length is c*10^k ns with c not a multiple of 10 (m: 6*10^10, h: 36*10^11), so
 // that the programs scale by powers of ten and carry the digits below a nanosecond of
 // m and h exactly (c*9+c-1 < 1029, see carryMul). The keywords inf, infinity (k = 0) and
-// -h, --help (k = 1) end in NUL: they must be the whole argument. The table ends with an
+// -h, --help (k = 1) end in NUL: they must be the whole argument, as must the flags
+// (k = 2 or 3, see flagAdaptive). The table ends with an
 // empty word whose k and c are those of seconds: a number with no word after it is a
 // bare number of seconds, which must also be the whole argument.
 func wordTable() ([]byte, error) {
@@ -68,12 +69,17 @@ func wordTable() ([]byte, error) {
 			return nil, err
 		}
 	}
-	// The adaptive wait's flags (k = 2), c the offset of the slot their value goes to.
+	// The flags, c the offset of the slot their value goes to: k = 2 for those that make
+	// the wait adaptive, 3 for --allow, the background of either wait.
 	for _, f := range []struct {
 		flag string
 		slot int64
 	}{{nap.FlagQuiet, slotQuiet}, {nap.FlagMax, slotMax}, {nap.FlagAllow, slotAllow}, {nap.FlagRequests, slotRequests}} {
-		if err := add(f.flag+"\x00", 2, f.slot); err != nil {
+		k := int64(flagAdaptive)
+		if f.flag == nap.FlagAllow {
+			k = flagBackground
+		}
+		if err := add(f.flag+"\x00", k, f.slot); err != nil {
 			return nil, err
 		}
 	}
@@ -144,6 +150,12 @@ func verdictTexts() []datum {
 	}
 	return d
 }
+
+// The k of a flag in the word table: one that makes the wait adaptive, and --allow.
+const (
+	flagAdaptive   = 2
+	flagBackground = 3
+)
 
 // tcpHead begins the line of TCP counters in /proc/net/snmp (nap.PassiveOpens).
 const tcpHead = "Tcp: "

@@ -40,7 +40,8 @@ type Wait struct {
 	Delay time.Duration
 	// The adaptive wait (sleeper/nap): at least Min, until no more than Allow new
 	// connections reached the pod for Quiet. Allow is the pod's own: what its probes
-	// open in a quiet window (hook.Background), set where the hook is written.
+	// open in a quiet window (hook.Background), set where the hook is written; a fixed
+	// wait has one too, for its verdict, in nap's QUIET (FixedQuiet).
 	Min   time.Duration
 	Quiet time.Duration
 	Allow int64
@@ -82,6 +83,19 @@ func (w Wait) Native() Wait {
 	return Wait{Kind: Fixed, Delay: d}
 }
 
+// FixedQuiet is the QUIET a fixed wait's verdict judges by, and its Allow is counted in:
+// nap's default (sleeper/nap).
+const FixedQuiet = nap.DefaultQuiet
+
+// BackgroundQuiet is the window w's Allow is counted in: its QUIET, FixedQuiet for a fixed
+// wait.
+func (w Wait) BackgroundQuiet() time.Duration {
+	if w.IsAdaptive() {
+		return w.Quiet
+	}
+	return FixedQuiet
+}
+
 // IsAdaptive tells whether w is the adaptive wait.
 func (w Wait) IsAdaptive() bool { return w.Kind == Adaptive }
 
@@ -90,6 +104,9 @@ func (w Wait) IsAdaptive() bool { return w.Kind == Adaptive }
 func (w Wait) Check() error {
 	switch w.Kind {
 	case Fixed:
+		if w.Allow < 0 {
+			return fmt.Errorf("the fixed wait's ALLOW %d must not be negative", w.Allow)
+		}
 	case Adaptive:
 		switch {
 		case w.Min < 0 || w.Quiet < 0 || w.Allow < 0 || w.Requests < 0:
@@ -118,10 +135,13 @@ func (w Wait) DelayArg() string {
 	return Arg(w.Delay)
 }
 
-// Args are nap's arguments for w: DELAY, or [MIN] --quiet QUIET --max MAX --allow N
-// [--requests WITHIN].
+// Args are nap's arguments for w: DELAY [--allow N] (N when not 0), or [MIN] --quiet
+// QUIET --max MAX --allow N [--requests WITHIN].
 func (w Wait) Args() []string {
 	if !w.IsAdaptive() {
+		if w.Allow > 0 {
+			return []string{w.DelayArg(), nap.FlagAllow, strconv.FormatInt(w.Allow, 10)}
+		}
 		return []string{w.DelayArg()}
 	}
 	var args []string
@@ -149,7 +169,7 @@ func FromArgs(args []string) (Wait, bool) {
 		return Wait{}, false
 	}
 	if !r.Adaptive {
-		return Wait{Kind: Fixed, Delay: r.Duration}, true
+		return Wait{Kind: Fixed, Delay: r.Duration, Allow: r.Allow}, true
 	}
 	return Wait{Kind: Adaptive, Min: r.Duration, Delay: max(r.Max, r.Duration), Quiet: r.Quiet, Allow: r.Allow, Requests: r.Requests}, true
 }
@@ -195,17 +215,21 @@ func ParseKind(name, s string) (Kind, error) {
 // CELCommand is Command written as a CEL list for the MutatingAdmissionPolicy, where
 // the pod decides part of the wait: an adaptive wait's MAX and ALLOW are the CEL
 // expressions maxExpr and allowExpr (a string and an int), a fixed wait's delay is
-// delayExpr (a string); the rest is w's.
+// delayExpr (a string) and its ALLOW allowExpr too (counted in FixedQuiet: the caller's
+// expression for that window); the rest is w's.
 func (w Wait) CELCommand(delayExpr, maxExpr, allowExpr string) string {
 	cmd := w.Command()
+	if !w.IsAdaptive() {
+		// The delay, then --allow N only where N is not 0, as Args writes it.
+		return "[" + strconv.Quote(cmd[0]) + ", " + delayExpr + "] + (" + allowExpr + " > 0 ? [" +
+			strconv.Quote(nap.FlagAllow) + ", string(" + allowExpr + ")] : [])"
+	}
 	var items []string
 	for i, a := range cmd {
 		switch {
-		case i == 1 && !w.IsAdaptive():
-			items = append(items, delayExpr)
-		case i > 0 && w.IsAdaptive() && cmd[i-1] == nap.FlagMax:
+		case i > 0 && cmd[i-1] == nap.FlagMax:
 			items = append(items, maxExpr)
-		case i > 0 && w.IsAdaptive() && cmd[i-1] == nap.FlagAllow:
+		case i > 0 && cmd[i-1] == nap.FlagAllow:
 			items = append(items, "string("+allowExpr+")")
 		default:
 			items = append(items, strconv.Quote(a))

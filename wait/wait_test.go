@@ -100,6 +100,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Kind: Adaptive, Min: 2 * s, Quiet: 1500 * time.Millisecond, Delay: 45 * s, Allow: 3},
 		{Kind: Adaptive, Min: 29 * s, Quiet: 250 * time.Millisecond, Delay: 58 * s, Allow: 12},
 		{Kind: Adaptive, Quiet: 2 * s, Delay: 90 * s, Allow: 2, Requests: s},
+		{Kind: Fixed, Delay: 10 * s, Allow: 3}, // the background of its verdict
 	} {
 		cmd := w.Command()
 		if cmd[0] != "/nap/nap" {
@@ -117,6 +118,12 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 	if got := (Wait{Kind: Adaptive, Quiet: 2 * s, Delay: 60 * s, Requests: 1500 * time.Millisecond}).Args(); !slices.Equal(got, []string{"--quiet", "2s", "--max", "60s", "--allow", "0", "--requests", "1500ms"}) {
 		t.Errorf("Args with requests = %q", got)
+	}
+	if got := (Wait{Kind: Fixed, Delay: 10 * s, Allow: 2}).Args(); !slices.Equal(got, []string{"10s", "--allow", "2"}) {
+		t.Errorf("fixed Args = %q", got)
+	}
+	if got := (Wait{Kind: Fixed, Delay: 10 * s}).Args(); !slices.Equal(got, []string{"10s"}) {
+		t.Errorf("fixed Args with no background = %q", got)
 	}
 	for _, args := range [][]string{{"inf"}, {"soon"}} {
 		if _, ok := FromArgs(args); ok {
@@ -139,7 +146,7 @@ func TestCELCommand(t *testing.T) {
 	if got, want := a.CELCommand("d", "m", "n"), `["/nap/nap", "1s", "--quiet", "2s", "--max", m, "--allow", string(n)]`; got != want {
 		t.Errorf("adaptive: %s, want %s", got, want)
 	}
-	if got, want := Default().CELCommand("d", "m", "n"), `["/nap/nap", d]`; got != want {
+	if got, want := Default().CELCommand("d", "m", "n"), `["/nap/nap", d] + (n > 0 ? ["--allow", string(n)] : [])`; got != want {
 		t.Errorf("fixed: %s, want %s", got, want)
 	}
 }

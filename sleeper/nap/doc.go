@@ -32,12 +32,13 @@
 //
 // # The adaptive wait
 //
-// Any of --quiet, --max, --allow and --requests makes the wait adaptive: it ends when the
-// pod's traffic has. Each flag takes the next argument as its value, a finite DURATION
-// (a flag given again replaces its value; a flag with no value, or a value that is not a
-// finite DURATION, is invalid as above). The flags not given take their defaults: QUIET
-// 2s, MAX 60s, N 0, WITHIN 0 (off). MIN is the sum of the DURATIONs, 0 when there is
-// none. N is read as seconds and its whole part counts (--allow 3 is 3). WITHIN is
+// Any of --quiet, --max and --requests makes the wait adaptive: it ends when the pod's
+// traffic has. --allow N sets the background of either wait (below), and alone does not
+// make it adaptive: nap 10 --allow 2 is a fixed delay of 10s, nap --allow 2 one of zero.
+// Each flag takes the next argument as its value, a finite DURATION (a flag given again
+// replaces its value; a flag with no value, or a value that is not a finite DURATION, is
+// invalid as above). The flags not given take their defaults: QUIET 2s, MAX 60s, N 0,
+// WITHIN 0 (off). MIN is the sum of the DURATIONs, 0 when there is none. N is read as seconds and its whole part counts (--allow 3 is 3). WITHIN is
 // read in whole milliseconds (the kernel's unit): under 1ms it is off.
 //
 // Quiet means no new connection, and with --requests no request on an open one either.
@@ -74,9 +75,10 @@
 //
 // A fixed delay (DURATIONs and no flag, the default, or the default after an invalid
 // argument) reads the count the same way, as an adaptive wait whose MAX is 0 (so that it
-// ends at MIN, the delay, whatever it sees), with QUIET 2s and N 0 and without the
+// ends at MIN, the delay, whatever it sees), with QUIET 2s, its own N and without the
 // request signal: the delay does not change, only what nap knows at its end, and its
-// exit status stays 0 (or 2). A total of zero returns at once and reads nothing; inf
+// exit status stays 0 (or 2). Its N is what keeps the kubelet's probes from reading as
+// traffic in its verdict. A total of zero returns at once and reads nothing; inf
 // reads nothing either.
 //
 // N is the background on new connections: the connections a pod accepts whatever routes

@@ -61,6 +61,8 @@ const (
 const (
 	FlagQuiet = "--quiet"
 	FlagMax   = "--max"
+	// FlagAllow sets the background of either wait; it alone does not make the wait
+	// adaptive.
 	FlagAllow = "--allow"
 	// FlagRequests turns the request signal on (see the package documentation).
 	FlagRequests = "--requests"
@@ -95,12 +97,13 @@ type Request struct {
 	// at all; 0 when there are only flags. In an adaptive wait it is MIN.
 	Duration time.Duration
 	Infinite bool // inf or infinity was given: sleep until a signal
-	// Adaptive: one of the flags was given; Quiet, Max and Allow are then set, to the
-	// flags' values or their defaults.
+	// Adaptive: --quiet, --max or --requests was given; Quiet and Max are then set, to
+	// the flags' values or their defaults.
 	Adaptive bool
 	Quiet    time.Duration
 	Max      time.Duration
-	Allow    int64
+	// Allow is N, the background (--allow), of either wait: DefaultAllow unless given.
+	Allow int64
 	// Requests is WITHIN, the request signal's window: 0 (off) unless --requests gives
 	// it.
 	Requests time.Duration
@@ -126,7 +129,8 @@ func Parse(args []string) (Request, error) {
 			r.Infinite = true
 			continue
 		case FlagQuiet, FlagMax, FlagAllow, FlagRequests:
-			r.Adaptive, given[a], into = true, true, flags[a]
+			given[a], into = true, flags[a]
+			r.Adaptive = r.Adaptive || a != FlagAllow
 			*into = 0
 			if i+1 == len(args) {
 				return Request{}, &InvalidError{Arg: a} // a flag with no value
@@ -141,16 +145,17 @@ func Parse(args []string) (Request, error) {
 		*into += ns
 	}
 	r.Duration = time.Duration(total)
+	r.Allow = DefaultAllow
+	if given[FlagAllow] {
+		r.Allow = allow / int64(time.Second) // N, read as seconds: its whole part
+	}
 	if r.Adaptive {
-		r.Quiet, r.Max, r.Allow = DefaultQuiet, DefaultMax, DefaultAllow
+		r.Quiet, r.Max = DefaultQuiet, DefaultMax
 		if given[FlagQuiet] {
 			r.Quiet = time.Duration(quiet)
 		}
 		if given[FlagMax] {
 			r.Max = time.Duration(maxWait)
-		}
-		if given[FlagAllow] {
-			r.Allow = allow / int64(time.Second) // N, read as seconds: its whole part
 		}
 		r.Requests = time.Duration(requests)
 	}

@@ -23,12 +23,14 @@ import (
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/controller/install"
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/app"
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // The controller's image as hack/images builds it and hack/cluster.sh imports it: the
@@ -370,7 +372,8 @@ func helmCommand(t *testing.T) func(args ...string) string {
 }
 
 // checkNapHook45: every demo pod in ns has the hook /nap/nap 4.5 (the webhook variants'
-// annotation) and a grace period of at least 35 s.
+// annotation), with --allow N, what its probes open in a fixed wait's window (the
+// background of its verdict), and a grace period of at least 35 s.
 func checkNapHook45(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Helper()
 	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
@@ -379,8 +382,9 @@ func checkNapHook45(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	}
 	for _, p := range pods.Items {
 		lc := p.Spec.Containers[0].Lifecycle
-		if lc == nil || lc.PreStop == nil || lc.PreStop.Exec == nil || strings.Join(lc.PreStop.Exec.Command, " ") != "/nap/nap 4.5" {
-			t.Errorf("pod %s: preStop %+v, want exec /nap/nap 4.5", p.Name, lc)
+		want := fmt.Sprintf("/nap/nap 4.5 --allow %d", hook.Background(wait.FixedQuiet, hook.ProbePeriods(p.Spec)))
+		if lc == nil || lc.PreStop == nil || lc.PreStop.Exec == nil || strings.Join(lc.PreStop.Exec.Command, " ") != want {
+			t.Errorf("pod %s: preStop %+v, want exec %s", p.Name, lc, want)
 		}
 		if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g < 35 {
 			t.Errorf("pod %s: grace period %v, want at least 35", p.Name, g)

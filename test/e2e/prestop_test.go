@@ -263,7 +263,8 @@ func TestNapBinaryPreStop(t *testing.T) {
 	// search lasts until the hook has surely come and gone: under the suite's load the
 	// kubelet once started it more than 3 s after the scale-down (CI, 2026-11-28).
 	seccomp := make(chan string, 1)
-	go func() { seccomp <- hookSeccomp("/nap/nap\x004s\x00", 20*time.Second) }()
+	cmdline := strings.Join(pod.Spec.Containers[0].Lifecycle.PreStop.Exec.Command, "\x00") + "\x00" // /nap/nap 4s --allow N
+	go func() { seccomp <- hookSeccomp(cmdline, 20*time.Second) }()
 	took, reasons := terminate(t, cs, pod)
 	if err := <-served; err != nil {
 		t.Fatal(err)

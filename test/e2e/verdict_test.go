@@ -38,6 +38,16 @@ type verdictCase struct {
 // test's own traffic (which reaches node 1's pods only).
 var verdictCases = []verdictCase{
 	{name: "scratch", want: map[string]string{"app": nap.Quiet}},
+	// The kubelet's readiness probe every second, which goes on while the pod
+	// terminates: with its background (--allow, as nap writes the hook) it is not
+	// traffic; without, it reads late (the negative control).
+	{name: "probes, the background", mutate: func(s *corev1.PodSpec) {
+		s.Containers[0].ReadinessProbe = demoProbe()
+	}, want: map[string]string{"app": nap.Quiet}},
+	{name: "probes, no background", mutate: func(s *corev1.PodSpec) {
+		s.Containers[0].ReadinessProbe = demoProbe()
+		s.Containers[0].Lifecycle.PreStop.Exec.Command = []string{kube.MountPath + "/" + kube.BinaryName, "2s"}
+	}, want: map[string]string{"app": nap.Late}},
 	{name: "read-only root", mutate: func(s *corev1.PodSpec) {
 		s.Containers[0].SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
 	}, want: map[string]string{"app": nap.Quiet}},
@@ -68,14 +78,18 @@ var verdictCases = []verdictCase{
 // reads it (state.terminated.message, written before the pod is deleted): in a scratch
 // image, with a read-only root, for each of two containers; a custom
 // terminationMessagePath gets none, a grace period shorter than the wait leaves the
-// line cut, traffic until the end reads late. The demo app has no readiness probe here:
-// a fixed delay counts the kubelet's probe connections as traffic (N 0).
+// line cut, traffic until the end reads late. The demo app's readiness probe is kept
+// only where a case says so: its hook is written for it (--allow 3: a probe every
+// second, in the fixed wait's 2 s), which the other cases need not.
 func TestVerdictInStatus(t *testing.T) {
 	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
 	ns := namespace(t, cs)
 	ctx := context.Background()
 	base := demoPodSpec(t, injectApp(t, inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("2s")}))
+	if got := strings.Join(base.Containers[0].Lifecycle.PreStop.Exec.Command, " "); got != "/nap/nap 2s --allow 3" {
+		t.Fatalf("the injected hook %q, want /nap/nap 2s --allow 3", got)
+	}
 	base.Containers[0].ReadinessProbe = nil
 
 	type run struct {
@@ -91,7 +105,7 @@ func TestVerdictInStatus(t *testing.T) {
 			if c.mutate != nil {
 				c.mutate(&spec)
 			}
-			name := strings.ReplaceAll(c.name, " ", "-") + "-" + map[string]string{node1: "n1", node2: "n2"}[node]
+			name := strings.NewReplacer(" ", "-", ",", "").Replace(c.name) + "-" + map[string]string{node1: "n1", node2: "n2"}[node]
 			p, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"verdict": "e2e"}}, Spec: spec}, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -191,6 +205,11 @@ func TestVerdictInStatus(t *testing.T) {
 			}
 		}
 	}
+}
+
+// demoProbe is appDeployment's readiness probe.
+func demoProbe() *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intOrPort(8080)}}, PeriodSeconds: 1}
 }
 
 // demoPodSpec is the pod template of src, one Deployment.
