@@ -53,6 +53,9 @@ func Rules() []RuleGroup {
 		alert("NapPreStopHookFailing", `sum by (namespace, workload, cause) (nap_prestop_hook_failures) > 0`, "5m", "warning",
 			"preStop hooks of {{ $labels.workload }} in {{ $labels.namespace }} fail ({{ $labels.cause }}).",
 			"The kubelet reported FailedPreStopHook for {{ $value }} pods: they stop without their delay and drop requests. kubectl nap lint --live -n {{ $labels.namespace }} says why."),
+		alert("NapTerminationsLate", `sum(increase(nap_terminations_total{verdict=~"late|cut"}[1h])) > 0`, "", "warning",
+			"{{ $value }} pod terminations in the last hour ended while traffic still reached them (late), or before their wait did (cut).",
+			"nap's wait in those pods saw requests arrive in its last seconds, or was killed before it ended: those routes dropped requests. The workloads' Warning events name the pods: kubectl get events -A --field-selector reason=NapTerminationLate (and NapTerminationCut). Lengthen their delay, or give the path a calibration (napctl calibrate --store); a cut wait needs a longer grace period."),
 		alert("NapWebhookErrors", `sum(rate(nap_admissions_total{result="error"}[5m])) / sum(rate(nap_admissions_total[5m])) > 0.01`, "10m", "warning",
 			"nap's webhook fails {{ $value | humanizePercentage }} of pod admissions.",
 			"Pods admitted on an error get no delay (the webhook fails open). The controller's log says why."),
@@ -132,6 +135,7 @@ var dashboardPanels = []panel{
 	{title: "Webhook certificate expires in", kind: "stat", unit: "s", exprs: []string{`min(nap_webhook_certificate_expiry_timestamp_seconds) - time()`}, legends: []string{"expires in"}},
 	{title: "Unprotected pods by namespace and reason", kind: "timeseries", exprs: []string{`sum by (namespace, reason) (nap_pods_unprotected)`}, legends: []string{"{{namespace}} {{reason}}"}},
 	{title: "Failing preStop hooks by workload and cause", kind: "timeseries", exprs: []string{`sum by (namespace, workload, cause) (nap_prestop_hook_failures)`}, legends: []string{"{{namespace}}/{{workload}} {{cause}}"}},
+	{title: "Terminations by what nap's wait saw (nap_terminations_total)", kind: "timeseries", exprs: []string{`sum by (verdict) (increase(nap_terminations_total[1h]))`}, legends: []string{"{{verdict}}"}},
 	{title: "Pod admissions by result", kind: "timeseries", unit: "reqps", exprs: []string{`sum by (result) (rate(nap_admissions_total[5m]))`}, legends: []string{"{{result}}"}},
 	{title: "Admission latency", kind: "timeseries", unit: "s", exprs: []string{
 		`histogram_quantile(0.99, sum by (le) (rate(nap_admission_duration_seconds_bucket[5m])))`,

@@ -17,5 +17,17 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(unprotected, hookFailures, rolled)
+	metrics.Registry.MustRegister(unprotected, hookFailures, rolled, terminations)
+}
+
+// terminations is the metric of every termination counted, by kind only: a label per
+// workload or namespace would make a series of each of a fleet's thousands.
+var terminations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_terminations_total",
+	Help: "Container terminations whose nap wait left its verdict in the pod's final status, by verdict: quiet (no traffic at the end), sparse (quiet, but too little traffic over the pod's life to tell), late (traffic still arrived in the last QUIET: a route outran the wait), blind (nap could not read the pod's traffic), cut (the wait never ended: the grace period or a node shutdown ran out)."},
+	[]string{"verdict"})
+
+func init() {
+	for _, k := range Verdicts {
+		terminations.WithLabelValues(k) // every series from the start, at 0
+	}
 }

@@ -41,6 +41,10 @@ type podSummary struct {
 	grace   *int64
 	phase   corev1.PodPhase
 	hooks   []containerHook // the containers with a preStop hook
+	// verdicts are nap's lines in its terminated containers' messages (verdictsOf):
+	// nil until the pod's final status (a pointer: 8 bytes for every pod, where a slice
+	// would take 24).
+	verdicts *[]containerVerdict
 }
 
 type podOwner struct {
@@ -82,6 +86,9 @@ func summaryOf(p *corev1.Pod) *podSummary {
 		if h := hook.Handler(c); h != nil {
 			s.hooks = append(s.hooks, containerHook{container: c.Name, preStop: h})
 		}
+	}
+	if v := verdictsOf(p); len(v) > 0 {
+		s.verdicts = &v
 	}
 	return s
 }

@@ -199,6 +199,8 @@ type Reporter struct {
 
 	// synced counts namespace syncs begun (tests, benchmarks).
 	synced atomic.Int64
+
+	tallies tallies // the terminations' verdicts, by workload
 }
 
 // everyNamespace is the queue's key for "sync every namespace": a node's kubelet
@@ -861,11 +863,21 @@ func (r *Reporter) Watch(ctx context.Context) error {
 		UpdateFunc: func(_, o any) { enqueue(o) },
 		DeleteFunc: enqueue,
 	}
+	// Each termination's verdict, once, as the pod's final status brings it.
+	verdicts := toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, initial bool) {
+			if !initial {
+				r.counted(nil, asSummary(o))
+			}
+		},
+		UpdateFunc: func(old, o any) { r.counted(asSummary(old), asSummary(o)) },
+	}
 	handlers := []struct {
 		obj client.Object
 		h   toolscache.ResourceEventHandler
 	}{
 		{&corev1.Pod{}, changes},
+		{&corev1.Pod{}, verdicts},
 		{&corev1.Service{}, changes},
 		{&corev1.Namespace{}, changes},
 		{&corev1.Event{}, changes},
