@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
 // BareFailure is the whole message of the kubelet's FailedPreStopHook event (1.34 and
@@ -68,7 +70,10 @@ func Explain(msg string, spec corev1.PodSpec) string {
 	case Shell:
 		return fmt.Sprintf("the kubelet gives no reason; the hook runs %q, which needs a shell or sleep binary the image may not have", cmd)
 	case Nap:
-		return fmt.Sprintf("the kubelet gives no reason; the hook runs %q: is the nap ConfigMap mounted there?", cmd)
+		// Since Kubernetes 1.26 the event's text is fixed: what nap's exit statuses mean
+		// is all there is to go on (sleeper/nap), and its line in the container's
+		// termination message when the binary ran (a blind wait says blind there).
+		return fmt.Sprintf("the kubelet gives no reason; the hook runs %q: the binary is missing (is the nap ConfigMap mounted there?), or nap exited non-zero after it waited: %d for an invalid argument (after the default 10s), %d when it could not read the pod's traffic (after MAX), %d at once when every sleep call was refused", cmd, nap.ExitInvalid, nap.ExitUnreadable, nap.ExitCannotSleep)
 	case Exec:
 		return fmt.Sprintf("the kubelet gives no reason; the hook runs %q", cmd)
 	case HTTP:

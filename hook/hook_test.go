@@ -109,7 +109,7 @@ func TestExplain(t *testing.T) {
 		{msg: `rpc error: code = Unknown desc = exec: "/bin/sh": stat /bin/sh: no such file or directory`, spec: exec("/bin/sh", "-c", "sleep 5"),
 			want: `exec: "/bin/sh": stat /bin/sh: no such file or directory`},
 		{msg: BareFailure, spec: exec("/bin/sh", "-c", "sleep 5"), want: `the kubelet gives no reason; the hook runs "/bin/sh -c sleep 5", which needs a shell or sleep binary the image may not have`},
-		{msg: BareFailure, spec: exec("/nap/nap", "5s"), want: `the kubelet gives no reason; the hook runs "/nap/nap 5s": is the nap ConfigMap mounted there?`},
+		{msg: BareFailure, spec: exec("/nap/nap", "5s"), want: `the kubelet gives no reason; the hook runs "/nap/nap 5s": the binary is missing (is the nap ConfigMap mounted there?), or nap exited non-zero after it waited: 2 for an invalid argument (after the default 10s), 3 when it could not read the pod's traffic (after MAX), 1 at once when every sleep call was refused`},
 		{msg: BareFailure, spec: exec("/app", "stop"), want: `the kubelet gives no reason; the hook runs "/app stop"`},
 		{msg: BareFailure, spec: corev1.PodSpec{}, want: "the kubelet gives no reason"},
 	} {

@@ -39,7 +39,7 @@ const (
 	nsPerSecond    = 1_000_000_000
 	defaultNs      = int64(nap.Default)
 	sigsetSize     = 8
-	exitInvalid    = 2
+	exitInvalid    = nap.ExitInvalid
 	exitSignalBase = 128
 	stdout         = 1
 	stderr         = 2

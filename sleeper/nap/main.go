@@ -29,7 +29,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &bad):
 		io.WriteString(stderr, InvalidPrefix+bad.Arg+InvalidSuffix)
-		req, status = Request{Duration: Default}, 2
+		req, status = Request{Duration: Default}, ExitInvalid
 	}
 
 	if req.Infinite {

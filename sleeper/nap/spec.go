@@ -71,6 +71,9 @@ const (
 // ExitCannotSleep is the exit status when every way to sleep was refused.
 const ExitCannotSleep = 1
 
+// ExitInvalid is the exit status after an invalid argument (and the default sleep).
+const ExitInvalid = 2
+
 // Signals are the signals that end nap with 128+signal: 1 to 15, less SIGKILL, which
 // cannot be caught (and ends nap anyway).
 var Signals = func() []syscall.Signal {
