@@ -141,14 +141,7 @@ spec:
 func deploy(t *testing.T, cs *kubernetes.Clientset, ns string, src []byte) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	objs, err := manifest.Read("deployment.yaml", src)
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("%d objects: %v", len(objs), err)
-	}
-	var d appsv1.Deployment
-	if err := objs[0].Decode(&d); err != nil {
-		t.Fatal(err)
-	}
+	d := decodeDeployment(t, src)
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +160,20 @@ func deploy(t *testing.T, cs *kubernetes.Clientset, ns string, src []byte) *core
 	}
 	t.Fatalf("no Ready pod after 90s")
 	return nil
+}
+
+// decodeDeployment reads src, one Deployment.
+func decodeDeployment(t *testing.T, src []byte) appsv1.Deployment {
+	t.Helper()
+	objs, err := manifest.Read("deployment.yaml", src)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%d objects: %v", len(objs), err)
+	}
+	var d appsv1.Deployment
+	if err := objs[0].Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // terminate deletes pod and returns how long it took to be gone, and the reasons of the

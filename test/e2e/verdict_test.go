@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
-	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
@@ -215,15 +213,7 @@ func demoProbe() *corev1.Probe {
 // demoPodSpec is the pod template of src, one Deployment.
 func demoPodSpec(t *testing.T, src []byte) corev1.PodSpec {
 	t.Helper()
-	objs, err := manifest.Read("deployment.yaml", src)
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("%d objects: %v", len(objs), err)
-	}
-	var d appsv1.Deployment
-	if err := objs[0].Decode(&d); err != nil {
-		t.Fatal(err)
-	}
-	return d.Spec.Template.Spec
+	return decodeDeployment(t, src).Spec.Template.Spec
 }
 
 // waitRunning waits up to 90 s for pod name's containers to be running.

@@ -279,50 +279,35 @@ func LDRB(wt, rn Reg, off uint32) (asm.Inst, error) {
 
 // LDRBpost loads the byte at [rn] into wt, then adds off to rn (-256..255).
 func LDRBpost(wt, rn Reg, off int32) (asm.Inst, error) {
-	txt := fmt.Sprintf("ldrb %v, [%v], #%d", wt, rn, off)
-	if err := errors.Join(gp(wt), base(rn)); err != nil {
-		return fail(txt, "%v", err)
-	}
-	if wt.is64 || off < -256 || off > 255 || wt.num == rn.num {
-		return fail(txt, "needs a W register other than the base and an offset of -256..255")
-	}
-	return word(txt, 0x38400400|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
+	return byteIndexed("ldrb %v, [%v], #%d", 0x38400400, wt, rn, off)
 }
 
 // LDRBpre adds off to rn (-256..255), then loads the byte at [rn] into wt.
 func LDRBpre(wt, rn Reg, off int32) (asm.Inst, error) {
-	txt := fmt.Sprintf("ldrb %v, [%v, #%d]!", wt, rn, off)
-	if err := errors.Join(gp(wt), base(rn)); err != nil {
-		return fail(txt, "%v", err)
-	}
-	if wt.is64 || off < -256 || off > 255 || wt.num == rn.num {
-		return fail(txt, "needs a W register other than the base and an offset of -256..255")
-	}
-	return word(txt, 0x38400C00|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
+	return byteIndexed("ldrb %v, [%v, #%d]!", 0x38400C00, wt, rn, off)
 }
 
 // STRBpost stores the byte wt at [rn], then adds off to rn (-256..255).
 func STRBpost(wt, rn Reg, off int32) (asm.Inst, error) {
-	txt := fmt.Sprintf("strb %v, [%v], #%d", wt, rn, off)
-	if err := errors.Join(gp(wt), base(rn)); err != nil {
-		return fail(txt, "%v", err)
-	}
-	if wt.is64 || off < -256 || off > 255 || wt.num == rn.num {
-		return fail(txt, "needs a W register other than the base and an offset of -256..255")
-	}
-	return word(txt, 0x38000400|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
+	return byteIndexed("strb %v, [%v], #%d", 0x38000400, wt, rn, off)
 }
 
 // STRBpre adds off to rn (-256..255), then stores the byte wt at [rn].
 func STRBpre(wt, rn Reg, off int32) (asm.Inst, error) {
-	txt := fmt.Sprintf("strb %v, [%v, #%d]!", wt, rn, off)
+	return byteIndexed("strb %v, [%v, #%d]!", 0x38000C00, wt, rn, off)
+}
+
+// byteIndexed is a byte load or store with a pre- or post-index (op, the encoding's
+// fixed bits): a W register other than the base, a 9-bit signed offset.
+func byteIndexed(format string, op uint32, wt, rn Reg, off int32) (asm.Inst, error) {
+	txt := fmt.Sprintf(format, wt, rn, off)
 	if err := errors.Join(gp(wt), base(rn)); err != nil {
 		return fail(txt, "%v", err)
 	}
 	if wt.is64 || off < -256 || off > 255 || wt.num == rn.num {
 		return fail(txt, "needs a W register other than the base and an offset of -256..255")
 	}
-	return word(txt, 0x38000C00|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
+	return word(txt, op|(uint32(off)&0x1FF)<<12|uint32(rn.num)<<5|uint32(wt.num)), nil
 }
 
 // LDURB loads the byte at [rn+off] (-256..255) into wt.
