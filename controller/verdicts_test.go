@@ -104,8 +104,8 @@ func TestReporterVerdicts(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the label's update, had it counted again
 	got, _ = r.Terminations(web)
 	for _, k := range report.Verdicts {
-		if got.Counts[k] != want[k] {
-			t.Errorf("%s: %d terminations, want %d (all: %v)", k, got.Counts[k], want[k], got.Counts)
+		if got.Count(k) != want[k] {
+			t.Errorf("%s: %d terminations, want %d (all: %d)", k, got.Count(k), want[k], got.Total())
 		}
 		if d := terminationsMetric(t, k) - before[k]; d != float64(want[k]) {
 			t.Errorf("nap_terminations_total{verdict=%q} rose by %v, want %d", k, d, want[k])

@@ -484,6 +484,7 @@ func (r *Reporter) forget(ctx context.Context, name string) {
 	_, had := r.state[name]
 	delete(r.state, name)
 	r.mu.Unlock()
+	r.tallies.forget(name)
 	if !had {
 		return
 	}

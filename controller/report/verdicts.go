@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +15,7 @@ import (
 
 // Verdicts are the kinds a termination is counted as: nap's own (nap.Verdict), and
 // sparse, a quiet one the pod's traffic was too thin to trust (nap.Verdict.Sparse).
-var Verdicts = []string{nap.Quiet, nap.Sparse, nap.Late, nap.Blind, nap.Cut}
+var Verdicts = verdictKinds[:]
 
 // containerVerdict is one container's verdict, as its pod's final status gives it.
 type containerVerdict struct {
@@ -79,15 +78,27 @@ func ageAtWait(p *corev1.Pod) time.Duration {
 }
 
 // tailSamples is how many recent observed tails (Verdict.Last of quiet terminations) a
-// workload keeps for its quantiles.
-const tailSamples = 128
+// workload keeps for its quantiles, in milliseconds: 256 bytes a workload that
+// terminated, tens of thousands of them in a fleet.
+const tailSamples = 64
 
 // Tally is what one workload's terminations said.
 type Tally struct {
-	Counts   map[string]int // by kind (Verdicts)
-	LastLate time.Time      // the last late or cut one, zero: none
-	LastPod  string         // its pod
-	tails    []time.Duration
+	counts   [len(verdictKinds)]int // by kind, as Verdicts orders them
+	LastLate time.Time              // the last late or cut one, zero: none
+	LastPod  string                 // its pod
+	tails    []uint32               // milliseconds
+}
+
+// verdictKinds are Verdicts' places in Tally's counts.
+var verdictKinds = [...]string{nap.Quiet, nap.Sparse, nap.Late, nap.Blind, nap.Cut}
+
+// Count is how many of the workload's terminations were of kind (one of Verdicts).
+func (t Tally) Count(kind string) int {
+	if i := slices.Index(verdictKinds[:], kind); i >= 0 {
+		return t.counts[i]
+	}
+	return 0
 }
 
 // Tail is the q-quantile (0 to 1) of the observed tails of the workload's recent quiet
@@ -98,13 +109,13 @@ func (t Tally) Tail(q float64) (time.Duration, int) {
 	}
 	s := slices.Sorted(slices.Values(t.tails))
 	i := min(len(s)-1, int(q*float64(len(s))))
-	return s[i], len(s)
+	return time.Duration(s[i]) * time.Millisecond, len(s)
 }
 
 // Total is how many terminations the workload had.
 func (t Tally) Total() int {
 	n := 0
-	for _, c := range t.Counts {
+	for _, c := range t.counts {
 		n += c
 	}
 	return n
@@ -125,16 +136,18 @@ func (ts *tallies) add(w WorkloadRef, pod string, v containerVerdict, at time.Ti
 	}
 	t := ts.by[w]
 	if t == nil {
-		t = &Tally{Counts: map[string]int{}}
+		t = &Tally{}
 		ts.by[w] = t
 	}
-	t.Counts[v.kind]++
+	if i := slices.Index(verdictKinds[:], v.kind); i >= 0 {
+		t.counts[i]++
+	}
 	switch v.kind {
 	case nap.Quiet:
 		if len(t.tails) == tailSamples {
-			t.tails = t.tails[1:]
+			t.tails = append(t.tails[:0], t.tails[1:]...)
 		}
-		t.tails = append(t.tails, v.last)
+		t.tails = append(t.tails, uint32(min(v.last/time.Millisecond, 1<<32-1)))
 	case nap.Late, nap.Cut:
 		t.LastLate, t.LastPod = at, pod
 	}
@@ -149,9 +162,19 @@ func (ts *tallies) get(w WorkloadRef) (Tally, bool) {
 		return Tally{}, false
 	}
 	c := *t
-	c.Counts = maps.Clone(t.Counts)
 	c.tails = slices.Clone(t.tails)
 	return c, true
+}
+
+// forget drops the tallies of namespace ns's workloads: it is gone.
+func (ts *tallies) forget(ns string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for w := range ts.by {
+		if w.Namespace == ns {
+			delete(ts.by, w)
+		}
+	}
 }
 
 // Terminations is what the terminations of workload w said since the Reporter started.
