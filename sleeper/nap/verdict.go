@@ -20,9 +20,10 @@ const (
 
 // The verdicts.
 const (
-	// Quiet: nothing beyond the background arrived for at least QUIET before the end.
+	// Quiet: no reading saw traffic (beyond the background) in the last QUIET before
+	// the end, or none at all.
 	Quiet = "quiet"
-	// Late: traffic still arrived in the last QUIET before the end: routes were still
+	// Late: a reading saw traffic less than QUIET before the end: routes were still
 	// sending when the wait gave the pod back to its app.
 	Late = "late"
 	// Blind: the signals could not be read (the adaptive wait's exit 3).
