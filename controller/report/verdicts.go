@@ -193,11 +193,11 @@ func (r *Reporter) counted(old, cur *podSummary) {
 	if cur == nil || cur.verdicts == nil {
 		return
 	}
+	w := cur.workload()
 	for _, v := range *cur.verdicts {
 		if old != nil && old.verdicts != nil && slices.ContainsFunc(*old.verdicts, func(o containerVerdict) bool { return o.container == v.container }) {
 			continue
 		}
-		w := cur.workload()
 		terminations.WithLabelValues(v.kind).Inc()
 		r.tallies.add(w, cur.Name, v, time.Now())
 		if v.kind != nap.Late && v.kind != nap.Cut {

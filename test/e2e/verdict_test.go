@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +96,11 @@ func TestVerdictInStatus(t *testing.T) {
 	}
 	var runs []*run
 	for _, c := range verdictCases {
-		for _, node := range cmpOr(c.nodes, []string{node1, node2}) {
+		nodes := c.nodes
+		if len(nodes) == 0 {
+			nodes = []string{node1, node2}
+		}
+		for _, node := range nodes {
 			spec := *base.DeepCopy()
 			spec.NodeName = node
 			if c.mutate != nil {
@@ -262,11 +265,4 @@ func nodeVersions(t *testing.T, cs *kubernetes.Clientset) map[string]string {
 		v[n.Name] = n.Status.NodeInfo.KubeletVersion
 	}
 	return v
-}
-
-func cmpOr[T any](s, or []T) []T {
-	if len(s) == 0 {
-		return or
-	}
-	return slices.Clip(s)
 }
