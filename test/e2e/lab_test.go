@@ -690,6 +690,83 @@ func connsFrom(t *testing.T, onNode2 bool, port string) []string {
 	return entries
 }
 
+// connsTo lists a node's TCP conntrack entries of any state to hostPort (as a client
+// addressed it: a ClusterIP), by state, with the entries in a state that would take a
+// new SYN from the same client port along the entry's own translation instead of a
+// new one (ESTABLISHED, FIN_WAIT, CLOSE_WAIT, LAST_ACK: the kernel ignores such a SYN
+// and lets it through; TIME_WAIT and CLOSE reopen, SYN_SENT retransmits).
+func connsTo(t *testing.T, onNode2 bool, hostPort string) (states map[string]int, open []string) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	args := []string{"conntrack", "-L", "-p", "tcp", "--orig-dst", host, "--orig-port-dst", port}
+	if onNode2 {
+		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+	}
+	out, err := exec.Command(args[0], args[1:]...).Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+		return nil, []string{fmt.Sprintf("%s: %v", strings.Join(args, " "), err)}
+	}
+	states = map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || f[0] != "tcp" {
+			continue
+		}
+		states[f[3]]++
+		switch f[3] {
+		case "ESTABLISHED", "FIN_WAIT", "CLOSE_WAIT", "LAST_ACK":
+			open = append(open, l)
+		}
+	}
+	return states, open
+}
+
+// dropCounters are a node's counts of packets its connection tracking found invalid or
+// could not insert (conntrack -S, summed over CPUs), and of those kube-proxy dropped as
+// invalid (its metric): before and after a measurement, they tell whether a lost SYN
+// was dropped there.
+func dropCounters(t *testing.T, onNode2 bool) map[string]int {
+	t.Helper()
+	run := func(args ...string) string {
+		if onNode2 {
+			args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+		}
+		out, err := exec.Command(args[0], args[1:]...).Output()
+		if err != nil {
+			t.Logf("%s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	counts := map[string]int{}
+	for _, f := range strings.Fields(run("conntrack", "-S")) {
+		k, v, _ := strings.Cut(f, "=")
+		if n, err := strconv.Atoi(v); err == nil && (k == "invalid" || k == "insert_failed" || k == "drop") {
+			counts[k] += n
+		}
+	}
+	const metric = "kubeproxy_iptables_ct_state_invalid_dropped_packets_total "
+	for _, l := range strings.Split(run("curl", "-s", "--max-time", "2", "http://127.0.0.1:10249/metrics"), "\n") {
+		if v, ok := strings.CutPrefix(l, metric); ok {
+			if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				counts["kube-proxy invalid dropped"] = int(n)
+			}
+		}
+	}
+	return counts
+}
+
+// countersSince are the increases of after over before.
+func countersSince(before, after map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
+}
+
 // sameConn says whether two lines of conntrack -L are one entry: the same but for the
 // seconds it has left (the third field) and its reference count (use=), which change
 // between two listings.
