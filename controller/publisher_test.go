@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nap-k8s/nap/configmap"
@@ -36,6 +37,27 @@ func envtestManager(t *testing.T) (*rest.Config, ctrl.Manager) {
 		t.Fatal(err)
 	}
 	return cfg, mgr
+}
+
+// startedManager is a manager on envtest (with OpenReports' CRD installed, if reports),
+// started until the test ends, and a client that reads past its cache.
+func startedManager(t *testing.T, reports bool) (context.Context, ctrl.Manager, client.Client) {
+	t.Helper()
+	cfg, mgr := envtestManager(t)
+	if reports {
+		crd := kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")
+		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crd}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go mgr.Start(ctx)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, mgr, c
 }
 
 // TestPublisher runs the Publisher in a manager against a real kube-apiserver (envtest)

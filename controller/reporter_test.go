@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,12 +17,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nap-k8s/nap/controller/report"
 	"github.com/nap-k8s/nap/inject"
-	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/policyreport/writer"
@@ -35,18 +32,7 @@ import (
 // work, FailedPreStopHook events (the kubelet's, with no reason, and one with a reason);
 // then a roll.
 func TestReporter(t *testing.T) {
-	cfg, mgr := envtestManager(t)
-	crd := kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crd}}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go mgr.Start(ctx)
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, mgr, c := startedManager(t, true)
 	create := func(o client.Object) {
 		t.Helper()
 		if err := c.Create(ctx, o); err != nil {

@@ -2,6 +2,7 @@ package policyreport
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -47,29 +48,47 @@ const (
 	Medium = "medium"
 )
 
+// The outcomes of a result: what is unprotected fails; a workload's terminations
+// (Terminations.Outcome) pass, warn or fail.
+const (
+	Pass = "pass"
+	Warn = "warn"
+	Fail = "fail"
+)
+
 // Result is one workload's finding of one kind.
 type Result struct {
 	Workload corev1.ObjectReference
 	Policy   string // what is wrong: the Reporter's reason or lint's check ID
 	Severity string // high or medium
+	Outcome  string // Pass, Warn or Fail; "": Fail
 	Message  string
 	// Properties say more: the pods it was found on, a hook's cause.
 	Properties map[string]string
 }
 
-// Report is namespace's report of results in format f: results sorted, every one a
-// failure (nap reports what is unprotected), no timestamps (a report that did not
-// change is the same object).
+// Report is namespace's report of results in format f: results sorted, each a failure
+// unless it says otherwise (nap reports what is unprotected, and what terminations
+// said), no timestamps (a report that did not change is the same object).
 func Report(f Format, namespace string, results []Result) *unstructured.Unstructured {
 	results = slices.Clone(results)
 	slices.SortFunc(results, func(a, b Result) int {
 		return cmp.Or(strings.Compare(a.Workload.Kind, b.Workload.Kind), strings.Compare(a.Workload.Name, b.Workload.Name), strings.Compare(a.Policy, b.Policy))
 	})
-	rep := openreports.Report{Source: Source, Summary: openreports.ReportSummary{Fail: len(results)}}
+	rep := openreports.Report{Source: Source}
 	for _, r := range results {
+		outcome := cmp.Or(r.Outcome, Fail)
+		switch outcome {
+		case Pass:
+			rep.Summary.Pass++
+		case Warn:
+			rep.Summary.Warn++
+		default:
+			rep.Summary.Fail++
+		}
 		rep.Results = append(rep.Results, openreports.ReportResult{
 			Source: Source, Policy: r.Policy, Category: Category, Severity: openreports.ResultSeverity(r.Severity),
-			Result: "fail", Subjects: []corev1.ObjectReference{r.Workload}, Description: r.Message, Properties: r.Properties,
+			Result: openreports.Result(outcome), Subjects: []corev1.ObjectReference{r.Workload}, Description: r.Message, Properties: r.Properties,
 		})
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rep)
@@ -94,6 +113,24 @@ func Report(f Format, namespace string, results []Result) *unstructured.Unstruct
 	obj.SetName(Name)
 	obj.SetLabels(map[string]string{ManagedLabel: ManagedBy})
 	return obj
+}
+
+// Parse is the results of a report nap wrote (either format): what Report was given,
+// each with its outcome.
+func Parse(u *unstructured.Unstructured) ([]Result, error) {
+	var rep openreports.Report
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &rep); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	var out []Result
+	for _, r := range rep.Results {
+		res := Result{Policy: r.Policy, Severity: string(r.Severity), Outcome: string(r.Result), Message: r.Description, Properties: r.Properties}
+		if len(r.Subjects) > 0 {
+			res.Workload = r.Subjects[0]
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }
 
 // Reports are the reports of results by namespace, for printing (status -o openreports).

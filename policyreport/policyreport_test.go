@@ -17,10 +17,11 @@ var (
 	r2  = Result{Workload: api, Policy: "failed-prestop-hook", Severity: "high", Message: "exec: /bin/sh: not found", Properties: map[string]string{"pods": "1", "cause": "no-shell"}}
 )
 
-// The reports as nap writes them, in both formats.
+// The reports as nap writes them, in both formats: two failures and what the
+// workload's terminations said.
 func TestReportGolden(t *testing.T) {
 	for _, f := range Formats {
-		b, err := yaml.Marshal(Report(f, "shop", []Result{r2, r1}).Object)
+		b, err := yaml.Marshal(Report(f, "shop", []Result{r2, r1, terminations().Result(api)}).Object)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,17 +18,25 @@ import (
 // unprotected ones with their reasons, the failed hooks, then the totals.
 func Text(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tWORKLOAD\tMEANS\tSAFE\tFAILED PRESTOP HOOKS")
+	fmt.Fprintln(tw, "NAMESPACE\tWORKLOAD\tMEANS\tSAFE\tTERMINATIONS\tFAILED PRESTOP HOOKS")
+	notObserved := 0
 	for _, ns := range r.Namespaces {
 		for _, wl := range ns.Workloads {
-			safe, failed := "yes", ""
+			safe, terminations, failed := "yes", "", ""
 			if !wl.Safe {
 				safe = "NO"
+			}
+			switch {
+			case wl.Terminations != nil:
+				terminations = wl.Terminations.Short()
+			case wl.NotObserved != "":
+				terminations = "not observed"
+				notObserved++
 			}
 			if wl.FailedPreStopHooks > 0 {
 				failed = fmt.Sprintf("%d, last: %s", wl.FailedPreStopHooks, oneLine(wl.FailureCause))
 			}
-			fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\n", ns.Name, wl.Kind, wl.Name, wl.Means, safe, failed)
+			fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", ns.Name, wl.Kind, wl.Name, wl.Means, safe, terminations, failed)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -39,7 +47,13 @@ func Text(w io.Writer, r Report) error {
 			for _, reason := range wl.Reasons {
 				fmt.Fprintf(w, "%s %s/%s: %s\n", ns.Name, wl.Kind, wl.Name, reason)
 			}
+			if t := wl.Terminations; t != nil && t.Outcome() != policyreport.Pass {
+				fmt.Fprintf(w, "%s %s/%s: %s\n", ns.Name, wl.Kind, wl.Name, t)
+			}
 		}
+	}
+	if notObserved > 0 {
+		fmt.Fprintf(w, "%d workloads' terminations not observed: the native sleep and hooks of their own run no nap binary to see the pod's traffic at its end (napctl inject --mode binary, or the adaptive wait, gives each a verdict)\n", notObserved)
 	}
 	var means []string
 	for m, n := range r.ByMeans {
@@ -70,16 +84,20 @@ func oneLine(s string) string {
 }
 
 // PolicyResults are r's unprotected workloads as policy report results, by namespace:
-// one per reason (lint's check ID; not-installed-webhook; failed-prestop-hook), the
-// vocabulary of the controller's reports where they overlap.
+// one per reason (lint's check ID; not-installed-webhook; failed-prestop-hook), and
+// one per workload whose terminations nap's controller counted, the vocabulary of the
+// controller's reports where they overlap.
 func PolicyResults(r Report) map[string][]policyreport.Result {
 	out := map[string][]policyreport.Result{}
 	for _, ns := range r.Namespaces {
 		for _, w := range ns.Workloads {
+			ref := hook.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Reference()
+			if w.Terminations != nil {
+				out[w.Namespace] = append(out[w.Namespace], w.Terminations.Result(ref))
+			}
 			if w.Safe {
 				continue
 			}
-			ref := hook.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Reference()
 			severity := policyreport.Medium
 			if w.Means == None || w.FailedPreStopHooks > 0 {
 				severity = policyreport.High // no delay at all

@@ -8,6 +8,7 @@ import (
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -43,6 +44,9 @@ type Input struct {
 	Scope            scope.Scope
 	Events           []Event
 	Lint             lint.Options
+	// Terminations are what nap's controller counted of each workload's terminations
+	// (its reports' terminations results), by hook.Workload.String() (no APIVersion).
+	Terminations map[string]policyreport.Terminations
 }
 
 // Workload is one Service-backed workload's coverage.
@@ -60,6 +64,11 @@ type Workload struct {
 	// FailureCause is LastFailure's cause; when the event gives none (the kubelet's
 	// own never does), what the workload's hook runs.
 	FailureCause string `json:"failureCause,omitempty"`
+	// Terminations is what its terminations said, as nap's controller counted them
+	// (none: none counted); NotObserved, why none can be: its delay runs no nap binary
+	// to see them.
+	Terminations *policyreport.Terminations `json:"terminations,omitempty"`
+	NotObserved  string                     `json:"notObserved,omitempty"`
 }
 
 // Namespace is one namespace's coverage.
@@ -134,6 +143,7 @@ func Compute(in Input) Report {
 		if s.FailedPreStopHooks > 0 {
 			s.FailureCause = hook.Explain(s.LastFailure, w.PodSpec)
 		}
+		s.Terminations, s.NotObserved = observed(in, s)
 		ns := byNS[s.Namespace]
 		if ns == nil {
 			ns = &Namespace{Name: s.Namespace, Workloads: []Workload{}}
@@ -156,6 +166,21 @@ func Compute(in Input) Report {
 	}
 	slices.SortFunc(r.Namespaces, func(a, b Namespace) int { return strings.Compare(a.Name, b.Name) })
 	return r
+}
+
+// observed is what the workload's terminations said, as nap's controller counted them,
+// or why nothing can be: its delay runs no nap binary to see them.
+func observed(in Input, s Workload) (*policyreport.Terminations, string) {
+	if t, ok := in.Terminations[hook.Workload{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}.String()]; ok {
+		return &t, ""
+	}
+	switch s.Means {
+	case Native:
+		return nil, "the native sleep runs no nap binary: nothing sees the pod's traffic at its end"
+	case OwnHook:
+		return nil, "its own hook runs no nap binary: nothing sees the pod's traffic at its end"
+	}
+	return nil, ""
 }
 
 // means is how the workload's serving containers get their delay: the first container

@@ -17,6 +17,7 @@ import (
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -177,23 +178,27 @@ spec: {defaultBackend: {service: {name: api, port: {number: 80}}}}
 }
 
 // TestPolicyReports: the unprotected workloads as OpenReports Reports, one result per
-// reason and one for failed hooks (a golden file), and a real API server with
+// reason, one for failed hooks and one for what the controller counted of its
+// terminations (a golden file), and a real API server with
 // OpenReports' CRD accepts them (its schema).
 func TestPolicyReports(t *testing.T) {
 	objs, err := manifest.Read("fleet.yaml", []byte(fleet))
 	if err != nil {
 		t.Fatal(err)
 	}
+	quiet := policyreport.Terminations{Since: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+	quiet.Add(nap.Quiet, 1200*time.Millisecond, "api-7d9f8c6b5-abcde", time.Time{})
 	r := Compute(Input{Objects: objs, NamespaceLabels: map[string]map[string]string{"shop": {scope.InjectLabel: scope.Enabled}},
-		Events: []Event{{Namespace: "shop", Pod: "api-7d9f8c6b5-abcde", Message: `exec: "/bin/sh": stat /bin/sh: no such file or directory`, Time: time.Unix(1e9, 0)}}})
+		Events:       []Event{{Namespace: "shop", Pod: "api-7d9f8c6b5-abcde", Message: `exec: "/bin/sh": stat /bin/sh: no such file or directory`, Time: time.Unix(1e9, 0)}},
+		Terminations: map[string]policyreport.Terminations{"Deployment/shop/api": quiet}})
 	var out bytes.Buffer
 	if err := PolicyReports(&out, r, policyreport.OpenReports); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/openreports.yaml", out.Bytes())
 	res := PolicyResults(r)["shop"]
-	if len(res) != 3 { // opted in without the webhook, no-prestop-delay, the failed hook
-		t.Errorf("%d results, want 3: %+v", len(res), res)
+	if len(res) != 4 { // opted in without the webhook, no-prestop-delay, the failed hook, its terminations
+		t.Errorf("%d results, want 4: %+v", len(res), res)
 	}
 
 	cfg := kubeenv.APIServer(t)
@@ -214,4 +219,44 @@ func TestPolicyReports(t *testing.T) {
 			t.Errorf("the API server refuses %s/%s: %v", rep.GetNamespace(), rep.GetName(), err)
 		}
 	}
+}
+
+// TestTerminationsShown: what nap's controller counted of a workload's terminations, in
+// its row and, where one was late or cut, a line of its own; a workload whose delay is
+// the native sleep or a hook of its own is not observed, and says so.
+func TestTerminationsShown(t *testing.T) {
+	hooked := func(name, preStop string) string {
+		return strings.NewReplacer("name: api", "name: "+name, "app: api", "app: "+name, `readinessProbe: {httpGet: {path: /readyz, port: 8080}}}]`,
+			`readinessProbe: {httpGet: {path: /readyz, port: 8080}}, lifecycle: {preStop: `+preStop+`}}]`).Replace(fleet)
+	}
+	doc := hooked("binary", `{exec: {command: [/nap/nap, "5"]}}`) + "---\n" + hooked("native", `{sleep: {seconds: 5}}`) + "---\n" +
+		hooked("own", `{exec: {command: [/bin/drain]}}`) + "---\n" + hooked("quiet", `{exec: {command: [/nap/nap, "5"]}}`)
+	objs, err := manifest.Read("fleet.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	late := policyreport.Terminations{Since: since}
+	late.Add(nap.Quiet, 1200*time.Millisecond, "binary-a", time.Time{})
+	late.Add(nap.Late, 0, "binary-b", time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
+	quiet := policyreport.Terminations{Since: since}
+	quiet.Add(nap.Quiet, 800*time.Millisecond, "quiet-a", time.Time{})
+	r := Compute(Input{Objects: objs, Terminations: map[string]policyreport.Terminations{"Deployment/shop/binary": late, "Deployment/shop/quiet": quiet}})
+	got := map[string]Workload{}
+	for _, w := range r.Namespaces[0].Workloads {
+		got[w.Name] = w
+	}
+	if w := got["binary"]; w.Terminations == nil || w.Terminations.Total() != 2 || w.NotObserved != "" {
+		t.Errorf("binary: %+v, want its 2 terminations", w)
+	}
+	for _, name := range []string{"native", "own"} {
+		if w := got[name]; w.Terminations != nil || !strings.Contains(w.NotObserved, "runs no nap binary") {
+			t.Errorf("%s: %+v, want not observed", name, w)
+		}
+	}
+	var out bytes.Buffer
+	if err := Text(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/terminations.txt", out.Bytes())
 }

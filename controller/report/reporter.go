@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -161,8 +162,13 @@ type Reporter struct {
 	FrontKinds []client.Object
 
 	// Reports, when set, keeps a policy report per namespace of what is found
-	// (policyreport: OpenReports or the wg-policy PolicyReport).
+	// (policyreport: OpenReports or the wg-policy PolicyReport), and of what its
+	// workloads' terminations said (policyreport.Terminations), which a restarted
+	// Reporter takes up from it.
 	Reports *writer.Writer
+	// TerminationsEvery is how often at most a report is rewritten for quiet
+	// terminations alone (default TerminationsEvery).
+	TerminationsEvery time.Duration
 
 	Log logr.Logger
 
@@ -258,6 +264,13 @@ func (r *Reporter) Start(ctx context.Context) error {
 			}
 			r.Log.Error(err, "starting the reports anyway")
 		}
+	}
+	if r.Reports != nil { // the terminations an earlier run counted, before any is counted here
+		said, err := r.Reports.Read(ctx)
+		if err != nil {
+			r.Log.Error(err, "reading the reports an earlier run wrote: counting terminations from what could be read")
+		}
+		r.tallies.seed(said)
 	}
 	if err := r.Watch(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -359,7 +372,9 @@ func (r *Reporter) afterSynced() {
 }
 
 // Sync judges namespace ns from the caches and reports what changed: events on the
-// workloads with a finding new or grown, its metrics, its policy report. A namespace
+// workloads with a finding new or grown, its metrics, its policy report (the findings,
+// and its workloads' terminations: a late or cut one at once, quiet ones at most every
+// TerminationsEvery). A namespace
 // gone is forgotten.
 func (r *Reporter) Sync(ctx context.Context, name string) error {
 	r.init()
@@ -396,7 +411,11 @@ func (r *Reporter) Sync(ctx context.Context, name string) error {
 	r.mu.Unlock()
 	r.report(name, st)
 	if r.Reports != nil {
-		if err := r.Reports.SyncNamespace(ctx, name, Results(found)[name]); err != nil {
+		said, again := r.tallies.results(name, time.Now(), cmp.Or(r.TerminationsEvery, TerminationsEvery))
+		if again > 0 { // quiet terminations held back: report them when they are due
+			r.queue.AddAfter(name, again)
+		}
+		if err := r.Reports.SyncNamespace(ctx, name, append(Results(found)[name], said...)); err != nil {
 			return fmt.Errorf("policy report: %w", err)
 		}
 	}

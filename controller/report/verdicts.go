@@ -9,13 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/wait"
 )
 
 // Verdicts are the kinds a termination is counted as: nap's own (nap.Verdict), and
 // sparse, a quiet one the pod's traffic was too thin to trust (nap.Verdict.Sparse).
-var Verdicts = verdictKinds[:]
+var Verdicts = nap.Kinds[:]
 
 // containerVerdict is one container's verdict, as its pod's final status gives it.
 type containerVerdict struct {
@@ -77,108 +78,123 @@ func ageAtWait(p *corev1.Pod) time.Duration {
 	return began.Sub(p.Status.StartTime.Time)
 }
 
-// tailSamples is how many recent observed tails (Verdict.Last of quiet terminations) a
-// workload keeps for its quantiles, in milliseconds: 256 bytes a workload that
-// terminated, tens of thousands of them in a fleet.
-const tailSamples = 64
-
-// Tally is what one workload's terminations said.
-type Tally struct {
-	counts   [len(verdictKinds)]int // by kind, as Verdicts orders them
-	LastLate time.Time              // the last late or cut one, zero: none
-	LastPod  string                 // its pod
-	tails    []uint32               // milliseconds
+// tallies are the Reporter's counts, by namespace and workload, from the pod watch,
+// and what each namespace's report last said of them.
+type tallies struct {
+	mu    sync.Mutex
+	ns    map[string]*nsTally
+	since time.Time // when this Reporter began counting: a new workload's Since
 }
 
-// verdictKinds are Verdicts' places in Tally's counts.
-var verdictKinds = [...]string{nap.Quiet, nap.Sparse, nap.Late, nap.Blind, nap.Cut}
+// nsTally is one namespace's: its workloads' counts, what its report says of them, and
+// whether they changed since.
+type nsTally struct {
+	by      map[WorkloadRef]*policyreport.Terminations
+	said    []policyreport.Result // the terminations results last reported
+	at      time.Time             // when
+	changed bool                  // counted since
+	urgent  bool                  // a late or cut one among them: to be reported at once
+}
 
-// Count is how many of the workload's terminations were of kind (one of Verdicts).
-func (t Tally) Count(kind string) int {
-	if i := slices.Index(verdictKinds[:], kind); i >= 0 {
-		return t.counts[i]
+// TerminationsEvery is how often at most a namespace's report is rewritten for quiet
+// terminations alone (a rollout's, one after another), unless Reporter.TerminationsEvery
+// says otherwise; a late or cut one is reported at once. At rest nothing is written.
+const TerminationsEvery = time.Minute
+
+// nsLocked is namespace ns's tally, made if need be.
+func (ts *tallies) nsLocked(ns string) *nsTally {
+	if ts.ns == nil {
+		ts.ns, ts.since = map[string]*nsTally{}, time.Now()
 	}
-	return 0
-}
-
-// Tail is the q-quantile (0 to 1) of the observed tails of the workload's recent quiet
-// terminations, and how many there are.
-func (t Tally) Tail(q float64) (time.Duration, int) {
-	if len(t.tails) == 0 {
-		return 0, 0
-	}
-	s := slices.Sorted(slices.Values(t.tails))
-	i := min(len(s)-1, int(q*float64(len(s))))
-	return time.Duration(s[i]) * time.Millisecond, len(s)
-}
-
-// Total is how many terminations the workload had.
-func (t Tally) Total() int {
-	n := 0
-	for _, c := range t.counts {
-		n += c
+	n := ts.ns[ns]
+	if n == nil {
+		n = &nsTally{by: map[WorkloadRef]*policyreport.Terminations{}}
+		ts.ns[ns] = n
 	}
 	return n
-}
-
-// tallies are the Reporter's counts, by workload, from the pod watch.
-type tallies struct {
-	mu sync.Mutex
-	by map[WorkloadRef]*Tally
 }
 
 // add counts one container's termination of pod's workload.
 func (ts *tallies) add(w WorkloadRef, pod string, v containerVerdict, at time.Time) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if ts.by == nil {
-		ts.by = map[WorkloadRef]*Tally{}
-	}
-	t := ts.by[w]
+	n := ts.nsLocked(w.Namespace)
+	t := n.by[w]
 	if t == nil {
-		t = &Tally{}
-		ts.by[w] = t
+		t = &policyreport.Terminations{Since: ts.since}
+		n.by[w] = t
 	}
-	if i := slices.Index(verdictKinds[:], v.kind); i >= 0 {
-		t.counts[i]++
-	}
-	switch v.kind {
-	case nap.Quiet:
-		if len(t.tails) == tailSamples {
-			t.tails = append(t.tails[:0], t.tails[1:]...)
+	t.Add(v.kind, v.last, pod, at)
+	n.changed = true
+	n.urgent = n.urgent || v.kind == nap.Late || v.kind == nap.Cut
+}
+
+// seed takes up what the reports of an earlier run counted (policyreport.TerminationsOf),
+// before any termination is counted here: the counts outlive the controller.
+func (ts *tallies) seed(byNamespace map[string][]policyreport.Result) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for ns, results := range byNamespace {
+		for _, r := range results {
+			t, ok := policyreport.TerminationsOf(r)
+			if !ok {
+				continue
+			}
+			n := ts.nsLocked(ns)
+			w := WorkloadRef{APIVersion: r.Workload.APIVersion, Kind: r.Workload.Kind, Namespace: ns, Name: r.Workload.Name}
+			n.by[w] = &t
+			n.said = append(n.said, t.Result(w.Reference()))
 		}
-		t.tails = append(t.tails, uint32(min(v.last/time.Millisecond, 1<<32-1)))
-	case nap.Late, nap.Cut:
-		t.LastLate, t.LastPod = at, pod
 	}
+}
+
+// results are the terminations results namespace ns's report is to say at now: what
+// it said, unless they changed and a late or cut one is new or every has passed; again is when to ask again for what is held back (0: nothing).
+func (ts *tallies) results(ns string, now time.Time, every time.Duration) (out []policyreport.Result, again time.Duration) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	n := ts.ns[ns]
+	if n == nil {
+		return nil, 0
+	}
+	if n.changed && !n.urgent && now.Sub(n.at) < every {
+		return n.said, every - now.Sub(n.at)
+	}
+	if n.changed {
+		n.said = make([]policyreport.Result, 0, len(n.by))
+		for w, t := range n.by {
+			n.said = append(n.said, t.Result(w.Reference()))
+		}
+		n.at, n.changed, n.urgent = now, false, false
+	}
+	return n.said, 0
 }
 
 // get is a copy of w's tally.
-func (ts *tallies) get(w WorkloadRef) (Tally, bool) {
+func (ts *tallies) get(w WorkloadRef) (policyreport.Terminations, bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	t, ok := ts.by[w]
-	if !ok {
-		return Tally{}, false
+	n := ts.ns[w.Namespace]
+	if n == nil || n.by[w] == nil {
+		return policyreport.Terminations{}, false
 	}
-	c := *t
-	c.tails = slices.Clone(t.tails)
+	c := *n.by[w]
+	c.Tails = slices.Clone(c.Tails)
 	return c, true
 }
 
-// forget drops the tallies of namespace ns's workloads: it is gone.
+// forget drops the tallies of namespace ns: it is gone.
 func (ts *tallies) forget(ns string) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	for w := range ts.by {
-		if w.Namespace == ns {
-			delete(ts.by, w)
-		}
-	}
+	delete(ts.ns, ns)
 }
 
-// Terminations is what the terminations of workload w said since the Reporter started.
-func (r *Reporter) Terminations(w WorkloadRef) (Tally, bool) { return r.tallies.get(w) }
+// Terminations is what the terminations of workload w said: since the Reporter
+// started, or since the first one its namespace's report counted.
+func (r *Reporter) Terminations(w WorkloadRef) (policyreport.Terminations, bool) {
+	return r.tallies.get(w)
+}
 
 // The events a termination gives its workload.
 const (

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
@@ -76,5 +78,68 @@ func TestVerdictsOf(t *testing.T) {
 	// an hour after it started.
 	if age := ageAtWait(pod(hour, nil, "x")); age < hour-time.Second || age > hour+time.Second {
 		t.Errorf("age at the wait %v, want an hour", age)
+	}
+}
+
+// TestTalliesResults: what a namespace's report says of its terminations: the first at
+// once, quiet ones after it held back until a minute has passed (and when to ask
+// again), a late one at once; nothing new at rest; an earlier run's counts taken up;
+// a namespace gone, forgotten.
+func TestTalliesResults(t *testing.T) {
+	web := WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	quiet := containerVerdict{container: "app", kind: nap.Quiet, last: 1200 * time.Millisecond}
+	late := containerVerdict{container: "app", kind: nap.Late, last: 9 * time.Second}
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	var ts tallies
+	say := func(at time.Duration) (string, time.Duration) {
+		t.Helper()
+		rs, again := ts.results("shop", t0.Add(at), time.Minute)
+		if len(rs) != 1 {
+			t.Fatalf("at %v: %d results, want 1: %+v", at, len(rs), rs)
+		}
+		return rs[0].Outcome + " " + rs[0].Properties["terminations"], again
+	}
+	for _, step := range []struct {
+		at        time.Duration
+		add       *containerVerdict
+		want      string
+		wantAgain time.Duration
+	}{
+		{0, &quiet, "pass 1", 0},
+		{10 * time.Second, &quiet, "pass 1", 50 * time.Second}, // held back
+		{20 * time.Second, nil, "pass 1", 40 * time.Second},
+		{60 * time.Second, nil, "pass 2", 0},   // due
+		{61 * time.Second, &late, "fail 3", 0}, // at once
+		{62 * time.Second, nil, "fail 3", 0},   // at rest
+	} {
+		if step.add != nil {
+			ts.add(web, "web-1", *step.add, t0.Add(step.at))
+		}
+		if got, again := say(step.at); got != step.want || again != step.wantAgain {
+			t.Errorf("at %v: %q, ask again in %v; want %q, %v", step.at, got, again, step.want, step.wantAgain)
+		}
+	}
+	if rs, _ := ts.results("other", t0, time.Minute); rs != nil {
+		t.Errorf("a namespace with no terminations: %+v", rs)
+	}
+
+	// A new Reporter takes up what the report said, and says the same until one more.
+	said, _ := ts.results("shop", t0.Add(time.Hour), time.Minute)
+	var next tallies
+	next.seed(map[string][]policyreport.Result{"shop": said})
+	if got, _ := next.get(web); got.Total() != 3 || got.Count(nap.Late) != 1 || got.LastPod != "web-1" {
+		t.Errorf("taken up: %+v, want 3 terminations, 1 late of web-1", got)
+	}
+	again, _ := next.results("shop", t0.Add(time.Hour), time.Minute)
+	if len(again) != 1 || !reflect.DeepEqual(again[0], said[0]) {
+		t.Errorf("after taking up: %+v, want what was said, %+v", again, said)
+	}
+	next.add(web, "web-2", quiet, t0.Add(time.Hour))
+	if rs, _ := next.results("shop", t0.Add(2*time.Hour), time.Minute); rs[0].Properties["terminations"] != "4" {
+		t.Errorf("one more: %+v", rs[0].Properties)
+	}
+	next.forget("shop")
+	if _, ok := next.get(web); ok {
+		t.Error("a namespace gone is not forgotten")
 	}
 }

@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -131,6 +132,29 @@ func (w *Writer) Forget(ns string) {
 	w.mu.Lock()
 	delete(w.written, ns)
 	w.mu.Unlock()
+}
+
+// Read is what the reports an earlier run wrote say, by namespace (read once, as the
+// first Sync does): the Reporter takes up the terminations they count.
+func (w *Writer) Read(ctx context.Context) (map[string][]policyreport.Result, error) {
+	if err := w.read(ctx); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string][]policyreport.Result, len(w.written))
+	var errs []error
+	for ns, c := range w.written {
+		u := &unstructured.Unstructured{Object: maps.Clone(c)}
+		u.SetNamespace(ns)
+		rs, err := policyreport.Parse(u)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[ns] = rs
+	}
+	return out, errors.Join(errs...)
 }
 
 // read reads, once, the reports an earlier run wrote.

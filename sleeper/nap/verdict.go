@@ -36,6 +36,10 @@ const (
 	Sparse = "sparse"
 )
 
+// Kinds are every kind a termination is counted as, nap's verdicts and Sparse, in the
+// order counts and reports list them.
+var Kinds = [...]string{Quiet, Sparse, Late, Blind, Cut}
+
 // SparseBelow is how many connections beyond the background the pod must have accepted
 // per QUIET, on average over its life, for a quiet verdict to tell a route that forgot
 // the pod from one that has not sent yet: with arrivals at random, a route still

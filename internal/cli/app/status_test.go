@@ -10,9 +10,15 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/policyreport"
+	"github.com/nap-k8s/nap/sleeper/nap"
 	nstatus "github.com/nap-k8s/nap/status"
 	"github.com/nap-k8s/nap/traffic"
 )
@@ -254,5 +260,69 @@ func TestStatus(t *testing.T) {
 	}
 	if code, r, _ = status("-n", "st-plain"); code != 0 || r.Unprotected != 2 {
 		t.Errorf("-n st-plain beside a 1.29 kubelet: exit %d, %d unprotected; want 0, 2 (the native sleep too)", code, r.Unprotected)
+	}
+}
+
+// TestStatusTerminations: napctl status reads what nap's controller counted of each
+// workload's terminations from its namespace's Report (OpenReports, on a real API
+// server with its CRD) and shows it beside the workload, a late one on a line of its
+// own; the native sleep's workload is "not observed".
+func TestStatusTerminations(t *testing.T) {
+	cfg := kubeenv.APIServer(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, kubectl := kubeenv.Kubeconfig(t, cfg), kubeenv.Kubectl(t)
+	crd := kubeenv.ModuleFile(t, "github.com/openreports/reports-api", "config/crd/openreports.io_reports.yaml")
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crd}}); err != nil {
+		t.Fatal(err)
+	}
+	applyIn(t, cs, kubectl, kubeconfig, "st-verdicts", nil, writeTemp(t, statusWorkloads))
+	tm := policyreport.Terminations{Since: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+	for range 41 {
+		tm.Add(nap.Quiet, 1200*time.Millisecond, "binary-a", time.Time{})
+	}
+	tm.Add(nap.Late, 0, "binary-7d9f8c6b5-x", time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
+	ref := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "st-verdicts", Name: "binary"}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), policyreport.Report(policyreport.OpenReports, "st-verdicts", []policyreport.Result{tm.Result(ref)})); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := runNapctl("status", "--kubeconfig", kubeconfig, "-n", "st-verdicts", "-o", "json")
+	var r nstatus.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 {
+		t.Fatalf("status -o json: exit %d, %v: %s %s", code, err, stdout, stderr)
+	}
+	for _, w := range r.Namespaces[0].Workloads {
+		switch w.Name {
+		case "binary":
+			if w.Terminations == nil || w.Terminations.Total() != 42 || w.Terminations.Count(nap.Late) != 1 {
+				t.Errorf("binary: %+v, want its 42 terminations, 1 late", w.Terminations)
+			}
+		case "native":
+			if w.Terminations != nil || w.NotObserved == "" {
+				t.Errorf("native: %+v, want not observed", w)
+			}
+		}
+	}
+	if !strings.Contains(stdout, `"verdicts": {`) {
+		t.Errorf("no verdicts by kind in the JSON:\n%s", stdout)
+	}
+	code, stdout, _ = runNapctl("status", "--kubeconfig", kubeconfig, "-n", "st-verdicts")
+	t.Logf("napctl status -n st-verdicts:\n%s", stdout)
+	for _, want := range []string{"42: 41 quiet, 1 late; p99 1.2s", "not observed",
+		"st-verdicts Deployment/binary: 42 terminations since 2026-11-25 10:00 UTC: 41 quiet, 1 late; tail p50 1.2s, p99 1.2s of 41; last late or cut 2026-12-01 08:12 UTC, pod binary-7d9f8c6b5-x"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status text: exit %d, no %q in\n%s", code, want, stdout)
+		}
+	}
+	// -o openreports says it too, as the controller wrote it.
+	if _, stdout, _ = runNapctl("status", "--kubeconfig", kubeconfig, "-n", "st-verdicts", "-o", "openreports"); !strings.Contains(stdout, "policy: terminations") {
+		t.Errorf("-o openreports: no terminations result in\n%s", stdout)
 	}
 }

@@ -12,14 +12,18 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
 	nlint "github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/live"
 	"github.com/nap-k8s/nap/policyreport"
+	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
 	nstatus "github.com/nap-k8s/nap/status"
 	"github.com/nap-k8s/nap/traffic"
@@ -43,7 +47,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Long: "For every workload a Service sends traffic to (every namespace, or -n): whether its\n" +
 			"pods terminate safely (a preStop delay that fits the grace period, a readiness probe,\n" +
 			"a hook that can run), by which means (native sleep, nap binary, nap webhook, their own\n" +
-			"hook), the reasons of every unprotected one, and its pods' FailedPreStopHook events.\n" +
+			"hook), the reasons of every unprotected one, its pods' FailedPreStopHook events, and\n" +
+			"what its terminations said as nap's controller counted them (each one's verdict:\n" +
+			"quiet, sparse, late, blind, cut), or \"not observed\" where no nap binary runs the delay.\n" +
 			"Works with or without nap's controller installed; it only reads.\n\n" +
 			"Exit status: 0, or 1 with --fail-on unprotected when a workload is unprotected; 2 when\n" +
 			"the cluster cannot be read.",
@@ -147,6 +153,8 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	wg.Go(func() { in.NamespaceLabels, errNamespaces = namespaceLabels(ctx, cs, f.namespace) })
 	wg.Go(func() { in.WebhookInstalled, in.Scope, warning = installed(ctx, cs) })
 	wg.Go(func() { in.Events, errEvents = failedPreStopHooks(ctx, cs, f.namespace) })
+	var terminationsWarning string
+	wg.Go(func() { in.Terminations, terminationsWarning = terminations(ctx, cfg, cs, f.namespace) })
 	var kept *traffic.Calibration
 	var errKept error
 	if f.calibration == "" { // none named: the one kept in the cluster, if any
@@ -159,8 +167,10 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	if kept != nil {
 		in.Lint.Calibration = kept
 	}
-	if warning != "" {
-		fmt.Fprintln(streams.ErrOut, "napctl status:", warning)
+	for _, w := range []string{warning, terminationsWarning} {
+		if w != "" {
+			fmt.Fprintln(streams.ErrOut, "napctl status:", w)
+		}
 	}
 	return in, errors.Join(errVersions, errObjects, errNamespaces, errEvents)
 }
@@ -225,6 +235,45 @@ func failedPreStopHooks(ctx context.Context, cs kubernetes.Interface, namespace 
 		out = append(out, nstatus.Event{Namespace: e.Namespace, Pod: e.InvolvedObject.Name, Message: e.Message, Time: t})
 	}
 	return out, nil
+}
+
+// terminations are what nap's controller counted of each workload's terminations in
+// namespace ("": every namespace), from the terminations results of its reports
+// (policyreport.TerminationsPolicy), by hook.Workload.String(); warning says what could
+// not be read. None where the cluster serves neither report format.
+func terminations(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, namespace string) (map[string]policyreport.Terminations, string) {
+	f, ok, err := writer.Detect(cs.Discovery())
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the terminations nap's controller counted (%v)", err)
+	}
+	if !ok {
+		return nil, ""
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the terminations nap's controller counted (%v)", err)
+	}
+	l, err := dc.Resource(f.GroupVersion.WithResource(f.Resource)).Namespace(namespace).List(ctx,
+		metav1.ListOptions{LabelSelector: policyreport.ManagedLabel + "=" + policyreport.ManagedBy})
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the terminations nap's controller counted: listing %s: %v", f.Resource, err)
+	}
+	out := map[string]policyreport.Terminations{}
+	for i := range l.Items {
+		if l.Items[i].GetName() != policyreport.Name {
+			continue
+		}
+		results, err := policyreport.Parse(&l.Items[i])
+		if err != nil {
+			return out, fmt.Sprintf("cannot read the terminations nap's controller counted: %v", err)
+		}
+		for _, r := range results {
+			if t, ok := policyreport.TerminationsOf(r); ok {
+				out[hook.Workload{Kind: r.Workload.Kind, Namespace: l.Items[i].GetNamespace(), Name: r.Workload.Name}.String()] = t
+			}
+		}
+	}
+	return out, ""
 }
 
 // installedScope is the scope nap's controller runs with: its Deployment's --policy,
