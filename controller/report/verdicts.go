@@ -87,13 +87,15 @@ type tallies struct {
 }
 
 // nsTally is one namespace's: its workloads' counts, what its report says of them, and
-// whether they changed since.
+// whether they changed since. What it says is kept as counts (about 300 bytes a
+// workload), not as results (a map of properties each), and made into results when
+// asked.
 type nsTally struct {
 	by      map[WorkloadRef]*policyreport.Terminations
-	said    []policyreport.Result // the terminations results last reported
-	at      time.Time             // when
-	changed bool                  // counted since
-	urgent  bool                  // a late or cut one among them: to be reported at once
+	said    map[WorkloadRef]policyreport.Terminations // as last reported
+	at      time.Time                                 // when
+	changed bool                                      // counted since
+	urgent  bool                                      // a late or cut one among them: to be reported at once
 }
 
 // TerminationsEvery is how often at most a namespace's report is rewritten for quiet
@@ -108,7 +110,7 @@ func (ts *tallies) nsLocked(ns string) *nsTally {
 	}
 	n := ts.ns[ns]
 	if n == nil {
-		n = &nsTally{by: map[WorkloadRef]*policyreport.Terminations{}}
+		n = &nsTally{by: map[WorkloadRef]*policyreport.Terminations{}, said: map[WorkloadRef]policyreport.Terminations{}}
 		ts.ns[ns] = n
 	}
 	return n
@@ -142,14 +144,14 @@ func (ts *tallies) seed(byNamespace map[string][]policyreport.Result) {
 			}
 			n := ts.nsLocked(ns)
 			w := WorkloadRef{APIVersion: r.Workload.APIVersion, Kind: r.Workload.Kind, Namespace: ns, Name: r.Workload.Name}
-			n.by[w] = &t
-			n.said = append(n.said, t.Result(w.Reference()))
+			n.by[w], n.said[w] = &t, clone(t)
 		}
 	}
 }
 
 // results are the terminations results namespace ns's report is to say at now: what
-// it said, unless they changed and a late or cut one is new or every has passed; again is when to ask again for what is held back (0: nothing).
+// it said, unless they changed and a late or cut one is new or every has passed; again
+// is when to ask again for what is held back (0: nothing).
 func (ts *tallies) results(ns string, now time.Time, every time.Duration) (out []policyreport.Result, again time.Duration) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -157,17 +159,26 @@ func (ts *tallies) results(ns string, now time.Time, every time.Duration) (out [
 	if n == nil {
 		return nil, 0
 	}
-	if n.changed && !n.urgent && now.Sub(n.at) < every {
-		return n.said, every - now.Sub(n.at)
-	}
-	if n.changed {
-		n.said = make([]policyreport.Result, 0, len(n.by))
+	switch {
+	case n.changed && !n.urgent && now.Sub(n.at) < every:
+		again = every - now.Sub(n.at)
+	case n.changed:
+		clear(n.said)
 		for w, t := range n.by {
-			n.said = append(n.said, t.Result(w.Reference()))
+			n.said[w] = clone(*t)
 		}
 		n.at, n.changed, n.urgent = now, false, false
 	}
-	return n.said, 0
+	for w, t := range n.said {
+		out = append(out, t.Result(w.Reference()))
+	}
+	return out, again
+}
+
+// clone is t with tails of its own: Add moves them in place.
+func clone(t policyreport.Terminations) policyreport.Terminations {
+	t.Tails = slices.Clone(t.Tails)
+	return t
 }
 
 // get is a copy of w's tally.
@@ -178,9 +189,7 @@ func (ts *tallies) get(w WorkloadRef) (policyreport.Terminations, bool) {
 	if n == nil || n.by[w] == nil {
 		return policyreport.Terminations{}, false
 	}
-	c := *n.by[w]
-	c.Tails = slices.Clone(c.Tails)
-	return c, true
+	return clone(*n.by[w]), true
 }
 
 // forget drops the tallies of namespace ns: it is gone.
