@@ -70,12 +70,22 @@ func (t *Terminations) Add(kind string, last time.Duration, pod string, at time.
 // Tail is the q-quantile (0 to 1) of the observed tails of the recent quiet
 // terminations, and how many there are.
 func (t Terminations) Tail(q float64) (time.Duration, int) {
-	if len(t.Tails) == 0 {
-		return 0, 0
-	}
 	s := slices.Sorted(slices.Values(t.Tails))
-	i := min(len(s)-1, int(q*float64(len(s))))
-	return time.Duration(s[i]) * time.Millisecond, len(s)
+	return quantile(s, q), len(s)
+}
+
+// quantiles are the tails' p50 and p99, and how many there are: one sort.
+func (t Terminations) quantiles() (p50, p99 time.Duration, n int) {
+	s := slices.Sorted(slices.Values(t.Tails))
+	return quantile(s, 0.5), quantile(s, 0.99), len(s)
+}
+
+// quantile is the q-quantile of sorted milliseconds; 0 of none.
+func quantile(sorted []uint32, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return time.Duration(sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]) * time.Millisecond
 }
 
 // Outcome is the result it is reported as: fail where one was late or cut (a route
@@ -96,8 +106,7 @@ func (t Terminations) Outcome() string {
 // pod web-7d9f8c6b5-x".
 func (t Terminations) String() string {
 	s := fmt.Sprintf("%d terminations since %s: %s", t.Total(), t.Since.UTC().Format(minute), t.kinds())
-	if p99, n := t.Tail(0.99); n > 0 {
-		p50, _ := t.Tail(0.5)
+	if p50, p99, n := t.quantiles(); n > 0 {
 		s += fmt.Sprintf("; tail p50 %v, p99 %v of %d", p50, p99, n)
 	}
 	if !t.LastLate.IsZero() {
@@ -133,10 +142,8 @@ func (t Terminations) Result(workload corev1.ObjectReference) Result {
 		for i, v := range t.Tails {
 			ms[i] = strconv.FormatUint(uint64(v), 10)
 		}
-		props[propTails] = strings.Join(ms, ",")
-		p50, _ := t.Tail(0.5)
-		p99, _ := t.Tail(0.99)
-		props[propP50], props[propP99] = p50.String(), p99.String()
+		p50, p99, _ := t.quantiles()
+		props[propTails], props[propP50], props[propP99] = strings.Join(ms, ","), p50.String(), p99.String()
 	}
 	if !t.LastLate.IsZero() {
 		props[propLastLate], props[propLastPod] = t.LastLate.UTC().Format(time.RFC3339), t.LastPod
@@ -209,8 +216,7 @@ func (t Terminations) MarshalJSON() ([]byte, error) {
 			v.Verdicts[k] = t.Counts[i]
 		}
 	}
-	if p99, n := t.Tail(0.99); n > 0 {
-		p50, _ := t.Tail(0.5)
+	if p50, p99, n := t.quantiles(); n > 0 {
 		v.TailP50, v.TailP99 = p50.String(), p99.String()
 	}
 	if !t.LastLate.IsZero() {
@@ -243,7 +249,7 @@ func (t *Terminations) UnmarshalJSON(b []byte) error {
 // Short is t in a few words, for a table: "142: 141 quiet, 1 late; p99 3.4s".
 func (t Terminations) Short() string {
 	s := fmt.Sprintf("%d: %s", t.Total(), t.kinds())
-	if p99, n := t.Tail(0.99); n > 0 {
+	if _, p99, n := t.quantiles(); n > 0 {
 		s += fmt.Sprintf("; p99 %v", p99)
 	}
 	return s
