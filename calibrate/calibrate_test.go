@@ -2,6 +2,8 @@ package calibrate
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -23,8 +25,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{Options{Image: "i"}, ""},
 		{Options{}, "image is required"},
-		{Options{Image: "i", Paths: traffic.Config{IngressClass: "traefik"}}, "go together"},
-		{Options{Image: "i", Paths: traffic.Config{IngressURL: "http://x"}}, "go together"},
+		{Options{Image: "i", Paths: PathConfig{IngressClass: "traefik"}}, "go together"},
+		{Options{Image: "i", Paths: PathConfig{IngressURL: "http://x"}}, "go together"},
 		{Options{Image: "i", Rounds: -1}, "must not be negative"},
 		{Options{Image: "i", Replicas: 1}, "replicas 1"},
 	} {
@@ -95,7 +97,7 @@ func TestNamespace(t *testing.T) {
 // advice names the deciding path, says what shortens its tail, and gives the other
 // paths' tails to compare.
 func TestAdvice(t *testing.T) {
-	rep := &Report{Grace: 65 * time.Second, Longest: "lb-local", Paths: []Stats{
+	rep := &Report{Grace: Seconds(65 * time.Second), Longest: "lb-local", Paths: []Stats{
 		{Path: Path{Name: "clusterip"}, Samples: 5, Max: 1.2},
 		{Path: Path{Name: "lb-local"}, Samples: 5, Max: 33.1},
 		{Path: Path{Name: "lb-cluster"}, Samples: 5, Max: 1.3},
@@ -129,7 +131,7 @@ func TestRecommend(t *testing.T) {
 		rep := &Report{Paths: tc.paths}
 		recommend(rep, Options{Margin: DefaultMargin, Drain: DefaultDrain, AcceptGrace: DefaultAccept})
 		a := rep.Adaptive
-		if rep.Delay != tc.delay || rep.Longest != tc.longest || a.Wait.Min != tc.min || a.Wait.Delay != tc.max || a.Wait.Quiet != 2*time.Second || !a.Wait.IsAdaptive() || a.Grace != tc.aGrace || a.MaxS != tc.max.Seconds() {
+		if aw := a.Wait(); rep.Delay.Duration() != tc.delay || rep.Longest != tc.longest || aw.Min != tc.min || aw.Delay != tc.max || aw.Quiet != 2*time.Second || !aw.IsAdaptive() || a.Grace.Duration() != tc.aGrace || aw.Check() != nil {
 			t.Errorf("%s: delay %v on %s, adaptive %+v; want %v on %s, MIN %v QUIET 2s MAX %v grace %v", tc.name, rep.Delay, rep.Longest, a, tc.delay, tc.longest, tc.min, tc.max, tc.aGrace)
 		}
 		// What --save keeps: the measured paths only, each with the delay it needs; the
@@ -144,8 +146,65 @@ func TestRecommend(t *testing.T) {
 				t.Errorf("%s: stored %s: %+v %v", tc.name, s.Path.Name, got, ok)
 			}
 		}
-		if d, path, ok := st.Needs(traffic.All()); !ok || d != rep.Delay || path != rep.Longest {
+		if d, path, ok := st.Needs(traffic.All()); !ok || d != rep.Delay.Duration() || path != rep.Longest {
 			t.Errorf("%s: the stored calibration needs %v for %s (%v), the recommendation is %v for %s", tc.name, d, path, ok, rep.Delay, rep.Longest)
 		}
+	}
+}
+
+// TestReportJSON: the report's durations are numbers of seconds in JSON, as their names
+// say, and read back as the same durations.
+func TestReportJSON(t *testing.T) {
+	rep := &Report{Paths: []Stats{{Path: Path{Name: "lb-local"}, Samples: 5, Max: 33.1}}}
+	recommend(rep, Options{Margin: DefaultMargin, Drain: DefaultDrain, AcceptGrace: DefaultAccept})
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"recommended_delay_seconds":36,`, `"recommended_grace_period_seconds":66,`,
+		`"adaptive_wait":{"min_seconds":36,"quiet_seconds":2,"max_seconds":72,"grace_period_seconds":102}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s: no %s", b, want)
+		}
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || back.Delay != rep.Delay || back.Grace != rep.Grace || back.Adaptive != rep.Adaptive {
+		t.Errorf("read back: %+v (%v), want %+v", back, err, rep)
+	}
+	var half Seconds
+	if err := json.Unmarshal([]byte("2.5"), &half); err != nil || half.Duration() != 2500*time.Millisecond || half.String() != "2.5s" {
+		t.Errorf("2.5 seconds: %v, %v", half, err)
+	}
+}
+
+// TestRecommendFromRounds: from the rounds as measured (each replaced pod's tail per
+// path; a path that never sent to a pod has none) to the recommendation: the quantiles
+// per path, the slowest path's longest tail deciding, a path with no sample left out of
+// what is stored.
+func TestRecommendFromRounds(t *testing.T) {
+	paths := []Path{{Name: "clusterip"}, {Name: "lb-local"}, {Name: "ingress"}}
+	var rounds []Round
+	for i, lb := range []float64{12.5, 31.2, 0, 29.9, 24} { // a scale-down pod each round behind the load balancer
+		rounds = append(rounds,
+			Round{Round: i, Pod: fmt.Sprintf("a-%d", i), Disruption: RollingRestart, Tails: map[string]float64{"clusterip": 0.4 + 0.1*float64(i)}},
+			Round{Round: i, Pod: fmt.Sprintf("b-%d", i), Disruption: ScaleDown, Tails: map[string]float64{"clusterip": 1.1, "lb-local": lb}})
+	}
+	rep := &Report{Rounds: rounds, Paths: tails(paths, rounds)}
+	recommend(rep, Options{Margin: DefaultMargin, Drain: DefaultDrain, AcceptGrace: DefaultAccept})
+	want := []Stats{
+		{Path: paths[0], Samples: 10, P50: 0.8, P99: 1.1, Max: 1.1}, // the nearest rank: the 5th of 10
+		{Path: paths[1], Samples: 5, P50: 24, P99: 31.2, Max: 31.2},
+		{Path: paths[2]},
+	}
+	for i, w := range want {
+		if g := rep.Paths[i]; g.Path != w.Path || g.Samples != w.Samples || math.Abs(g.P50-w.P50) > 1e-9 || math.Abs(g.P99-w.P99) > 1e-9 || g.Max != w.Max {
+			t.Errorf("%s: %+v, want %+v", w.Path.Name, g, w)
+		}
+	}
+	if rep.Longest != "lb-local" || rep.Delay.Duration() != 34*time.Second || rep.Grace.Duration() != 64*time.Second || rep.Advice == "" {
+		t.Errorf("recommended %v (grace %v) on %s, advice %q; want 34s (64s) on lb-local, with advice past 60s", rep.Delay, rep.Grace, rep.Longest, rep.Advice)
+	}
+	if _, ok := rep.Stored.Tail("ingress"); ok || len(rep.Stored.Paths) != 2 {
+		t.Errorf("stored %+v: want clusterip and lb-local", rep.Stored.Paths)
 	}
 }

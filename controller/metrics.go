@@ -5,8 +5,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// The controller's metrics, served by the manager's /metrics. They are registered here
-// and only here.
+// The Publisher's and the webhook's metrics, served by the manager's /metrics. Each
+// package of the controller defines and registers its own in its metrics.go: this one,
+// report (the Reporter), certs and evicted (TestMetricsHome).
 var (
 	// The Publisher.
 	published = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_configmaps_published_total", Help: "nap ConfigMaps created in namespaces."})

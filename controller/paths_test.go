@@ -163,7 +163,7 @@ func TestPathAwareWebhook(t *testing.T) {
 		{name: "no Service", app: "batch", want: "sleep 5s", why: "holds 5s, the fleet's: no Service path reaches the pod"},
 		{name: "the adaptive wait: MIN from the path", app: "edge", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
 			want: "exec /nap/nap 29s --quiet 2s --max 60s", why: "holds at least 29s for lb-local via Service edge"},
-		{name: "its own delay", app: "edge", annotations: map[string]string{DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
+		{name: "its own delay", app: "edge", annotations: map[string]string{wait.DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
 		{name: "behind an application load balancer with pod targets: the adaptive wait watches requests", app: "alb", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
 			want: "exec /nap/nap 4s --quiet 2s --max 60s",
 			why:  "holds at least 4s for nodeport via Service alb: its tail measured at 2.2 s (p99 2.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-pods via Service alb (not calibrated); watches requests (--requests 1s): lb-pods via Service alb, whose clients send over connections they keep"},
@@ -236,7 +236,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	t.Logf("reported %v after the LoadBalancer Service was added", time.Since(added).Round(10*time.Millisecond))
 	for _, f := range r.Findings() {
 		if f.Reason == report.DelayBelowPath && slices.Contains(f.Pods, cart.Name) &&
-			!strings.Contains(f.Message, "holds them 3s, but Service cart-lb reaches the pod through the load balancer (Local), whose tail napctl calibrate measured at 27.3 s") {
+			!strings.Contains(f.Message, "'s preStop holds it 3s, but Service cart-lb reaches the pod through the load balancer (Local), whose tail napctl calibrate measured at 27.3 s") {
 			t.Errorf("message %q", f.Message)
 		}
 	}
@@ -261,7 +261,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	routed := time.Now()
 	for !slices.ContainsFunc(r.Findings(), func(f report.Finding) bool {
 		return f.Reason == report.DelayBelowPath && slices.Contains(f.Pods, quiet.Name) &&
-			strings.Contains(f.Message, "holds them 3s, but gateway-route via Service quiet (not calibrated) reach the pod, and no calibration measured them: at least the fleet's 5s")
+			strings.Contains(f.Message, "'s preStop holds it 3s, but gateway-route via Service quiet (not calibrated) reach the pod, and no calibration measured them: at least the fleet's 5s")
 	}) {
 		if time.Since(routed) > 30*time.Second {
 			t.Fatalf("no delay-below-path for %s 30 s after a GRPCRoute named its Service: %q", quiet.Name, r.Findings())
@@ -328,7 +328,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	}
 	t.Logf("reported %v after the Ingress was added", time.Since(fronted).Round(10*time.Millisecond))
 	for _, f := range r.Findings() {
-		if f.Reason == report.AdaptiveMissesPool && !strings.HasPrefix(f.Message, "pods' preStop hook: the adaptive wait watches new connections alone, but ingress via Service late and lb-pods via Service late reach the pod through clients that send over connections they keep") {
+		if f.Reason == report.AdaptiveMissesPool && !strings.Contains(f.Message, "'s preStop: the adaptive wait watches new connections alone, but ingress via Service late and lb-pods via Service late reach the pod through clients that send over connections they keep") {
 			t.Errorf("message %q", f.Message)
 		}
 	}

@@ -35,7 +35,7 @@ const (
 // server, in place of the webhook.
 type AdmissionPolicyOptions struct {
 	APIVersion string // PolicyAPIV1 (default) or PolicyAPIV1beta
-	// Waits are the default waits; a pod's WaitAnnotation and DelayAnnotation override
+	// Waits are the default waits; a pod's wait.KindAnnotation and wait.DelayAnnotation override
 	// them, as at the webhook.
 	Waits wait.Defaults
 	// Native: delays of whole seconds become the native sleep action (every kubelet of
@@ -60,7 +60,7 @@ type AdmissionPolicyOptions struct {
 var PolicyCannot = []string{
 	"the " + strings.Join(byServiceScopes(), " and ") + " policies: whether a Service selects the pod needs the namespace's Services, which CEL cannot read (namespaces labelled " + scope.Label + " are not served; use --admission webhook)",
 	"the kubelet versions of the nodes that may run the pod: the native sleep is chosen at install for the whole cluster",
-	"warnings, events and metrics for a pod it could not change (a bad " + DelayAnnotation + " annotation): the pod is admitted unchanged, silently; the controller's Reporter still finds it",
+	"warnings, events and metrics for a pod it could not change (a bad " + wait.DelayAnnotation + " annotation): the pod is admitted unchanged, silently; the controller's Reporter still finds it",
 	"the delay of a nap hook already in the pod when raising the grace period: only the hooks it adds count",
 	"whether the namespace's nap ConfigMap holds this build's binaries: it mounts whatever is there (the ValidatingAdmissionPolicy " + Name + "-configmap lets only the controller write it)",
 	"each pod's wait by its own paths (a calibration kept in the cluster, napctl calibrate --store): they depend on the Services that select the pod and the Ingresses that name those, which CEL cannot read; every pod gets the fleet's wait, and the Reporter reports those whose paths need longer (" + string(report.DelayBelowPath) + ")",
@@ -178,12 +178,12 @@ func policyVariables(o AdmissionPolicyOptions, extra time.Duration) []admissionr
 		v("optedIn", celOptedIn),
 		// The wait (wait.Defaults.ForPod): the annotation's (trimmed), else the default.
 		v("wait", fmt.Sprintf(`has(object.metadata.annotations) && object.metadata.annotations[?%s].orValue('').trim() != '' ? object.metadata.annotations[%s].trim() : %s`,
-			q(WaitAnnotation), q(WaitAnnotation), q(string(o.Waits.Kind)))),
+			q(wait.KindAnnotation), q(wait.KindAnnotation), q(string(o.Waits.Kind)))),
 		v("adaptive", fmt.Sprintf(`variables.wait == %s`, q(string(wait.Adaptive)))),
 		// The delay (the adaptive wait's MAX): the annotation's (trimmed), else the
 		// wait's default.
 		v("delay", fmt.Sprintf(`has(object.metadata.annotations) && object.metadata.annotations[?%s].orValue('').trim() != '' ? object.metadata.annotations[%s].trim() : variables.adaptive ? %s : %s`,
-			q(DelayAnnotation), q(DelayAnnotation), q(wait.Arg(o.Waits.Adaptive.Delay)), q(o.Waits.Fixed.DelayArg()))),
+			q(wait.DelayAnnotation), q(wait.DelayAnnotation), q(wait.Arg(o.Waits.Adaptive.Delay)), q(o.Waits.Fixed.DelayArg()))),
 		// nap's syntax for one argument: a bare number of seconds, or number+unit terms.
 		v("syntax", `variables.delay.matches('^([0-9]+[.]?[0-9]*|[.][0-9]+)$') || variables.delay.matches('^(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+$')`),
 		v("duration", `!variables.syntax ? duration('0s') : variables.delay.matches('^([0-9]+[.]?[0-9]*|[.][0-9]+)$') ? duration(variables.delay + 's') : duration(variables.delay)`),

@@ -46,11 +46,11 @@ func policyCases(image string) []policyCase {
 	pod := func(annot map[string]string, labels map[string]string, spec corev1.PodSpec) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: annot, Labels: labels}, Spec: spec}
 	}
-	delay := func(d string) map[string]string { return map[string]string{DelayAnnotation: d} }
+	delay := func(d string) map[string]string { return map[string]string{wait.DelayAnnotation: d} }
 	wait := func(w string, max string) map[string]string {
-		a := map[string]string{WaitAnnotation: w}
+		a := map[string]string{wait.KindAnnotation: w}
 		if max != "" {
-			a[DelayAnnotation] = max
+			a[wait.DelayAnnotation] = max
 		}
 		return a
 	}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -11,16 +10,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -30,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nap-k8s/nap/configmap"
-	"github.com/nap-k8s/nap/controller/report"
 	"github.com/nap-k8s/nap/kube"
 )
 
@@ -59,99 +54,6 @@ func NewPublisher(c client.Client, rec record.EventRecorder, name, version strin
 		return nil, err
 	}
 	return &Publisher{Client: c, Recorder: rec, Want: cm, Selector: labels.Everything(), Exclude: map[string]bool{}}, nil
-}
-
-// CacheOptions restrict the manager's cache to what nap reads: ConfigMaps of the
-// Publisher's name only, so memory does not grow with the cluster's other ConfigMaps,
-// and of each Node only its name, labels and kubelet version (for the webhook). No
-// object keeps its managedFields: nap never reads them, and they are much of a small
-// object's size. Pods and events are as the Reporter needs them (report.CacheByObject).
-func CacheOptions(name string) cache.Options {
-	by := map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:     {Field: fields.OneTermEqualSelector("metadata.name", name), Transform: shareBinaries()},
-		&corev1.Node{}:          {Transform: slimNode},
-		&corev1.Service{}:       {Transform: slimService},
-		&networkingv1.Ingress{}: {Transform: slimIngress},
-	}
-	maps.Copy(by, report.CacheByObject()) // pods, as summaries; events
-	return cache.Options{NewInformer: report.NewInformer, DefaultTransform: cache.TransformStripManagedFields(), ByObject: by}
-}
-
-// shareBinaries is the cache's transform of nap's ConfigMaps: no managedFields, and
-// binaries equal to the last seen under the same key share its bytes, so that 10,000
-// namespaces' copies hold the two sleepers once, not 10,000 times. The cache's readers
-// get deep copies (Reconcile's edits included); no one writes to the cache's own.
-func shareBinaries() func(any) (any, error) {
-	var mu sync.Mutex
-	last := map[string][]byte{} // per key: one entry per binary name, not per copy
-	strip := cache.TransformStripManagedFields()
-	return func(o any) (any, error) {
-		o, err := strip(o)
-		cm, ok := o.(*corev1.ConfigMap)
-		if err != nil || !ok {
-			return o, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for k, b := range cm.BinaryData {
-			if prev, ok := last[k]; ok && bytes.Equal(prev, b) {
-				cm.BinaryData[k] = prev
-			} else {
-				last[k] = b
-			}
-		}
-		return cm, nil
-	}
-}
-
-// slimService keeps what the webhook and the Reporter read of a Service: its selector
-// (scope.Selects), and what the paths that reach its pods depend on (traffic.Reaching:
-// its type, cluster IP, externalTrafficPolicy, node ports, load balancer class, and
-// its annotations, which set a cloud load balancer's health checks), without kubectl's
-// copy of the whole object.
-func slimService(o any) (any, error) {
-	s, ok := o.(*corev1.Service)
-	if !ok {
-		return o, nil
-	}
-	slim := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, UID: s.UID}}
-	if len(s.Annotations) > 0 {
-		slim.Annotations = make(map[string]string, len(s.Annotations))
-		for k, v := range s.Annotations {
-			if k != corev1.LastAppliedConfigAnnotation {
-				slim.Annotations[k] = v
-			}
-		}
-	}
-	slim.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP, ExternalTrafficPolicy: s.Spec.ExternalTrafficPolicy,
-		AllocateLoadBalancerNodePorts: s.Spec.AllocateLoadBalancerNodePorts, LoadBalancerClass: s.Spec.LoadBalancerClass}
-	return slim, nil
-}
-
-// slimIngress keeps what the webhook and the Reporter read of an Ingress: the Services
-// it names (kube.IngressBackends).
-func slimIngress(o any) (any, error) {
-	ing, ok := o.(*networkingv1.Ingress)
-	if !ok {
-		return o, nil
-	}
-	slim := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: ing.Name, Namespace: ing.Namespace, ResourceVersion: ing.ResourceVersion, UID: ing.UID}}
-	for _, name := range kube.IngressBackends(ing) {
-		slim.Spec.Rules = append(slim.Spec.Rules, networkingv1.IngressRule{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-			Paths: []networkingv1.HTTPIngressPath{{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name}}}}}}})
-	}
-	return slim, nil
-}
-
-// slimNode keeps what kube.NodeOf reads of a Node.
-func slimNode(o any) (any, error) {
-	n, ok := o.(*corev1.Node)
-	if !ok {
-		return o, nil
-	}
-	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, ResourceVersion: n.ResourceVersion, UID: n.UID}}
-	slim.Status.NodeInfo.KubeletVersion = n.Status.NodeInfo.KubeletVersion
-	return slim, nil
 }
 
 // SetupWithManager watches namespaces, and the ConfigMaps of the Publisher's name

@@ -25,6 +25,7 @@ import (
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // TestReporter runs the Reporter on a manager's caches against a real kube-apiserver
@@ -88,10 +89,10 @@ func TestReporter(t *testing.T) {
 	pod("nap-system", "nap-6b7c8d9f-aaaaa", "ReplicaSet", "nap-6b7c8d9f", nil, nil) // the controller's own namespace
 	pod("opted-in", "own-0", "StatefulSet", "own", map[string]string{InjectLabel: "disabled"}, nil)
 	// Left unchanged by the webhook on purpose: refused, never rolled.
-	pod("opted-in", "bad-0", "StatefulSet", "bad", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{DelayAnnotation: "soon"} })
+	pod("opted-in", "bad-0", "StatefulSet", "bad", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{wait.DelayAnnotation: "soon"} })
 	pod("opted-in", "ownvol-0", "StatefulSet", "ownvol", nil, func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: kube.ConfigMapName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-		p.Annotations = map[string]string{DelayAnnotation: "2.5"} // nap's binary, which needs the volume
+		p.Annotations = map[string]string{wait.DelayAnnotation: "2.5"} // nap's binary, which needs the volume
 	})
 	pod("plain", "slow-0", "StatefulSet", "slow", nil, func(p *corev1.Pod) {
 		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(10))

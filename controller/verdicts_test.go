@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nap-k8s/nap/controller/report"
-	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/sleeper/nap"
@@ -50,7 +50,7 @@ func TestReporterVerdicts(t *testing.T) {
 	if err := r.Watch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	web := hook.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	web := kube.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
 
 	p := pod("web-7d9f8c6b5-a", dense, "nap/v1 late end=10000ms last=9900ms conns=3000 total=5000000\n")
 	pod("web-7d9f8c6b5-b", "nap/v1 quiet end=10000ms last=2500ms conns=3 total=20\n") // 20 in a day: sparse
@@ -200,7 +200,7 @@ func TestTerminationsReport(t *testing.T) {
 	await("pass 2: 2 quiet; p99 1.2s", every+5*time.Second)
 	napPod(t, ctx, c, "tally", "web-7d9f8c6b5-c", "nap/v1 late end=10000ms last=9900ms conns=3000 total=5000000\n")
 	rv := await("fail 3: 2 quiet, 1 late; p99 1.2s", every/2)
-	if got, _ := r.Terminations(report.WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "tally", Name: "web"}); got.LastPod != "web-7d9f8c6b5-c" {
+	if got, _ := r.Terminations(kube.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "tally", Name: "web"}); got.LastPod != "web-7d9f8c6b5-c" {
 		t.Errorf("the last late one: %q", got.LastPod)
 	}
 	stop()
@@ -208,7 +208,7 @@ func TestTerminationsReport(t *testing.T) {
 	// A new Reporter (a restart, a new leader): the counts go on from the Report's.
 	next, stopNext := start()
 	defer stopNext()
-	web := report.WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "tally", Name: "web"}
+	web := kube.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "tally", Name: "web"}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if _, ok := next.Terminations(web); ok && next.Synced() > 0 {
 			break

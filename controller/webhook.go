@@ -31,13 +31,11 @@ import (
 	"github.com/nap-k8s/nap/wait"
 )
 
-// The labels and annotation that drive the webhook.
+// The label that drives the webhook (a pod's wait.KindAnnotation and
+// wait.DelayAnnotation choose its wait).
 const (
 	// InjectLabel on a pod or its namespace opts in ("enabled") or out ("disabled").
 	InjectLabel = kube.InjectLabel
-	// DelayAnnotation on a pod sets how long its hook may hold, in nap's syntax: the
-	// fixed delay, or the adaptive wait's MAX; default the Injector's.
-	DelayAnnotation = wait.DelayAnnotation
 )
 
 // Injector is the mutating admission webhook for Pod CREATE: the same injection as
@@ -45,7 +43,7 @@ const (
 type Injector struct {
 	// Options are napctl inject's; the wait is each pod's (Waits.ForPod).
 	Options inject.Options
-	// Waits are the default waits; a pod's WaitAnnotation and DelayAnnotation choose
+	// Waits are the default waits; a pod's wait.KindAnnotation and wait.DelayAnnotation choose
 	// over them.
 	Waits wait.Defaults
 	// Nodes, when set, lists the cluster's nodes (from an informer cache: never an API
@@ -231,12 +229,12 @@ func (i *Injector) answer(ctx context.Context, req admission.Request) answered {
 
 // routed is the wait of a pod by the paths that reach it (traffic.Need.Wait), with the
 // calibration kept in the cluster, and why (for ReasonAnnotation); w is the fleet's, of
-// the kind the pod chose. A pod that sets its own delay (DelayAnnotation) keeps w. While
+// the kind the pod chose. A pod that sets its own delay (wait.DelayAnnotation) keeps w. While
 // there is no calibration, a pod keeps w ("" reason) but for the request signal, which
 // an adaptive wait gets where a client that pools its connections reaches the pod. An
 // error reading the caches leaves w.
 func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w wait.Wait) (wait.Wait, string, error) {
-	if i.Services == nil || strings.TrimSpace(pod.Annotations[DelayAnnotation]) != "" {
+	if _, own := wait.OwnDelay(pod.Annotations); i.Services == nil || own {
 		return w, "", nil
 	}
 	var c *traffic.Calibration

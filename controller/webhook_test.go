@@ -27,6 +27,7 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // TestWebhook has the real kube-apiserver call the Injector over TLS for Pod creates.
@@ -62,7 +63,7 @@ func TestWebhook(t *testing.T) {
 	}{
 		{name: "namespace-opted-in", ns: "opted-in", want: "sleep 5s"},
 		{name: "pod-opted-in", ns: "plain", labels: map[string]string{InjectLabel: "enabled"}, want: "sleep 5s"},
-		{name: "sub-second-delay-uses-nap", ns: "opted-in", annot: map[string]string{DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
+		{name: "sub-second-delay-uses-nap", ns: "opted-in", annot: map[string]string{wait.DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
 		{name: "opted-out", ns: "opted-in", labels: map[string]string{InjectLabel: "disabled"}, want: "none"},
 		{name: "not-opted-in", ns: "plain", want: "none"},
 		{name: "already-injected", ns: "opted-in", lc: napHook, want: "exec /nap/nap 7s"},
@@ -453,14 +454,14 @@ func TestInjectorRefusal(t *testing.T) {
 		want string // in the refusal; "" for none
 	}{
 		{"missed", pod(nil), ""},
-		{"a bad delay", pod(func(p *corev1.Pod) { p.Annotations = map[string]string{DelayAnnotation: "soon"} }), `nap.dev/delay "soon"`},
-		{"a bad wait", pod(func(p *corev1.Pod) { p.Annotations = map[string]string{WaitAnnotation: "sometimes"} }), `"sometimes"`},
+		{"a bad delay", pod(func(p *corev1.Pod) { p.Annotations = map[string]string{wait.DelayAnnotation: "soon"} }), `nap.dev/delay "soon"`},
+		{"a bad wait", pod(func(p *corev1.Pod) { p.Annotations = map[string]string{wait.KindAnnotation: "sometimes"} }), `"sometimes"`},
 		{"its own nap volume", pod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{DelayAnnotation: "2.5"}
+			p.Annotations = map[string]string{wait.DelayAnnotation: "2.5"}
 			p.Spec.Volumes = []corev1.Volume{{Name: kube.ConfigMapName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		}), "volume"},
 		{"an architecture without a binary", pod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{DelayAnnotation: "2.5"}
+			p.Annotations = map[string]string{wait.DelayAnnotation: "2.5"}
 			p.Spec.NodeSelector = map[string]string{"kubernetes.io/arch": "s390x"}
 		}), "s390x"},
 	} {

@@ -113,12 +113,7 @@ func (h Hook) Adaptive() bool { return h.Wait.IsAdaptive() }
 // Holds is the least the hook holds the container whatever the traffic, when Known:
 // its delay, or an adaptive wait's MIN. A path whose tail is longer still reaches the
 // pod after it stopped.
-func (h Hook) Holds() time.Duration {
-	if h.Adaptive() {
-		return h.Wait.Min
-	}
-	return h.Wait.Delay
-}
+func (h Hook) Holds() time.Duration { return h.Wait.Holds() }
 
 func fixed(d time.Duration) wait.Wait { return wait.Wait{Kind: wait.Fixed, Delay: d} }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
+	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -141,21 +142,12 @@ type Options struct {
 	Nodes  []kube.Node
 	Config Config
 	// Calibration is what napctl calibrate measured on the target cluster (napctl lint
-	// --calibration: a traffic.Calibration); nil: no delay is held to a path's tail.
-	Calibration Calibrated
-	// MissesPool says what is wrong with adaptive wait w on a pod that the paths of svcs
-	// reach, where it watches new connections alone and a client that pools its
-	// connections is among them (traffic.MissesPool, which lint does not link); "":
-	// nothing. Nil: not judged. It needs no calibration.
-	MissesPool func(svcs []*corev1.Service, fronts func(service string) kube.Fronts, w wait.Wait) string
-}
-
-// Calibrated tells the delay a pod's paths need by a calibration (traffic.Calibration,
-// which lint does not link: judging objects needs no API client).
-type Calibrated interface {
-	// PodNeeds is the delay the slowest measured path reaching the pods of svcs needs,
-	// why (for people) and what shortens that path's tail; ok false: none measured.
-	PodNeeds(svcs []*corev1.Service, fronts func(service string) kube.Fronts) (need time.Duration, why, remedy string, ok bool)
+	// --calibration); nil: no delay is held to a path's tail.
+	Calibration *traffic.Calibration
+	// Waits are the fleet's waits (napctl install's, the controller's): what a pod that
+	// an unmeasured path reaches holds at least (traffic.Need.Requires). Zero: nap's
+	// defaults.
+	Waits wait.Defaults
 }
 
 // Context is what checks see besides their workload.
@@ -209,13 +201,24 @@ func CheckWorkloads(workloads []*Workload, opts Options) []Finding {
 	return out
 }
 
-// CheckPod runs the checks named by ids on one live pod's spec, as the controller's
-// Reporter does on the pods it watches: no manifest (findings carry no file), no linked
-// objects (checks that need a Service find none), no ignore annotations, the
-// configured severities.
-func CheckPod(namespace, name string, spec corev1.PodSpec, opts Options, ids ...string) []Finding {
+// Pod is one live pod as CheckPod judges it.
+type Pod struct {
+	Namespace, Name string
+	Spec            corev1.PodSpec
+	// Services are the Services that select the pod, and Fronts tells which front doors
+	// (Ingresses, Gateway API routes) name each: the paths that reach it. Nil: the
+	// checks that need a Service find none.
+	Services []*corev1.Service
+	Fronts   func(service string) kube.Fronts
+}
+
+// CheckPod runs the checks named by ids on one live pod, as the controller's Reporter
+// does on the pods it watches: no manifest (findings carry no file), the Services and
+// front doors the caller read, no ignore annotations, the configured severities.
+func CheckPod(p Pod, opts Options, ids ...string) []Finding {
 	c := &Context{Options: opts}
-	w := &Workload{Obj: &manifest.Object{Kind: "Pod", Namespace: namespace, Name: name}, PodSpec: spec, Replicas: 1}
+	w := &Workload{Obj: &manifest.Object{Kind: "Pod", Namespace: p.Namespace, Name: p.Name}, PodSpec: p.Spec, Replicas: 1,
+		typed: p.Services, typedDone: true, frontsOf: p.Fronts}
 	var out []Finding
 	for _, id := range ids {
 		chk, ok := checksByID()[id]

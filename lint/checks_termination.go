@@ -62,74 +62,61 @@ func meshProxyExitsFirst(_ *Context, w *Workload) []Finding {
 	return []Finding{{Message: msg, Hint: need.Fix}}
 }
 
-// services are the workload's Services, decoded.
-func services(w *Workload) []*corev1.Service {
-	var svcs []*corev1.Service
-	for _, o := range w.Services {
-		svc := &corev1.Service{}
-		if o.Decode(svc) == nil {
-			svcs = append(svcs, svc)
-		}
-	}
-	return svcs
-}
-
 // adaptiveMissesPool: a container behind a Service whose preStop is nap's adaptive wait
 // without the request signal, where a client that pools its connections reaches the
 // pod (an application load balancer with the pods as targets: an AWS ALB in IP mode, GCP
 // container-native load balancing for an Ingress): that client sends no new connection,
-// so the wait ends while it still sends (Options.MissesPool; no calibration needed).
-func adaptiveMissesPool(c *Context, w *Workload) []Finding {
-	if c.MissesPool == nil || len(w.Services) == 0 {
+// so the wait ends while it still sends (traffic.Need.MissesPool; no calibration
+// needed).
+func adaptiveMissesPool(_ *Context, w *Workload) []Finding {
+	n, ok := w.routes(nil)
+	if !ok {
 		return nil
 	}
-	svcs := services(w)
 	return perRouted(w, func(ct corev1.Container, _ string) *Finding {
 		h := hook.Of(ct)
-		if !h.Known || !h.Adaptive() {
-			return nil
-		}
-		msg := c.MissesPool(svcs, w.Fronts.Of, h.Wait)
-		if msg == "" {
+		if !h.Known || !h.Adaptive() || !n.MissesPool(h.Wait) {
 			return nil
 		}
 		return &Finding{
-			Message: fmt.Sprintf("container %q's preStop: %s", ct.Name, msg),
+			Message: fmt.Sprintf("container %q's preStop: %s", ct.Name, n.PoolMessage()),
 			Hint:    fmt.Sprintf("napctl inject -f %s --wait adaptive --%s %s (nap's webhook gives it on its own)", w.Obj.File, wait.FlagRequests, wait.Arg(wait.PooledRequests)),
 		}
 	})
 }
 
 // delayBelowPath: with a calibration (napctl calibrate --save), a container behind a
-// Service whose preStop holds it for less than the slowest path reaching the pod needs:
-// a load balancer or an ingress still sends to the pod after it stopped. The paths are
-// the Services' (traffic.Reaching: their type, externalTrafficPolicy, an Ingress or a
-// Gateway API route of the input naming them); an adaptive wait holds at least its MIN, whatever the traffic.
+// Service whose preStop holds it for less than the paths reaching the pod need
+// (traffic.Need.Below: the slowest measured path's tail, and the fleet's wait where a
+// path is unmeasured): a load balancer or an ingress still sends to the pod after it
+// stopped. The paths are the Services' (traffic.Reaching: their type,
+// externalTrafficPolicy, an Ingress or a Gateway API route naming them); an adaptive
+// wait holds at least its MIN, whatever the traffic.
 func delayBelowPath(c *Context, w *Workload) []Finding {
-	if c.Calibration == nil || len(w.Services) == 0 {
+	if c.Calibration == nil {
 		return nil
 	}
-	need, why, remedy, ok := c.Calibration.PodNeeds(services(w), w.Fronts.Of)
+	n, ok := w.routes(c.Calibration)
 	if !ok {
-		return nil // no path of the pod measured: the fleet's delay holds
+		return nil
 	}
 	return perRouted(w, func(ct corev1.Container, _ string) *Finding {
 		h := hook.Of(ct)
 		if h.Kind == hook.None || !h.Known || h.Stops {
 			return nil // no delay, or one not known: no-prestop-delay and its kin say so
 		}
-		holds, flag := h.Holds(), "--delay"
-		what := fmt.Sprintf("holds it %v", holds)
-		if h.Adaptive() {
-			flag = "--wait adaptive --min"
-			what = fmt.Sprintf("holds it at least %v (the adaptive wait's MIN)", holds)
-		}
-		if holds >= need {
+		short, below := n.Below(h.Wait, c.Waits.Wait(h.Wait.Kind))
+		if !below {
 			return nil
 		}
+		flag, what := "--delay", fmt.Sprintf("holds it %v", short.Holds)
+		if h.Adaptive() {
+			flag = "--wait adaptive --min"
+			what = fmt.Sprintf("holds it at least %v (the adaptive wait's MIN)", short.Holds)
+		}
 		return &Finding{
-			Message: fmt.Sprintf("container %q's preStop %s, but %s: it needs %v", ct.Name, what, why, need),
-			Hint:    fmt.Sprintf("napctl inject -f %s %s %ds (and a grace period to cover it), or shorten the path's tail: %s", w.Obj.File, flag, int(need.Seconds()), remedy),
+			Message: fmt.Sprintf("container %q's preStop %s, but %s: it needs %v", ct.Name, what, short.Why, short.Need),
+			Hint:    fmt.Sprintf("napctl inject -f %s %s %ds (and a grace period to cover it), or %s", w.Obj.File, flag, int(short.Need.Seconds()), short.Remedy),
 		}
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/traffic"
 )
 
 // Workload is a serving workload and the objects linked to it.
@@ -48,6 +49,45 @@ type Workload struct {
 
 	routed     []Routed
 	routedDone bool
+	// typed are the Services, decoded (services); frontsOf tells which front doors name
+	// one (Fronts.Of, where the caller gives no Frontends of its own: CheckPod).
+	typed     []*corev1.Service
+	typedDone bool
+	frontsOf  func(service string) kube.Fronts
+}
+
+// services are the workload's Services, decoded once; one that does not decode is left
+// out, as Routed leaves it.
+func (w *Workload) services() []*corev1.Service {
+	if !w.typedDone {
+		w.typedDone = true
+		for _, o := range w.Services {
+			svc := &corev1.Service{}
+			if o.Decode(svc) == nil {
+				svc.Name = o.Name
+				w.typed = append(w.typed, svc)
+			}
+		}
+	}
+	return w.typed
+}
+
+// fronts tells which front doors name the Service called service.
+func (w *Workload) fronts(service string) kube.Fronts {
+	if w.frontsOf != nil {
+		return w.frontsOf(service)
+	}
+	return w.Fronts.Of(service)
+}
+
+// routes are what the paths that reach the workload's pods need by calibration c (nil:
+// none measured); ok false where no Service selects them.
+func (w *Workload) routes(c *traffic.Calibration) (traffic.Need, bool) {
+	svcs := w.services()
+	if len(svcs) == 0 {
+		return traffic.Need{}, false
+	}
+	return c.Route(svcs, w.fronts), true
 }
 
 // Routed is a container that a Service sends traffic to, with the first that does.
@@ -72,16 +112,12 @@ func (w *Workload) Routed() []Routed {
 			by[c] = svc
 		}
 	}
-	for _, o := range w.Services {
-		var svc corev1.Service
-		if o.Decode(&svc) != nil {
-			continue
-		}
+	for _, svc := range w.services() {
 		if len(svc.Spec.Ports) == 0 {
 			// No port named (a headless Service, or one written loosely): it may
 			// route to any port.
 			for _, c := range servingContainers(w.PodSpec) {
-				route(c.Name, o.Name)
+				route(c.Name, svc.Name)
 			}
 		}
 		for _, p := range svc.Spec.Ports {
@@ -90,13 +126,13 @@ func (w *Workload) Routed() []Routed {
 				for _, cp := range c.Ports {
 					if serves(p, cp) {
 						matched = true
-						route(c.Name, o.Name)
+						route(c.Name, svc.Name)
 					}
 				}
 			}
 			if !matched {
 				for _, c := range servingContainers(w.PodSpec) {
-					route(c.Name, o.Name)
+					route(c.Name, svc.Name)
 				}
 			}
 		}
@@ -139,7 +175,7 @@ func (w *Workload) MinReplicas() int32 {
 }
 
 // BehindService tells whether a Service selects the workload's pods.
-func (w *Workload) BehindService() bool { return len(w.Services) > 0 }
+func (w *Workload) BehindService() bool { return len(w.Services) > 0 || len(w.typed) > 0 }
 
 // ContainerLine is the line of a container, or the object's.
 func (w *Workload) ContainerLine(name string) int {

@@ -36,12 +36,11 @@ var v131 = Version{Major: 1, Minor: 31}
 // fixtureNodes: the fixtures' cluster, 1.31 with 1.31 kubelets (TestKubeletSkew varies them).
 var fixtureNodes = []kube.Node{{Name: "node-1", Kubelet: v131}}
 
-// checkOptions are the options of check id's testdata: the fixtures' cluster, the
-// paths' judge as the CLI gives it, and for delay-below-path the calibration in
-// testdata/calibration.json.
+// checkOptions are the options of check id's testdata: the fixtures' cluster, and for
+// delay-below-path the calibration in testdata/calibration.json.
 func checkOptions(t testing.TB, id string) Options {
 	t.Helper()
-	opts := Options{KubeVersion: &v131, Nodes: fixtureNodes, MissesPool: traffic.MissesPool}
+	opts := Options{KubeVersion: &v131, Nodes: fixtureNodes}
 	if id == DelayBelowPath {
 		f, err := os.Open(filepath.Join("testdata", "calibration.json"))
 		if err != nil {
@@ -768,5 +767,40 @@ func TestKEDAScaledObject(t *testing.T) {
 	want := map[string]string{"bad-keda-idle": "its KEDA ScaledObject bad-keda-idle lets it scale to 1 (minReplicaCount) behind Service bad-keda-idle, its only backend: every rollout, eviction or node drain leaves it with no ready pod / set the ScaledObject's minReplicaCount to 2 or more"}
 	if !maps.Equal(got, want) {
 		t.Errorf("single-replica findings %v, want %v", got, want)
+	}
+}
+
+// TestCheckPodAsLint: the paths' checks on a live pod (CheckPod, with the Services that
+// select it and the front doors that name them, as the Reporter reads them) say what
+// they say of its workload in a manifest: one rule, one text, whoever asks.
+func TestCheckPodAsLint(t *testing.T) {
+	for _, id := range []string{DelayBelowPath, AdaptiveMissesPool} {
+		opts := checkOptions(t, id)
+		in := Read(read(t, filepath.Join("testdata", "checks", id+".yaml")))
+		byWorkload := map[string][]string{}
+		for _, f := range CheckWorkloads(in.Workloads, opts) {
+			if f.ID == id {
+				byWorkload[f.Name] = append(byWorkload[f.Name], f.Container+": "+f.Message)
+			}
+		}
+		if len(byWorkload) == 0 {
+			t.Fatalf("%s: no finding in its testdata", id)
+		}
+		for _, w := range in.Workloads {
+			var got []string
+			pod := Pod{Namespace: "default", Name: w.Obj.Name + "-0", Spec: w.PodSpec, Services: w.services(), Fronts: w.Fronts.Of}
+			for _, f := range CheckPod(pod, opts, id) {
+				if f.Object != "Pod/default/"+pod.Name {
+					t.Errorf("%s: %s: the finding's object is %s", id, w.Obj.Name, f.Object)
+				}
+				got = append(got, f.Container+": "+f.Message)
+			}
+			if want := byWorkload[w.Obj.Name]; !slices.Equal(got, want) {
+				t.Errorf("%s: %s as a pod:\n%q\nwant, as in its manifest:\n%q", id, w.Obj.Name, got, want)
+			}
+			if got := CheckPod(Pod{Namespace: "default", Name: "alone", Spec: w.PodSpec}, opts, id); len(got) != 0 {
+				t.Errorf("%s: %s as a pod that no Service selects: %+v", id, w.Obj.Name, got)
+			}
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 )
 
@@ -91,7 +91,7 @@ func PolicyResults(r Report) map[string][]policyreport.Result {
 	out := map[string][]policyreport.Result{}
 	for _, ns := range r.Namespaces {
 		for _, w := range ns.Workloads {
-			ref := hook.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Reference()
+			ref := kube.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Reference()
 			if w.Terminations != nil {
 				out[w.Namespace] = append(out[w.Namespace], w.Terminations.Result(ref))
 			}

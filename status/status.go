@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/policyreport"
@@ -45,7 +46,7 @@ type Input struct {
 	Events           []Event
 	Lint             lint.Options
 	// Terminations are what nap's controller counted of each workload's terminations
-	// (its reports' terminations results), by hook.Workload.String() (no APIVersion).
+	// (its reports' terminations results), by kube.Workload.String() (no APIVersion).
 	Terminations map[string]policyreport.Terminations
 }
 
@@ -133,7 +134,7 @@ func Compute(in Input) Report {
 		s.Safe = s.Means != None && len(s.Reasons) == 0
 		var last time.Time
 		for _, e := range in.Events {
-			if e.Namespace == s.Namespace && hook.PodOf(s.Kind, s.Name, e.Pod) {
+			if e.Namespace == s.Namespace && kube.PodOf(s.Kind, s.Name, e.Pod) {
 				s.FailedPreStopHooks++
 				if !e.Time.Before(last) {
 					last, s.LastFailure = e.Time, e.Message
@@ -171,7 +172,7 @@ func Compute(in Input) Report {
 // observed is what the workload's terminations said, as nap's controller counted them,
 // or why nothing can be: its delay runs no nap binary to see them.
 func observed(in Input, s Workload) (*policyreport.Terminations, string) {
-	if t, ok := in.Terminations[hook.Workload{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}.String()]; ok {
+	if t, ok := in.Terminations[kube.Workload{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}.String()]; ok {
 		return &t, ""
 	}
 	switch s.Means {

@@ -168,7 +168,6 @@ spec: {defaultBackend: {service: {name: api, port: {number: 80}}}}
 			t.Fatal(err)
 		}
 		in := Input{Objects: objs}
-		in.Lint.MissesPool = traffic.MissesPool
 		r := Compute(in)
 		w := r.Namespaces[0].Workloads[0]
 		if got := strings.Join(w.Reasons, "; "); got != tc.reason || w.Safe != (tc.reason == "") {

@@ -79,18 +79,6 @@ func (c *Calibration) Needs(paths []Path) (delay time.Duration, path string, ok 
 	return delay, path, ok
 }
 
-// PodNeeds is the delay that the slowest measured path reaching a pod needs (Route),
-// why (that path, its Service and its measured tail, for people) and what shortens that
-// path's tail; ok is false when c measured none of them. It is lint's Calibrated.
-func (c *Calibration) PodNeeds(svcs []*corev1.Service, fronts func(service string) kube.Fronts) (need time.Duration, why, remedy string, ok bool) {
-	n := c.Route(svcs, fronts)
-	if !n.Measured() {
-		return 0, "", "", false
-	}
-	p, _ := Lookup(n.Path)
-	return n.Delay, n.Why(), p.Remedy, true
-}
-
 // Need is what the paths that reach a pod need, by a calibration.
 type Need struct {
 	// Delay is what the slowest measured path needs (PathTail.DelayS); Path names it,
@@ -180,15 +168,42 @@ func (n Need) Requires(fleet wait.Wait) (hold time.Duration, why string, ok bool
 	if !n.Measured() && len(n.Unmeasured) == 0 {
 		return 0, "", false
 	}
-	w := n.Wait(fleet)
-	hold = w.Delay
-	if w.IsAdaptive() {
-		hold = w.Min
-	}
+	hold = n.Wait(fleet).Holds()
 	if n.Measured() && n.Delay >= hold {
 		return hold, n.Why(), true
 	}
 	return hold, fmt.Sprintf("%s reach the pod, and no calibration measured them: at least the fleet's %v", strings.Join(n.Unmeasured, ", "), hold), true
+}
+
+// Shortfall is what a wait lacks for the paths that reach its pod (Need.Below).
+type Shortfall struct {
+	// Holds is the least the wait holds (wait.Wait.Holds); Need what the paths need.
+	Holds, Need time.Duration
+	// Why says, for people, what decides Need: the slowest measured path and its tail,
+	// or the unmeasured paths that hold the pod to the fleet's wait.
+	Why string
+	// Remedy is what else ends the shortfall: what shortens the deciding path's tail,
+	// or measuring the unmeasured paths.
+	Remedy string
+}
+
+// Below is the one judgement of a pod's wait w against the paths that reach it: what
+// they need (Requires, from fleet, the fleet's wait of w's kind) where w holds less
+// (wait.Wait.Holds: an adaptive wait at least its MIN); ok false where w holds enough
+// or no path reaches the pod. lint's delay-below-path asks it, on manifests, for
+// napctl status, and for the Reporter on live pods.
+func (n Need) Below(w, fleet wait.Wait) (s Shortfall, ok bool) {
+	need, why, reached := n.Requires(fleet)
+	if !reached || w.Holds() >= need {
+		return Shortfall{}, false
+	}
+	s = Shortfall{Holds: w.Holds(), Need: need, Why: why,
+		Remedy: "measure the paths that reach it with napctl calibrate (--store keeps the calibration in the cluster)"}
+	if n.Measured() && n.Delay >= need {
+		p, _ := Lookup(n.Path)
+		s.Remedy = "shorten the path's tail: " + p.Remedy
+	}
+	return s, true
 }
 
 // Reason says why a pod got w (n.Wait of the fleet's), for the pod's
@@ -243,13 +258,9 @@ func (n Need) Wait(fleet wait.Wait) wait.Wait {
 	if !n.Measured() {
 		return w
 	}
-	floor := fleet.Delay
-	if w.IsAdaptive() {
-		floor = w.Min
-	}
 	hold := n.Delay
 	if len(n.Unmeasured) > 0 {
-		hold = max(hold, floor)
+		hold = max(hold, w.Holds())
 	}
 	if w.IsAdaptive() {
 		w.Min, w.Delay = hold, max(w.Delay, hold)
@@ -278,16 +289,6 @@ func (n Need) requests(w wait.Wait) wait.Wait {
 // it.
 func (n Need) MissesPool(w wait.Wait) bool {
 	return len(n.Pooled) > 0 && w.IsAdaptive() && w.Requests == 0
-}
-
-// MissesPool is lint's Options.MissesPool: Need.PoolMessage where the paths of svcs
-// (the Services that select a pod; fronts, what names them) make w miss a pool, no
-// calibration needed; "" where they do not.
-func MissesPool(svcs []*corev1.Service, fronts func(service string) kube.Fronts, w wait.Wait) string {
-	if n := (*Calibration)(nil).Route(svcs, fronts); n.MissesPool(w) {
-		return n.PoolMessage()
-	}
-	return ""
 }
 
 // PoolMessage says, for people, what MissesPool found: what the wait watches, and the

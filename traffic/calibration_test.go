@@ -188,6 +188,28 @@ func TestRoute(t *testing.T) {
 		if hold, why, ok := n.Requires(fixed); len(tc.svcs) > 0 && (!ok || hold != tc.fixed || why == "") || len(tc.svcs) == 0 && ok {
 			t.Errorf("%s: requires %v (%q, %v), want %v", tc.name, hold, why, ok, tc.fixed)
 		}
+		// The one judgement of a pod's own wait (lint, status, the Reporter): below what
+		// Wait would give it, by a second, and not at it.
+		if len(tc.svcs) > 0 {
+			short := fixed
+			short.Delay = tc.fixed - time.Second
+			s, below := n.Below(short, fixed)
+			measuredDecides := n.Measured() && n.Delay >= tc.fixed
+			if !below || s.Need != tc.fixed || s.Holds != short.Delay || s.Why == "" ||
+				strings.HasPrefix(s.Remedy, "shorten the path's tail") != measuredDecides {
+				t.Errorf("%s: a fixed wait of %v: %+v, %v; want below %v", tc.name, short.Delay, s, below, tc.fixed)
+			}
+			if _, below := n.Below(n.Wait(fixed), fixed); below {
+				t.Errorf("%s: the wait the webhook gives is below its paths", tc.name)
+			}
+			low := adaptive
+			low.Min = tc.min - time.Second
+			if s, below := n.Below(low, adaptive); !below || s.Need != tc.min || s.Holds != low.Min {
+				t.Errorf("%s: an adaptive MIN of %v: %+v, %v; want below %v", tc.name, low.Min, s, below, tc.min)
+			}
+		} else if _, below := n.Below(wait.Wait{Kind: wait.Fixed}, fixed); below {
+			t.Errorf("%s: a pod no path reaches is below its paths", tc.name)
+		}
 		if tc.path != "" && !strings.Contains(n.Why(), "Service "+tc.via+" reaches the pod through the ") {
 			t.Errorf("%s: why %q", tc.name, n.Why())
 		}

@@ -1,180 +1,18 @@
 package traffic
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nap-k8s/nap/kube"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/fake"
 )
-
-func TestEnabledAndServiceType(t *testing.T) {
-	for _, tc := range []struct {
-		cfg   Config
-		names string
-		typ   corev1.ServiceType
-	}{
-		{cfg: Config{NodeAddress: "-"}, names: "clusterip", typ: corev1.ServiceTypeClusterIP},
-		{cfg: Config{}, names: "clusterip,nodeport", typ: corev1.ServiceTypeNodePort},
-		{cfg: Config{NodeAddress: "-", IngressClass: "traefik", IngressURL: "http://10.0.0.1"}, names: "clusterip,ingress", typ: corev1.ServiceTypeClusterIP},
-		{cfg: Config{IngressClass: "traefik", IngressURL: "http://10.0.0.1"}, names: "clusterip,nodeport,ingress", typ: corev1.ServiceTypeNodePort},
-		{cfg: Config{NodeAddress: "-", PodLBAnnotations: map[string]string{"lb.lab.nap.dev/targets": "pods"}}, names: "clusterip,lb-pods", typ: corev1.ServiceTypeClusterIP},
-	} {
-		var names []string
-		paths := Enabled(tc.cfg)
-		for _, p := range paths {
-			names = append(names, p.Name)
-		}
-		if got := strings.Join(names, ","); got != tc.names {
-			t.Errorf("Enabled(%+v) = %s, want %s", tc.cfg, got, tc.names)
-		}
-		if got := ServiceType(paths); got != tc.typ {
-			t.Errorf("ServiceType(%s) = %s, want %s", tc.names, got, tc.typ)
-		}
-	}
-	if err := (Config{IngressClass: "traefik"}).Validate(); err == nil {
-		t.Error("an ingress class without a URL is accepted")
-	}
-}
-
-// TestOpenClose: each path's URL, and what it creates and removes, on a fake clientset.
-func TestOpenClose(t *testing.T) {
-	ctx := context.Background()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
-		{Type: corev1.NodeHostName, Address: "n1"}, {Type: corev1.NodeInternalIP, Address: "10.77.0.1"}}}}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"}, Spec: corev1.ServiceSpec{ClusterIP: "10.79.0.20",
-		Ports: []corev1.ServicePort{{Port: 80, NodePort: 30123}}}}
-	cs := fake.NewClientset(node)
-	cfg := Config{IngressClass: "traefik", IngressURL: "http://10.79.0.5/"}
-	tgt := Target{Namespace: "shop", Service: "app", Prefix: "/shop/"}
-	want := map[string]string{"clusterip": "http://10.79.0.20/", "nodeport": "http://10.77.0.1:30123/", "ingress": "http://10.79.0.5/shop/"}
-	for _, p := range Enabled(cfg) {
-		url, err := p.Open(ctx, cs, cfg, tgt, svc)
-		if err != nil || url != want[p.Name] {
-			t.Errorf("%s: Open = %q, %v; want %q", p.Name, url, err, want[p.Name])
-		}
-	}
-	ing, err := cs.NetworkingV1().Ingresses("shop").Get(ctx, "app", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := ing.Spec.Rules[0].HTTP.Paths[0]; *ing.Spec.IngressClassName != "traefik" || r.Path != "/shop/" || r.Backend.Service.Name != "app" || r.Backend.Service.Port.Number != 80 {
-		t.Errorf("the Ingress: %+v", ing.Spec)
-	}
-	for _, p := range All() {
-		if err := p.Close(ctx, cs, tgt); err != nil {
-			t.Errorf("%s: Close: %v", p.Name, err)
-		}
-		if err := p.Close(ctx, cs, tgt); err != nil {
-			t.Errorf("%s: Close again: %v", p.Name, err)
-		}
-	}
-	if _, err := cs.NetworkingV1().Ingresses("shop").Get(ctx, "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the Ingress after Close: %v", err)
-	}
-	if _, err := NodePort.Open(ctx, fake.NewClientset(), Config{}, tgt, svc); err == nil || !strings.Contains(err.Error(), "InternalIP") {
-		t.Errorf("NodePort with no node: %v", err)
-	}
-	if url, _ := NodePort.Open(ctx, cs, Config{NodeAddress: "fd00::1"}, tgt, svc); url != "http://[fd00::1]:30123/" {
-		t.Errorf("NodePort on an IPv6 address: %s", url)
-	}
-}
-
-// TestLoadBalancer: each load balancer path creates its own Service of type LoadBalancer
-// with its externalTrafficPolicy and the annotations, waits for the address the cloud
-// writes, and deletes the Service; with no cloud, it says so within LBWait.
-func TestLoadBalancer(t *testing.T) {
-	ctx := context.Background()
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop", Labels: map[string]string{"app": "app"}},
-		Spec: corev1.ServiceSpec{ClusterIP: "10.79.0.20", Selector: map[string]string{"app": "app"},
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30123, TargetPort: intstr.FromInt32(8080)}}}}
-	tgt := Target{Namespace: "shop", Service: "app"}
-	cfg := Config{NodeAddress: "-", LoadBalancers: []corev1.ServiceExternalTrafficPolicy{"Local", "Cluster"},
-		LBAnnotations: map[string]string{"lb.example/scheme": "internal"}, LBWait: 5 * time.Second,
-		PodLBAnnotations: map[string]string{"lb.example/scheme": "internal", "lb.lab.nap.dev/targets": "pods"}}
-	cs := fake.NewClientset()
-	// The cloud: an address for every Service of type LoadBalancer, a moment after it exists.
-	cloud, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		for n := 1; cloud.Err() == nil; time.Sleep(20 * time.Millisecond) {
-			l, _ := cs.CoreV1().Services("shop").List(cloud, metav1.ListOptions{})
-			for _, s := range l.Items {
-				if s.Spec.Type == corev1.ServiceTypeLoadBalancer && len(s.Status.LoadBalancer.Ingress) == 0 {
-					s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: fmt.Sprintf("10.77.1.%d", 10+n)}}
-					n++
-					cs.CoreV1().Services("shop").UpdateStatus(cloud, &s, metav1.UpdateOptions{})
-				}
-			}
-		}
-	}()
-	var names []string
-	for _, p := range Enabled(cfg) {
-		names = append(names, p.Name)
-		if p.Name == ClusterIP.Name {
-			continue
-		}
-		url, err := p.Open(ctx, cs, cfg, tgt, svc)
-		if err != nil || !strings.HasPrefix(url, "http://10.77.1.") {
-			t.Errorf("%s: Open = %q, %v", p.Name, url, err)
-			continue
-		}
-		lb, err := cs.CoreV1().Services("shop").Get(ctx, "app-"+p.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]corev1.ServiceExternalTrafficPolicy{"lb-local": "Local", "lb-cluster": "Cluster"}[p.Name]
-		if pods := p.Name == LoadBalancerPods.Name; pods != TargetsPods(lb) || !p.Reaches(lb, kube.Fronts{}) {
-			t.Errorf("%s: its Service's load balancer targets pods: %v; the path reaches it: %v", p.Name, TargetsPods(lb), p.Reaches(lb, kube.Fronts{}))
-		}
-		if lb.Spec.Type != corev1.ServiceTypeLoadBalancer || lb.Spec.ExternalTrafficPolicy != want || lb.Annotations["lb.example/scheme"] != "internal" ||
-			lb.Spec.Selector["app"] != "app" || len(lb.Spec.Ports) != 1 || lb.Spec.Ports[0].NodePort != 0 || lb.Spec.Ports[0].TargetPort.IntVal != 8080 {
-			t.Errorf("%s: the Service: %+v %v", p.Name, lb.Spec, lb.Annotations)
-		}
-		if err := p.Close(ctx, cs, tgt); err != nil {
-			t.Errorf("%s: Close: %v", p.Name, err)
-		}
-		if _, err := cs.CoreV1().Services("shop").Get(ctx, "app-"+p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("%s: the Service after Close: %v", p.Name, err)
-		}
-	}
-	if got := strings.Join(names, ","); got != "clusterip,lb-local,lb-cluster,lb-pods" {
-		t.Errorf("Enabled = %s", got)
-	}
-	stop()
-	cfg.LBWait = 300 * time.Millisecond
-	if _, err := LoadBalancerLocal.Open(ctx, fake.NewClientset(), cfg, tgt, svc); err == nil || !strings.Contains(err.Error(), "no address after 300ms") {
-		t.Errorf("no cloud: %v", err)
-	}
-}
-
-func TestParseLoadBalancers(t *testing.T) {
-	for in, want := range map[string]string{"": "", "local": "Local", "Cluster": "Cluster", "local, cluster": "Local,Cluster", "nlb": "error"} {
-		ps, err := ParseLoadBalancers(in)
-		got := fmt.Sprint(ps)
-		if err != nil {
-			got = "error"
-		} else {
-			got = strings.Trim(strings.ReplaceAll(got, " ", ","), "[]")
-		}
-		if got != want {
-			t.Errorf("ParseLoadBalancers(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
 
 // Every path says what shortens its tail (calibrate's advice), and has a unique name.
 func TestPathsComplete(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range All() {
-		if p.Remedy == "" || p.Title == "" || p.Open == nil || p.Close == nil || p.Enabled == nil || p.Reaches == nil || seen[p.Name] {
+		if p.Remedy == "" || p.Title == "" || p.Reaches == nil || seen[p.Name] {
 			t.Errorf("path %q: incomplete or a duplicate name", p.Name)
 		}
 		seen[p.Name] = true

@@ -163,6 +163,14 @@ var builtIn = func() Defaults {
 	return d
 }()
 
+// OwnDelay is the delay a pod with these annotations sets itself (DelayAnnotation, as
+// written); own false where it sets none. A pod's own delay wins: over the fleet's wait
+// (ForPod), and over the wait its paths would give it (the webhook).
+func OwnDelay(annotations map[string]string) (s string, own bool) {
+	s = strings.TrimSpace(annotations[DelayAnnotation])
+	return s, s != ""
+}
+
 // ForPod is the wait for a pod with these annotations: KindAnnotation chooses the kind,
 // DelayAnnotation its delay (the fixed delay or the adaptive MAX), over d.
 func (d Defaults) ForPod(annotations map[string]string) (Wait, error) {
@@ -174,7 +182,7 @@ func (d Defaults) ForPod(annotations map[string]string) (Wait, error) {
 		}
 		w = d.Wait(k)
 	}
-	if s := strings.TrimSpace(annotations[DelayAnnotation]); s != "" {
+	if s, own := OwnDelay(annotations); own {
 		delay, err := ParseDuration(DelayAnnotation, s)
 		if err != nil {
 			return Wait{}, err

@@ -99,6 +99,16 @@ func (w Wait) BackgroundQuiet() time.Duration {
 // IsAdaptive tells whether w is the adaptive wait.
 func (w Wait) IsAdaptive() bool { return w.Kind == Adaptive }
 
+// Holds is the least w holds a container whatever the traffic: a fixed wait's delay,
+// an adaptive wait's MIN. A path whose tail is longer still reaches the pod after it
+// stopped.
+func (w Wait) Holds() time.Duration {
+	if w.IsAdaptive() {
+		return w.Min
+	}
+	return w.Delay
+}
+
 // Check tells whether w is a wait nap can run: a known kind, no negative duration, a
 // MAX no shorter than MIN.
 func (w Wait) Check() error {

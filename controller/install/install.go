@@ -108,20 +108,19 @@ var DefaultImage = version.Image(version.ControllerImage, version.Version)
 
 // Objects returns every object of an installation, in the order to apply them:
 // Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget (with 2
-// replicas or more), the
-// ValidatingAdmissionPolicy that lets only the controller write the nap ConfigMaps
-// (controller.ConfigMapGuard) and its binding, MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked);
+// replicas or more), the ValidatingAdmissionPolicy that lets only the controller write
+// the nap ConfigMaps (controller.ConfigMapGuard) and its binding,
+// MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked);
 // with AdmissionPolicy, the MutatingAdmissionPolicy and its binding instead of the
 // webhook's configuration, and the controller runs without its webhook (it still
 // publishes the ConfigMap and reports).
 //
 // The RBAC is the least the controller needs: cluster-wide, namespaces, nodes, Services
-// and pods (read), ConfigMaps (it publishes into every namespace: create, and every other
-// verb on its own name alone, which its cache lists by; its own ClusterRole owns them,
-// read by name), Events (write; read
-// FailedPreStopHook), pods/eviction only with
-// RollMissed, and its own MutatingWebhookConfiguration by name; in its namespace only, its
-// TLS Secret and its Lease. It cannot read any other Secret.
+// and pods (read), ConfigMaps (it publishes into every namespace: create, and every
+// other verb on its own name alone, which its cache lists by; its own ClusterRole owns
+// them, read by name), Events (write; read FailedPreStopHook), pods/eviction only with
+// RollMissed, and its own MutatingWebhookConfiguration by name; in its namespace only,
+// its TLS Secret and its Lease. It cannot read any other Secret.
 func Objects(o Options) ([]runtime.Object, error) {
 	o, waits, err := o.resolved()
 	if err != nil {

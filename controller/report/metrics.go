@@ -9,7 +9,7 @@ import (
 // and its evictions. They are served with the controller's others.
 var (
 	unprotected = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_pods_unprotected",
-		Help: "Pods that may drop requests when they terminate, by namespace and reason: not-injected (admitted while the webhook was down), refused (the webhook leaves them unchanged: a bad annotation, their own nap volume...), delay-exceeds-grace, native-sleep-unsupported."}, []string{"namespace", "reason"})
+		Help: unprotectedHelp()}, []string{"namespace", "reason"})
 	hookFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_prestop_hook_failures",
 		Help: "Pods with a FailedPreStopHook event the API server still holds, by namespace, workload (Kind/name) and cause: from the message (no-shell, no-binary, non-zero-exit, http, refused, other), or, as the kubelet gives none, what the hook runs (hook-shell, hook-nap, hook-exec, hook-http, unknown)."}, []string{"namespace", "workload", "cause"})
 	rolled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_pods_rolled_total",

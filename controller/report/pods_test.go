@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/kube"
 )
 
 // TestPodSummary: the cache's summary of a pod, filled back into a pod, gives the
@@ -63,7 +64,7 @@ func TestPodSummary(t *testing.T) {
 		owners: []podOwner{{"batch/v1", "Job", "j", true}, {"", "A", "b", false}, {"", "C", "d", false}},
 		hooks:  []containerHook{{"a", sleep.PreStop}, {"b", sleep.PreStop}}}).fill(&slim)
 	sum.fill(&slim)
-	if got, want := hook.WorkloadOf(&slim), hook.WorkloadOf(full); got != want {
+	if got, want := kube.WorkloadOf(&slim), kube.WorkloadOf(full); got != want {
 		t.Errorf("workload %v, want %v", got, want)
 	}
 	gh, gc := hook.First(slim.Spec)

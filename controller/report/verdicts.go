@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/wait"
@@ -91,11 +92,11 @@ type tallies struct {
 // workload), not as results (a map of properties each), and made into results when
 // asked.
 type nsTally struct {
-	by      map[WorkloadRef]*policyreport.Terminations
-	said    map[WorkloadRef]policyreport.Terminations // as last reported
-	at      time.Time                                 // when
-	changed bool                                      // counted since
-	urgent  bool                                      // a late or cut one among them: to be reported at once
+	by      map[kube.Workload]*policyreport.Terminations
+	said    map[kube.Workload]policyreport.Terminations // as last reported
+	at      time.Time                                   // when
+	changed bool                                        // counted since
+	urgent  bool                                        // a late or cut one among them: to be reported at once
 }
 
 // TerminationsEvery is how often at most a namespace's report is rewritten for quiet
@@ -110,14 +111,14 @@ func (ts *tallies) nsLocked(ns string) *nsTally {
 	}
 	n := ts.ns[ns]
 	if n == nil {
-		n = &nsTally{by: map[WorkloadRef]*policyreport.Terminations{}, said: map[WorkloadRef]policyreport.Terminations{}}
+		n = &nsTally{by: map[kube.Workload]*policyreport.Terminations{}, said: map[kube.Workload]policyreport.Terminations{}}
 		ts.ns[ns] = n
 	}
 	return n
 }
 
 // add counts one container's termination of pod's workload.
-func (ts *tallies) add(w WorkloadRef, pod string, v containerVerdict, at time.Time) {
+func (ts *tallies) add(w kube.Workload, pod string, v containerVerdict, at time.Time) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	n := ts.nsLocked(w.Namespace)
@@ -143,7 +144,7 @@ func (ts *tallies) seed(byNamespace map[string][]policyreport.Result) {
 				continue
 			}
 			n := ts.nsLocked(ns)
-			w := WorkloadRef{APIVersion: r.Workload.APIVersion, Kind: r.Workload.Kind, Namespace: ns, Name: r.Workload.Name}
+			w := kube.Workload{APIVersion: r.Workload.APIVersion, Kind: r.Workload.Kind, Namespace: ns, Name: r.Workload.Name}
 			n.by[w], n.said[w] = &t, clone(t)
 		}
 	}
@@ -182,7 +183,7 @@ func clone(t policyreport.Terminations) policyreport.Terminations {
 }
 
 // get is a copy of w's tally.
-func (ts *tallies) get(w WorkloadRef) (policyreport.Terminations, bool) {
+func (ts *tallies) get(w kube.Workload) (policyreport.Terminations, bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	n := ts.ns[w.Namespace]
@@ -201,7 +202,7 @@ func (ts *tallies) forget(ns string) {
 
 // Terminations is what the terminations of workload w said: since the Reporter
 // started, or since the first one its namespace's report counted.
-func (r *Reporter) Terminations(w WorkloadRef) (policyreport.Terminations, bool) {
+func (r *Reporter) Terminations(w kube.Workload) (policyreport.Terminations, bool) {
 	return r.tallies.get(w)
 }
 
@@ -240,9 +241,9 @@ func (r *Reporter) counted(old, cur *podSummary) {
 	}
 }
 
-// workload is the summarised pod's workload (hook.WorkloadOf).
-func (s *podSummary) workload() WorkloadRef {
+// workload is the summarised pod's workload (kube.WorkloadOf).
+func (s *podSummary) workload() kube.Workload {
 	var p corev1.Pod
 	s.fill(&p)
-	return hook.WorkloadOf(&p)
+	return kube.WorkloadOf(&p)
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/sleeper/nap"
 )
@@ -86,7 +87,7 @@ func TestVerdictsOf(t *testing.T) {
 // again), a late one at once; nothing new at rest; an earlier run's counts taken up;
 // a namespace gone, forgotten.
 func TestTalliesResults(t *testing.T) {
-	web := WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	web := kube.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
 	quiet := containerVerdict{container: "app", kind: nap.Quiet, last: 1200 * time.Millisecond}
 	late := containerVerdict{container: "app", kind: nap.Late, last: 9 * time.Second}
 	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)

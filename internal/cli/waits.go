@@ -3,7 +3,6 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -11,9 +10,9 @@ import (
 // (napctl controller, napctl install) to fl.
 func WaitFlags(fl *pflag.FlagSet, w *wait.Input) {
 	d := wait.DefaultInput
-	fl.StringVar(&w.Kind, wait.FlagKind, d.Kind, "the default preStop wait: fixed (the hook holds for --delay) or adaptive (nap's adaptive wait: until the pod's new connections stop, from --min to --max); the pod annotation "+controller.WaitAnnotation+" chooses its own")
-	fl.StringVar(&w.Delay, wait.FlagDelay, d.Delay, "the fixed wait's default delay (the pod annotation "+controller.DelayAnnotation+" overrides it)")
-	fl.StringVar(&w.Max, wait.FlagMax, d.Max, "the adaptive wait's default MAX, the longest it holds (the pod annotation "+controller.DelayAnnotation+" overrides it)")
+	fl.StringVar(&w.Kind, wait.FlagKind, d.Kind, "the default preStop wait: fixed (the hook holds for --delay) or adaptive (nap's adaptive wait: until the pod's new connections stop, from --min to --max); the pod annotation "+wait.KindAnnotation+" chooses its own")
+	fl.StringVar(&w.Delay, wait.FlagDelay, d.Delay, "the fixed wait's default delay (the pod annotation "+wait.DelayAnnotation+" overrides it)")
+	fl.StringVar(&w.Max, wait.FlagMax, d.Max, "the adaptive wait's default MAX, the longest it holds (the pod annotation "+wait.DelayAnnotation+" overrides it)")
 	fl.StringVar(&w.Min, wait.FlagMin, d.Min, "the adaptive wait's MIN: it holds at least this long")
 	fl.StringVar(&w.Quiet, wait.FlagQuiet, d.Quiet, "the adaptive wait's QUIET: it ends once no new connection beyond the pod's probes has reached the pod for this long")
 	fl.StringVar(&w.Requests, wait.FlagRequests, d.Requests, RequestsHelp)

@@ -96,6 +96,10 @@ func TestRules(t *testing.T) {
 			pkgs: []string{module + "/scope", module + "/hook", module + "/wait"},
 			banned: []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", module + "/manifest", module + "/inject",
 				module + "/lint", module + "/status", module + "/controller", module + "/live", module + "/calibrate"}},
+		{rule: "the traffic paths are pure: classifying what reaches a pod (every admission, every scan) links no API client and nothing that opens a path (calibrate does)",
+			pkgs: []string{module + "/traffic"},
+			banned: []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", module + "/calibrate", module + "/lint",
+				module + "/status", module + "/controller", module + "/live"}},
 		{rule: "the wait is below the hooks, which read it out of pods",
 			pkgs:   []string{module + "/wait"},
 			banned: []string{module + "/hook"}},
@@ -170,5 +174,42 @@ func TestHooksThroughTheVocabulary(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Error("no file checked")
+	}
+}
+
+// TestMetricsHome: a metric is defined and registered in its package's metrics.go and
+// nowhere else, so that a package's metrics are read in one file (docs/architecture.md).
+func TestMetricsHome(t *testing.T) {
+	metric := regexp.MustCompile(`prometheus\.New[A-Za-z]*(Vec)?\(|MustRegister\(`)
+	homes := map[string]bool{}
+	err := filepath.WalkDir(filepath.Join("..", ".."), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != filepath.Join("..", "..")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if metric.MatchString(line) {
+				if filepath.Base(path) != "metrics.go" {
+					t.Errorf("%s:%d defines or registers a metric outside its package's metrics.go: %s", path, i+1, strings.TrimSpace(line))
+				}
+				homes[filepath.Dir(path)] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(homes) < 4 {
+		t.Errorf("metrics found in %d packages, want the controller's four at least: %v", len(homes), homes)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/nap-k8s/nap/calibrate"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
@@ -59,7 +60,8 @@ type variant struct {
 	// them, node 1's 1.6 does not).
 	nodeSelector map[string]string
 	// calibrated: nap's binary at the delay napctl calibrate recommends for the lab's
-	// load balancer paths, measured once per experiment (inject.Delay is set then).
+	// load balancer paths, measured once per experiment (the variant's wait is set
+	// then).
 	calibrated bool
 	// rollAfterRoutes: once the path's objects exist (a load balancer's Service), the
 	// Deployment is rolled, so that the webhook admits the pods measured with every
@@ -236,10 +238,10 @@ type labPath struct {
 	checks map[string]string
 }
 
-// lbService is the name of the Service of type LoadBalancer that package traffic opens
+// lbService is the name of the Service of type LoadBalancer that package calibrate opens
 // for the path in front of the demo service.
 func (p labPath) lbService() string {
-	return p.path.LoadBalancerService(traffic.Target{Service: "app"})
+	return calibrate.LoadBalancerService(p.path, calibrate.Target{Service: "app"})
 }
 
 // The lab load balancer's annotations (hack/lb).
@@ -692,12 +694,12 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 		}
 	}
 	waitRolledOut(t, cs, ns)
-	cfg := traffic.Config{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, ""), LBAnnotations: sc.path.checks,
+	cfg := calibrate.PathConfig{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, ""), LBAnnotations: sc.path.checks,
 		LoadBalancers: []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster}}
 	if sc.path.podTargets() {
 		cfg.PodLBAnnotations = sc.path.checks
 	}
-	url, err := sc.path.path.Open(ctx, cs, cfg, traffic.Target{Namespace: ns, Service: "app", Prefix: "/" + ns + "/"}, svc)
+	url, err := calibrate.Open(ctx, cs, sc.path.path, cfg, calibrate.Target{Namespace: ns, Service: "app", Prefix: "/" + ns + "/"}, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,7 +743,9 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 		settle = func() { waitPodTargets(t, cs, ns, lbName) }
 	}
 	if settle != nil {
-		t.Cleanup(func() { sc.path.path.Close(context.Background(), cs, traffic.Target{Namespace: ns, Service: "app"}) })
+		t.Cleanup(func() {
+			calibrate.Close(context.Background(), cs, sc.path.path, calibrate.Target{Namespace: ns, Service: "app"})
+		})
 		settle()
 	}
 	if v.rollAfterRoutes {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nap-k8s/nap/calibrate"
 	"github.com/nap-k8s/nap/controller"
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
@@ -68,7 +69,7 @@ func TestPathAwareDowntime(t *testing.T) {
 	before := measure(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: napByPathBefore, rounds: 1}, 200)
 	t.Log(before.row())
 	before.check(t)
-	checkReported(t, cs, before.ns, traffic.LoadBalancerLocal.LoadBalancerService(traffic.Target{Service: "app"}))
+	checkReported(t, cs, before.ns, calibrate.LoadBalancerService(traffic.LoadBalancerLocal, calibrate.Target{Service: "app"}))
 
 	// Rolled once the load balancer's Service exists: its wait.
 	after := measureChecked(t, cs, scenario{path: lbLocalSlow, disruption: scaleDown, variant: napByPath, rounds: 1}, 200)

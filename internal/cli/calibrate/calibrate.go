@@ -81,7 +81,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cli.Complete(cmd, "lb", "local", "cluster", "local,cluster")
 	fl.StringToStringVar(&o.Paths.LBAnnotations, "lb-annotation", nil, "annotations for the load balancer Services (KEY=VALUE,...): the cloud's settings")
 	fl.StringToStringVar(&o.Paths.PodLBAnnotations, "lb-pods-annotation", nil, "also measure a load balancer whose targets are the pods, its Service with these annotations (KEY=VALUE,...): those that make the cloud send to pod addresses (service.beta.kubernetes.io/aws-load-balancer-nlb-target-type=ip; the lab's lb.lab.nap.dev/targets=pods) and its settings")
-	fl.DurationVar(&o.Paths.LBWait, "lb-wait", traffic.DefaultLBWait, "how long a load balancer may take to get an address and answer")
+	fl.DurationVar(&o.Paths.LBWait, "lb-wait", calibrate.DefaultLBWait, "how long a load balancer may take to get an address and answer")
 	fl.DurationVar(&o.AcceptGrace, "accept-grace", calibrate.DefaultAccept, "the longest grace period you would accept: a longer recommendation comes with advice")
 	fl.DurationVar(&o.Margin, "margin", calibrate.DefaultMargin, "added to the longest tail for the recommended delay")
 	fl.DurationVar(&o.Drain, "drain", calibrate.DefaultDrain, "the grace period beyond the delay that the recommendation leaves for draining")
@@ -96,7 +96,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	lbs, err := traffic.ParseLoadBalancers(f.lbs)
+	lbs, err := calibrate.ParseLoadBalancers(f.lbs)
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--lb: %w", err)}
 	}
@@ -196,7 +196,7 @@ func text(b *bytes.Buffer, r *calibrate.Report, o calibrate.Options) {
 		r.Delay, r.Longest, o.Margin, r.Grace, o.Drain)
 	fmt.Fprintf(b, "  napctl inject --delay %v --grace-extra %v -f MANIFESTS\n", r.Delay, o.Drain)
 	fmt.Fprintf(b, "  napctl install --delay %v\n", r.Delay)
-	ad := r.Adaptive.Wait
+	ad := r.Adaptive.Wait()
 	fmt.Fprintf(b, "or nap's adaptive wait: at least %v (the fixed delay), then until no new connection for %v, at most %v (room for a slower path); grace period %v\n",
 		ad.Min, ad.Quiet, ad.Delay, r.Adaptive.Grace)
 	fmt.Fprintf(b, "  napctl inject --wait adaptive --min %v --quiet %v --delay %v --grace-extra %v -f MANIFESTS\n", ad.Min, ad.Quiet, ad.Delay, o.Drain)

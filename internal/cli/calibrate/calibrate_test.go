@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/calibrate"
-	"github.com/nap-k8s/nap/wait"
 )
 
 // The text report gives both recommendations as the flags that apply them.
 func TestText(t *testing.T) {
 	o := calibrate.Options{Rounds: 1, Margin: 2 * time.Second, Drain: 30 * time.Second, Hold: 20 * time.Second}
-	r := &calibrate.Report{Delay: 36 * time.Second, Grace: 66 * time.Second, Longest: "lb-local",
+	s := func(d time.Duration) calibrate.Seconds { return calibrate.Seconds(d) }
+	r := &calibrate.Report{Delay: s(36 * time.Second), Grace: s(66 * time.Second), Longest: "lb-local",
 		Paths:    []calibrate.Stats{{Path: calibrate.Path{Name: "lb-local", URL: "http://10.77.1.1/"}, Samples: 2, Max: 33.1}},
 		Rounds:   []calibrate.Round{{Pod: "a", Disruption: calibrate.ScaleDown}},
-		Adaptive: calibrate.AdaptiveWait{Wait: wait.Wait{Kind: wait.Adaptive, Min: 36 * time.Second, Quiet: 2 * time.Second, Delay: 72 * time.Second}, Grace: 102 * time.Second}}
+		Adaptive: calibrate.AdaptiveWait{Min: s(36 * time.Second), Quiet: s(2 * time.Second), Max: s(72 * time.Second), Grace: s(102 * time.Second)}}
 	var b bytes.Buffer
 	text(&b, r, o)
 	for _, want := range []string{

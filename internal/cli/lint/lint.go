@@ -14,7 +14,6 @@ import (
 	nlint "github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/live"
 	"github.com/nap-k8s/nap/manifest"
-	"github.com/nap-k8s/nap/traffic"
 )
 
 type flags struct {
@@ -96,7 +95,7 @@ func run(streams cli.IOStreams, f *flags) error {
 	if f.live.On && (len(f.files) > 0 || f.kubeVersion != "") {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%s lints the cluster's objects with its own versions: no -f or --kube-version with it", f.live.Flag())}
 	}
-	opts := nlint.Options{MissesPool: traffic.MissesPool}
+	var opts nlint.Options
 	if f.kubeVersion != "" {
 		v, err := nlint.ParseVersion(f.kubeVersion)
 		if err != nil {

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nap-k8s/nap/controller"
-	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/kube"
 	nlint "github.com/nap-k8s/nap/lint"
@@ -114,7 +113,7 @@ func run(streams cli.IOStreams, f *flags) error {
 // the opted-in namespaces, whether nap's webhook is registered, FailedPreStopHook events.
 // The reads do not depend on one another, so they go at once.
 func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
-	in := nstatus.Input{Lint: nlint.Options{MissesPool: traffic.MissesPool}}
+	var in nstatus.Input
 	cfg, err := cli.RESTConfig(f.cluster)
 	if err != nil {
 		return in, err
@@ -239,7 +238,7 @@ func failedPreStopHooks(ctx context.Context, cs kubernetes.Interface, namespace 
 
 // terminations are what nap's controller counted of each workload's terminations in
 // namespace ("": every namespace), from the terminations results of its reports
-// (policyreport.TerminationsPolicy), by hook.Workload.String(); warning says what could
+// (policyreport.TerminationsPolicy), by kube.Workload.String(); warning says what could
 // not be read. None where the cluster serves neither report format.
 func terminations(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, namespace string) (map[string]policyreport.Terminations, string) {
 	f, ok, err := writer.Detect(cs.Discovery())
@@ -269,7 +268,7 @@ func terminations(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface
 		}
 		for _, r := range results {
 			if t, ok := policyreport.TerminationsOf(r); ok {
-				out[hook.Workload{Kind: r.Workload.Kind, Namespace: l.Items[i].GetNamespace(), Name: r.Workload.Name}.String()] = t
+				out[kube.Workload{Kind: r.Workload.Kind, Namespace: l.Items[i].GetNamespace(), Name: r.Workload.Name}.String()] = t
 			}
 		}
 	}

@@ -1,10 +1,9 @@
-package hook
+package kube
 
 import (
 	"regexp"
 	"strings"
 
-	"github.com/nap-k8s/nap/kube"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -24,7 +23,7 @@ func (w Workload) String() string { return w.Kind + "/" + w.Namespace + "/" + w.
 func (w Workload) Reference() corev1.ObjectReference {
 	api := w.APIVersion
 	if api == "" {
-		if k, ok := kube.BuiltinKind(w.Kind); ok {
+		if k, ok := BuiltinKind(w.Kind); ok {
 			api = k.APIVersion()
 		}
 	}
@@ -32,7 +31,7 @@ func (w Workload) Reference() corev1.ObjectReference {
 }
 
 // WorkloadOf is the pod's controller. A ReplicaSet's pods belong to the workload that
-// made it: the kind whose template-hash label the pod carries (kube.KindInfo:
+// made it: the kind whose template-hash label the pod carries (KindInfo:
 // pod-template-hash for a Deployment, rollouts-pod-template-hash for an Argo Rollout),
 // named as the ReplicaSet is without that hash. Any other owner is itself, with its
 // API version.
@@ -42,7 +41,7 @@ func WorkloadOf(p *corev1.Pod) Workload {
 			continue
 		}
 		if o.Kind == "ReplicaSet" {
-			for _, k := range kube.Kinds {
+			for _, k := range Kinds {
 				if k.TemplateHashLabel == "" {
 					continue
 				}
@@ -66,7 +65,7 @@ var (
 // Deployment's, name-<ordinal> a StatefulSet's; else the pod itself.
 func WorkloadOfName(ns, pod string) Workload {
 	builtin := func(kind, name string) Workload {
-		k, _ := kube.BuiltinKind(kind)
+		k, _ := BuiltinKind(kind)
 		return Workload{APIVersion: k.APIVersion(), Kind: kind, Namespace: ns, Name: name}
 	}
 	if m := deploymentPod.FindStringSubmatch(pod); m != nil {

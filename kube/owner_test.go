@@ -1,4 +1,4 @@
-package hook
+package kube
 
 import (
 	"testing"
@@ -53,6 +53,42 @@ func TestWorkloadOf(t *testing.T) {
 	for _, c := range []struct{ kind, api string }{{"Deployment", "apps/v1"}, {"ReplicationController", "v1"}, {"CronJob", "batch/v1"}, {"Pod", "v1"}} {
 		if ref := (Workload{Kind: c.kind, Name: "x"}).Reference(); ref.APIVersion != c.api {
 			t.Errorf("%s: %s, want %s", c.kind, ref.APIVersion, c.api)
+		}
+	}
+}
+
+// PodOf: the names each controller gives its pods, and the near misses.
+func TestPodOf(t *testing.T) {
+	for _, tc := range []struct {
+		kind, name, pod string
+		want            bool
+	}{
+		{kind: "Deployment", name: "api", pod: "api-5d9f8c6b5-x7k2p", want: true},
+		{kind: "Deployment", name: "api", pod: "api-canary-5d9f8c6b5-x7k2p", want: false},
+		{kind: "Deployment", name: "api", pod: "api-x7k2p", want: false},
+		{kind: "Deployment", name: "api", pod: "apix-5d9f8c6b5-x7k2p", want: false},
+		{kind: "StatefulSet", name: "db", pod: "db-0", want: true},
+		{kind: "StatefulSet", name: "db", pod: "db-12", want: true},
+		{kind: "StatefulSet", name: "db", pod: "db-a", want: false},
+		{kind: "StatefulSet", name: "db", pod: "db-", want: false},
+		{kind: "DaemonSet", name: "agent", pod: "agent-x7k2p", want: true},
+		{kind: "DaemonSet", name: "agent", pod: "agent-5d9f8c6b5-x7k2p", want: false},
+		{kind: "ReplicaSet", name: "rs", pod: "rs-x7k2p", want: false},
+	} {
+		if got := PodOf(tc.kind, tc.name, tc.pod); got != tc.want {
+			t.Errorf("PodOf(%s %s, %s) = %v, want %v", tc.kind, tc.name, tc.pod, got, tc.want)
+		}
+	}
+}
+
+func TestWorkloadOfName(t *testing.T) {
+	for pod, want := range map[string]string{
+		"api-7d9f8c6b5-abcde": "Deployment/ns/api",
+		"web-0":               "StatefulSet/ns/web",
+		"standalone":          "Pod/ns/standalone",
+	} {
+		if got := WorkloadOfName("ns", pod).String(); got != want {
+			t.Errorf("WorkloadOfName(%q) = %s, want %s", pod, got, want)
 		}
 	}
 }

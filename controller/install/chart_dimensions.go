@@ -1,0 +1,265 @@
+package install
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
+)
+
+// dimension is one value of the chart that chooses between renderings.
+type dimension struct {
+	values []string
+	// expr is the Helm condition "the dimension has value v" (negated: has not).
+	expr func(v string, negated bool) string
+	set  func(o *Options, v string)
+}
+
+func eqExpr(field string) func(v string, negated bool) string {
+	return func(v string, negated bool) string {
+		return fmt.Sprintf("%s %s %q", map[bool]string{false: "eq", true: "ne"}[negated], field, v)
+	}
+}
+
+// boolExpr is a dimension whose values are "" (false, empty) and "y" (true, set).
+func boolExpr(field string) func(v string, negated bool) string {
+	return func(v string, negated bool) string {
+		if (v == "") != negated {
+			return "not " + field
+		}
+		return field
+	}
+}
+
+// The sentinels: values that pass Objects' checks and appear nowhere else in its output.
+const (
+	sentNamespace = "nsnapsentinel"
+	sentImage     = "ctlimagesentinel.invalid/napctl:s"
+	sentNapImage  = "napimagesentinel.invalid/nap:s"
+	sentDelay     = "11.0101s"
+	sentMax       = "61021ms" // whole ms: the policy writes MAX back as wait.Arg
+	sentMin       = "1303ms"  // the policy has it also as nanoseconds and as wait.Arg
+	sentQuiet     = "2041ms"
+	sentRequests  = "1409ms"
+	sentSelector  = "selsentinel=s"
+	sentExclude   = "exsentinel"
+	sentReplicas  = 7919
+	sentCPU       = "7919m"
+	sentNodeSel   = "nodeselsentinel"
+	sentToler     = "tolsentinel"
+	sentPriority  = "prisentinel"
+	sentSpread    = "tscsentinel"
+)
+
+// blocks are the values the chart writes whole, found in Objects' output by their
+// sentinel: resources always (toYaml of the value), the scheduling values only where
+// set (a scalar as it is).
+var blocks = []struct {
+	key, sentinel string
+	optional      bool
+	scalar        bool
+}{
+	{"resources", sentCPU, false, false},
+	{"nodeSelector", sentNodeSel, true, false},
+	{"tolerations", sentToler, true, false},
+	{"priorityClassName", sentPriority, true, true},
+	{"topologySpreadConstraints", sentSpread, true, false},
+}
+
+// The helpers that resolve auto values at install, from what the API server serves.
+const (
+	admissionHelper = `include "nap.admission" .`
+	policyAPIHelper = `include "nap.policyAPIVersion" .`
+)
+
+func dimensions() []dimension {
+	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), wait.KindNames()
+	return []dimension{
+		{values: []string{string(AdmissionWebhook), string(AdmissionPolicy)}, expr: eqExpr("(" + admissionHelper + ")"),
+			set: func(o *Options, v string) { o.Admission = Admission(v) }},
+		{values: []string{controller.PolicyAPIV1, controller.PolicyAPIV1beta}, expr: eqExpr("(" + policyAPIHelper + ")"),
+			set: func(o *Options, v string) { o.PolicyAPIVersion = v }},
+		{values: []string{"", "y"}, expr: boolExpr(".Values.certManager.enabled"),
+			set: func(o *Options, v string) { o.CertManager = v != "" }},
+		{values: []string{"", "y"}, expr: boolExpr(".Values.rollMissed"),
+			set: func(o *Options, v string) { o.RollMissed = v != "" }},
+		{values: deliveries, expr: eqExpr(".Values.delivery.mode"),
+			set: func(o *Options, v string) {
+				o.Delivery = inject.Delivery(v)
+				if o.Delivery != inject.DeliveryConfigMap {
+					o.NapImage = sentNapImage
+				}
+			}},
+		{values: waits, expr: eqExpr(".Values.wait.mode"),
+			set: func(o *Options, v string) { o.Waits.Kind = v }},
+		// MIN 0 leaves it out of the adaptive hook's command.
+		{values: []string{"0", "y"}, expr: func(v string, negated bool) string {
+			return eqExpr(`(include "nap.ns" .Values.wait.min)`)("0", (v == "0") == negated)
+		},
+			set: func(o *Options, v string) {
+				if v == "0" {
+					o.Waits.Min = "0"
+				}
+			}},
+		// WITHIN 0 (the request signal off) leaves --requests out of the controller's
+		// arguments and the adaptive hook's command.
+		{values: []string{"0", "y"}, expr: func(v string, negated bool) string {
+			return eqExpr(`(include "nap.ns" .Values.wait.requests)`)("0", (v == "0") == negated)
+		},
+			set: func(o *Options, v string) {
+				if v == "0" {
+					o.Waits.Requests = "0"
+				}
+			}},
+		{values: scopes, expr: eqExpr(".Values." + scope.Flag),
+			set: func(o *Options, v string) { o.Scope = scope.Scope(v) }},
+		// One replica: no PodDisruptionBudget (it would block every drain).
+		{values: []string{"", "y"}, expr: func(v string, negated bool) string {
+			if (v == "y") != negated {
+				return "eq (int .Values.replicas) 1"
+			}
+			return "ne (int .Values.replicas) 1"
+		},
+			set: func(o *Options, v string) {
+				if v == "y" {
+					o.Replicas = 1
+				}
+			}},
+		{values: []string{"", "y"}, expr: boolExpr(".Values.namespaceSelector"),
+			set: func(o *Options, v string) {
+				if v != "" {
+					o.NamespaceSelector = sentSelector
+				}
+			}},
+		{values: []string{"", "y"}, expr: boolExpr(".Values.excludeNamespaces"),
+			set: func(o *Options, v string) {
+				if v != "" {
+					o.ExcludeNamespaces = []string{sentExclude}
+				}
+			}},
+	}
+}
+
+// policySubstitutions come first in the MutatingAdmissionPolicy, which has the adaptive
+// wait's MIN and QUIET in nanoseconds and as the hook's arguments (wait.Arg); the
+// chart's helpers compute both (values in whole ms or s).
+var policySubstitutions = []struct{ sentinel, expr string }{
+	{nanoseconds(sentMin), `{{ include "nap.ns" .Values.wait.min }}`},
+	{nanoseconds(sentQuiet), `{{ include "nap.ns" .Values.wait.quiet }}`},
+	{sentMin, `{{ include "nap.arg" .Values.wait.min }}`},
+	{sentQuiet, `{{ include "nap.arg" .Values.wait.quiet }}`},
+	{sentRequests, `{{ include "nap.arg" .Values.wait.requests }}`},
+}
+
+func nanoseconds(d string) string {
+	v, err := time.ParseDuration(d)
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprint(v.Nanoseconds())
+}
+
+// leftovers are the forms a sentinel may take in Objects' output (its text; a
+// duration's number, nanoseconds and Go form): none may be left after substitution.
+func leftovers() []string {
+	out := []string{"sentinel", fmt.Sprint(sentReplicas)}
+	for _, d := range []string{sentDelay, sentMax, sentMin, sentQuiet, sentRequests} {
+		v, _ := time.ParseDuration(d)
+		out = append(out, strings.TrimRight(d, "ms"), nanoseconds(d), strings.TrimSuffix(v.String(), "s"))
+	}
+	return out
+}
+
+// substitutions turn a sentinel into the value's expression, in this order.
+var substitutions = []struct{ sentinel, expr string }{
+	{"--min=0\n", "--min={{ .Values.wait.min }}\n"},
+	{sentImage, `{{ include "nap.image" . }}`},
+	{sentNapImage, `{{ .Values.delivery.napImage }}`},
+	{sentNamespace, `{{ .Release.Namespace }}`},
+	{sentDelay, `{{ .Values.wait.delay }}`},
+	{sentMax, `{{ .Values.wait.max }}`},
+	{sentMin, `{{ .Values.wait.min }}`},
+	{sentQuiet, `{{ .Values.wait.quiet }}`},
+	{sentRequests, `{{ .Values.wait.requests }}`},
+	{sentSelector, `{{ .Values.namespaceSelector }}`},
+	{sentExclude, `{{ join "," .Values.excludeNamespaces }}`},
+	{fmt.Sprintf("replicas: %d", sentReplicas), `replicas: {{ .Values.replicas }}`},
+	{"replicas: 1\n", "replicas: {{ .Values.replicas }}\n"}, // the one-replica dimension's
+}
+
+// sentinelOptions are the Options every combination starts from: a sentinel wherever a
+// value is copied through (substitute turns them into the values' expressions).
+func sentinelOptions() Options {
+	return Options{Namespace: sentNamespace, Image: sentImage, Replicas: sentReplicas,
+		Waits:             wait.Input{Delay: sentDelay, Max: sentMax, Min: sentMin, Quiet: sentQuiet, Requests: sentRequests},
+		Resources:         &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(sentCPU)}},
+		NodeSelector:      map[string]string{sentNodeSel: "s"},
+		Tolerations:       []corev1.Toleration{{Key: sentToler, Operator: corev1.TolerationOpExists}},
+		PriorityClassName: sentPriority,
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: sentSpread, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": controller.Name}}}}}
+}
+
+// substitute replaces the sentinels in an object's YAML with the values' expressions.
+func substitute(kind, text string) (string, error) {
+	if kind == "MutatingAdmissionPolicy" {
+		for _, s := range policySubstitutions {
+			text = strings.ReplaceAll(text, s.sentinel, s.expr)
+		}
+	}
+	for _, s := range substitutions {
+		text = strings.ReplaceAll(text, s.sentinel, s.expr)
+	}
+	// The blocks, whole: toYaml of the value; the optional ones only where set.
+	lines := strings.Split(text, "\n")
+	for _, b := range blocks {
+		for i := 0; i < len(lines); i++ {
+			trimmed := strings.TrimLeft(lines[i], " ")
+			if trimmed != b.key+":" && !(b.scalar && strings.HasPrefix(trimmed, b.key+": ")) {
+				continue
+			}
+			indent := len(lines[i]) - len(trimmed)
+			j := i + 1
+			for !b.scalar && j < len(lines) {
+				in := len(lines[j]) - len(strings.TrimLeft(lines[j], " "))
+				// A list's items may sit at its key's indent.
+				if in < indent || in == indent && !strings.HasPrefix(strings.TrimLeft(lines[j], " "), "- ") || lines[j] == "" {
+					break
+				}
+				j++
+			}
+			if !strings.Contains(strings.Join(lines[i:j], "\n"), b.sentinel) {
+				continue
+			}
+			pad := lines[i][:indent]
+			repl := []string{fmt.Sprintf("%s%s: {{- toYaml .Values.%s | nindent %d }}", pad, b.key, b.key, indent+2)}
+			switch {
+			case b.scalar:
+				repl = []string{fmt.Sprintf("%s%s: {{ . }}", pad, b.key)}
+				fallthrough
+			case b.optional:
+				if !b.scalar {
+					repl = []string{fmt.Sprintf("%s%s: {{- toYaml . | nindent %d }}", pad, b.key, indent+2)}
+				}
+				repl = append([]string{"{{- with .Values." + b.key + " }}"}, append(repl, "{{- end }}")...)
+			}
+			lines = append(lines[:i], append(repl, lines[j:]...)...)
+			i += len(repl) - 1
+		}
+	}
+	text = strings.Join(lines, "\n")
+	for _, s := range leftovers() {
+		if strings.Contains(text, s) {
+			return "", fmt.Errorf("a sentinel (%s) is left where the chart does not know its value", s)
+		}
+	}
+	return text, nil
+}

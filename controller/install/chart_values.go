@@ -1,0 +1,183 @@
+package install
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nap-k8s/nap/controller"
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/wait"
+)
+
+// valuesYAML is values.yaml: the defaults, documented.
+func valuesYAML() ([]byte, error) {
+	r := Resources()
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
+	if err != nil {
+		return nil, err
+	}
+	res, err := objectYAML(u)
+	if err != nil {
+		return nil, err
+	}
+	repo, _, _ := strings.Cut(DefaultImage, ":")
+	var b strings.Builder
+	fmt.Fprintf(&b, `# nap's controller. Every value here is a flag of napctl install; the chart and
+# napctl install render the same objects for the same values (the namespace is the
+# release's: helm install nap charts/nap -n %[1]s --create-namespace).
+# Generated (controller/install/chart.go): do not edit.
+
+# The controller's image (napctl, FROM scratch). The tag defaults to the chart's appVersion.
+image:
+  repository: %[2]s
+  tag: ""
+  digest: ""
+
+replicas: 2
+
+# Which pods get the delay without an explicit opt-in (%[3]s): %[4]s.
+%[3]s: %[5]s
+
+admission:
+  # webhook (the controller's), policy (a MutatingAdmissionPolicy the API server runs;
+  # Kubernetes 1.36, or 1.34+ with the beta API), or auto (policy where the API server
+  # serves it and the values allow it).
+  mode: %[6]s
+  # The MutatingAdmissionPolicy API; default the one the API server serves.
+  policyAPIVersion: ""
+
+delivery:
+  # How nap reaches the pods: configmap, image (an image volume of napImage), or auto
+  # (the webhook: the image where every node mounts image volumes).
+  mode: %[7]s
+  napImage: ""
+
+# The preStop wait pods get unless they choose (annotations nap.dev/wait, nap.dev/delay).
+wait:
+  mode: %[8]s    # fixed, or adaptive: until the pod's new connections stop
+  delay: %[9]s     # the fixed wait
+  max: %[10]s       # the adaptive wait's bounds and quiet window; min and quiet in
+  min: "0"        # whole ms or s
+  quiet: %[11]s
+  # The adaptive wait's request signal (nap --requests WITHIN, whole ms or s; "0" off):
+  # a request on a connection the pod accepted earlier keeps the wait open too. Pods
+  # behind a client that pools its connections (an ingress controller, an application load
+  # balancer with the pods as targets) get 1s whatever this says; docs/adaptive.md.
+  requests: "0"
+
+# Publish the nap ConfigMap only into namespaces with these labels (default all), and
+# never into these.
+namespaceSelector: ""
+excludeNamespaces: []
+
+# Let cert-manager issue the webhook's certificate (else the controller makes and
+# rotates its own).
+certManager:
+  enabled: false
+
+# Evict the pods the webhook missed (admitted while it was down), one a minute, so that
+# they are recreated with a delay.
+rollMissed: false
+
+# The leader's memory grows with the cluster's pods (it holds a summary of each): the
+# limit holds 150,000 pods; the controller's Go memory limit is 90%% of it. Sizing by
+# pods: docs/controller.md#memory.
+resources:
+%[12]s
+# Where the controller's pods may run, as in a pod spec (unset: any node; the replicas
+# prefer different nodes).
+nodeSelector: {}
+tolerations: []
+priorityClassName: ""
+topologySpreadConstraints: []
+
+# A NetworkPolicy that lets into the controller's pods only the webhook's calls, the
+# kubelet's probes and metrics scrapes from pods of the cluster.
+networkPolicy:
+  enabled: false
+
+# The controller's monitoring (deploy/monitoring; docs/monitoring.md): a ServiceMonitor
+# and a PrometheusRule for the Prometheus Operator, and a dashboard ConfigMap for
+# Grafana's dashboard sidecar (label grafana_dashboard: "1").
+metrics:
+  serviceMonitor:
+    enabled: false
+  prometheusRule:
+    enabled: false
+  dashboard:
+    enabled: false
+`, controller.DefaultNamespace, repo, scope.Flag, scope.Help(), scope.OptIn, AdmissionWebhook,
+		inject.DeliveryConfigMap, wait.DefaultInput.Kind, wait.DefaultInput.Delay, wait.DefaultInput.Max, wait.DefaultInput.Quiet,
+		indent(string(res), "  "))
+	return []byte(b.String()), nil
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// SelectorPattern is the label selectors the chart takes for namespaceSelector: the
+// grammar of Kubernetes' labels.Parse (what napctl install and the controller accept),
+// written with spaces as the only blank, so that no value can carry a newline into the
+// controller's arguments (TestSelectorPattern holds it to labels.Parse).
+var SelectorPattern = func() string {
+	name := `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`
+	key := `([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?` + name
+	val := `(` + name + `)?`
+	req := ` *(!` + key + `|` + key + `( *(==|=|!=) *` + val + `| *(>|<) *[0-9]+| +(in|notin) *\( *` + val + `( *, *` + val + `)* *\))?) *`
+	return `^(` + req + `(,` + req + `)*)?$`
+}()
+
+// valuesSchema is values.schema.json: helm refuses what napctl's flags would.
+func valuesSchema() ([]byte, error) {
+	enum := func(vals []string) map[string]any { return map[string]any{"type": "string", "enum": vals} }
+	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), wait.KindNames()
+	duration := map[string]any{"type": "string", "pattern": `^(([0-9]+[.]?[0-9]*|[.][0-9]+)|(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+)$`}
+	plain := map[string]any{"type": "string", "pattern": `^[^"'\s]*$`}
+	obj := func(props map[string]any, required ...string) map[string]any {
+		o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+		if len(required) > 0 {
+			o["required"] = required
+		}
+		return o
+	}
+	schema := obj(map[string]any{
+		"image":     obj(map[string]any{"repository": map[string]any{"type": "string", "minLength": 1, "pattern": `^[^"'\s]*$`}, "tag": plain, "digest": plain}, "repository"),
+		"replicas":  map[string]any{"type": "integer", "minimum": 1},
+		scope.Flag:  enum(scopes),
+		"admission": obj(map[string]any{"mode": enum([]string{string(AdmissionWebhook), string(AdmissionPolicy), "auto"}), "policyAPIVersion": enum([]string{"", controller.PolicyAPIV1, controller.PolicyAPIV1beta})}),
+		"delivery":  obj(map[string]any{"mode": enum(deliveries), "napImage": plain}),
+		"wait": obj(map[string]any{"mode": enum(waits), "delay": duration, "max": duration,
+			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`},
+			"requests": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}}),
+		"namespaceSelector":         map[string]any{"type": "string", "pattern": SelectorPattern},
+		"excludeNamespaces":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
+		"certManager":               obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+		"rollMissed":                map[string]any{"type": "boolean"},
+		"resources":                 map[string]any{"type": "object"},
+		"nodeSelector":              map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+		"tolerations":               map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+		"priorityClassName":         map[string]any{"type": "string", "pattern": `^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`, "maxLength": 253},
+		"topologySpreadConstraints": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+		"networkPolicy":             obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+		"metrics": obj(map[string]any{
+			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+			"prometheusRule": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+			"dashboard":      obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+		}),
+	})
+	schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+	b, err := json.MarshalIndent(schema, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
