@@ -30,7 +30,10 @@ type Terminations struct {
 	Counts   [len(nap.Kinds)]int // by kind, as nap.Kinds orders them
 	LastLate time.Time           // the last late or cut one; zero: none
 	LastPod  string              // its pod
-	Tails    []uint32            // the recent quiet ones' observed tails, ms, oldest first
+	// LastPaths are the traffic paths that reached that pod (traffic.PathsOf, by
+	// name): those whose routes may have outrun its wait.
+	LastPaths []string
+	Tails     []uint32 // the recent quiet ones' observed tails, ms, oldest first
 }
 
 // Count is how many of the terminations were of kind (one of nap.Kinds).
@@ -51,8 +54,8 @@ func (t Terminations) Total() int {
 }
 
 // Add counts one termination of kind, whose observed tail was last (quiet ones), of
-// pod at time at.
-func (t *Terminations) Add(kind string, last time.Duration, pod string, at time.Time) {
+// pod, which paths reached, at time at.
+func (t *Terminations) Add(kind string, last time.Duration, pod string, paths []string, at time.Time) {
 	if i := slices.Index(nap.Kinds[:], kind); i >= 0 {
 		t.Counts[i]++
 	}
@@ -63,7 +66,7 @@ func (t *Terminations) Add(kind string, last time.Duration, pod string, at time.
 		}
 		t.Tails = append(t.Tails, uint32(min(last/time.Millisecond, 1<<32-1)))
 	case nap.Late, nap.Cut:
-		t.LastLate, t.LastPod = at, pod
+		t.LastLate, t.LastPod, t.LastPaths = at, pod, paths
 	}
 }
 
@@ -103,7 +106,7 @@ func (t Terminations) Outcome() string {
 
 // String says it for a person: "142 terminations since 2026-11-25 10:00 UTC: 141
 // quiet, 1 late; tail p50 1.2s, p99 3.4s of 64; last late or cut 2026-12-01 08:12 UTC,
-// pod web-7d9f8c6b5-x".
+// pod web-7d9f8c6b5-x, reached by clusterip, lb-pods".
 func (t Terminations) String() string {
 	s := fmt.Sprintf("%d terminations since %s: %s", t.Total(), t.Since.UTC().Format(minute), t.kinds())
 	if p50, p99, n := t.quantiles(); n > 0 {
@@ -111,6 +114,9 @@ func (t Terminations) String() string {
 	}
 	if !t.LastLate.IsZero() {
 		s += fmt.Sprintf("; last late or cut %s, pod %s", t.LastLate.UTC().Format(minute), t.LastPod)
+		if len(t.LastPaths) > 0 {
+			s += ", reached by " + strings.Join(t.LastPaths, ", ")
+		}
 	}
 	return s
 }
@@ -126,6 +132,7 @@ const (
 	propP99      = "tailP99"
 	propLastLate = "lastLate"
 	propLastPod  = "lastLatePod"
+	propPaths    = "lastLatePaths" // comma-separated
 )
 
 // Result is t as workload's terminations result: its counts by kind, the tails it
@@ -147,6 +154,9 @@ func (t Terminations) Result(workload corev1.ObjectReference) Result {
 	}
 	if !t.LastLate.IsZero() {
 		props[propLastLate], props[propLastPod] = t.LastLate.UTC().Format(time.RFC3339), t.LastPod
+		if len(t.LastPaths) > 0 {
+			props[propPaths] = strings.Join(t.LastPaths, ",")
+		}
 	}
 	return Result{Workload: workload, Policy: TerminationsPolicy, Severity: Medium, Outcome: t.Outcome(), Message: t.String(), Properties: props}
 }
@@ -191,6 +201,9 @@ func TerminationsOf(r Result) (Terminations, bool) {
 			return t, false
 		}
 		t.LastLate, t.LastPod = at, p[propLastPod]
+		if v := p[propPaths]; v != "" {
+			t.LastPaths = strings.Split(v, ",")
+		}
 	}
 	return t, true
 }
@@ -206,11 +219,12 @@ type terminationsJSON struct {
 	TailsMs     []uint32       `json:"tailsMs,omitempty"`
 	LastLate    *time.Time     `json:"lastLate,omitempty"`
 	LastLatePod string         `json:"lastLatePod,omitempty"`
+	LastPaths   []string       `json:"lastLatePaths,omitempty"`
 }
 
 // MarshalJSON writes t as terminationsJSON.
 func (t Terminations) MarshalJSON() ([]byte, error) {
-	v := terminationsJSON{Since: t.Since.UTC(), Total: t.Total(), Verdicts: map[string]int{}, TailsMs: t.Tails, LastLatePod: t.LastPod}
+	v := terminationsJSON{Since: t.Since.UTC(), Total: t.Total(), Verdicts: map[string]int{}, TailsMs: t.Tails, LastLatePod: t.LastPod, LastPaths: t.LastPaths}
 	for i, k := range nap.Kinds {
 		if t.Counts[i] > 0 {
 			v.Verdicts[k] = t.Counts[i]
@@ -232,7 +246,7 @@ func (t *Terminations) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*t = Terminations{Since: v.Since, Tails: v.TailsMs, LastPod: v.LastLatePod}
+	*t = Terminations{Since: v.Since, Tails: v.TailsMs, LastPod: v.LastLatePod, LastPaths: v.LastPaths}
 	for k, n := range v.Verdicts {
 		i := slices.Index(nap.Kinds[:], k)
 		if i < 0 {

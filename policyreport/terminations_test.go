@@ -15,10 +15,10 @@ import (
 func terminations() Terminations {
 	t := Terminations{Since: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
 	for i := range 140 {
-		t.Add(nap.Quiet, time.Duration(1000+i*20)*time.Millisecond, "web-q", time.Time{})
+		t.Add(nap.Quiet, time.Duration(1000+i*20)*time.Millisecond, "web-q", nil, time.Time{})
 	}
-	t.Add(nap.Sparse, 0, "web-s", time.Time{})
-	t.Add(nap.Late, 9900*time.Millisecond, "web-7d9f8c6b5-x", time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
+	t.Add(nap.Sparse, 0, "web-s", nil, time.Time{})
+	t.Add(nap.Late, 9900*time.Millisecond, "web-7d9f8c6b5-x", []string{"clusterip", "lb-pods"}, time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
 	return t
 }
 
@@ -33,7 +33,7 @@ func TestTerminations(t *testing.T) {
 	if p50, n := tm.Tail(0.5); n != TailSamples || p50 != (1000+108*20)*time.Millisecond {
 		t.Errorf("tail p50 %v of %d", p50, n)
 	}
-	const want = "142 terminations since 2026-11-25 10:00 UTC: 140 quiet, 1 sparse, 1 late; tail p50 3.16s, p99 3.78s of 64; last late or cut 2026-12-01 08:12 UTC, pod web-7d9f8c6b5-x"
+	const want = "142 terminations since 2026-11-25 10:00 UTC: 140 quiet, 1 sparse, 1 late; tail p50 3.16s, p99 3.78s of 64; last late or cut 2026-12-01 08:12 UTC, pod web-7d9f8c6b5-x, reached by clusterip, lb-pods"
 	if got := tm.String(); got != want {
 		t.Errorf("String:\n%s\nwant\n%s", got, want)
 	}
@@ -44,7 +44,7 @@ func TestTerminations(t *testing.T) {
 		kind, want string
 	}{{nap.Quiet, Pass}, {nap.Sparse, Pass}, {nap.Blind, Warn}, {nap.Late, Fail}, {nap.Cut, Fail}} {
 		var one Terminations
-		one.Add(tc.kind, 0, "p", time.Now())
+		one.Add(tc.kind, 0, "p", nil, time.Now())
 		if got := one.Outcome(); got != tc.want {
 			t.Errorf("one %s: outcome %s, want %s", tc.kind, got, tc.want)
 		}

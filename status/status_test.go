@@ -186,7 +186,7 @@ func TestPolicyReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := policyreport.Terminations{Since: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
-	quiet.Add(nap.Quiet, 1200*time.Millisecond, "api-7d9f8c6b5-abcde", time.Time{})
+	quiet.Add(nap.Quiet, 1200*time.Millisecond, "api-7d9f8c6b5-abcde", nil, time.Time{})
 	r := Compute(Input{Objects: objs, NamespaceLabels: map[string]map[string]string{"shop": {scope.InjectLabel: scope.Enabled}},
 		Events:       []Event{{Namespace: "shop", Pod: "api-7d9f8c6b5-abcde", Message: `exec: "/bin/sh": stat /bin/sh: no such file or directory`, Time: time.Unix(1e9, 0)}},
 		Terminations: map[string]policyreport.Terminations{"Deployment/shop/api": quiet}})
@@ -236,10 +236,10 @@ func TestTerminationsShown(t *testing.T) {
 	}
 	since := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	late := policyreport.Terminations{Since: since}
-	late.Add(nap.Quiet, 1200*time.Millisecond, "binary-a", time.Time{})
-	late.Add(nap.Late, 0, "binary-b", time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
+	late.Add(nap.Quiet, 1200*time.Millisecond, "binary-a", nil, time.Time{})
+	late.Add(nap.Late, 0, "binary-b", []string{"clusterip", "lb-local"}, time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
 	quiet := policyreport.Terminations{Since: since}
-	quiet.Add(nap.Quiet, 800*time.Millisecond, "quiet-a", time.Time{})
+	quiet.Add(nap.Quiet, 800*time.Millisecond, "quiet-a", nil, time.Time{})
 	r := Compute(Input{Objects: objs, Terminations: map[string]policyreport.Terminations{"Deployment/shop/binary": late, "Deployment/shop/quiet": quiet}})
 	got := map[string]Workload{}
 	for _, w := range r.Namespaces[0].Workloads {

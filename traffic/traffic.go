@@ -169,6 +169,21 @@ func Reaching(svc *corev1.Service, fronts kube.Fronts) []Path {
 	return out
 }
 
+// PathsOf are the paths that reach a pod through svcs, the Services that select it
+// (fronts tells which front doors name each), once each, in All's order.
+func PathsOf(svcs []*corev1.Service, fronts func(service string) kube.Fronts) []Path {
+	var out []Path
+	for _, p := range All() {
+		for _, svc := range svcs {
+			if p.Reaches(svc, fronts(svc.Name)) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Lookup is the path named name (Path.Name).
 func Lookup(name string) (Path, bool) {
 	for _, p := range All() {

@@ -136,6 +136,9 @@ var dashboardPanels = []panel{
 	{title: "Unprotected pods by namespace and reason", kind: "timeseries", exprs: []string{`sum by (namespace, reason) (nap_pods_unprotected)`}, legends: []string{"{{namespace}} {{reason}}"}},
 	{title: "Failing preStop hooks by workload and cause", kind: "timeseries", exprs: []string{`sum by (namespace, workload, cause) (nap_prestop_hook_failures)`}, legends: []string{"{{namespace}}/{{workload}} {{cause}}"}},
 	{title: "Terminations by what nap's wait saw (nap_terminations_total)", kind: "timeseries", exprs: []string{`sum by (verdict) (increase(nap_terminations_total[1h]))`}, legends: []string{"{{verdict}}"}},
+	{title: "Late or cut terminations by the path that reached the pod (nap_path_terminations_total)", kind: "timeseries", exprs: []string{`sum by (path) (increase(nap_path_terminations_total{verdict=~"late|cut"}[1h]))`}, legends: []string{"{{path}}"}},
+	{title: "Observed tail per path, p99 of quiet terminations (nap_path_termination_tail_seconds) beside the calibrated hold", kind: "timeseries", unit: "s", exprs: []string{
+		`histogram_quantile(0.99, sum by (path, le) (rate(nap_path_termination_tail_seconds_bucket[1h])))`, `max by (path) (nap_calibration_delay_seconds)`}, legends: []string{"{{path}} observed p99", "{{path}} calibrated"}},
 	{title: "Pod admissions by result", kind: "timeseries", unit: "reqps", exprs: []string{`sum by (result) (rate(nap_admissions_total[5m]))`}, legends: []string{"{{result}}"}},
 	{title: "Admission latency", kind: "timeseries", unit: "s", exprs: []string{
 		`histogram_quantile(0.99, sum by (le) (rate(nap_admission_duration_seconds_bucket[5m])))`,

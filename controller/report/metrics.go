@@ -1,6 +1,9 @@
 package report
 
 import (
+	"strings"
+
+	"github.com/nap-k8s/nap/traffic"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -26,8 +29,31 @@ var terminations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_te
 	Help: "Container terminations whose nap wait left its verdict in the pod's final status, by verdict: quiet (no traffic at the end), sparse (quiet, but too little traffic over the pod's life to tell), late (traffic still arrived in the last QUIET: a route outran the wait), blind (nap could not read the pod's traffic), cut (the wait never ended: the grace period or a node shutdown ran out)."},
 	[]string{"verdict"})
 
+// pathTerminations and pathTails are every termination again, by the traffic paths that
+// reached its pod (traffic.PathsOf): a termination reached by two paths is counted for
+// each, so their sum over paths is not the number of terminations. Paths and verdicts
+// are a short fixed list: no per-workload label.
+var (
+	pathTerminations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_path_terminations_total",
+		Help: "Container terminations whose nap wait left its verdict, by each traffic path that reached the pod (" + pathNames() + ") and verdict: a termination counts once for every path that reached it."},
+		[]string{"path", "verdict"})
+	pathTails = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nap_path_termination_tail_seconds",
+		Help:    "The observed tail of quiet terminations (seconds from the hook's start to the last connection or request beyond the probes'), by each traffic path that reached the pod: how long that path still sent to a terminating pod.",
+		Buckets: []float64{0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89}}, []string{"path"})
+)
+
 func init() {
+	metrics.Registry.MustRegister(pathTerminations, pathTails)
 	for _, k := range Verdicts {
 		terminations.WithLabelValues(k) // every series from the start, at 0
 	}
+}
+
+// pathNames are the traffic paths' names, for the help of the metrics labelled by them.
+func pathNames() string {
+	var names []string
+	for _, p := range traffic.All() {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
 }

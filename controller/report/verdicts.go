@@ -1,17 +1,20 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nap-k8s/nap/hook"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -117,8 +120,8 @@ func (ts *tallies) nsLocked(ns string) *nsTally {
 	return n
 }
 
-// add counts one container's termination of pod's workload.
-func (ts *tallies) add(w kube.Workload, pod string, v containerVerdict, at time.Time) {
+// add counts one container's termination of pod's workload; paths reached the pod.
+func (ts *tallies) add(w kube.Workload, pod string, v containerVerdict, paths []string, at time.Time) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	n := ts.nsLocked(w.Namespace)
@@ -127,7 +130,7 @@ func (ts *tallies) add(w kube.Workload, pod string, v containerVerdict, at time.
 		t = &policyreport.Terminations{Since: ts.since}
 		n.by[w] = t
 	}
-	t.Add(v.kind, v.last, pod, at)
+	t.Add(v.kind, v.last, pod, paths, at)
 	n.changed = true
 	n.urgent = n.urgent || v.kind == nap.Late || v.kind == nap.Cut
 }
@@ -220,12 +223,23 @@ func (r *Reporter) counted(old, cur *podSummary) {
 		return
 	}
 	w := cur.workload()
+	var paths []string
+	read := false
 	for _, v := range *cur.verdicts {
 		if old != nil && old.verdicts != nil && slices.ContainsFunc(*old.verdicts, func(o containerVerdict) bool { return o.container == v.container }) {
 			continue
 		}
+		if !read {
+			paths, read = r.pathsOf(cur), true
+		}
 		terminations.WithLabelValues(v.kind).Inc()
-		r.tallies.add(w, cur.Name, v, time.Now())
+		for _, p := range paths {
+			pathTerminations.WithLabelValues(p, v.kind).Inc()
+			if v.kind == nap.Quiet {
+				pathTails.WithLabelValues(p).Observe(v.last.Seconds())
+			}
+		}
+		r.tallies.add(w, cur.Name, v, paths, time.Now())
 		if v.kind != nap.Late && v.kind != nap.Cut {
 			continue
 		}
@@ -239,6 +253,27 @@ func (r *Reporter) counted(old, cur *podSummary) {
 			r.Recorder.Event(objectOf(w), corev1.EventTypeWarning, reason, msg)
 		}
 	}
+}
+
+// pathsOf are the names of the traffic paths that reach the summarised pod, from the
+// caches (its namespace's Services and the front doors that name them): what its
+// verdict is counted for. None where they cannot be read (logged).
+func (r *Reporter) pathsOf(s *podSummary) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var p corev1.Pod
+	s.fill(&p)
+	v := &nsView{r: r, ctx: ctx, ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}}
+	svcs, fronts, err := v.reaching(&p)
+	if err != nil {
+		r.Log.Info("the paths that reach a terminated pod could not be read", "pod", p.Namespace+"/"+p.Name, "error", err.Error())
+		return nil
+	}
+	var names []string
+	for _, path := range traffic.PathsOf(svcs, fronts) {
+		names = append(names, path.Name)
+	}
+	return names
 }
 
 // workload is the summarised pod's workload (kube.WorkloadOf).

@@ -2,16 +2,20 @@ package report
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/go-logr/logr"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestVerdictsOf: each terminated container's line, as the pod's final status gives it;
@@ -114,7 +118,7 @@ func TestTalliesResults(t *testing.T) {
 		{62 * time.Second, nil, "fail 3", 0},   // at rest
 	} {
 		if step.add != nil {
-			ts.add(web, "web-1", *step.add, t0.Add(step.at))
+			ts.add(web, "web-1", *step.add, []string{"clusterip", "lb-pods"}, t0.Add(step.at))
 		}
 		if got, again := say(step.at); got != step.want || again != step.wantAgain {
 			t.Errorf("at %v: %q, ask again in %v; want %q, %v", step.at, got, again, step.want, step.wantAgain)
@@ -128,19 +132,65 @@ func TestTalliesResults(t *testing.T) {
 	said, _ := ts.results("shop", t0.Add(time.Hour), time.Minute)
 	var next tallies
 	next.seed(map[string][]policyreport.Result{"shop": said})
-	if got, _ := next.get(web); got.Total() != 3 || got.Count(nap.Late) != 1 || got.LastPod != "web-1" {
-		t.Errorf("taken up: %+v, want 3 terminations, 1 late of web-1", got)
+	if got, _ := next.get(web); got.Total() != 3 || got.Count(nap.Late) != 1 || got.LastPod != "web-1" || !slices.Equal(got.LastPaths, []string{"clusterip", "lb-pods"}) {
+		t.Errorf("taken up: %+v, want 3 terminations, 1 late of web-1, reached by clusterip and lb-pods", got)
 	}
 	again, _ := next.results("shop", t0.Add(time.Hour), time.Minute)
 	if len(again) != 1 || !reflect.DeepEqual(again[0], said[0]) {
 		t.Errorf("after taking up: %+v, want what was said, %+v", again, said)
 	}
-	next.add(web, "web-2", quiet, t0.Add(time.Hour))
+	next.add(web, "web-2", quiet, []string{"clusterip"}, t0.Add(time.Hour))
 	if rs, _ := next.results("shop", t0.Add(2*time.Hour), time.Minute); rs[0].Properties["terminations"] != "4" {
 		t.Errorf("one more: %+v", rs[0].Properties)
 	}
 	next.forget("shop")
 	if _, ok := next.get(web); ok {
 		t.Error("a namespace gone is not forgotten")
+	}
+}
+
+// TestCountedByPath: a termination is counted for every traffic path that reached its
+// pod when it ended (its Services from the cache, and the front doors naming them): the
+// path metrics, a quiet one's tail in each path's histogram, and a late one's paths in
+// its workload's tally; a pod no Service selects is counted for no path.
+func TestCountedByPath(t *testing.T) {
+	web := map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5"}
+	cl := fake.NewClientBuilder().WithObjects(
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-lb", Namespace: "shop"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal}},
+	).Build()
+	r := &Reporter{Client: cl, Log: logr.Discard()}
+	ended := func(name, line string, labels map[string]string) *podSummary {
+		p := webPod(name, func(p *corev1.Pod) {
+			p.Labels = labels
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: line}}}}
+		})
+		return summaryOf(p)
+	}
+	count := func(path, verdict string) float64 {
+		return testutil.ToFloat64(pathTerminations.WithLabelValues(path, verdict))
+	}
+	before := map[string]float64{}
+	for _, p := range []string{"clusterip", "nodeport", "lb-local", "lb-cluster"} {
+		before[p+" quiet"], before[p+" late"] = count(p, nap.Quiet), count(p, nap.Late)
+	}
+	r.counted(nil, ended("a", "nap/v1 quiet end=10000ms last=2500ms conns=9 total=900000\n", web))
+	r.counted(nil, ended("b", "nap/v1 late end=10000ms last=9900ms conns=9 total=900000\n", web))
+	r.counted(nil, ended("c", "nap/v1 late end=10000ms last=9900ms conns=9 total=900000\n", map[string]string{"app": "batch"}))
+	for path, want := range map[string]float64{"clusterip": 1, "nodeport": 1, "lb-local": 1, "lb-cluster": 0} {
+		if got := count(path, nap.Quiet) - before[path+" quiet"]; got != want {
+			t.Errorf("%s: %v quiet, want %v", path, got, want)
+		}
+		if got := count(path, nap.Late) - before[path+" late"]; got != want {
+			t.Errorf("%s: %v late, want %v", path, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(pathTails); n < 3 {
+		t.Errorf("the tails' histogram has %d series, want one for each path that reached a quiet pod", n)
+	}
+	got, ok := r.Terminations(kube.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"})
+	if !ok || got.Total() != 2 || got.LastPod != "web-7d9f8c6b5-b" || !slices.Equal(got.LastPaths, []string{"clusterip", "nodeport", "lb-local"}) {
+		t.Errorf("web's tally: %+v, want 2, the late one web-7d9f8c6b5-b reached by clusterip, nodeport, lb-local", got)
 	}
 }

@@ -281,9 +281,9 @@ func TestStatusTerminations(t *testing.T) {
 	applyIn(t, cs, kubectl, kubeconfig, "st-verdicts", nil, writeTemp(t, statusWorkloads))
 	tm := policyreport.Terminations{Since: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
 	for range 41 {
-		tm.Add(nap.Quiet, 1200*time.Millisecond, "binary-a", time.Time{})
+		tm.Add(nap.Quiet, 1200*time.Millisecond, "binary-a", nil, time.Time{})
 	}
-	tm.Add(nap.Late, 0, "binary-7d9f8c6b5-x", time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
+	tm.Add(nap.Late, 0, "binary-7d9f8c6b5-x", nil, time.Date(2026, 12, 1, 8, 12, 0, 0, time.UTC))
 	ref := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "st-verdicts", Name: "binary"}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
