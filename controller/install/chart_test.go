@@ -116,6 +116,11 @@ topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zon
 			opts: Options{Waits: wait.Input{Kind: "adaptive", Requests: "1s"}}},
 		{name: "policy adaptive; min and requests", values: "admission: {mode: policy}\nwait: {mode: adaptive, min: 5s, requests: 1500ms}",
 			opts: Options{Admission: AdmissionPolicy, Waits: wait.Input{Kind: "adaptive", Min: "5s", Requests: "1500ms"}}},
+		// helm's --set wait.delay=10 types a number, not a string.
+		{name: "a delay as --set types it", values: "wait: {delay: 10}", opts: Options{Waits: wait.Input{Delay: "10"}}},
+		{name: "policy; a delay as --set types it", values: "admission: {mode: policy}\nwait: {delay: 4.5}",
+			opts: Options{Admission: AdmissionPolicy, Waits: wait.Input{Delay: "4.5"}}},
+		{name: "refused: a negative delay", values: "wait: {delay: -1}", refused: "/wait/delay"},
 		{name: "refused: a quiet in ns", values: "wait: {quiet: 2000000000ns}", refused: "/wait/quiet"},
 		{name: "refused: requests in m", values: "wait: {requests: 1m}", refused: "/wait/requests"},
 		{name: "auto; served", values: "admission: {mode: auto}", apiVersions: []string{mapV1}, opts: Options{Admission: AdmissionPolicy}},

@@ -141,6 +141,10 @@ func valuesSchema() ([]byte, error) {
 	enum := func(vals []string) map[string]any { return map[string]any{"type": "string", "enum": vals} }
 	scopes, deliveries, waits := scope.Names(), inject.DeliveryNames(), wait.KindNames()
 	duration := map[string]any{"type": "string", "pattern": `^(([0-9]+[.]?[0-9]*|[.][0-9]+)|(([0-9]+[.]?[0-9]*|[.][0-9]+)(ns|us|ms|s|m|h))+)$`}
+	// The fixed delay also as a bare number of seconds, as helm's --set types it
+	// (--set wait.delay=10 is the number 10; the pattern holds strings only): it is
+	// written as given everywhere, as napctl install keeps the user's spelling.
+	delay := map[string]any{"type": []string{"string", "number"}, "minimum": 0, "pattern": duration["pattern"]}
 	plain := map[string]any{"type": "string", "pattern": `^[^"'\s]*$`}
 	obj := func(props map[string]any, required ...string) map[string]any {
 		o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
@@ -155,7 +159,7 @@ func valuesSchema() ([]byte, error) {
 		scope.Flag:  enum(scopes),
 		"admission": obj(map[string]any{"mode": enum([]string{string(AdmissionWebhook), string(AdmissionPolicy), "auto"}), "policyAPIVersion": enum([]string{"", controller.PolicyAPIV1, controller.PolicyAPIV1beta})}),
 		"delivery":  obj(map[string]any{"mode": enum(deliveries), "napImage": plain}),
-		"wait": obj(map[string]any{"mode": enum(waits), "delay": duration, "max": duration,
+		"wait": obj(map[string]any{"mode": enum(waits), "delay": delay, "max": duration,
 			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`},
 			"requests": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}}),
 		"namespaceSelector":         map[string]any{"type": "string", "pattern": SelectorPattern},

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/nap-k8s/nap/internal/version"
+	"github.com/spf13/cobra"
 )
 
 // IOStreams are the standard streams a command uses, injected so that tests can run
@@ -43,6 +44,12 @@ const VerdictAnnotation = "nap.dev/exit-1-is-a-verdict"
 // with a pointer to the command's help.
 func UsageError(cmd interface{ CommandPath() string }, err error) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
+}
+
+// Warn says something on stderr that does not stop cmd, under the command the user
+// typed ("napctl status: ...", "kubectl nap status: ...").
+func Warn(cmd *cobra.Command, streams IOStreams, format string, args ...any) {
+	fmt.Fprintf(streams.ErrOut, cmd.CommandPath()+": "+format+"\n", args...)
 }
 
 // ImageHint says how to get napctl's image into a registry the cluster pulls from, and

@@ -31,6 +31,16 @@ func ServerVersion(cfg *rest.Config) (kube.Version, error) {
 	return kube.ParseVersion(info.GitVersion)
 }
 
+// Reach tells whether the cluster of cfg answers (its version), so that a command that
+// reads it many ways at once says once that it cannot, naming where it looked, rather
+// than once for each read.
+func Reach(cfg *rest.Config) error {
+	if _, err := ServerVersion(cfg); err != nil {
+		return fmt.Errorf("cannot reach the cluster at %s: %w", cfg.Host, err)
+	}
+	return nil
+}
+
 // Cluster is how a command reaches a cluster: kubectl's own flags (cli-runtime's
 // genericclioptions), so that --kubeconfig (default $KUBECONFIG, else ~/.kube/config),
 // --context, --cluster, --user, --server, --token, --as, --request-timeout and the rest

@@ -2,10 +2,13 @@ package app
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/cli/binary"
@@ -34,9 +37,35 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(binary.NewCommand(streams), calibratecmd.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), imagecmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
+	// kubectl's -v: the Kubernetes client's log level (6 shows every request), so that
+	// kubectl's habit works and is not read as --version.
+	var verbosity int
+	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "the Kubernetes client's log level, as kubectl's -v (6: every request, on stderr)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if verbosity <= 0 {
+			return nil
+		}
+		var fs flag.FlagSet
+		klog.InitFlags(&fs)
+		return fs.Set("v", strconv.Itoa(verbosity))
+	}
+	root.AddCommand(versionCommand(), binary.NewCommand(streams), calibratecmd.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), imagecmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
 	completeVocabulary(root)
 	return root
+}
+
+// versionCommand is `napctl version`: what --version says, as a command too, as kubectl
+// and helm have it.
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s version %s\n", cmd.Root().DisplayName(), version.Version)
+			return err
+		},
+	}
 }
 
 // Run runs napctl with args (without the program name) and returns the exit status
@@ -53,6 +82,9 @@ func RunAs(name string, streams cli.IOStreams, args []string) int {
 	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	root.SetVersionTemplate(name + " version {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cli.UsageError(c, err) })
+	if strings.Contains(name, " ") {
+		pluginCompletion(root)
+	}
 	usageArgs(root)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
@@ -75,6 +107,23 @@ func RunAs(name string, streams cli.IOStreams, args []string) int {
 		return 2
 	}
 	return 1
+}
+
+// pluginCompletion is the kubectl plugin's completion command: kubectl completes its
+// plugins itself (1.26+, through kubectl_complete-nap, which runs kubectl-nap
+// __complete), and a script cobra wrote would register a command named "nap" (the name
+// of nap's sleeper, which make puts beside the plugin), so it says how instead.
+func pluginCompletion(root *cobra.Command) {
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(&cobra.Command{
+		Use:   "completion",
+		Short: "How the shell completes kubectl nap",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return &cli.ExitError{Code: 2, Err: errors.New("kubectl completes its plugins itself (kubectl 1.26+): put kubectl_complete-nap, " +
+				"which make build writes beside kubectl-nap, on your PATH (it runs kubectl-nap __complete); " +
+				"napctl completion bash|zsh|fish|powershell writes a script for napctl")}
+		},
+	})
 }
 
 // usageArgs makes every command's argument check a usage error.

@@ -99,6 +99,12 @@ func TestInstallCommand(t *testing.T) {
 			t.Errorf("napctl install with scheduling: exit %d (%s), no %q", code, errOut, s)
 		}
 	}
+	// 0 replicas, typed, is refused as the chart refuses it (not read as the default 2).
+	for _, n := range []string{"0", "-1"} {
+		if code, out, errOut := runNapctl("install", "--replicas", n); code != 1 || out != "" || !strings.Contains(errOut, "--replicas "+n+": want at least 1") {
+			t.Errorf("napctl install --replicas %s: exit %d, stdout %d bytes, stderr %q", n, code, len(out), errOut)
+		}
+	}
 	code, out, errOut = runNapctl("install", "--tolerations", `{"key":"x"}`)
 	if code != 1 || out != "" || !strings.Contains(errOut, "--tolerations") || !strings.Contains(errOut, "want a JSON list") {
 		t.Errorf("bad tolerations: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/internal/version"
 )
 
 // run runs the command tree as name with stdin in.
@@ -225,6 +226,14 @@ func TestOutputFlagAndCompletion(t *testing.T) {
 			}
 		}
 	}
+	// The plugin's completion is kubectl's: no script that would register "nap" (the
+	// sleeper beside it); napctl's own is cobra's.
+	if code, out, errOut := runAs("kubectl nap", nil, "completion", "bash"); code != 2 || out != "" || !strings.Contains(errOut, "kubectl_complete-nap") {
+		t.Errorf("kubectl nap completion bash: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, out, _ := runAs("napctl", nil, "completion", "bash"); code != 0 || !strings.Contains(out, "__start_napctl napctl") {
+		t.Errorf("napctl completion bash: exit %d, %.200q", code, out)
+	}
 	script, err := os.ReadFile("../../../cmd/kubectl-nap/kubectl_complete-nap")
 	if fi, _ := os.Stat("../../../cmd/kubectl-nap/kubectl_complete-nap"); err != nil || fi.Mode()&0o111 == 0 ||
 		!strings.Contains(string(script), `exec kubectl-nap __complete "$@"`) {
@@ -247,6 +256,11 @@ func TestPluginName(t *testing.T) {
 	}
 	if _, v, _ := runAs("napctl", nil, "--version"); !strings.HasPrefix(v, "napctl version ") {
 		t.Errorf("napctl --version: %q", v)
+	}
+	for _, name := range []string{"kubectl nap", "napctl"} {
+		if code, v, _ := runAs(name, nil, "version"); code != 0 || v != name+" version "+version.Version+"\n" {
+			t.Errorf("%s version: exit %d, %q", name, code, v)
+		}
 	}
 	code, out, _ := runAs("kubectl nap", nil, "lint", "../../../lint/testdata/checks/no-prestop-delay.yaml", "--fail-on", "warning")
 	if code != 1 || !strings.Contains(out, "kubectl nap inject -f") || strings.Contains(out, "napctl") {
@@ -283,5 +297,26 @@ func TestKubectlFlags(t *testing.T) {
 		if c, _, err := root.Find([]string{name}); err != nil || c.Flags().Lookup("kubeconfig") == nil {
 			t.Errorf("napctl %s: no --kubeconfig (%v)", name, err)
 		}
+	}
+}
+
+// A cluster that does not answer is said once, under the command the user typed, not
+// once for each of the reads status makes at once; kubectl's -v is the client's log
+// level, not --version.
+func TestUnreachableCluster(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	config := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:9\"}}]\n" +
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n"
+	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runAs("kubectl nap", nil, "status", "--kubeconfig", kc)
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != 2 || out != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "kubectl nap: cannot reach the cluster at https://127.0.0.1:9: ") {
+		t.Errorf("kubectl nap status, no cluster: exit %d, stdout %q, stderr (want one line):\n%s", code, out, errOut)
+	}
+	code, _, errOut = runAs("kubectl nap", nil, "status", "--kubeconfig", kc, "-v=1")
+	if code != 2 || strings.Contains(errOut, "ParseBool") || strings.Contains(errOut, "invalid argument") || !strings.Contains(errOut, "cannot reach the cluster") {
+		t.Errorf("kubectl nap status -v=1: exit %d:\n%s", code, errOut)
 	}
 }

@@ -60,7 +60,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			if err := cli.CheckOutput(cmd, f.output, "text", "json"); err != nil {
 				return err
 			}
-			return run(cmd.Context(), streams, f)
+			return run(cmd, streams, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -92,7 +92,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	return cmd
 }
 
-func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
+func run(cmd *cobra.Command, streams cli.IOStreams, f *flags) error {
+	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -127,7 +128,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C: clean up, then exit
 	defer stop()
 	f.opts.Log = func(format string, args ...any) {
-		fmt.Fprintf(streams.ErrOut, "napctl calibrate: "+format+"\n", args...)
+		cli.Warn(cmd, streams, format, args...)
 	}
 	rep, err := calibrate.Run(ctx, cs, f.opts)
 	if err != nil && ctx.Err() != nil {

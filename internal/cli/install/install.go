@@ -46,7 +46,10 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 					return fmt.Errorf("--%s %q: want a JSON list, as in a pod spec: %w", f.flag, f.value, err)
 				}
 			}
-			if err := chooseAdmission(streams, &o, admission, cluster); err != nil {
+			if o.Replicas < 1 { // 0 is the library's "default"; typed, it is refused, as the chart refuses it
+				return fmt.Errorf("--replicas %d: want at least 1", o.Replicas)
+			}
+			if err := chooseAdmission(cmd, streams, &o, admission, cluster); err != nil {
 				return err
 			}
 			b, err := install.YAML(o)
@@ -57,14 +60,14 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 				return err
 			}
 			if o.Admission == install.AdmissionPolicy {
-				fmt.Fprintf(streams.ErrOut, "napctl install: the MutatingAdmissionPolicy (%s) does what the webhook does, except:\n", cmp.Or(o.PolicyAPIVersion, controller.PolicyAPIV1))
+				cli.Warn(cmd, streams, "the MutatingAdmissionPolicy (%s) does what the webhook does, except:", cmp.Or(o.PolicyAPIVersion, controller.PolicyAPIV1))
 				for _, c := range controller.PolicyCannot {
 					fmt.Fprintf(streams.ErrOut, "  - %s\n", c)
 				}
 			}
 			if !cmd.Flags().Changed("image") {
 				// Said on stderr, so that `napctl install | kubectl apply -f -` still works.
-				fmt.Fprintf(streams.ErrOut, "napctl install: note: %s is not published yet. %s\n", install.DefaultImage, cli.ImageHint("--image"))
+				cli.Warn(cmd, streams, "note: %s is not published yet. %s", install.DefaultImage, cli.ImageHint("--image"))
 			}
 			return nil
 		},
@@ -95,7 +98,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 
 // chooseAdmission resolves --admission into o: auto asks the cluster, and falls back to
 // the webhook where the policy cannot do what was asked (--policy default or audit).
-func chooseAdmission(streams cli.IOStreams, o *install.Options, admission string, cluster cli.Cluster) error {
+func chooseAdmission(cmd *cobra.Command, streams cli.IOStreams, o *install.Options, admission string, cluster cli.Cluster) error {
 	if admission != "auto" {
 		o.Admission = install.Admission(admission)
 		return nil
@@ -116,6 +119,6 @@ func chooseAdmission(streams cli.IOStreams, o *install.Options, admission string
 		a, why = install.AdmissionWebhook, why+", but "+need
 	}
 	o.Admission, o.PolicyAPIVersion = a, gv
-	fmt.Fprintf(streams.ErrOut, "napctl install: --admission auto: %s: %s\n", why, a)
+	cli.Warn(cmd, streams, "--admission auto: %s: %s", why, a)
 	return nil
 }

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,7 +35,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			s := serve.New(pod, node)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			fmt.Fprintf(streams.ErrOut, "napctl serve: pod %s on %s\n", pod, addr)
+			cli.Warn(cmd, streams, "pod %s on %s", pod, addr)
 			return s.ListenAndServe(ctx, addr, grace)
 		},
 	}

@@ -58,7 +58,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			if err := cli.CheckOutput(cmd, f.output, "text", "json", "openreports", "policyreport"); err != nil {
 				return err
 			}
-			return run(streams, f)
+			return run(cmd, streams, f)
 		},
 	}
 	f.cluster.Flags(cmd.Flags())
@@ -70,7 +70,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	return cmd
 }
 
-func run(streams cli.IOStreams, f *flags) error {
+func run(cmd *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if f.failOn != "" && f.failOn != "unprotected" {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--fail-on %q: want unprotected", f.failOn)}
 	}
@@ -78,7 +78,7 @@ func run(streams cli.IOStreams, f *flags) error {
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--calibration: %w", err)}
 	}
-	in, err := gather(streams, f)
+	in, err := gather(cmd, streams, f)
 	if err != nil {
 		return &cli.ExitError{Code: 2, Err: err}
 	}
@@ -112,7 +112,7 @@ func run(streams cli.IOStreams, f *flags) error {
 // gather reads what status judges from the cluster: its versions, the live objects,
 // the opted-in namespaces, whether nap's webhook is registered, FailedPreStopHook events.
 // The reads do not depend on one another, so they go at once.
-func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
+func gather(cmd *cobra.Command, streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	var in nstatus.Input
 	cfg, err := cli.RESTConfig(f.cluster)
 	if err != nil {
@@ -120,6 +120,9 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
+		return in, err
+	}
+	if err := cli.Reach(cfg); err != nil { // one word, not one for each read below
 		return in, err
 	}
 	ctx := context.Background()
@@ -161,14 +164,14 @@ func gather(streams cli.IOStreams, f *flags) (nstatus.Input, error) {
 	}
 	wg.Wait()
 	if errKept != nil { // as the controller does: the fleet's waits, and a word
-		fmt.Fprintln(streams.ErrOut, "napctl status: not holding delays to a calibration:", errKept)
+		cli.Warn(cmd, streams, "not holding delays to a calibration: %v", errKept)
 	}
 	if kept != nil {
 		in.Lint.Calibration = kept
 	}
 	for _, w := range []string{warning, terminationsWarning} {
 		if w != "" {
-			fmt.Fprintln(streams.ErrOut, "napctl status:", w)
+			cli.Warn(cmd, streams, "%s", w)
 		}
 	}
 	return in, errors.Join(errVersions, errObjects, errNamespaces, errEvents)
