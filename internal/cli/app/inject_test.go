@@ -276,6 +276,11 @@ func TestInjectMistakes(t *testing.T) {
 	if !strings.Contains(stderr, `--mode auto: nap's binary from the ConfigMap "nap" (the cluster's version is unknown`) || !strings.Contains(stderr, "it must be in the namespace you apply to") {
 		t.Errorf("inject in auto mode: stderr %q; want what it chose and where the ConfigMap must be", stderr)
 	}
+	// A version alone allows kubelets older than the native sleep: the assumption is said.
+	_, _, stderr = runNapctlIn(deployment, "inject", "--kube-version", "1.31")
+	if !strings.Contains(stderr, "with the API server at 1.31 and the nodes unread, a kubelet may be as old as 1.28, 3 minors of skew, older than the native sleep's 1.30: --live reads the nodes' kubelets") {
+		t.Errorf("inject --kube-version 1.31: stderr %q; want the skew assumption named", stderr)
+	}
 	if _, _, stderr = runNapctlIn(deployment, "inject", "--kube-version", "1.34"); strings.Contains(stderr, "ConfigMap") {
 		t.Errorf("inject with the native sleep: stderr %q; no ConfigMap is needed", stderr)
 	}
