@@ -169,11 +169,15 @@ func (n Need) Requires(fleet wait.Wait) (hold time.Duration, why string, ok bool
 		return 0, "", false
 	}
 	hold = n.Wait(fleet).Holds()
-	if n.Measured() && n.Delay >= hold {
+	if n.measuredDecides(hold) {
 		return hold, n.Why(), true
 	}
 	return hold, fmt.Sprintf("%s reach the pod, and no calibration measured them: at least the fleet's %v", strings.Join(n.Unmeasured, ", "), hold), true
 }
+
+// measuredDecides tells whether the slowest measured path decides hold, what the pod
+// must hold, rather than the fleet's wait that unmeasured paths hold it to.
+func (n Need) measuredDecides(hold time.Duration) bool { return n.Measured() && n.Delay >= hold }
 
 // Shortfall is what a wait lacks for the paths that reach its pod (Need.Below).
 type Shortfall struct {
@@ -199,7 +203,7 @@ func (n Need) Below(w, fleet wait.Wait) (s Shortfall, ok bool) {
 	}
 	s = Shortfall{Holds: w.Holds(), Need: need, Why: why,
 		Remedy: "measure the paths that reach it with napctl calibrate (--store keeps the calibration in the cluster)"}
-	if n.Measured() && n.Delay >= need {
+	if n.measuredDecides(need) {
 		p, _ := Lookup(n.Path)
 		s.Remedy = "shorten the path's tail: " + p.Remedy
 	}
@@ -333,11 +337,7 @@ func (c *Calibration) validate() error {
 	seen := map[string]bool{}
 	for i, t := range c.Paths {
 		if _, ok := Lookup(t.Name); !ok {
-			var names []string
-			for _, p := range All() {
-				names = append(names, p.Name)
-			}
-			errs = append(errs, fmt.Errorf("paths[%d]: path %q: want one of %s", i, t.Name, strings.Join(names, ", ")))
+			errs = append(errs, fmt.Errorf("paths[%d]: path %q: want one of %s", i, t.Name, strings.Join(Names(), ", ")))
 		}
 		if seen[t.Name] {
 			errs = append(errs, fmt.Errorf("paths[%d]: path %q twice", i, t.Name))

@@ -184,6 +184,15 @@ func PathsOf(svcs []*corev1.Service, fronts func(service string) kube.Fronts) []
 	return out
 }
 
+// Names are every path's name, in All's order.
+func Names() []string {
+	var out []string
+	for _, p := range All() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
 // Lookup is the path named name (Path.Name).
 func Lookup(name string) (Path, bool) {
 	for _, p := range All() {

@@ -35,7 +35,7 @@ var terminations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_te
 // are a short fixed list: no per-workload label.
 var (
 	pathTerminations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_path_terminations_total",
-		Help: "Container terminations whose nap wait left its verdict, by each traffic path that reached the pod (" + pathNames() + ") and verdict: a termination counts once for every path that reached it."},
+		Help: "Container terminations whose nap wait left its verdict, by each traffic path that reached the pod (" + strings.Join(traffic.Names(), ", ") + ") and verdict: a termination counts once for every path that reached it."},
 		[]string{"path", "verdict"})
 	pathTails = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nap_path_termination_tail_seconds",
 		Help:    "The observed tail of quiet terminations (seconds from the hook's start to the last connection or request beyond the probes'), by each traffic path that reached the pod: how long that path still sent to a terminating pod.",
@@ -47,13 +47,4 @@ func init() {
 	for _, k := range Verdicts {
 		terminations.WithLabelValues(k) // every series from the start, at 0
 	}
-}
-
-// pathNames are the traffic paths' names, for the help of the metrics labelled by them.
-func pathNames() string {
-	var names []string
-	for _, p := range traffic.All() {
-		names = append(names, p.Name)
-	}
-	return strings.Join(names, ", ")
 }

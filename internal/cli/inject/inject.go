@@ -80,7 +80,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory or - for stdin (repeatable; default stdin)")
 	fl.StringVar(&f.delay, wait.FlagDelay, wait.DefaultInput.Delay, "the preStop delay, in nap's syntax (10s, 1.5, 500ms)")
 	fl.StringVar(&f.mode, "mode", "auto", "auto, native or binary")
-	fl.StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for --mode auto: its kubelets are then taken to be as old as the version skew policy allows (3 minors older), unless --live reads them")
+	fl.StringVar(&f.kubeVersion, "kube-version", "", fmt.Sprintf("the target cluster's Kubernetes version (X.Y), for --mode auto: its kubelets are then taken to be as old as the version skew policy allows (%d minors older), unless --live reads them", kube.MaxKubeletSkew))
 	f.live.Flags(fl, "ask the cluster for its version and its kubelets, for --mode auto and --delivery auto")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
 	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(nap.Arches, ", "))
@@ -240,7 +240,7 @@ func run(streams cli.IOStreams, f *flags) error {
 		why := "the cluster's version is unknown (--kube-version or --live lets auto choose the native sleep)"
 		if opts.Kube != nil {
 			why = "the native sleep was not possible everywhere"
-			if oldest, _ := kube.OldestKubelet(*opts.Kube, opts.Nodes, nil); opts.Nodes == nil && oldest.Less(kube.NativeSleepSince) {
+			if oldest, _ := kube.OldestKubelet(*opts.Kube, nil, nil); opts.Nodes == nil && oldest.Less(kube.NativeSleepSince) {
 				// The assumption named: the API server's version alone allows kubelets
 				// the skew policy's minors older, and they run the hook.
 				why = fmt.Sprintf("with the API server at %v and the nodes unread, a kubelet may be as old as %v, %d minors of skew, older than the native sleep's %v: --live reads the nodes' kubelets",
