@@ -35,9 +35,17 @@ type PathConfig struct {
 	// health check timings).
 	LBAnnotations map[string]string
 	// PodLBAnnotations, when set, enable the path through a load balancer whose
-	// targets are the pods (traffic.LoadBalancerPods): the annotations that make the
-	// cloud's load balancer send to pod addresses (and its settings).
+	// targets are the pods (traffic.LoadBalancerPods): the annotations of the path's own
+	// Service that make the cloud's load balancer send to pod addresses (and its
+	// settings).
 	PodLBAnnotations map[string]string
+	// PodLBIngressClass, when set, makes that load balancer an application load
+	// balancer for an Ingress of this class (an AWS ALB: alb) that names the path's own
+	// Service, of type ClusterIP, both with PodLBAnnotations (the AWS Load Balancer
+	// Controller reads a load balancer's settings on the Ingress, a target group's on
+	// either, the Service's first); when empty, the path's Service is of type
+	// LoadBalancer (an AWS NLB in IP mode).
+	PodLBIngressClass string
 	// LBWait bounds the wait for a load balancer's address and its first answers;
 	// default DefaultLBWait.
 	LBWait time.Duration
@@ -68,6 +76,9 @@ func ParseLoadBalancers(s string) ([]corev1.ServiceExternalTrafficPolicy, error)
 func (c PathConfig) Validate() error {
 	if (c.IngressClass == "") != (c.IngressURL == "") {
 		return errors.New("--ingress-class and --ingress-url go together")
+	}
+	if c.PodLBIngressClass != "" && c.PodLBAnnotations == nil {
+		return errors.New("--lb-pods-ingress-class needs --lb-pods-annotation: the annotations that make its load balancer send to the pods (alb.ingress.kubernetes.io/target-type=ip)")
 	}
 	return nil
 }
@@ -161,10 +172,19 @@ var openers = map[string]opener{
 		enabled:     func(c PathConfig) bool { return c.PodLBAnnotations != nil },
 		annotations: func(c PathConfig) map[string]string { return c.PodLBAnnotations },
 		open: func(ctx context.Context, cs kubernetes.Interface, c PathConfig, t Target, svc *corev1.Service) (string, error) {
-			return openLoadBalancer(ctx, cs, c, t, svc, lbService(t, traffic.LoadBalancerPods.Name), "", c.PodLBAnnotations)
+			name := lbService(t, traffic.LoadBalancerPods.Name)
+			if c.PodLBIngressClass != "" {
+				return openApplicationLB(ctx, cs, c, t, svc, name)
+			}
+			return openLoadBalancer(ctx, cs, c, t, svc, name, "", c.PodLBAnnotations)
 		},
 		close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
-			return closeLoadBalancer(ctx, cs, t, lbService(t, traffic.LoadBalancerPods.Name))
+			name := lbService(t, traffic.LoadBalancerPods.Name)
+			err := cs.NetworkingV1().Ingresses(t.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+			return errors.Join(err, closeLoadBalancer(ctx, cs, t, name))
 		}},
 }
 
@@ -251,17 +271,13 @@ func serviceType(paths []traffic.Path) corev1.ServiceType {
 // it has one.
 func openLoadBalancer(ctx context.Context, cs kubernetes.Interface, c PathConfig, t Target, svc *corev1.Service, name string,
 	policy corev1.ServiceExternalTrafficPolicy, annotations map[string]string) (string, error) {
-	lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: svc.Labels, Annotations: annotations},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: policy, Selector: svc.Spec.Selector}}
-	for _, p := range svc.Spec.Ports {
-		lb.Spec.Ports = append(lb.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort, AppProtocol: p.AppProtocol})
-	}
+	lb := besideService(svc, name, corev1.ServiceTypeLoadBalancer, annotations)
+	lb.Spec.ExternalTrafficPolicy = policy
 	if _, err := cs.CoreV1().Services(t.Namespace).Create(ctx, lb, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Service %s/%s: %w", t.Namespace, lb.Name, err)
 	}
-	limit := cmp.Or(c.LBWait, DefaultLBWait)
-	deadline := time.Now().Add(limit)
-	for {
+	what := fmt.Sprintf("the Service %s/%s of type LoadBalancer", t.Namespace, lb.Name)
+	return addressed(ctx, c, what, "a cloud controller, MetalLB", func() (string, error) {
 		got, err := cs.CoreV1().Services(t.Namespace).Get(ctx, lb.Name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
@@ -271,8 +287,64 @@ func openLoadBalancer(ctx context.Context, cs kubernetes.Interface, c PathConfig
 				return hostURL(host, got.Spec.Ports[0].Port), nil
 			}
 		}
+		return "", nil
+	})
+}
+
+// openApplicationLB creates a Service named name beside svc (its selector and ports,
+// type ClusterIP) and an Ingress of the same name and c.PodLBIngressClass whose backend
+// it is, both with the pod load balancer's annotations, and returns the Ingress's
+// address's URL (port 80, where an application load balancer listens) once it has one.
+func openApplicationLB(ctx context.Context, cs kubernetes.Interface, c PathConfig, t Target, svc *corev1.Service, name string) (string, error) {
+	own := besideService(svc, name, corev1.ServiceTypeClusterIP, c.PodLBAnnotations)
+	if _, err := cs.CoreV1().Services(t.Namespace).Create(ctx, own, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the Service %s/%s: %w", t.Namespace, own.Name, err)
+	}
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: svc.Labels, Annotations: c.PodLBAnnotations}, Spec: networkingv1.IngressSpec{
+		IngressClassName: ptr.To(c.PodLBIngressClass),
+		DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name,
+			Port: networkingv1.ServiceBackendPort{Number: svc.Spec.Ports[0].Port}}}}}
+	if _, err := cs.NetworkingV1().Ingresses(t.Namespace).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the Ingress %s/%s: %w", t.Namespace, name, err)
+	}
+	what := fmt.Sprintf("the Ingress %s/%s of class %s", t.Namespace, name, c.PodLBIngressClass)
+	return addressed(ctx, c, what, "its load balancer controller", func() (string, error) {
+		got, err := cs.NetworkingV1().Ingresses(t.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		for _, in := range got.Status.LoadBalancer.Ingress {
+			if host := cmp.Or(in.IP, in.Hostname); host != "" {
+				return hostURL(host, 80), nil
+			}
+		}
+		return "", nil
+	})
+}
+
+// besideService is a Service named name of type typ with annotations, svc's labels,
+// selector and ports.
+func besideService(svc *corev1.Service, name string, typ corev1.ServiceType, annotations map[string]string) *corev1.Service {
+	out := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: svc.Labels, Annotations: annotations},
+		Spec: corev1.ServiceSpec{Type: typ, Selector: svc.Spec.Selector}}
+	for _, p := range svc.Spec.Ports {
+		out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort, AppProtocol: p.AppProtocol})
+	}
+	return out
+}
+
+// addressed polls url every 500 ms until it gives the URL of what's address, for at
+// most c.LBWait; who is what provisions it, named in the error when it does not.
+func addressed(ctx context.Context, c PathConfig, what, who string, url func() (string, error)) (string, error) {
+	limit := cmp.Or(c.LBWait, DefaultLBWait)
+	deadline := time.Now().Add(limit)
+	for {
+		u, err := url()
+		if err != nil || u != "" {
+			return u, err
+		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("the Service %s/%s of type LoadBalancer has no address after %v: does the cluster provision load balancers (a cloud controller, MetalLB)?", t.Namespace, lb.Name, limit)
+			return "", fmt.Errorf("%s has no address after %v: does the cluster provision load balancers (%s)?", what, limit, who)
 		}
 		select {
 		case <-ctx.Done():

@@ -3,11 +3,13 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -43,7 +45,8 @@ func TestEnabledAndServiceType(t *testing.T) {
 		{cfg: PathConfig{}, names: "clusterip,nodeport", typ: corev1.ServiceTypeNodePort},
 		{cfg: PathConfig{NodeAddress: "-", IngressClass: "traefik", IngressURL: "http://10.0.0.1"}, names: "clusterip,ingress", typ: corev1.ServiceTypeClusterIP},
 		{cfg: PathConfig{IngressClass: "traefik", IngressURL: "http://10.0.0.1"}, names: "clusterip,nodeport,ingress", typ: corev1.ServiceTypeNodePort},
-		{cfg: PathConfig{NodeAddress: "-", PodLBAnnotations: map[string]string{"lb.lab.nap.dev/targets": "pods"}}, names: "clusterip,lb-pods", typ: corev1.ServiceTypeClusterIP},
+		{cfg: PathConfig{NodeAddress: "-", PodLBAnnotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"}}, names: "clusterip,lb-pods", typ: corev1.ServiceTypeClusterIP},
+		{cfg: PathConfig{NodeAddress: "-", PodLBIngressClass: "alb", PodLBAnnotations: map[string]string{"alb.ingress.kubernetes.io/target-type": "ip"}}, names: "clusterip,lb-pods", typ: corev1.ServiceTypeClusterIP},
 	} {
 		var names []string
 		paths := Enabled(tc.cfg)
@@ -116,7 +119,7 @@ func TestLoadBalancer(t *testing.T) {
 	tgt := Target{Namespace: "shop", Service: "app"}
 	cfg := PathConfig{NodeAddress: "-", LoadBalancers: []corev1.ServiceExternalTrafficPolicy{"Local", "Cluster"},
 		LBAnnotations: map[string]string{"lb.example/scheme": "internal"}, LBWait: 5 * time.Second,
-		PodLBAnnotations: map[string]string{"lb.example/scheme": "internal", "lb.lab.nap.dev/targets": "pods"}}
+		PodLBAnnotations: map[string]string{"lb.example/scheme": "internal", "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"}}
 	cs := fake.NewClientset()
 	// The cloud: an address for every Service of type LoadBalancer, a moment after it exists.
 	cloud, stop := context.WithCancel(ctx)
@@ -173,6 +176,77 @@ func TestLoadBalancer(t *testing.T) {
 	cfg.LBWait = 300 * time.Millisecond
 	if _, err := Open(ctx, fake.NewClientset(), traffic.LoadBalancerLocal, cfg, tgt, svc); err == nil || !strings.Contains(err.Error(), "no address after 300ms") {
 		t.Errorf("no cloud: %v", err)
+	}
+}
+
+// TestApplicationLoadBalancer: with an Ingress class, the path through a load balancer
+// with pod targets is an Ingress of that class naming a ClusterIP Service of its own
+// with the annotations (an AWS ALB in IP mode): Open waits for the address the
+// controller writes to the Ingress and answers at port 80; the path's rule reads the
+// pair as pods reached through a pooling load balancer; Close deletes both.
+func TestApplicationLoadBalancer(t *testing.T) {
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop", Labels: map[string]string{"app": "app"}},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.79.0.20", Selector: map[string]string{"app": "app"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 8000, TargetPort: intstr.FromInt32(8080)}}}}
+	tgt := Target{Namespace: "shop", Service: "app"}
+	cfg := PathConfig{NodeAddress: "-", PodLBIngressClass: "alb", LBWait: 5 * time.Second,
+		PodLBAnnotations: map[string]string{"alb.ingress.kubernetes.io/target-type": "ip", "alb.ingress.kubernetes.io/healthcheck-interval-seconds": "5"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset()
+	cloud, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { // the load balancer controller: an address for every Ingress of class alb
+		for ; cloud.Err() == nil; time.Sleep(20 * time.Millisecond) {
+			l, _ := cs.NetworkingV1().Ingresses("shop").List(cloud, metav1.ListOptions{})
+			for _, ing := range l.Items {
+				if ing.Spec.IngressClassName != nil && *ing.Spec.IngressClassName == "alb" && len(ing.Status.LoadBalancer.Ingress) == 0 {
+					ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{Hostname: "k8s-shop-app.elb.example"}}
+					cs.NetworkingV1().Ingresses("shop").UpdateStatus(cloud, &ing, metav1.UpdateOptions{})
+				}
+			}
+		}
+	}()
+	url, err := Open(ctx, cs, traffic.LoadBalancerPods, cfg, tgt, svc)
+	if err != nil || url != "http://k8s-shop-app.elb.example/" {
+		t.Fatalf("Open = %q, %v; want the Ingress's address at port 80", url, err)
+	}
+	own, err := cs.CoreV1().Services("shop").Get(ctx, "app-lb-pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing, err := cs.NetworkingV1().Ingresses("shop").Get(ctx, "app-lb-pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Spec.Type != corev1.ServiceTypeClusterIP || own.Annotations["alb.ingress.kubernetes.io/target-type"] != "ip" || own.Spec.Selector["app"] != "app" ||
+		len(own.Spec.Ports) != 1 || own.Spec.Ports[0].Port != 8000 {
+		t.Errorf("the path's Service: %+v %v", own.Spec, own.Annotations)
+	}
+	if b := ing.Spec.DefaultBackend; b == nil || b.Service.Name != "app-lb-pods" || b.Service.Port.Number != 8000 ||
+		ing.Annotations["alb.ingress.kubernetes.io/healthcheck-interval-seconds"] != "5" {
+		t.Errorf("the Ingress: %+v %v", ing.Spec, ing.Annotations)
+	}
+	fe := kube.Frontends{}
+	fe.AddIngress(ing)
+	fronts := fe.Of(own.Name)
+	if names := traffic.Reaching(own, fronts); !slices.ContainsFunc(names, func(p traffic.Path) bool { return p.Name == traffic.LoadBalancerPods.Name }) ||
+		!traffic.LoadBalancerPods.Pools(own, fronts) {
+		t.Errorf("the path's Service and Ingress are reached by %v; want lb-pods, pooled", names)
+	}
+	if err := Close(ctx, cs, traffic.LoadBalancerPods, tgt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.NetworkingV1().Ingresses("shop").Get(ctx, "app-lb-pods", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Ingress after Close: %v", err)
+	}
+	if _, err := cs.CoreV1().Services("shop").Get(ctx, "app-lb-pods", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Service after Close: %v", err)
+	}
+	if err := (PathConfig{PodLBIngressClass: "alb"}).Validate(); err == nil || !strings.Contains(err.Error(), "--lb-pods-annotation") {
+		t.Errorf("a class without annotations: %v", err)
 	}
 }
 

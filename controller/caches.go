@@ -90,13 +90,22 @@ func slimService(o any) (any, error) {
 }
 
 // slimIngress keeps what the webhook and the Reporter read of an Ingress: the Services
-// it names (kube.IngressBackends).
+// it names (kube.IngressBackends) and the annotations kube.Frontends reads
+// (kube.IngressAnnotations).
 func slimIngress(o any) (any, error) {
 	ing, ok := o.(*networkingv1.Ingress)
 	if !ok {
 		return o, nil
 	}
 	slim := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: ing.Name, Namespace: ing.Namespace, ResourceVersion: ing.ResourceVersion, UID: ing.UID}}
+	for _, k := range kube.IngressAnnotations {
+		if v, ok := ing.Annotations[k]; ok {
+			if slim.Annotations == nil {
+				slim.Annotations = map[string]string{}
+			}
+			slim.Annotations[k] = v
+		}
+	}
 	for _, name := range kube.IngressBackends(ing) {
 		slim.Spec.Rules = append(slim.Spec.Rules, networkingv1.IngressRule{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 			Paths: []networkingv1.HTTPIngressPath{{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name}}}}}}})

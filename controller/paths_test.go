@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -28,7 +29,6 @@ import (
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
-	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -106,7 +106,12 @@ func TestPathAwareWebhook(t *testing.T) {
 			"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "checkout", "port": int64(80)}}}}}}}
 	create(route)
 	svc("other-lb", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, map[string]string{healthCheck: "5"})
-	svc("alb", corev1.ServiceTypeLoadBalancer, "", map[string]string{traffic.LabPodTargets: traffic.LabPodTargetsValue})
+	// An AWS ALB in IP mode: an Ingress of class alb, the target type on the Ingress (on
+	// the Service: "late" below).
+	svc("alb", corev1.ServiceTypeClusterIP, "", nil)
+	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "alb", Namespace: "shop", Annotations: map[string]string{kube.ALBTargetType: "ip"}},
+		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("alb"),
+			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "alb", Port: networkingv1.ServiceBackendPort{Number: 80}}}}})
 	pathType := networkingv1.PathTypePrefix
 	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
 		Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
@@ -165,8 +170,8 @@ func TestPathAwareWebhook(t *testing.T) {
 			want: "exec /nap/nap 29s --quiet 2s --max 60s", why: "holds at least 29s for lb-local via Service edge"},
 		{name: "its own delay", app: "edge", annotations: map[string]string{wait.DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
 		{name: "behind an application load balancer with pod targets: the adaptive wait watches requests", app: "alb", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
-			want: "exec /nap/nap 4s --quiet 2s --max 60s",
-			why:  "holds at least 4s for nodeport via Service alb: its tail measured at 2.2 s (p99 2.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-pods via Service alb (not calibrated); watches requests (--requests 1s): lb-pods via Service alb, whose clients send over connections they keep"},
+			want: "exec /nap/nap 6s --quiet 2s --max 60s",
+			why:  "holds at least 6s for ingress via Service alb: its tail measured at 4.4 s (p99 4.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-pods via Service alb (not calibrated); watches requests (--requests 1s): ingress via Service alb, lb-pods via Service alb, whose clients send over connections they keep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, got, why := admit(tc.app, tc.annotations)
@@ -296,7 +301,7 @@ func TestPathAwareWebhook(t *testing.T) {
 		requests    bool
 		why         string
 	}{
-		{app: "alb", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): lb-pods via Service alb, whose clients send over connections they keep"},
+		{app: "alb", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): ingress via Service alb, lb-pods via Service alb, whose clients send over connections they keep"},
 		{app: "neg", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): ingress via Service neg, lb-pods via Service neg, whose clients send over connections they keep"},
 		{app: "site", annotations: adaptive, requests: true, why: "watches requests (--requests 1s): ingress via Service site, whose clients send over connections they keep"},
 		{app: "nlb", annotations: adaptive},

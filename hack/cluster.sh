@@ -10,7 +10,8 @@
 # (hack/containerd-version-node2: it mounts image volumes; node 1's Debian 1.6 does not)
 # and kube-proxy (its own iptables). The load balancer (nap-lb) is a third network
 # namespace: one HAProxy per Service of type LoadBalancer, configured by hack/lb, which
-# sends to the nodes' NodePorts and health-checks them as a cloud load balancer does.
+# sends to the nodes' NodePorts and health-checks them as a cloud load balancer does, and
+# one per Ingress of class alb, which sends to the pods as an AWS ALB in IP mode does.
 # docs/testing.md draws it.
 #
 #   hack/cluster.sh up     start it (idempotent: a running cluster is left as it is)
@@ -509,7 +510,7 @@ shutdownGracePeriodCriticalPods: 10s"
   ingress
   wait_for "default ServiceAccount" 60 "$B/kubectl" --kubeconfig "$KCFG" -n default get serviceaccount default
   # The load balancers: hack/lb, built once per up, runs one HAProxy per Service of
-  # type LoadBalancer in the load balancer's namespace.
+  # type LoadBalancer and per Ingress of class alb in the load balancer's namespace.
   mkdir -p "$D/bin" "$D/lb"
   (cd "$repo" && go build -o "$D/bin/lb" ./hack/lb)
   start lb "$D/bin/lb" --kubeconfig "$KCFG" --netns "$LB_NETNS" --range "$LB_CIDR" --dir "$D/lb" \

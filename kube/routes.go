@@ -10,7 +10,20 @@ import (
 type Fronts struct {
 	Ingress bool // an Ingress
 	Route   bool // a Gateway API route (RouteKinds)
+	// IngressTargetType is ALBTargetType as an Ingress that names the Service sets it:
+	// "ip" where any does, else the value one sets, "" where none does.
+	IngressTargetType string
 }
+
+// ALBTargetType is the AWS Load Balancer Controller's annotation by which an Ingress's
+// ALB sends to the pods ("ip") or to the nodes ("instance", its default). The
+// controller reads it on the Service first, then on the Ingress (traffic.LoadBalancerPods
+// decides); IngressAnnotations keeps it.
+const ALBTargetType = "alb.ingress.kubernetes.io/target-type"
+
+// IngressAnnotations are the annotations of an Ingress that Frontends read: all a cache
+// of Ingresses needs to keep of them.
+var IngressAnnotations = []string{ALBTargetType}
 
 // Frontends are a namespace's Services by the front doors that name them.
 type Frontends map[string]Fronts
@@ -18,11 +31,16 @@ type Frontends map[string]Fronts
 // Of is what names service (nothing: the zero Fronts).
 func (f Frontends) Of(service string) Fronts { return f[service] }
 
-// AddIngress counts the Services ing names: its default backend's and its rules' paths'.
+// AddIngress counts the Services ing names: its default backend's and its rules' paths',
+// with the target type it sets.
 func (f Frontends) AddIngress(ing *networkingv1.Ingress) {
+	tt := ing.Annotations[ALBTargetType]
 	for _, name := range IngressBackends(ing) {
 		fr := f[name]
 		fr.Ingress = true
+		if tt != "" && fr.IngressTargetType != "ip" {
+			fr.IngressTargetType = tt
+		}
 		f[name] = fr
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestFrontends: the Services an Ingress and a Gateway API route name, as the API
@@ -34,7 +35,16 @@ func TestFrontends(t *testing.T) {
 	f := Frontends{}
 	f.AddIngress(ing)
 	f.AddRoute(route)
-	for name, want := range map[string]Fronts{"web": {Ingress: true, Route: true}, "site": {Ingress: true}, "api": {Route: true}, "other": {}} {
+	// An ALB's target type, set on an Ingress: ip where any Ingress naming the Service says so.
+	alb := func(tt string, backend string) *networkingv1.Ingress {
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ALBTargetType: tt}}, Spec: networkingv1.IngressSpec{
+			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: backend}}}}
+	}
+	f.AddIngress(alb("ip", "site"))
+	f.AddIngress(alb("instance", "site"))
+	f.AddIngress(alb("instance", "cart"))
+	for name, want := range map[string]Fronts{"web": {Ingress: true, Route: true}, "site": {Ingress: true, IngressTargetType: "ip"}, "cart": {Ingress: true, IngressTargetType: "instance"},
+		"api": {Route: true}, "other": {}} {
 		if got := f.Of(name); got != want {
 			t.Errorf("%s: %+v, want %+v", name, got, want)
 		}

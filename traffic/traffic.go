@@ -103,31 +103,25 @@ func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remed
 
 // LoadBalancerPods: a load balancer whose targets are the pods themselves (an AWS ALB
 // or NLB in IP mode, GCP's container-native load balancing with network endpoint
-// groups, the lab's application load balancer): its controller learns of a pod's end
-// from the EndpointSlices and deregisters the pod through the cloud's API, seconds to
-// minutes later; an application (L7) load balancer meanwhile sends requests over
-// server connections it keeps, so that the pod sees no new connection.
+// groups): its controller learns of a pod's end from the EndpointSlices and
+// deregisters the pod through the cloud's API, seconds to minutes later; an
+// application (L7) load balancer meanwhile sends requests over server connections it
+// keeps, so that the pod sees no new connection.
 var LoadBalancerPods = Path{Name: "lb-pods", Title: "load balancer to pods",
 	Remedy: "The load balancer's controller deregisters a pod some time after its endpoint leaves the EndpointSlices " +
 		"(the cloud's API, its reconcile queue): gate the pods' readiness on the load balancer (the AWS Load Balancer " +
 		"Controller's pod readiness gate) and measure the lag behind it with napctl calibrate.",
 	Reaches: func(svc *corev1.Service, f kube.Fronts) bool {
-		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && ingressToPods(svc)
+		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && ingressToPods(svc, f)
 	},
-	// An application load balancer (the lab's, GCP's for an Ingress) pools; a network
-	// load balancer in IP mode (AWS's NLB) passes each client's connection through.
-	Pools: func(svc *corev1.Service, f kube.Fronts) bool {
-		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Annotations[LabPodTargets] == LabPodTargetsValue || f.Ingress && ingressToPods(svc)
-	}}
-
-// LabPodTargets is the annotation, with its value, by which the lab's load balancer
-// (hack/lb) sends to a Service's pods: an application load balancer.
-const LabPodTargets, LabPodTargetsValue = "lb.lab.nap.dev/targets", "pods"
+	// An application load balancer (an Ingress's: AWS's ALB, GCP's) pools; a network
+	// load balancer in IP mode (a Service's: AWS's NLB) passes each client's connection
+	// through.
+	Pools: func(svc *corev1.Service, f kube.Fronts) bool { return f.Ingress && ingressToPods(svc, f) }}
 
 // PodTargetAnnotations are the Service annotations, each with its value, by which a
 // Service's load balancer sends to the pods' addresses rather than to the nodes.
 var PodTargetAnnotations = map[string]string{
-	LabPodTargets: LabPodTargetsValue,
 	"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
 }
 
@@ -143,13 +137,19 @@ func TargetsPods(svc *corev1.Service) bool {
 
 // ingressToPods: the Ingress that names svc is an application load balancer whose
 // targets are svc's pods: GKE's container-native load balancing, the pods in network
-// endpoint groups (cloud.google.com/neg: {"ingress": true}), or an AWS ALB in IP mode,
-// set on the Service (alb.ingress.kubernetes.io/target-type: ip, which the AWS Load
-// Balancer Controller reads on the Service before the Ingress; set on the Ingress alone,
-// it is not seen here).
-func ingressToPods(svc *corev1.Service) bool {
+// endpoint groups (cloud.google.com/neg: {"ingress": true}, on the Service), or an AWS
+// ALB in IP mode (kube.ALBTargetType: ip), which the AWS Load Balancer Controller reads
+// on the Service first, then on the Ingress (f). Set on an IngressClassParams, it is not
+// seen here.
+func ingressToPods(svc *corev1.Service, f kube.Fronts) bool {
 	v := strings.ReplaceAll(svc.Annotations["cloud.google.com/neg"], " ", "")
-	return strings.Contains(v, `"ingress":true`) || svc.Annotations["alb.ingress.kubernetes.io/target-type"] == "ip"
+	if strings.Contains(v, `"ingress":true`) {
+		return true
+	}
+	if tt, ok := svc.Annotations[kube.ALBTargetType]; ok {
+		return tt == "ip"
+	}
+	return f.IngressTargetType == "ip"
 }
 
 // All is every path, in the order reports list them.

@@ -14,10 +14,12 @@
 // deregistration delay, then they are closed. Each HAProxy logs every connection in
 // memory (package connlog), where the tests look up a failed request's connection.
 //
-// A Service annotated lb.lab.nap.dev/targets: pods gets an application load balancer
-// instead (pods.go): HTTP, the pods as targets, one pool of reused server connections,
-// and a pod deregistered only a lag after its endpoint stopped being ready, as an AWS
-// ALB in IP mode or GCP's container-native load balancing.
+// An Ingress of the class alb whose Service says alb.ingress.kubernetes.io/target-type:
+// ip gets an application load balancer (pods.go), as the AWS Load Balancer Controller
+// gives it an ALB in IP mode: HTTP, the pods as targets, one pool of reused server
+// connections, and a pod deregistered only a lag after its endpoint stopped being
+// ready; its address goes to the Ingress's status. The lab speaks the cloud's own
+// words for it, so that nap reads the lab's load balancer as it reads an AWS user's.
 //
 //	go run ./hack/lb --kubeconfig K --netns nap-lb --range 10.77.1.0/24 --dir DIR
 package main

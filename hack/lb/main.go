@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nap-k8s/nap/hack/lb/connlog"
-	"github.com/nap-k8s/nap/traffic"
 )
 
 // The annotations a Service sets its load balancer's timings with.
@@ -36,6 +35,9 @@ const (
 	annHealthy         = annotationPrefix + "healthy-threshold"     // passed checks that bring it back
 	annDeregistration  = annotationPrefix + "deregistration-delay"  // how long a node out keeps its open connections
 	excludeFromLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+	// nlbTargetType is AWS's annotation by which an NLB sends to the pods (ip) rather
+	// than to the nodes (instance).
+	nlbTargetType = "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"
 	// kubeProxyHealthPort is kube-proxy's /healthz, what a cloud load balancer checks
 	// with externalTrafficPolicy Cluster.
 	kubeProxyHealthPort = 10256
@@ -63,6 +65,7 @@ func main() {
 	flag.IntVar(&def.Unhealthy, "unhealthy", 3, "default failed checks before a node is out")
 	flag.IntVar(&def.Healthy, "healthy", 3, "default passed checks before a node is in")
 	flag.DurationVar(&def.Deregistration, "deregistration-delay", 300*time.Second, "default time a node out keeps its open connections")
+	albClass := flag.String("alb-class", "alb", "the IngressClass whose Ingresses get an application load balancer with pod targets, as the AWS Load Balancer Controller's")
 	flag.Parse()
 	if *dir == "" {
 		log.Fatal("--dir is required")
@@ -78,24 +81,28 @@ func main() {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := &controller{cs: cs, netns: *netns, prefix: prefix, dir: *dir, haproxy: *haproxy, def: def,
+	c := &controller{cs: cs, netns: *netns, prefix: prefix, dir: *dir, haproxy: *haproxy, def: def, albClass: *albClass,
 		running: map[string]*balancer{}}
+	if err := c.ensureClass(ctx); err != nil {
+		log.Fatal(err)
+	}
 	c.run(ctx)
 	c.stopAll()
 }
 
-// controller keeps one balancer per LoadBalancer Service.
+// controller keeps one balancer per LoadBalancer Service and per Ingress of albClass.
 type controller struct {
-	cs      kubernetes.Interface
-	netns   string
-	prefix  netip.Prefix
-	dir     string
-	haproxy string
-	def     timings
-	running map[string]*balancer // namespace/name → its balancer
+	cs       kubernetes.Interface
+	netns    string
+	prefix   netip.Prefix
+	dir      string
+	haproxy  string
+	def      timings
+	albClass string
+	running  map[string]*balancer // "Service NAMESPACE/NAME" or "Ingress NAMESPACE/NAME" → its balancer
 }
 
-// balancer is one Service's HAProxy.
+// balancer is one Service's or Ingress's HAProxy.
 type balancer struct {
 	key    string
 	vip    netip.Addr
@@ -154,9 +161,24 @@ func (c *controller) reconcile(ctx context.Context) error {
 		if s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Spec.LoadBalancerClass != nil || s.DeletionTimestamp != nil {
 			continue
 		}
-		key := s.Namespace + "/" + s.Name
+		key := "Service " + s.Namespace + "/" + s.Name
 		want[key] = true
 		if err := c.ensure(ctx, s, addrs); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+	}
+	ings, err := c.cs.NetworkingV1().Ingresses("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range ings.Items {
+		ing := &ings.Items[i]
+		if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != c.albClass || ing.DeletionTimestamp != nil {
+			continue
+		}
+		key := "Ingress " + ing.Namespace + "/" + ing.Name
+		want[key] = true
+		if err := c.ensureALB(ctx, ing); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
 	}
@@ -172,45 +194,29 @@ func (c *controller) reconcile(ctx context.Context) error {
 
 type backend struct{ name, addr string }
 
-// ensure makes s's balancer match s and the nodes, and s's status name its address.
+// ensure makes s's balancer match s and the nodes, and s's status name its address: a
+// network load balancer with the nodes as its targets.
 func (c *controller) ensure(ctx context.Context, s *corev1.Service, nodes []backend) error {
-	key := s.Namespace + "/" + s.Name
-	t, err := c.timings(s)
+	if v, ok := s.Annotations[nlbTargetType]; ok && v != "instance" {
+		// An NLB in IP mode sends each connection to a pod: not imitated here, and
+		// serving its Service with node targets would measure another path.
+		return fmt.Errorf("%s: %q: the lab's network load balancer has the nodes as targets only", nlbTargetType, v)
+	}
+	t, err := c.timings(c.def, s.Annotations)
 	if err != nil {
 		return err
 	}
-	b := c.running[key]
-	if b == nil {
-		vip, err := c.allocate(s)
-		if err != nil {
-			return err
-		}
-		b = &balancer{key: key, vip: vip, dir: filepath.Join(c.dir, s.Namespace+"_"+s.Name), down: map[string]time.Time{}, closed: map[string]bool{}}
-		if err := os.MkdirAll(b.dir, 0o755); err != nil {
-			return err
-		}
-		if err := c.ip("addr", "replace", vip.String()+"/32", "dev", "lo"); err != nil {
-			return err
-		}
-		c.running[key] = b
+	var had []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		had = append(had, in.IP)
+	}
+	b, err := c.balancer("Service "+s.Namespace+"/"+s.Name, s.Namespace+"_"+s.Name, had)
+	if err != nil {
+		return err
 	}
 	b.t = t
-	b.pods = podTargets(s)
-	config, what := render(b, s, nodes, t), fmt.Sprintf("(%s), nodes %v", s.Spec.ExternalTrafficPolicy, nodes)
-	if b.pods {
-		config, what = renderPods(b, s, t), "pod targets"
-	}
-	if config != b.config {
-		if err := c.start(b, config); err != nil {
-			return err
-		}
-		b.targets = map[string]map[string]*target{} // a new HAProxy: every pod slot free
-		log.Printf("%s: HAProxy on %s, %s, %+v", key, b.vip, what, t)
-	}
-	if b.pods {
-		if err := c.syncPods(ctx, b, s); err != nil {
-			return err
-		}
+	if err := c.configure(b, render(b, s, nodes, t), fmt.Sprintf("(%s), nodes %v", s.Spec.ExternalTrafficPolicy, nodes), nil); err != nil {
+		return err
 	}
 	want := []corev1.LoadBalancerIngress{{IP: b.vip.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeProxy)}}
 	if len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == want[0].IP &&
@@ -226,15 +232,56 @@ func (c *controller) ensure(ctx context.Context, s *corev1.Service, nodes []back
 	return err
 }
 
+// balancer is the running balancer of key, its files in dir under the controller's;
+// a new one is given an address (the first of had, the addresses its object's status
+// names, when it is free) on the load balancer's network.
+func (c *controller) balancer(key, dir string, had []string) (*balancer, error) {
+	if b := c.running[key]; b != nil {
+		return b, nil
+	}
+	dir = filepath.Join(c.dir, dir)
+	for other, b := range c.running {
+		if b.dir == dir {
+			return nil, fmt.Errorf("its load balancer's files would be %s's (%s): the lab keeps one load balancer a name in a namespace", other, dir)
+		}
+	}
+	vip, err := c.allocate(had)
+	if err != nil {
+		return nil, err
+	}
+	b := &balancer{key: key, vip: vip, dir: dir, down: map[string]time.Time{}, closed: map[string]bool{}}
+	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.ip("addr", "replace", vip.String()+"/32", "dev", "lo"); err != nil {
+		return nil, err
+	}
+	c.running[key] = b
+	return b, nil
+}
+
+// configure makes b's HAProxy run config (what says what it is, for the log); with
+// pod targets (sync), sync then registers the ready pods and deregisters the gone.
+func (c *controller) configure(b *balancer, config, what string, sync func() error) error {
+	b.pods = sync != nil
+	if config != b.config {
+		if err := c.start(b, config); err != nil {
+			return err
+		}
+		b.targets = map[string]map[string]*target{} // a new HAProxy: every pod slot free
+		log.Printf("%s: HAProxy on %s, %s, %+v", b.key, b.vip, what, b.t)
+	}
+	if sync != nil {
+		return sync()
+	}
+	return nil
+}
+
 func ptrTo[T any](v T) *T { return &v }
 
-// timings are s's, from its annotations over the defaults.
-func (c *controller) timings(s *corev1.Service) (timings, error) {
-	t := c.def
-	if podTargets(s) {
-		t = podTimings
-	}
-	a := s.Annotations
+// timings are def with what the annotations a set.
+func (c *controller) timings(def timings, a map[string]string) (timings, error) {
+	t := def
 	var err error
 	dur := func(k string, d *time.Duration) {
 		if v, ok := a[k]; ok && err == nil {
@@ -255,21 +302,18 @@ func (c *controller) timings(s *corev1.Service) (timings, error) {
 	num(annHealthy, &t.Healthy)
 	dur(annDeregistration, &t.Deregistration)
 	dur(annDeregistrationL, &t.Lag)
-	if v, ok := a[traffic.LabPodTargets]; ok && v != traffic.LabPodTargetsValue && err == nil {
-		err = fmt.Errorf("%s: %q: want %s (or no annotation: the nodes are the targets)", traffic.LabPodTargets, v, traffic.LabPodTargetsValue)
-	}
 	return t, err
 }
 
-// allocate gives s an address: the one its status has, when it is free and in range,
-// else the first free one after the network's own ten.
-func (c *controller) allocate(s *corev1.Service) (netip.Addr, error) {
+// allocate gives a load balancer an address: the first of had (what its object's status
+// names) that is free and in range, else the first free one after the network's own ten.
+func (c *controller) allocate(had []string) (netip.Addr, error) {
 	taken := map[netip.Addr]bool{}
 	for _, b := range c.running {
 		taken[b.vip] = true
 	}
-	for _, in := range s.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil && c.prefix.Contains(a) && !taken[a] {
+	for _, ip := range had {
+		if a, err := netip.ParseAddr(ip); err == nil && c.prefix.Contains(a) && !taken[a] {
 			return a, nil
 		}
 	}

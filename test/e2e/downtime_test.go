@@ -29,6 +29,7 @@ import (
 
 	"github.com/nap-k8s/nap/calibrate"
 	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/manifest"
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/scope"
@@ -249,6 +250,9 @@ const (
 	lbInterval  = "lb.lab.nap.dev/health-check-interval"
 	lbUnhealthy = "lb.lab.nap.dev/unhealthy-threshold"
 	lbLag       = "lb.lab.nap.dev/deregistration-lag"
+	// albClass: the IngressClass of the lab's application load balancer, the AWS Load
+	// Balancer Controller's; kube.ALBTargetType: ip makes it send to the pods.
+	albClass = "alb"
 )
 
 // The lab's paths.
@@ -275,11 +279,13 @@ var (
 	// lbLocalSlow: checks 3 s apart, a node out 6 to 9 s after its last pod went: slower
 	// than the in-cluster paths' calibrated 5 s, quick enough for every make test.
 	lbLocalSlow = labPath{path: traffic.LoadBalancerLocal, checks: map[string]string{lbInterval: "3s", lbUnhealthy: "3"}}
-	// lbPods: the lab's application load balancer (hack/lb/pods.go): HTTP, the pods as
-	// targets over one pool of kept server connections, an ALB's health checks (every
-	// 30 s, 2 failures), and a pod deregistered 10 s after its endpoint stopped being
-	// ready (the cloud controller's lag: 10 s to 2 min reported; short, for make test).
-	lbPods = labPath{path: traffic.LoadBalancerPods, checks: map[string]string{traffic.LabPodTargets: traffic.LabPodTargetsValue, lbLag: "10s"}}
+	// lbPods: the lab's application load balancer (hack/lb/pods.go), for an Ingress of
+	// class alb whose Service says alb.ingress.kubernetes.io/target-type: ip, as an AWS
+	// ALB in IP mode: HTTP, the pods as targets over one pool of kept server
+	// connections, an ALB's health checks (every 30 s, 2 failures), and a pod
+	// deregistered 10 s after its endpoint stopped being ready (the cloud controller's
+	// lag: 10 s to 2 min reported; short, for make test).
+	lbPods = labPath{path: traffic.LoadBalancerPods, checks: map[string]string{kube.ALBTargetType: "ip", lbLag: "10s"}}
 )
 
 // podTargets: the path is the lab's load balancer with pod targets.
@@ -697,7 +703,7 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 	cfg := calibrate.PathConfig{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, ""), LBAnnotations: sc.path.checks,
 		LoadBalancers: []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster}}
 	if sc.path.podTargets() {
-		cfg.PodLBAnnotations = sc.path.checks
+		cfg.PodLBAnnotations, cfg.PodLBIngressClass = sc.path.checks, albClass
 	}
 	url, err := calibrate.Open(ctx, cs, sc.path.path, cfg, calibrate.Target{Namespace: ns, Service: "app", Prefix: "/" + ns + "/"}, svc)
 	if err != nil {
@@ -1454,7 +1460,7 @@ func lbExpect(v variant, p labPath, d disruption) variant {
 func calibrateLoadBalancers(t *testing.T) string {
 	t.Helper()
 	rep := runCalibrate(t, "-n", "nap-calibrate-experiment", "--nodeport", "-", "--lb", "local,cluster",
-		"--lb-pods-annotation", traffic.LabPodTargets+"="+traffic.LabPodTargetsValue+","+lbLag+"="+lbPods.checks[lbLag])
+		"--lb-pods-ingress-class", albClass, "--lb-pods-annotation", kube.ALBTargetType+"="+lbPods.checks[kube.ALBTargetType]+","+lbLag+"="+lbPods.checks[lbLag])
 	t.Logf("calibrated through the load balancers: %gs, the %s path's tail decides", rep.Delay, rep.Longest)
 	return fmt.Sprintf("%gs", rep.Delay)
 }

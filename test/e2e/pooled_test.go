@@ -85,8 +85,9 @@ func TestPooledLoadBalancer(t *testing.T) {
 			for _, p := range pods.Items {
 				hook := p.Spec.Containers[0].Lifecycle
 				why := p.Annotations[wait.ReasonAnnotation]
+				// The ALB's Ingress names the Service: the ingress and lb-pods paths, both pooled.
 				if hook == nil || hook.PreStop == nil || hook.PreStop.Exec == nil || !slices.Contains(hook.PreStop.Exec.Command, "--requests") ||
-					!strings.Contains(why, "watches requests (--requests 1s): lb-pods via Service app-lb-pods") {
+					!strings.Contains(why, "watches requests (--requests 1s): ingress via Service app-lb-pods, lb-pods via Service app-lb-pods,") {
 					t.Errorf("%s: pod %s: preStop %+v, reason %q: want the request signal, chosen by path", m.scenario, p.Name, hook, why)
 				}
 			}
@@ -127,7 +128,7 @@ func calibratePodTargets(t *testing.T) calibration {
 		ann = append(ann, k+"="+v)
 	}
 	rep := runCalibrate(t, "-n", "nap-calibrate-pooled", "--rounds", "1", "--quiet", "3s", "--nodeport", "-",
-		"--lb-pods-annotation", strings.Join(ann, ","))
+		"--lb-pods-ingress-class", albClass, "--lb-pods-annotation", strings.Join(ann, ","))
 	for _, p := range rep.Paths {
 		t.Logf("calibrated %s: max %.2fs over %d samples, %d of %d requests failed", p.Path.Name, p.Max, p.Samples, p.Failed, p.Requests)
 	}
