@@ -166,6 +166,13 @@ var openers = map[string]opener{
 			return "", errors.New("napctl calibrate does not measure Gateway API routes")
 		},
 		close: nothing},
+	// Nor a mesh.
+	traffic.MeshRoute.Name: {needs: corev1.ServiceTypeClusterIP,
+		enabled: func(PathConfig) bool { return false },
+		open: func(context.Context, kubernetes.Interface, PathConfig, Target, *corev1.Service) (string, error) {
+			return "", errors.New("napctl calibrate does not measure service mesh routes")
+		},
+		close: nothing},
 	traffic.LoadBalancerLocal.Name:   loadBalancer(traffic.LoadBalancerLocal.Name, corev1.ServiceExternalTrafficPolicyLocal),
 	traffic.LoadBalancerCluster.Name: loadBalancer(traffic.LoadBalancerCluster.Name, corev1.ServiceExternalTrafficPolicyCluster),
 	traffic.LoadBalancerPods.Name: {needs: corev1.ServiceTypeClusterIP,

@@ -32,6 +32,7 @@ import (
 	"github.com/nap-k8s/nap/controller/report"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/live"
 	"github.com/nap-k8s/nap/policyreport/writer"
 	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/wait"
@@ -148,14 +149,14 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		if err != nil {
 			return nil, err
 		}
-		routes, err := ServedRoutes(d)
+		doors, err := live.ServedDoors(d)
 		if err != nil {
-			return nil, fmt.Errorf("the Gateway API routes the API server serves: %w", err)
+			return nil, fmt.Errorf("the front doors the API server serves: %w", err)
 		}
-		fronts = FrontKinds(routes)
+		fronts = FrontKinds(doors)
 		injector.Calibration = calibration.Load
 		injector.Services = ServicesFrom(mgr.GetCache())
-		injector.Fronts = FrontendsFrom(mgr.GetCache(), routes)
+		injector.Fronts = FrontendsFrom(mgr.GetCache(), doors)
 	}
 	if o.Webhook {
 		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable, calibration, fronts); err != nil {

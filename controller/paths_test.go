@@ -28,6 +28,7 @@ import (
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/live"
 	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/wait"
 )
@@ -61,19 +62,29 @@ func TestPathAwareWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	// The Gateway API's routes, as its release defines them (standard channel).
+	// The front doors, as their projects' releases define them: the Gateway API's routes
+	// (standard channel), Istio's, Traefik's (the lab's version, hack/ingress-version)
+	// and Contour's CRDs.
 	gw := kubeenv.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.4.0")
+	istio := kubeenv.ModuleDir(t, "istio.io/api@v1.32.0")
+	traefik := kubeenv.ModuleDir(t, "github.com/traefik/traefik/v3@"+kubeenv.HackVersion(t, "ingress-version"))
+	contour := kubeenv.ModuleDir(t, "github.com/projectcontour/contour@v1.33.8")
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{
 		filepath.Join(gw, "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"),
-		filepath.Join(gw, "config/crd/standard/gateway.networking.k8s.io_grpcroutes.yaml")}}); err != nil {
+		filepath.Join(gw, "config/crd/standard/gateway.networking.k8s.io_grpcroutes.yaml"),
+		filepath.Join(istio, "kubernetes/customresourcedefinitions.gen.yaml"),
+		filepath.Join(traefik, "docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml"),
+		filepath.Join(contour, "examples/contour/01-crds.yaml")}}); err != nil {
 		t.Fatal(err)
 	}
-	routes, err := ServedRoutes(discovery.NewDiscoveryClientForConfigOrDie(cfg))
+	routes, err := live.ServedDoors(discovery.NewDiscoveryClientForConfigOrDie(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(routes) != "[gateway.networking.k8s.io/v1, Kind=GRPCRoute gateway.networking.k8s.io/v1, Kind=HTTPRoute]" {
-		t.Errorf("served routes %v, want GRPCRoute and HTTPRoute at v1", routes)
+	if got := fmt.Sprint(routes); got != "[gateway.networking.k8s.io/v1, Kind=GRPCRoute gateway.networking.k8s.io/v1, Kind=HTTPRoute "+
+		"networking.istio.io/v1, Kind=VirtualService projectcontour.io/v1, Kind=HTTPProxy "+
+		"traefik.io/v1alpha1, Kind=IngressRoute traefik.io/v1alpha1, Kind=IngressRouteTCP traefik.io/v1alpha1, Kind=IngressRouteUDP]" {
+		t.Errorf("served front doors %v", got)
 	}
 	create := func(o client.Object) {
 		t.Helper()
@@ -105,6 +116,22 @@ func TestPathAwareWebhook(t *testing.T) {
 		"spec": map[string]any{"parentRefs": []any{map[string]any{"name": "edge-gateway"}},
 			"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "checkout", "port": int64(80)}}}}}}}
 	create(route)
+	// Front doors no Service's type shows: a service mesh's route (nap cannot measure
+	// it), an ingress controller's own routes (the ingress path).
+	door := func(apiVersion, kind, name string, spec map[string]any) {
+		t.Helper()
+		create(&unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": "shop"}, "spec": spec}})
+	}
+	svc("reviews", corev1.ServiceTypeClusterIP, "", nil)
+	door("networking.istio.io/v1", "VirtualService", "reviews", map[string]any{"hosts": []any{"reviews.example"},
+		"http": []any{map[string]any{"route": []any{map[string]any{"destination": map[string]any{"host": "reviews.shop.svc.cluster.local"}}}}}})
+	svc("web-ir", corev1.ServiceTypeClusterIP, "", nil)
+	door("traefik.io/v1alpha1", "IngressRoute", "web-ir", map[string]any{"routes": []any{map[string]any{"match": "Host(`web.example`)", "kind": "Rule",
+		"services": []any{map[string]any{"name": "web-ir", "port": int64(80)}}}}})
+	svc("web-proxy", corev1.ServiceTypeClusterIP, "", nil)
+	door("projectcontour.io/v1", "HTTPProxy", "web-proxy", map[string]any{"virtualhost": map[string]any{"fqdn": "proxy.example"},
+		"routes": []any{map[string]any{"services": []any{map[string]any{"name": "web-proxy", "port": int64(80)}}}}})
 	svc("other-lb", corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, map[string]string{healthCheck: "5"})
 	// An AWS ALB in IP mode: an Ingress of class alb, the target type on the Ingress (on
 	// the Service: "late" below).
@@ -166,6 +193,10 @@ func TestPathAwareWebhook(t *testing.T) {
 		{name: "behind a Gateway API route: not calibrated, so at least the fleet's", app: "checkout", want: "sleep 5s",
 			why: "holds 5s for clusterip via Service checkout: its tail measured at 1.8 s (p99 1.6 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: gateway-route via Service checkout (not calibrated)"},
 		{name: "no Service", app: "batch", want: "sleep 5s", why: "holds 5s, the fleet's: no Service path reaches the pod"},
+		{name: "behind an Istio VirtualService: not calibrated, so at least the fleet's", app: "reviews", want: "sleep 5s",
+			why: "holds 5s for clusterip via Service reviews: its tail measured at 1.8 s (p99 1.6 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: mesh-route via Service reviews (not calibrated)"},
+		{name: "behind Traefik's IngressRoute: the ingress's", app: "web-ir", want: "sleep 6s", why: "holds 6s for ingress via Service web-ir"},
+		{name: "behind Contour's HTTPProxy: the ingress's", app: "web-proxy", want: "sleep 6s", why: "holds 6s for ingress via Service web-proxy"},
 		{name: "the adaptive wait: MIN from the path", app: "edge", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
 			want: "exec /nap/nap 29s --quiet 2s --max 60s", why: "holds at least 29s for lb-local via Service edge"},
 		{name: "its own delay", app: "edge", annotations: map[string]string{wait.DelayAnnotation: "2.5"}, want: "exec /nap/nap 2.5"},
@@ -220,7 +251,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	// The pods above each hold what their paths need, or the fleet's where unmeasured,
 	// but two behind edge: the one admitted before the calibration, and the one with its
 	// own 2.5 s.
-	if got := findings(); !slices.Equal(got, []string{"edge-1 delay-below-path edge-1", "edge-9 delay-below-path edge-9"}) {
+	if got := findings(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"edge-1 delay-below-path edge-1", "edge-12 delay-below-path edge-12"}) {
 		t.Fatalf("findings before the Service: %q", got)
 	}
 	cart, got, _ := admit("cart", nil)
@@ -266,7 +297,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	routed := time.Now()
 	for !slices.ContainsFunc(r.Findings(), func(f report.Finding) bool {
 		return f.Reason == report.DelayBelowPath && slices.Contains(f.Pods, quiet.Name) &&
-			strings.Contains(f.Message, "'s preStop holds it 3s, but gateway-route via Service quiet (not calibrated) reach the pod, and no calibration measured them: at least the fleet's 5s")
+			strings.Contains(f.Message, "'s preStop holds it 3s, but gateway-route via Service quiet (not calibrated) reaches the pod, and no calibration measured it: at least the fleet's 5s")
 	}) {
 		if time.Since(routed) > 30*time.Second {
 			t.Fatalf("no delay-below-path for %s 30 s after a GRPCRoute named its Service: %q", quiet.Name, r.Findings())

@@ -25,8 +25,8 @@ func TestFrontends(t *testing.T) {
 			map[string]any{"matches": []any{}}, // a rule with no backend
 		}},
 	}
-	if got := RouteBackends(route); strings.Join(got, " ") != "web api" {
-		t.Errorf("RouteBackends: %q, want web api", got)
+	if got := gatewayBackends(route); strings.Join(got, " ") != "web api" {
+		t.Errorf("gatewayBackends: %q, want web api", got)
 	}
 	ing := &networkingv1.Ingress{Spec: networkingv1.IngressSpec{
 		DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web"}},
@@ -34,7 +34,8 @@ func TestFrontends(t *testing.T) {
 			Paths: []networkingv1.HTTPIngressPath{{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "site"}}}}}}}}}}
 	f := Frontends{}
 	f.AddIngress(ing)
-	f.AddRoute(route)
+	httpRoute, _ := DoorOf(GatewayGroup, "HTTPRoute")
+	f.AddDoor(httpRoute, route)
 	// An ALB's target type, set on an Ingress: ip where any Ingress naming the Service says so.
 	alb := func(tt string, backend string) *networkingv1.Ingress {
 		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ALBTargetType: tt}}, Spec: networkingv1.IngressSpec{

@@ -114,10 +114,11 @@ func delayBelowPath(c *Context, w *Workload) []Finding {
 			flag = "--wait adaptive --min"
 			what = fmt.Sprintf("holds it at least %v (the adaptive wait's MIN)", short.Holds)
 		}
-		return &Finding{
-			Message: fmt.Sprintf("container %q's preStop %s, but %s: it needs %v", ct.Name, what, short.Why, short.Need),
-			Hint:    fmt.Sprintf("napctl inject -f %s %s %ds (and a grace period to cover it), or %s", w.Obj.File, flag, int(short.Need.Seconds()), short.Remedy),
+		hint := fmt.Sprintf("napctl inject -f %s %s %ds (and a grace period to cover it)", w.Obj.File, flag, int(short.Need.Seconds()))
+		if short.Remedy != "" {
+			hint += ", or " + short.Remedy
 		}
+		return &Finding{Message: fmt.Sprintf("container %q's preStop %s, but %s: it needs %v", ct.Name, what, short.Why, short.Need), Hint: hint}
 	})
 }
 

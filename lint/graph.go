@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -286,19 +284,20 @@ func Read(objs []*manifest.Object) Input {
 				fronts[ns] = kube.Frontends{}
 			}
 			fronts[ns].AddIngress(&ing)
-		case o.Group() == kube.GatewayGroup && slices.Contains(slices.Collect(maps.Values(kube.RouteKinds)), o.Kind):
-			var route map[string]any
-			if o.Decode(&route) != nil {
+		case isDoor(o):
+			d, _ := kube.DoorOf(o.Group(), o.Kind)
+			var obj map[string]any
+			if o.Decode(&obj) != nil {
 				continue
 			}
 			ns := appliedNamespace(o)
 			if fronts[ns] == nil {
 				fronts[ns] = kube.Frontends{}
 			}
-			if meta, ok := route["metadata"].(map[string]any); ok {
-				meta["namespace"] = ns // the route's backendRefs default to its own
+			if meta, ok := obj["metadata"].(map[string]any); ok {
+				meta["namespace"] = ns // a door's references default to its own
 			}
-			fronts[ns].AddRoute(route)
+			fronts[ns].AddDoor(d, obj)
 		case o.Kind == "HorizontalPodAutoscaler":
 			var h autoscalingv2.HorizontalPodAutoscaler
 			if o.Decode(&h) == nil {
@@ -481,4 +480,10 @@ func appliedNamespace(o *manifest.Object) string {
 		return metav1.NamespaceDefault
 	}
 	return o.Namespace
+}
+
+// isDoor tells whether o is a front door nap reads (kube.Doors).
+func isDoor(o *manifest.Object) bool {
+	_, ok := kube.DoorOf(o.Group(), o.Kind)
+	return ok
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,12 +41,14 @@ const pageSize = 500
 // Prefix starts the name Read gives each object in place of a file: live:Kind/namespace/name.
 const Prefix = "live:"
 
-// Read lists Resources in namespace ("" for every namespace) and returns them as
-// manifest objects, sorted by namespace, kind and name. Each is named
-// live:Kind/namespace/name, line 1; status and managedFields are dropped. The resources
-// are listed side by side, each page turned into objects as it arrives; the built-in
-// ones as protobuf (much cheaper than JSON for the API server to write and for us to
-// read, on a fleet of thousands of workloads), the optional ones as JSON.
+// Read lists Resources and the front doors the API server serves (ServedDoors) in
+// namespace ("" for every namespace) and returns them as manifest objects, sorted by
+// namespace, kind and name. Each is named live:Kind/namespace/name, line 1; status and
+// managedFields are dropped. The resources are listed side by side, each page turned
+// into objects as it arrives; the built-in ones as protobuf (much cheaper than JSON for
+// the API server to write and for us to read, on a fleet of thousands of workloads),
+// the optional ones as JSON. A front door's kind that the caller may not list is left
+// out and named in an Unread error, returned with the objects.
 func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.Object, error) {
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -59,9 +62,18 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 		return nil, err
 	}
 	typed := typedListers(cs, namespace)
-	all := Resources
+	doors, err := ServedDoors(cs.Discovery())
+	if err != nil {
+		return nil, fmt.Errorf("the front doors the API server serves: %w", err)
+	}
+	all := slices.Clone(Resources)
+	for _, gvk := range doors {
+		all = append(all, doorResource(gvk))
+	}
 	got := make([][]*manifest.Object, len(all))
 	errs := make([]error, len(all))
+	var unread Unread
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, r := range all {
 		wg.Go(func() {
@@ -69,6 +81,12 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 				got[i], errs[i] = listTyped(ctx, r, l)
 			} else {
 				got[i], errs[i] = list(ctx, dc.Resource(r).Namespace(namespace))
+			}
+			if i >= len(Resources) && apierrors.IsForbidden(errs[i]) {
+				mu.Lock()
+				unread = append(unread, r.GroupResource())
+				mu.Unlock()
+				errs[i] = nil
 			}
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("listing %s: %w", r.GroupResource(), errs[i])
@@ -83,6 +101,10 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 	slices.SortStableFunc(objs, func(a, b *manifest.Object) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 	})
+	if len(unread) > 0 {
+		slices.SortFunc(unread, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+		return objs, unread
+	}
 	return objs, nil
 }
 

@@ -93,6 +93,10 @@ type Need struct {
 	// Unmeasured are the paths that reach the pod with no measurement that holds for
 	// them, each as "PATH via Service NAME (why)": the fleet's wait holds for them.
 	Unmeasured []string
+	// cannot are the names of those that napctl calibrate cannot measure
+	// (Path.Unmeasurable), once each; can tells whether it can measure any of them.
+	cannot []string
+	can    bool
 	// Pooled are the paths that reach the pod through clients that pool their
 	// connections (Path.Pools), each as "PATH via Service NAME", measured or not: an
 	// adaptive wait watches requests for them.
@@ -137,13 +141,19 @@ func (c *Calibration) Route(svcs []*corev1.Service, fronts func(service string) 
 			switch {
 			case !found || t.Samples == 0:
 				n.Unmeasured = append(n.Unmeasured, fmt.Sprintf("%s via Service %s (not calibrated)", p.Name, svc.Name))
-				continue
 			case !sameParameters(t.Parameters, svc.Annotations):
 				n.Unmeasured = append(n.Unmeasured, fmt.Sprintf("%s via Service %s (its annotations are not those calibrated)", p.Name, svc.Name))
+			default:
+				if d := seconds(t.DelayS); !n.Measured() || d > n.Delay {
+					n.Delay, n.Path, n.Service, n.Tail = d, p.Name, svc.Name, t
+				}
 				continue
 			}
-			if d := seconds(t.DelayS); !n.Measured() || d > n.Delay {
-				n.Delay, n.Path, n.Service, n.Tail = d, p.Name, svc.Name, t
+			switch {
+			case !p.Unmeasurable:
+				n.can = true
+			case !slices.Contains(n.cannot, p.Name):
+				n.cannot = append(n.cannot, p.Name)
 			}
 		}
 	}
@@ -172,6 +182,9 @@ func (n Need) Requires(fleet wait.Wait) (hold time.Duration, why string, ok bool
 	if n.measuredDecides(hold) {
 		return hold, n.Why(), true
 	}
+	if len(n.Unmeasured) == 1 {
+		return hold, fmt.Sprintf("%s reaches the pod, and no calibration measured it: at least the fleet's %v", n.Unmeasured[0], hold), true
+	}
 	return hold, fmt.Sprintf("%s reach the pod, and no calibration measured them: at least the fleet's %v", strings.Join(n.Unmeasured, ", "), hold), true
 }
 
@@ -187,7 +200,8 @@ type Shortfall struct {
 	// or the unmeasured paths that hold the pod to the fleet's wait.
 	Why string
 	// Remedy is what else ends the shortfall: what shortens the deciding path's tail,
-	// or measuring the unmeasured paths.
+	// or measuring the unmeasured paths; "" where nothing else does (every unmeasured
+	// path one napctl calibrate cannot open).
 	Remedy string
 }
 
@@ -203,6 +217,13 @@ func (n Need) Below(w, fleet wait.Wait) (s Shortfall, ok bool) {
 	}
 	s = Shortfall{Holds: w.Holds(), Need: need, Why: why,
 		Remedy: "measure the paths that reach it with napctl calibrate (--store keeps the calibration in the cluster)"}
+	switch them := map[bool]string{true: "it", false: "them"}[len(n.cannot) == 1]; {
+	case len(n.cannot) > 0 && n.can:
+		s.Remedy = fmt.Sprintf("measure the paths that reach it with napctl calibrate where it can (%s it cannot open: the fleet's wait holds for %s)",
+			strings.Join(n.cannot, ", "), them)
+	case len(n.cannot) > 0:
+		s.Remedy = ""
+	}
 	if n.measuredDecides(need) {
 		p, _ := Lookup(n.Path)
 		s.Remedy = "shorten the path's tail: " + p.Remedy

@@ -54,7 +54,7 @@ func TestReadCalibration(t *testing.T) {
 		{"an unknown field", strings.Replace(stored, `"rounds"`, `"round"`, 1), `unknown field "round"`},
 		{"another version", strings.Replace(stored, "calibrate.nap.dev/v1", "calibrate.nap.dev/v2", 1), `cal.json: apiVersion "calibrate.nap.dev/v2", kind "Calibration": want "calibrate.nap.dev/v1", "Calibration"`},
 		{"no kind", strings.Replace(stored, `"kind": "Calibration", `, "", 1), `kind ""`},
-		{"an unknown path", strings.Replace(stored, `"ingress"`, `"gateway"`, 1), `cal.json: paths[1]: path "gateway": want one of clusterip, nodeport, ingress, gateway-route, lb-local, lb-cluster`},
+		{"an unknown path", strings.Replace(stored, `"ingress"`, `"gateway"`, 1), `cal.json: paths[1]: path "gateway": want one of clusterip, nodeport, ingress, gateway-route, mesh-route, lb-local, lb-cluster`},
 		{"a path twice", strings.Replace(stored, `"ingress"`, `"clusterip"`, 1), `paths[1]: path "clusterip" twice`},
 		{"a delay below the tail", strings.Replace(stored, `"delay_seconds": 30`, `"delay_seconds": 20`, 1), `paths[2] (lb-local): negative figures, or a delay below the longest tail`},
 		{"a negative margin", strings.Replace(stored, `"margin_seconds": 2`, `"margin_seconds": -2`, 1), "margin_seconds is negative"},
@@ -93,10 +93,14 @@ func TestRoute(t *testing.T) {
 	fixed := wait.Wait{Kind: wait.Fixed, Delay: 10 * time.Second, DelayText: "10"}
 	adaptive := wait.Wait{Kind: wait.Adaptive, Min: 10 * time.Second, Delay: 20 * time.Second, Quiet: time.Second}
 	for _, tc := range []struct {
-		name       string
-		svcs       []*corev1.Service
-		ingressed  string
-		routed     string // a Gateway API route names it
+		name      string
+		svcs      []*corev1.Service
+		ingressed string
+		routed    string // a Gateway API route names it
+		meshed    string // a service mesh's route names it
+		// noRemedy: below it, nothing but the fleet's wait ends the shortfall (every
+		// unmeasured path one calibrate cannot open).
+		noRemedy   bool
 		path, via  string
 		unmeasured []string
 		fixed      time.Duration // the fixed wait's delay from the fleet's 10 s
@@ -122,8 +126,13 @@ func TestRoute(t *testing.T) {
 			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 		{name: "behind a Gateway API route: never calibrated, so at least the fleet's",
 			svcs: []*corev1.Service{svc("web", "", "", nil)}, routed: "web", path: "clusterip", via: "web",
-			unmeasured: []string{"gateway-route via Service web (not calibrated)"},
-			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+			unmeasured: []string{"gateway-route via Service web (not calibrated)"}, noRemedy: true,
+			fixed: 10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+		{name: "behind a service mesh's route: never calibrated, so at least the fleet's; pooled",
+			svcs: []*corev1.Service{svc("web", "", "", nil)}, meshed: "web", path: "clusterip", via: "web",
+			unmeasured: []string{"mesh-route via Service web (not calibrated)"}, noRemedy: true,
+			pooled: []string{"mesh-route via Service web"},
+			fixed:  10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 		{name: "a load balancer (Cluster) without samples",
 			svcs: []*corev1.Service{svc("web", corev1.ServiceTypeLoadBalancer, "", nil)}, path: "clusterip", via: "web",
 			unmeasured: []string{"nodeport via Service web (not calibrated)", "lb-cluster via Service web (not calibrated)"},
@@ -146,7 +155,9 @@ func TestRoute(t *testing.T) {
 			pooled:     []string{"ingress via Service web", "lb-pods via Service web"},
 			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 	} {
-		n := c.Route(tc.svcs, func(s string) kube.Fronts { return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed} })
+		n := c.Route(tc.svcs, func(s string) kube.Fronts {
+			return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed, Mesh: s == tc.meshed}
+		})
 		if strings.Join(n.Pooled, "; ") != strings.Join(tc.pooled, "; ") {
 			t.Errorf("%s: pooled %q, want %q", tc.name, n.Pooled, tc.pooled)
 		}
@@ -167,7 +178,9 @@ func TestRoute(t *testing.T) {
 			t.Errorf("%s: a fixed wait with a WITHIN %v", tc.name, w.Requests)
 		}
 		// Without a calibration, the request signal all the same.
-		if w := (*Calibration)(nil).Route(tc.svcs, func(s string) kube.Fronts { return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed} }).Wait(adaptive); w.Requests != wantRequests || w.Min != adaptive.Min {
+		if w := (*Calibration)(nil).Route(tc.svcs, func(s string) kube.Fronts {
+			return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed, Mesh: s == tc.meshed}
+		}).Wait(adaptive); w.Requests != wantRequests || w.Min != adaptive.Min {
 			t.Errorf("%s: without a calibration %+v, want WITHIN %v and the fleet's wait", tc.name, w, wantRequests)
 		}
 		if n.Path != tc.path || n.Service != tc.via || strings.Join(n.Unmeasured, "; ") != strings.Join(tc.unmeasured, "; ") {
@@ -191,7 +204,7 @@ func TestRoute(t *testing.T) {
 			s, below := n.Below(short, fixed)
 			measuredDecides := n.Measured() && n.Delay >= tc.fixed
 			if !below || s.Need != tc.fixed || s.Holds != short.Delay || s.Why == "" ||
-				strings.HasPrefix(s.Remedy, "shorten the path's tail") != measuredDecides {
+				strings.HasPrefix(s.Remedy, "shorten the path's tail") != measuredDecides || !measuredDecides && (s.Remedy == "") != tc.noRemedy {
 				t.Errorf("%s: a fixed wait of %v: %+v, %v; want below %v", tc.name, short.Delay, s, below, tc.fixed)
 			}
 			if _, below := n.Below(n.Wait(fixed), fixed); below {

@@ -30,6 +30,10 @@ type Path struct {
 	// server pool), so that a pod it still sends to sees no new connection: the adaptive
 	// wait must watch requests (nap --requests) to see it. Nil: never.
 	Pools func(svc *corev1.Service, fronts kube.Fronts) bool
+	// Unmeasurable: napctl calibrate cannot open the path (it would need a front door
+	// calibrate does not make), so a pod it reaches holds at least the fleet's wait,
+	// always; calibrate's opener for it is never enabled (TestOpeners).
+	Unmeasurable bool
 }
 
 // The paths. Adding one: an entry here and in All, its test, and its opener in
@@ -64,10 +68,21 @@ var (
 	// served by whichever Gateway implementation the cluster runs. Calibrate does not
 	// open it (the lab has no Gateway): it is never measured, so a pod it reaches holds
 	// at least the fleet's wait.
-	GatewayRoute = Path{Name: "gateway-route", Title: "Gateway API route",
+	GatewayRoute = Path{Name: "gateway-route", Title: "Gateway API route", Unmeasurable: true,
 		Remedy: "The Gateway's implementation routes from the EndpointSlices it watches, on its own schedule: " +
 			"look at how it applies endpoint changes.",
 		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Route }}
+	// MeshRoute: a service mesh's route naming the Service (Istio's VirtualService): the
+	// mesh's proxies (each client's sidecar, its gateways) learn of a pod's end from the
+	// mesh's control plane, on its own schedule, and send over connections they keep.
+	// Calibrate does not open it: it is never measured, so a pod it reaches holds at
+	// least the fleet's wait.
+	MeshRoute = Path{Name: "mesh-route", Title: "service mesh route", Unmeasurable: true,
+		Remedy: "The mesh's proxies learn of a pod's end from its control plane (Istio's istiod pushes endpoints to every " +
+			"sidecar and gateway): measure the tail through the mesh with napctl probe during a rollout, and keep the fleet's " +
+			"wait at least that long.",
+		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Mesh },
+		Pools:   func(_ *corev1.Service, f kube.Fronts) bool { return f.Mesh }}
 	// LoadBalancerLocal: an external load balancer in front of a Service with
 	// externalTrafficPolicy Local. It sends to the NodePorts of nodes whose health check
 	// (the Service's healthCheckNodePort, served by kube-proxy) passes: a node has a
@@ -90,14 +105,15 @@ var (
 			"ready pods: a long tail here is kube-proxy's (see the NodePort path), not the load balancer's checks.")
 )
 
-// loadBalancer is the path through a Service of type LoadBalancer with policy whose
-// load balancer sends to the nodes.
+// loadBalancer is the path through a load balancer that sends to the nodes, in front of
+// a Service with policy: the Service's own (type LoadBalancer), or one an AWS
+// TargetGroupBinding in instance mode registers the nodes' NodePorts with.
 func loadBalancer(policy corev1.ServiceExternalTrafficPolicy, name, title, remedy string) Path {
 	return Path{Name: name, Title: title, NodeChecked: true, Remedy: remedy,
-		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
+		Reaches: func(svc *corev1.Service, f kube.Fronts) bool {
 			// The API's default policy is Cluster.
-			return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && !TargetsPods(svc) &&
-				cmp.Or(svc.Spec.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicyCluster) == policy
+			own := cmp.Or(svc.Spec.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicyCluster) == policy
+			return own && (svc.Spec.Type == corev1.ServiceTypeLoadBalancer && !TargetsPods(svc) || f.TargetGroupType == "instance")
 		}}
 }
 
@@ -112,12 +128,17 @@ var LoadBalancerPods = Path{Name: "lb-pods", Title: "load balancer to pods",
 		"(the cloud's API, its reconcile queue): gate the pods' readiness on the load balancer (the AWS Load Balancer " +
 		"Controller's pod readiness gate) and measure the lag behind it with napctl calibrate.",
 	Reaches: func(svc *corev1.Service, f kube.Fronts) bool {
-		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && ingressToPods(svc, f)
+		return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && TargetsPods(svc) || f.Ingress && ingressToPods(svc, f) ||
+			f.TargetGroupType == "ip"
 	},
 	// An application load balancer (an Ingress's: AWS's ALB, GCP's) pools; a network
 	// load balancer in IP mode (a Service's: AWS's NLB) passes each client's connection
-	// through.
-	Pools: func(svc *corev1.Service, f kube.Fronts) bool { return f.Ingress && ingressToPods(svc, f) }}
+	// through. A TargetGroupBinding does not say whose its target group is, an ALB's or
+	// an NLB's: counted as pooling, the safe side (the request signal then holds the
+	// wait until the requests stop, whichever it is).
+	Pools: func(svc *corev1.Service, f kube.Fronts) bool {
+		return f.Ingress && ingressToPods(svc, f) || f.TargetGroupType == "ip"
+	}}
 
 // PodTargetAnnotations are the Service annotations, each with its value, by which a
 // Service's load balancer sends to the pods' addresses rather than to the nodes.
@@ -154,7 +175,7 @@ func ingressToPods(svc *corev1.Service, f kube.Fronts) bool {
 
 // All is every path, in the order reports list them.
 func All() []Path {
-	return []Path{ClusterIP, NodePort, Ingress, GatewayRoute, LoadBalancerLocal, LoadBalancerCluster, LoadBalancerPods}
+	return []Path{ClusterIP, NodePort, Ingress, GatewayRoute, MeshRoute, LoadBalancerLocal, LoadBalancerCluster, LoadBalancerPods}
 }
 
 // Reaching is every path that leads to the pods of svc (Path.Reaches), in All's order;

@@ -3,7 +3,6 @@ package install
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -307,15 +306,15 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 	ns := o.Namespace
 	tm := typeMeta
 	clusterRole := &rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta(controller.Name, false),
-		Rules: []rbacv1.PolicyRule{
+		Rules: slices.Concat([]rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 			// The kubelets' versions: the native sleep only where every kubelet has it.
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
-			// The Services Ingresses and Gateway API routes name: more paths to their pods
-			// (each pod's wait by its paths, with a calibration kept in the cluster).
+			// The Services Ingresses and the other front doors name (kube.Doors): more
+			// paths to their pods (each pod's wait by its paths).
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{kube.GatewayGroup}, Resources: slices.Sorted(maps.Keys(kube.RouteKinds)), Verbs: []string{"get", "list", "watch"}},
+		}, doorRules(), []rbacv1.PolicyRule{
 			// The Reporter: pods the webhook missed, hooks that cannot work.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 			// evicted.Router: a pod its kubelet evicts, or stops because its node shuts
@@ -338,7 +337,7 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			// The Reporter's policy reports, in whichever format the cluster serves.
 			{APIGroups: []string{policyreport.OpenReports.GroupVersion.Group, policyreport.WGPolicy.GroupVersion.Group},
 				Resources: []string{policyreport.OpenReports.Resource, policyreport.WGPolicy.Resource}, Verbs: []string{"get", "list", "create", "update", "delete"}},
-		}}
+		})}
 	if o.RollMissed {
 		clusterRole.Rules = append(clusterRole.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})
 	}
@@ -366,6 +365,27 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: controller.Name}, Subjects: subjects}
 
 	return clusterRole, clusterBinding, role, roleBinding
+}
+
+// doorRules let the controller read the front doors of kube.Doors, a rule per group in
+// the order Doors first names it, each rule's resources sorted: nothing is asked of a
+// group the cluster does not serve.
+func doorRules() []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	at := map[string]int{}
+	for _, d := range kube.Doors {
+		i, ok := at[d.Group]
+		if !ok {
+			i = len(out)
+			at[d.Group] = i
+			out = append(out, rbacv1.PolicyRule{APIGroups: []string{d.Group}, Verbs: []string{"get", "list", "watch"}})
+		}
+		out[i].Resources = append(out[i].Resources, d.Resource)
+	}
+	for i := range out {
+		slices.Sort(out[i].Resources)
+	}
+	return out
 }
 
 // service is the controller's Service: its webhook (when it serves one) and its metrics.

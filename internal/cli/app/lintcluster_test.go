@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -86,6 +89,78 @@ func TestLintCluster(t *testing.T) {
 			}
 		})
 	}
+
+	// Front doors read live as lint reads them in files: the projects' own CRDs (Istio's,
+	// Traefik's, Contour's), a VirtualService and an IngressRoute beside delay-below-path's
+	// workloads; each workload's findings from the cluster are the file's.
+	t.Run("front doors", func(t *testing.T) {
+		for _, crds := range []string{
+			filepath.Join(kubeenv.ModuleDir(t, "istio.io/api@v1.32.0"), "kubernetes/customresourcedefinitions.gen.yaml"),
+			filepath.Join(kubeenv.ModuleDir(t, "github.com/traefik/traefik/v3@"+kubeenv.HackVersion(t, "ingress-version")),
+				"docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml"),
+		} {
+			// create, not apply: Istio's CRDs outgrow the annotation apply keeps.
+			if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "create", "-f", crds).CombinedOutput(); err != nil {
+				t.Fatalf("installing %s: %v\n%s", crds, err, out)
+			}
+		}
+		if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established",
+			"crd/virtualservices.networking.istio.io", "crd/ingressroutes.traefik.io").CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		file, cal := "../../../lint/testdata/checks/delay-below-path.yaml", "../../../lint/testdata/calibration.json"
+		apply(t, "lint-front-doors", withSelectors(t, file))
+		_, fromFile, _ := runNapctl("lint", "-f", file, "--kube-version", kubeVersion, "--calibration", cal, "-o", "json")
+		_, fromCluster, stderr := runNapctl("lint", "--kubeconfig", kubeconfig, "-n", "lint-front-doors", "--calibration", cal, "-o", "json")
+		want, got := findingKeys(t, fromFile), findingKeys(t, fromCluster)
+		for _, w := range []string{"delay-below-path Deployment/bad-behind-mesh app", "delay-below-path Deployment/bad-behind-ingressroute app"} {
+			if !slices.Contains(want, w) {
+				t.Fatalf("the file has no %q: %q", w, want)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("live objects: %q\nfrom the file: %q\n%s", got, want, stderr)
+		}
+
+		// A team allowed to list its namespace's objects and Traefik's routes, not
+		// Istio's: lint says which front doors it could not see, and goes on.
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "lint", Namespace: "lint-front-doors"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"", "apps", "policy", "autoscaling", "networking.k8s.io", "traefik.io"}, Resources: []string{"*"}, Verbs: []string{"list"}}}}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lint", Namespace: "lint-front-doors"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "lint"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "jane"}}}
+		if _, err := cs.RbacV1().Roles("lint-front-doors").Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().RoleBindings("lint-front-doors").Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// And the nodes, whose kubelets lint --live reads.
+		nodes := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lint-nodes"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}}}
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, nodes, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lint-nodes"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "lint-nodes"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "jane"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		admin, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jane := kubeenv.KubeconfigAs(t, admin, "jane")
+		code, out, stderr := runNapctl("lint", "--kubeconfig", jane, "-n", "lint-front-doors", "--calibration", cal, "-o", "json")
+		if out == "" {
+			t.Fatalf("as jane: exit %d, %s", code, stderr)
+		}
+		keys := findingKeys(t, out)
+		if !strings.Contains(stderr, "not allowed to list virtualservices.networking.istio.io: the front doors of those kinds are not seen") ||
+			slices.Contains(keys, "delay-below-path Deployment/bad-behind-mesh app") || !slices.Contains(keys, "delay-below-path Deployment/bad-behind-ingressroute app") {
+			t.Errorf("without list on VirtualServices: %q\n%s", keys, stderr)
+		}
+	})
 
 	// Kubelets: a pool of 1.29 nodes cannot run the native sleep.
 	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lint-old", Labels: map[string]string{"pool": "lint-old"}}}, metav1.CreateOptions{})

@@ -3,6 +3,7 @@ package lint
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -208,6 +209,11 @@ func readCluster(f *flags, opts *nlint.Options, errOut io.Writer) ([]*manifest.O
 		}
 	}
 	objs, err := live.Read(context.Background(), cfg, f.namespace)
+	var unread live.Unread
+	if errors.As(err, &unread) { // the front doors of kinds it may not list: said, not fatal
+		fmt.Fprintf(errOut, "%s lint: %v\n", f.prog, unread)
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.live.Flag(), err)
 	}

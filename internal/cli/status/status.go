@@ -169,6 +169,11 @@ func gather(cmd *cobra.Command, streams cli.IOStreams, f *flags) (nstatus.Input,
 	if kept != nil {
 		in.Lint.Calibration = kept
 	}
+	var unread live.Unread
+	if errors.As(errObjects, &unread) { // the front doors of kinds it may not list: said, not fatal
+		cli.Warn(cmd, streams, "%v", unread)
+		errObjects = nil
+	}
 	for _, w := range []string{warning, terminationsWarning} {
 		if w != "" {
 			cli.Warn(cmd, streams, "%s", w)

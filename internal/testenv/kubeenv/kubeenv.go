@@ -33,6 +33,16 @@ func KubeVersion() string {
 	return strings.TrimSpace(string(b))
 }
 
+// HackVersion is the version a file of hack/ pins (ingress-version: the lab's Traefik).
+func HackVersion(t testing.TB, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // KubeCache is where hack/kube-bins.sh puts the Kubernetes binaries of KubeVersion.
 func KubeCache() string {
 	return filepath.Join(testenv.Cache(), "kube", KubeVersion())
