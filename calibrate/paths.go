@@ -3,8 +3,10 @@ package calibrate
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -14,8 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -27,6 +31,10 @@ type PathConfig struct {
 	// IngressClass is the class of the Ingress the ingress path creates; IngressURL is
 	// where that controller answers (http://ADDR). Both, or neither and no ingress path.
 	IngressClass, IngressURL string
+	// Gateway is the Gateway (NAMESPACE/NAME) the gateway-route path attaches an
+	// HTTPRoute to; GatewayURL is where it answers (http://ADDR). Both, or neither and no
+	// gateway-route path.
+	Gateway, GatewayURL string
 	// LoadBalancers are the externalTrafficPolicies of the load balancer paths: each is a
 	// Service of type LoadBalancer of its own, which the cloud (or the lab's load
 	// balancer) gives an address.
@@ -76,6 +84,12 @@ func ParseLoadBalancers(s string) ([]corev1.ServiceExternalTrafficPolicy, error)
 func (c PathConfig) Validate() error {
 	if (c.IngressClass == "") != (c.IngressURL == "") {
 		return errors.New("--ingress-class and --ingress-url go together")
+	}
+	if (c.Gateway == "") != (c.GatewayURL == "") {
+		return errors.New("--gateway and --gateway-url go together")
+	}
+	if ns, name, ok := strings.Cut(c.Gateway, "/"); c.Gateway != "" && (!ok || ns == "" || name == "") {
+		return fmt.Errorf("--gateway %q: want NAMESPACE/NAME", c.Gateway)
 	}
 	if c.PodLBIngressClass != "" && c.PodLBAnnotations == nil {
 		return errors.New("--lb-pods-ingress-class needs --lb-pods-annotation: the annotations that make its load balancer send to the pods (alb.ingress.kubernetes.io/target-type=ip)")
@@ -159,13 +173,39 @@ var openers = map[string]opener{
 			}
 			return err
 		}},
-	// The lab has no Gateway: never enabled.
+	// An HTTPRoute attached to the configured Gateway, routing Target.Prefix to the
+	// Service.
 	traffic.GatewayRoute.Name: {needs: corev1.ServiceTypeClusterIP,
-		enabled: func(PathConfig) bool { return false },
-		open: func(context.Context, kubernetes.Interface, PathConfig, Target, *corev1.Service) (string, error) {
-			return "", errors.New("napctl calibrate does not measure Gateway API routes")
+		enabled: func(c PathConfig) bool { return c.Gateway != "" },
+		open: func(ctx context.Context, cs kubernetes.Interface, c PathConfig, t Target, svc *corev1.Service) (string, error) {
+			gwNS, gwName, _ := strings.Cut(c.Gateway, "/")
+			route := map[string]any{"apiVersion": kube.GatewayGroup + "/v1", "kind": "HTTPRoute",
+				"metadata": map[string]any{"name": t.Service, "namespace": t.Namespace},
+				"spec": map[string]any{
+					"parentRefs": []any{map[string]any{"name": gwName, "namespace": gwNS}},
+					"rules": []any{map[string]any{
+						"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": t.Prefix}}},
+						"backendRefs": []any{map[string]any{"name": t.Service, "port": svc.Spec.Ports[0].Port}}}}}}
+			r := routes(cs, t.Namespace, "")
+			if !r.ok() {
+				return "", errors.New("the API client cannot create an HTTPRoute")
+			}
+			if err := r.Post().Body(mustJSON(route)).Do(ctx).Error(); err != nil {
+				return "", fmt.Errorf("creating the HTTPRoute %s/%s: %w", t.Namespace, t.Service, err)
+			}
+			return strings.TrimRight(c.GatewayURL, "/") + t.Prefix, nil
 		},
-		close: nothing},
+		close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
+			r := routes(cs, t.Namespace, t.Service)
+			if !r.ok() { // a client that cannot have made one
+				return nil
+			}
+			err := r.Delete().Do(ctx).Error()
+			if apierrors.IsNotFound(err) { // none, or no Gateway API in the cluster
+				return nil
+			}
+			return err
+		}},
 	// Nor a mesh.
 	traffic.MeshRoute.Name: {needs: corev1.ServiceTypeClusterIP,
 		enabled: func(PathConfig) bool { return false },
@@ -371,6 +411,33 @@ func closeLoadBalancer(ctx context.Context, cs kubernetes.Interface, t Target, n
 }
 
 func nothing(context.Context, kubernetes.Interface, Target) error { return nil }
+
+// routes is a request builder for the HTTPRoutes of namespace (name: one of them), by
+// the API server's own path: the Gateway API is not in client-go's typed clients.
+func routes(cs kubernetes.Interface, namespace, name string) routeRequests {
+	return routeRequests{rc: cs.Discovery().RESTClient(), path: "/apis/" + kube.GatewayGroup + "/v1/namespaces/" + namespace + "/httproutes/" + name}
+}
+
+type routeRequests struct {
+	rc   rest.Interface
+	path string
+}
+
+// ok tells whether the client can make requests by path (a fake one cannot).
+func (r routeRequests) ok() bool { return r.rc != nil && !reflect.ValueOf(r.rc).IsNil() }
+
+func (r routeRequests) Post() *rest.Request {
+	return r.rc.Post().AbsPath(strings.TrimSuffix(r.path, "/")).SetHeader("Content-Type", "application/json")
+}
+func (r routeRequests) Delete() *rest.Request { return r.rc.Delete().AbsPath(r.path) }
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
 
 func hostURL(host string, port int32) string {
 	if strings.Contains(host, ":") {

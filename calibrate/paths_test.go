@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,9 +13,15 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nap-k8s/nap/internal/testenv/kubeenv"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/traffic"
 )
@@ -261,6 +268,64 @@ func TestParseLoadBalancers(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("ParseLoadBalancers(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestGatewayRoute: the gateway-route path attaches an HTTPRoute to the Gateway it is
+// given, routing the target's prefix to its Service, on a real API server with the
+// Gateway API's own CRDs (the version the lab's Traefik implements); Close removes it,
+// and closing twice, or where no Gateway API is installed, is no error.
+func TestGatewayRoute(t *testing.T) {
+	ctx := context.Background()
+	cfg := kubeenv.APIServer(t)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	p := PathConfig{NodeAddress: "-", Gateway: "nap-ingress/nap", GatewayURL: "http://10.79.0.5"}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if names := Enabled(p); len(names) != 2 || names[1].Name != traffic.GatewayRoute.Name {
+		t.Fatalf("Enabled = %v", names)
+	}
+	tgt := Target{Namespace: "default", Service: "app", Prefix: "/default/"}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
+	if err := Close(ctx, cs, traffic.GatewayRoute, tgt); err != nil {
+		t.Errorf("Close with no Gateway API: %v", err)
+	}
+	gw := kubeenv.ModuleDir(t, "sigs.k8s.io/gateway-api@"+kubeenv.HackVersion(t, "gateway-api-version"))
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(gw, "config/crd/standard/gateway.networking.k8s.io_httproutes.yaml")}}); err != nil {
+		t.Fatal(err)
+	}
+	url, err := Open(ctx, cs, traffic.GatewayRoute, p, tgt, svc)
+	if err != nil || url != "http://10.79.0.5/default/" {
+		t.Fatalf("Open = %q, %v", url, err)
+	}
+	dc := dynamic.NewForConfigOrDie(cfg)
+	res := schema.GroupVersionResource{Group: kube.GatewayGroup, Version: "v1", Resource: "httproutes"}
+	route, err := dc.Resource(res).Namespace("default").Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := kube.Frontends{}
+	d, _ := kube.DoorOf(kube.GatewayGroup, "HTTPRoute")
+	fe.AddDoor(d, route.Object)
+	parent, _, _ := unstructured.NestedSlice(route.Object, "spec", "parentRefs")
+	rules, _, _ := unstructured.NestedSlice(route.Object, "spec", "rules")
+	if !fe.Of("app").Route || fmt.Sprint(parent) != "[map[group:gateway.networking.k8s.io kind:Gateway name:nap namespace:nap-ingress]]" ||
+		!strings.Contains(fmt.Sprint(rules), "value:/default/") || !strings.Contains(fmt.Sprint(rules), "port:8080") {
+		t.Errorf("the HTTPRoute: %v %v", parent, rules)
+	}
+	for range 2 {
+		if err := Close(ctx, cs, traffic.GatewayRoute, tgt); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+	if _, err := dc.Resource(res).Namespace("default").Get(ctx, "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the HTTPRoute after Close: %v", err)
+	}
+	for _, bad := range []PathConfig{{Gateway: "nap", GatewayURL: "http://x"}, {Gateway: "nap-ingress/nap"}, {GatewayURL: "http://x"}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v: accepted", bad)
 		}
 	}
 }

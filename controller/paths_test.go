@@ -65,7 +65,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	// The front doors, as their projects' releases define them: the Gateway API's routes
 	// (standard channel), Istio's, Traefik's (the lab's version, hack/ingress-version)
 	// and Contour's CRDs.
-	gw := kubeenv.ModuleDir(t, "sigs.k8s.io/gateway-api@v1.4.0")
+	gw := kubeenv.ModuleDir(t, "sigs.k8s.io/gateway-api@"+kubeenv.HackVersion(t, "gateway-api-version"))
 	istio := kubeenv.ModuleDir(t, "istio.io/api@v1.32.0")
 	traefik := kubeenv.ModuleDir(t, "github.com/traefik/traefik/v3@"+kubeenv.HackVersion(t, "ingress-version"))
 	contour := kubeenv.ModuleDir(t, "github.com/projectcontour/contour@v1.33.8")

@@ -103,6 +103,13 @@ more_bins() {
 # its controller in namespace nap-ingress on node 1, and the Service nap-ingress/traefik
 # whose ClusterIP the tests send to. Waits until it answers.
 ingress() {
+  # The Gateway API's CRDs (standard channel) of the version Traefik implements
+  # (hack/gateway-api-version), from the Go module proxy, before Traefik watches them.
+  local gw
+  gw=$(cd /tmp && go mod download -json "sigs.k8s.io/gateway-api@$(cat "$here/gateway-api-version")" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+  [ -n "$gw" ] || { log "cannot download the Gateway API's CRDs"; exit 1; }
+  "$B/kubectl" --kubeconfig "$KCFG" apply --server-side -f "$gw/config/crd/standard" >&2
+  "$B/kubectl" --kubeconfig "$KCFG" wait --for=condition=Established --timeout=60s crd/gateways.gateway.networking.k8s.io crd/httproutes.gateway.networking.k8s.io >&2
   "$B/kubectl" --kubeconfig "$KCFG" apply -f "$here/ingress.yaml" >&2
   wait_for "the ingress controller" 90 "$B/kubectl" --kubeconfig "$KCFG" -n nap-ingress rollout status deployment/traefik --timeout=1s
 }

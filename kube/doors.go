@@ -28,7 +28,8 @@ func (d Door) GVK(version string) schema.GroupVersionKind {
 const GatewayGroup = "gateway.networking.k8s.io"
 
 // Doors are the front doors nap reads, each where the API server serves its kind:
-//   - the Gateway API's routes (their rules' backendRefs): path gateway-route;
+//   - the Gateway API's routes (their rules' backendRefs): path gateway-route, HTTP
+//     and gRPC ones proxied as an ingress controller proxies;
 //   - Traefik's IngressRoute, IngressRouteTCP and IngressRouteUDP, and Contour's
 //     HTTPProxy (their routes' services): an ingress controller's own routes, the
 //     path ingress;
@@ -39,11 +40,11 @@ const GatewayGroup = "gateway.networking.k8s.io"
 //     ip: lb-pods) or the nodes (instance: lb-local or lb-cluster, by the Service's
 //     externalTrafficPolicy).
 var Doors = []Door{
-	gatewayRoute("httproutes", "HTTPRoute"),
-	gatewayRoute("grpcroutes", "GRPCRoute"),
-	gatewayRoute("tlsroutes", "TLSRoute"),
-	gatewayRoute("tcproutes", "TCPRoute"),
-	gatewayRoute("udproutes", "UDPRoute"),
+	gatewayRoute("httproutes", "HTTPRoute", true),
+	gatewayRoute("grpcroutes", "GRPCRoute", true),
+	gatewayRoute("tlsroutes", "TLSRoute", false),
+	gatewayRoute("tcproutes", "TCPRoute", false),
+	gatewayRoute("udproutes", "UDPRoute", false),
 	traefikRoute("ingressroutes", "IngressRoute"),
 	traefikRoute("ingressroutetcps", "IngressRouteTCP"),
 	traefikRoute("ingressrouteudps", "IngressRouteUDP"),
@@ -79,9 +80,9 @@ func (f Frontends) AddDoor(d Door, obj map[string]any) {
 	}
 }
 
-func gatewayRoute(resource, kind string) Door {
+func gatewayRoute(resource, kind string, http bool) Door {
 	return Door{Group: GatewayGroup, Resource: resource, Kind: kind, Backends: gatewayBackends,
-		mark: func(f *Fronts, _ map[string]any) { f.Route = true }}
+		mark: func(f *Fronts, _ map[string]any) { f.Route, f.RouteHTTP = true, f.RouteHTTP || http }}
 }
 
 func traefikRoute(resource, kind string) Door {

@@ -22,7 +22,16 @@ spec:
   parentRefs: [{name: edge}]
   rules:
   - backendRefs: [{name: web, port: 80}, {name: api, namespace: other, port: 80}]`,
-			map[string]Fronts{"web": {Route: true}}},
+			map[string]Fronts{"web": {Route: true, RouteHTTP: true}}},
+		{"a TCPRoute: passed through", `
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {name: db, namespace: shop}
+spec:
+  parentRefs: [{name: edge, sectionName: postgres}]
+  rules:
+  - backendRefs: [{name: postgres, port: 5432}]`,
+			map[string]Fronts{"postgres": {Route: true}}},
 		{"Traefik's IngressRoute: Services, not TraefikServices, of its namespace", `
 apiVersion: traefik.io/v1alpha1
 kind: IngressRoute

@@ -11,7 +11,10 @@ type Fronts struct {
 	// IngressRoute, Contour's HTTPProxy).
 	Ingress bool
 	Route   bool // a Gateway API route (Doors)
-	Mesh    bool // a service mesh's route (Doors: Istio's VirtualService)
+	// RouteHTTP: a Gateway API route of HTTP (HTTPRoute, GRPCRoute), which its Gateway
+	// proxies as an HTTP proxy does; the others pass connections through.
+	RouteHTTP bool
+	Mesh      bool // a service mesh's route (Doors: Istio's VirtualService)
 	// IngressTargetType is ALBTargetType as an Ingress that names the Service sets it:
 	// "ip" where any does, else the value one sets, "" where none does.
 	IngressTargetType string

@@ -44,8 +44,8 @@ func TestFrontends(t *testing.T) {
 	f.AddIngress(alb("ip", "site"))
 	f.AddIngress(alb("instance", "site"))
 	f.AddIngress(alb("instance", "cart"))
-	for name, want := range map[string]Fronts{"web": {Ingress: true, Route: true}, "site": {Ingress: true, IngressTargetType: "ip"}, "cart": {Ingress: true, IngressTargetType: "instance"},
-		"api": {Route: true}, "other": {}} {
+	for name, want := range map[string]Fronts{"web": {Ingress: true, Route: true, RouteHTTP: true}, "site": {Ingress: true, IngressTargetType: "ip"},
+		"cart": {Ingress: true, IngressTargetType: "instance"}, "api": {Route: true, RouteHTTP: true}, "other": {}} {
 		if got := f.Of(name); got != want {
 			t.Errorf("%s: %+v, want %+v", name, got, want)
 		}

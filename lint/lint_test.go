@@ -747,7 +747,7 @@ spec: {defaultBackend: {service: {name: web-grpc, port: {number: 9090}}}}
 	if len(ws) != 1 {
 		t.Fatalf("%d workloads", len(ws))
 	}
-	want := kube.Frontends{"web": {Route: true}, "web-grpc": {Ingress: true}}
+	want := kube.Frontends{"web": {Route: true, RouteHTTP: true}, "web-grpc": {Ingress: true}}
 	if !maps.Equal(ws[0].Fronts, want) {
 		t.Errorf("fronts %v, want %v (a route in another namespace names another Service)", ws[0].Fronts, want)
 	}

@@ -124,10 +124,11 @@ func TestRoute(t *testing.T) {
 			path: "clusterip", via: "web",
 			unmeasured: []string{"nodeport via Service web-lb (not calibrated)", "lb-local via Service web-lb (its annotations are not those calibrated)"},
 			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
-		{name: "behind a Gateway API route: never calibrated, so at least the fleet's",
+		{name: "behind a Gateway API route of HTTP, not calibrated: at least the fleet's; pooled",
 			svcs: []*corev1.Service{svc("web", "", "", nil)}, routed: "web", path: "clusterip", via: "web",
-			unmeasured: []string{"gateway-route via Service web (not calibrated)"}, noRemedy: true,
-			fixed: 10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
+			unmeasured: []string{"gateway-route via Service web (not calibrated)"},
+			pooled:     []string{"gateway-route via Service web"},
+			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 		{name: "behind a service mesh's route: never calibrated, so at least the fleet's; pooled",
 			svcs: []*corev1.Service{svc("web", "", "", nil)}, meshed: "web", path: "clusterip", via: "web",
 			unmeasured: []string{"mesh-route via Service web (not calibrated)"}, noRemedy: true,
@@ -156,7 +157,7 @@ func TestRoute(t *testing.T) {
 			fixed:      10 * time.Second, min: 10 * time.Second, max: 20 * time.Second},
 	} {
 		n := c.Route(tc.svcs, func(s string) kube.Fronts {
-			return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed, Mesh: s == tc.meshed}
+			return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed, RouteHTTP: s == tc.routed, Mesh: s == tc.meshed}
 		})
 		if strings.Join(n.Pooled, "; ") != strings.Join(tc.pooled, "; ") {
 			t.Errorf("%s: pooled %q, want %q", tc.name, n.Pooled, tc.pooled)
@@ -179,7 +180,7 @@ func TestRoute(t *testing.T) {
 		}
 		// Without a calibration, the request signal all the same.
 		if w := (*Calibration)(nil).Route(tc.svcs, func(s string) kube.Fronts {
-			return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed, Mesh: s == tc.meshed}
+			return kube.Fronts{Ingress: s == tc.ingressed, Route: s == tc.routed, RouteHTTP: s == tc.routed, Mesh: s == tc.meshed}
 		}).Wait(adaptive); w.Requests != wantRequests || w.Min != adaptive.Min {
 			t.Errorf("%s: without a calibration %+v, want WITHIN %v and the fleet's wait", tc.name, w, wantRequests)
 		}

@@ -65,13 +65,17 @@ var (
 		// (docs/adaptive.md).
 		Pools: func(_ *corev1.Service, f kube.Fronts) bool { return f.Ingress }}
 	// GatewayRoute: a Gateway API route (HTTPRoute, GRPCRoute, ...) naming the Service,
-	// served by whichever Gateway implementation the cluster runs. Calibrate does not
-	// open it (the lab has no Gateway): it is never measured, so a pod it reaches holds
-	// at least the fleet's wait.
-	GatewayRoute = Path{Name: "gateway-route", Title: "Gateway API route", Unmeasurable: true,
+	// served by whichever Gateway implementation the cluster runs; calibrate measures it
+	// through an HTTPRoute attached to a Gateway it is given (--gateway).
+	GatewayRoute = Path{Name: "gateway-route", Title: "Gateway API route",
 		Remedy: "The Gateway's implementation routes from the EndpointSlices it watches, on its own schedule: " +
 			"look at how it applies endpoint changes.",
-		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Route }}
+		Reaches: func(_ *corev1.Service, f kube.Fronts) bool { return f.Route },
+		// An HTTPRoute's or a GRPCRoute's Gateway is an HTTP proxy that keeps connections
+		// to the pods, as an ingress controller is (the lab's Traefik serves both from
+		// the same load balancer and transport); a TCP, TLS or UDP route's passes each
+		// connection through.
+		Pools: func(_ *corev1.Service, f kube.Fronts) bool { return f.RouteHTTP }}
 	// MeshRoute: a service mesh's route naming the Service (Istio's VirtualService): the
 	// mesh's proxies (each client's sidecar, its gateways) learn of a pod's end from the
 	// mesh's control plane, on its own schedule, and send over connections they keep.

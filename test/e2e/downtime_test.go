@@ -266,6 +266,9 @@ var (
 	// viaIngress: Traefik in the cluster, which routes to pod IPs from the EndpointSlices
 	// it watches; probed at its Service from node 1.
 	viaIngress = labPath{path: traffic.Ingress}
+	// viaGateway: the same Traefik through the Gateway API: an HTTPRoute attached to the
+	// lab's Gateway (hack/ingress.yaml), on the same Service.
+	viaGateway = labPath{path: traffic.GatewayRoute}
 	// lbLocal and lbCluster: the lab's load balancer (HAProxy in its own network
 	// namespace, hack/lb) in front of a Service with externalTrafficPolicy Local or
 	// Cluster, with an AWS NLB's health check defaults (3 checks 10 s apart).
@@ -291,6 +294,12 @@ var (
 // podTargets: the path is the lab's load balancer with pod targets.
 func (p labPath) podTargets() bool { return p.path.Name == traffic.LoadBalancerPods.Name }
 
+// viaTraefik: the path is the lab's Traefik, through an Ingress or an HTTPRoute, with
+// its API and its access log to read.
+func (p labPath) viaTraefik() bool {
+	return p.path.Name == traffic.Ingress.Name || p.path.Name == traffic.GatewayRoute.Name
+}
+
 // watchLetGo starts recording when the proxy of p that sends to the pods of ns itself
 // lets each one go (the load balancer lbName with pod targets, the ingress); nil on a
 // path without one (kube-proxy's: routeTimes).
@@ -298,7 +307,7 @@ func (p labPath) watchLetGo(t *testing.T, cs *kubernetes.Clientset, ns, lbName s
 	switch {
 	case p.podTargets():
 		return watchDeregistrations(ns, lbName)
-	case p.path.Name == traffic.Ingress.Name:
+	case p.viaTraefik():
 		return watchIngress(t, cs, ns)
 	}
 	return nil
@@ -310,6 +319,8 @@ func (p labPath) String() string {
 		return fmt.Sprintf("L7 load balancer to pods, deregistered %s late", p.checks[lbLag])
 	case p.path.Name == traffic.Ingress.Name:
 		return "ingress (Traefik)"
+	case p.path.Name == traffic.GatewayRoute.Name:
+		return "Gateway API route (Traefik)"
 	case p.node2:
 		return p.path.Title + " from node 2"
 	case p.path.NodeChecked && p.checks != nil:
@@ -700,7 +711,7 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 		}
 	}
 	waitRolledOut(t, cs, ns)
-	cfg := calibrate.PathConfig{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, ""), LBAnnotations: sc.path.checks,
+	cfg := calibrate.PathConfig{IngressClass: ingressClass, IngressURL: ingressURL(t, cs, ""), Gateway: labGateway, GatewayURL: ingressURL(t, cs, ""), LBAnnotations: sc.path.checks,
 		LoadBalancers: []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyLocal, corev1.ServiceExternalTrafficPolicyCluster}}
 	if sc.path.podTargets() {
 		cfg.PodLBAnnotations, cfg.PodLBIngressClass = sc.path.checks, albClass
@@ -712,7 +723,7 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 	host := ""
 	if sc.grpc {
 		switch {
-		case sc.path.node2 || sc.path.path.NodeChecked:
+		case sc.path.node2 || sc.path.path.NodeChecked || sc.path.path.Name == traffic.GatewayRoute.Name:
 			t.Fatalf("%s: gRPC is probed at the ClusterIP, through the ingress and the load balancer with pod targets, from node 1", sc)
 		case sc.path.path.Name == traffic.Ingress.Name:
 			url, host = grpcIngress(t, cs, ns, svc)
@@ -860,7 +871,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	}
 	var ingress verdict
 	var lbLate string
-	if sc.path.path.Name == traffic.Ingress.Name && (s.Total.Failed > 0 || vr != nil && vr.failed() > 0) {
+	if sc.path.viaTraefik() && (s.Total.Failed > 0 || vr != nil && vr.failed() > 0) {
 		// Where the ingress sent each failed request, from its access log.
 		entries := ingressAccess(t, cs, ns, start)
 		if s.Total.Failed > 0 {
@@ -1190,7 +1201,7 @@ func pair(t *testing.T, path labPath, d disruption) {
 			t.Log(m.row())
 		}
 		m.check(t)
-		if path.path.Name == traffic.Ingress.Name && m.summary.Total.Failed > 0 && m.ingress.cause != podExit {
+		if path.viaTraefik() && m.summary.Total.Failed > 0 && m.ingress.cause != podExit {
 			// The access log's verdict can fail: without a delay, the pods leave while
 			// the ingress still sends to them, and the log holds every failed request.
 			t.Errorf("%s: the ingress's access log does not put the loss on the pods' exits: %s", sc, m.ingress.why)
@@ -1261,6 +1272,10 @@ func TestDrainDowntime(t *testing.T) { pair(t, viaIngress, nodeDrain) }
 // change from EndpointSlices on its own schedule: 502s without a delay.
 func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 
+// TestGatewayDowntime: the same through the Gateway API, an HTTPRoute attached to the
+// lab's Gateway, which Traefik serves from the same EndpointSlices as its Ingresses.
+func TestGatewayDowntime(t *testing.T) { pair(t, viaGateway, rollingRestart) }
+
 // TestGRPCDowntime: a rolling restart probed with gRPC calls (the health service's
 // Check, open loop, a connection per call and a shared one) at the ClusterIP from node
 // 1. Without a delay, an app that stops gracefully at SIGTERM (GracefulStop: the
@@ -1298,16 +1313,16 @@ func TestWebSocketDowntime(t *testing.T) {
 // disruption, and the other variants on the first path and disruption.
 func experiment(rounds int) []scenario {
 	var scs []scenario
-	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress, lbLocal, lbCluster} {
+	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress, viaGateway, lbLocal, lbCluster} {
 		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
 			vs := []variant{noDelay, napBinary, napNative, napAdaptive, holdEndpoints}
 			if p.String() == clusterIPNode1.String() && d == rollingRestart {
 				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
 			}
-			if (p.String() == clusterIPNode1.String() || p.String() == viaIngress.String()) && d != scaleDown {
+			if (p.String() == clusterIPNode1.String() || p.viaTraefik()) && d != scaleDown {
 				// The request signal at the ClusterIP, whose clients pin their
 				// connections (the webhook does not give it there), and through
-				// the ingress, an HTTP proxy that pools (it does; traffic.Path.Pools):
+				// Traefik, an HTTP proxy that pools (it does; traffic.Path.Pools):
 				// nothing lost; how long it holds is the figure.
 				vs = append(vs, napRequests)
 			}
@@ -1365,7 +1380,7 @@ func experiment(rounds int) []scenario {
 	// req/s (NAP_DOWNTIME_RATE). The same paths rolled at once are TestMixedFleet.
 	// One installation after the other: each one calibrates anew.
 	for _, v := range []variant{napByPath, napByPathAdaptive} {
-		for _, p := range []labPath{clusterIPNode1, viaIngress, lbLocalSlow} {
+		for _, p := range []labPath{clusterIPNode1, viaIngress, viaGateway, lbLocalSlow} {
 			for _, d := range []disruption{rollingRestart, nodeDrain} {
 				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: 1})
 			}
@@ -1518,7 +1533,8 @@ func TestDowntimeExperiment(t *testing.T) {
 			installed, stored = want, false
 		}
 		if sc.variant.rollAfterRoutes && !stored { // nap by path: a calibration kept in the cluster
-			cal := calibrateStored(t, cs, lbLocalSlow.checks, "--ingress-class", ingressClass, "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"))
+			cal := calibrateStored(t, cs, lbLocalSlow.checks, "--ingress-class", ingressClass, "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"),
+				"--gateway", labGateway, "--gateway-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"))
 			t.Logf("kept in the cluster: %+v", cal.Paths)
 			stored = true
 		}

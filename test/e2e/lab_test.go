@@ -50,6 +50,8 @@ const (
 	ingressNamespace = "nap-ingress"
 	ingressService   = "traefik"
 	ingressClass     = "traefik"
+	// labGateway is the Gateway Traefik serves (hack/ingress.yaml), on the same Service.
+	labGateway = "nap-ingress/nap"
 	// ingressAdminPort serves Traefik's ping and API (hack/ingress.yaml).
 	ingressAdminPort = "9000"
 )

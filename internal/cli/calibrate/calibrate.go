@@ -77,6 +77,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.Paths.NodeAddress, "nodeport", "", "the node address of the NodePort path (default: the first node's InternalIP; - for none)")
 	fl.StringVar(&o.Paths.IngressClass, "ingress-class", "", "also create an Ingress of this class and probe it")
 	fl.StringVar(&o.Paths.IngressURL, "ingress-url", "", "where that ingress controller answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
+	fl.StringVar(&o.Paths.Gateway, "gateway", "", "also attach an HTTPRoute to this Gateway (NAMESPACE/NAME) and probe it")
+	fl.StringVar(&o.Paths.GatewayURL, "gateway-url", "", "where that Gateway answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
 	fl.StringVar(&f.lbs, "lb", "", "also measure load balancer paths: local, cluster or local,cluster (their externalTrafficPolicy)")
 	cli.Complete(cmd, "lb", "local", "cluster", "local,cluster")
 	fl.StringToStringVar(&o.Paths.LBAnnotations, "lb-annotation", nil, "annotations for the load balancer Services (KEY=VALUE,...): the cloud's settings")
