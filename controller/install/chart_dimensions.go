@@ -1,6 +1,7 @@
 package install
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -57,21 +58,30 @@ const (
 	sentToler     = "tolsentinel"
 	sentPriority  = "prisentinel"
 	sentSpread    = "tscsentinel"
+	sentPullSec   = "pullsecretsentinel"
+	sentPodAnn    = "podannsentinel"
+	// sentPull is a pull policy, which Objects checks: the one imagePullPolicy line is
+	// found by its key.
+	sentPull = corev1.PullNever
 )
 
 // blocks are the values the chart writes whole, found in Objects' output by their
-// sentinel: resources always (toYaml of the value), the scheduling values only where
-// set (a scalar as it is).
+// sentinel under their key: resources always (toYaml of the value), the others only
+// where set (a scalar as it is). value is the value's path, where it is not the key.
 var blocks = []struct {
 	key, sentinel string
 	optional      bool
 	scalar        bool
+	value         string
 }{
-	{"resources", sentCPU, false, false},
-	{"nodeSelector", sentNodeSel, true, false},
-	{"tolerations", sentToler, true, false},
-	{"priorityClassName", sentPriority, true, true},
-	{"topologySpreadConstraints", sentSpread, true, false},
+	{"resources", sentCPU, false, false, ""},
+	{"nodeSelector", sentNodeSel, true, false, ""},
+	{"tolerations", sentToler, true, false, ""},
+	{"priorityClassName", sentPriority, true, true, ""},
+	{"topologySpreadConstraints", sentSpread, true, false, ""},
+	{"imagePullSecrets", sentPullSec, true, false, ""},
+	{"imagePullPolicy", string(sentPull), true, true, "image.pullPolicy"},
+	{"annotations", sentPodAnn, true, false, "podAnnotations"},
 }
 
 // The helpers that resolve auto values at install, from what the API server serves.
@@ -205,7 +215,8 @@ func sentinelOptions() Options {
 		Tolerations:       []corev1.Toleration{{Key: sentToler, Operator: corev1.TolerationOpExists}},
 		PriorityClassName: sentPriority,
 		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: sentSpread, WhenUnsatisfiable: corev1.ScheduleAnyway,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": controller.Name}}}}}
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": controller.Name}}}},
+		ImagePullSecrets: []string{sentPullSec}, ImagePullPolicy: sentPull, PodAnnotations: map[string]string{sentPodAnn: "s"}}
 }
 
 // substitute replaces the sentinels in an object's YAML with the values' expressions.
@@ -239,8 +250,8 @@ func substitute(kind, text string) (string, error) {
 			if !strings.Contains(strings.Join(lines[i:j], "\n"), b.sentinel) {
 				continue
 			}
-			pad := lines[i][:indent]
-			repl := []string{fmt.Sprintf("%s%s: {{- toYaml .Values.%s | nindent %d }}", pad, b.key, b.key, indent+2)}
+			pad, value := lines[i][:indent], cmp.Or(b.value, b.key)
+			repl := []string{fmt.Sprintf("%s%s: {{- toYaml .Values.%s | nindent %d }}", pad, b.key, value, indent+2)}
 			switch {
 			case b.scalar:
 				repl = []string{fmt.Sprintf("%s%s: {{ . }}", pad, b.key)}
@@ -249,7 +260,7 @@ func substitute(kind, text string) (string, error) {
 				if !b.scalar {
 					repl = []string{fmt.Sprintf("%s%s: {{- toYaml . | nindent %d }}", pad, b.key, indent+2)}
 				}
-				repl = append([]string{"{{- with .Values." + b.key + " }}"}, append(repl, "{{- end }}")...)
+				repl = append([]string{"{{- with .Values." + value + " }}"}, append(repl, "{{- end }}")...)
 			}
 			lines = append(lines[:i], append(repl, lines[j:]...)...)
 			i += len(repl) - 1

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nap-k8s/nap/controller"
@@ -36,6 +37,13 @@ image:
   repository: %[2]s
   tag: ""
   digest: ""
+  pullPolicy: ""  # Always, IfNotPresent or Never; "" the kubelet's default
+
+# Secrets of the release's namespace for a private registry: [{name: regcred}].
+imagePullSecrets: []
+
+# Annotations of the controller's pods.
+podAnnotations: {}
 
 replicas: 2
 
@@ -154,11 +162,14 @@ func valuesSchema() ([]byte, error) {
 		return o
 	}
 	schema := obj(map[string]any{
-		"image":     obj(map[string]any{"repository": map[string]any{"type": "string", "minLength": 1, "pattern": `^[^"'\s]*$`}, "tag": plain, "digest": plain}, "repository"),
-		"replicas":  map[string]any{"type": "integer", "minimum": 1},
-		scope.Flag:  enum(scopes),
-		"admission": obj(map[string]any{"mode": enum([]string{string(AdmissionWebhook), string(AdmissionPolicy), "auto"}), "policyAPIVersion": enum([]string{"", controller.PolicyAPIV1, controller.PolicyAPIV1beta})}),
-		"delivery":  obj(map[string]any{"mode": enum(deliveries), "napImage": plain}),
+		"image": obj(map[string]any{"repository": map[string]any{"type": "string", "minLength": 1, "pattern": `^[^"'\s]*$`}, "tag": plain, "digest": plain,
+			"pullPolicy": enum([]string{"", string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever)})}, "repository"),
+		"imagePullSecrets": map[string]any{"type": "array", "items": obj(map[string]any{"name": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`, "maxLength": 253}}, "name")},
+		"podAnnotations":   map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+		"replicas":         map[string]any{"type": "integer", "minimum": 1},
+		scope.Flag:         enum(scopes),
+		"admission":        obj(map[string]any{"mode": enum([]string{string(AdmissionWebhook), string(AdmissionPolicy), "auto"}), "policyAPIVersion": enum([]string{"", controller.PolicyAPIV1, controller.PolicyAPIV1beta})}),
+		"delivery":         obj(map[string]any{"mode": enum(deliveries), "napImage": plain}),
 		"wait": obj(map[string]any{"mode": enum(waits), "delay": delay, "max": duration,
 			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`},
 			"requests": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}}),

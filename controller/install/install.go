@@ -73,6 +73,13 @@ type Options struct {
 	Tolerations               []corev1.Toleration
 	PriorityClassName         string
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint
+	// How the controller's image is pulled: ImagePullPolicy (default the kubelet's:
+	// IfNotPresent for a tag, Always for :latest), ImagePullSecrets (the names of
+	// Secrets of the controller's namespace, for a private registry).
+	ImagePullPolicy  corev1.PullPolicy
+	ImagePullSecrets []string
+	// PodAnnotations go on the controller's pods (a mesh's opt-out, a cost tag).
+	PodAnnotations map[string]string
 	// NetworkPolicy adds one that lets into the controller's pods only the API server's
 	// calls to the webhook, the kubelet's probes and scrapes of the metrics from pods
 	// of the cluster (NetworkPolicyObject).
@@ -288,6 +295,21 @@ func (o Options) resolved() (Options, wait.Defaults, error) {
 	if cmp.Or(o.Replicas, 2) < 1 {
 		return Options{}, wait.Defaults{}, fmt.Errorf("replicas %d: want at least 1", o.Replicas)
 	}
+	switch o.ImagePullPolicy {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return Options{}, wait.Defaults{}, fmt.Errorf("image pull policy %q: want Always, IfNotPresent or Never", o.ImagePullPolicy)
+	}
+	for _, s := range o.ImagePullSecrets {
+		if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
+			return Options{}, wait.Defaults{}, fmt.Errorf("image pull secret %q: %s", s, errs[0])
+		}
+	}
+	for k := range o.PodAnnotations {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return Options{}, wait.Defaults{}, fmt.Errorf("pod annotation %q: %s", k, errs[0])
+		}
+	}
 	switch {
 	case o.Admission != AdmissionWebhook && o.Admission != AdmissionPolicy:
 		return Options{}, wait.Defaults{}, fmt.Errorf("admission %q: want webhook or policy", o.Admission)
@@ -471,7 +493,7 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
 		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: appLabels},
+			ObjectMeta: metav1.ObjectMeta{Labels: appLabels, Annotations: o.PodAnnotations},
 			Spec: corev1.PodSpec{
 				ServiceAccountName: controller.Name,
 				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
@@ -480,10 +502,11 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 					PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
 						PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: appLabels}}}}}},
 				Containers: []corev1.Container{{
-					Name:  "controller",
-					Image: o.Image,
-					Args:  args,
-					Ports: ports,
+					Name:            "controller",
+					Image:           o.Image,
+					ImagePullPolicy: o.ImagePullPolicy,
+					Args:            args,
+					Ports:           ports,
 					// The API server calls the webhook through the Service: keep serving
 					// until a stopping replica is out of its endpoints (nap's own lint
 					// asks for this). The image carries nap for it.
@@ -500,6 +523,7 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 					VolumeMounts: mounts,
 				}},
 				Volumes:                   volumes,
+				ImagePullSecrets:          pullSecrets(o.ImagePullSecrets),
 				NodeSelector:              o.NodeSelector,
 				Tolerations:               o.Tolerations,
 				PriorityClassName:         o.PriorityClassName,
@@ -508,6 +532,15 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 		},
 	}}
 	return deploy
+}
+
+// pullSecrets are the references to the Secrets names.
+func pullSecrets(names []string) []corev1.LocalObjectReference {
+	var out []corev1.LocalObjectReference
+	for _, n := range names {
+		out = append(out, corev1.LocalObjectReference{Name: n})
+	}
+	return out
 }
 
 // YAML is Objects as one YAML stream, the form `napctl install` prints and

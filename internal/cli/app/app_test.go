@@ -109,6 +109,20 @@ func TestInstallCommand(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, "--tolerations") || !strings.Contains(errOut, "want a JSON list") {
 		t.Errorf("bad tolerations: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
+	// A private registry, and the pods' annotations.
+	code, out, errOut = runNapctl("install", "--image", "registry.example/napctl:1", "--image-pull-policy", "Always",
+		"--image-pull-secrets", "regcred,mirror", "--pod-annotations", "sidecar.istio.io/inject=false")
+	for _, s := range []string{"imagePullPolicy: Always\n", "imagePullSecrets:\n      - name: regcred\n      - name: mirror\n",
+		"template:\n    metadata:\n      annotations:\n        sidecar.istio.io/inject: \"false\"\n"} {
+		if code != 0 || !strings.Contains(out, s) {
+			t.Errorf("napctl install for a private registry: exit %d (%s), no %q", code, errOut, s)
+		}
+	}
+	for _, bad := range [][]string{{"--image-pull-policy", "Sometimes"}, {"--image-pull-secrets", "Reg_Cred"}, {"--pod-annotations", "bad key=x"}} {
+		if code, out, errOut := runNapctl(append([]string{"install"}, bad...)...); code == 0 || out != "" || !strings.Contains(errOut, strings.Trim(bad[1], "=x")) {
+			t.Errorf("napctl install %q: exit %d, stdout %d bytes, stderr %q", bad, code, len(out), errOut)
+		}
+	}
 }
 
 // napctl install --admission policy prints the policy instead of the webhook's
