@@ -96,9 +96,10 @@ rollMissed: false
 # pods: docs/controller.md#memory.
 resources:
 %[12]s
-# Where the controller's pods may run, as in a pod spec (unset: any node; the replicas
-# prefer different nodes).
-nodeSelector: {}
+# Where the controller's pods may run, as in a pod spec (unset: any Linux node; the
+# replicas prefer different nodes). The image is Linux's.
+nodeSelector:
+  kubernetes.io/os: linux
 tolerations: []
 priorityClassName: ""
 topologySpreadConstraints: []

@@ -3,6 +3,7 @@ package install
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -66,9 +67,10 @@ type Options struct {
 	// Replicas of the controller (default 2), and its Resources (default Resources()).
 	Replicas  int32
 	Resources *corev1.ResourceRequirements
-	// Where the controller's pods may run (none set: anywhere, spread over nodes by a
-	// preferred anti-affinity): NodeSelector, Tolerations, PriorityClassName and
-	// TopologySpreadConstraints, as in a pod spec.
+	// Where the controller's pods may run (none set: any Linux node, spread over nodes by
+	// a preferred anti-affinity): NodeSelector, Tolerations, PriorityClassName and
+	// TopologySpreadConstraints, as in a pod spec. NodeSelector always has
+	// kubernetes.io/os: linux (the image is Linux's) unless it names an OS itself.
 	NodeSelector              map[string]string
 	Tolerations               []corev1.Toleration
 	PriorityClassName         string
@@ -524,7 +526,7 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 				}},
 				Volumes:                   volumes,
 				ImagePullSecrets:          pullSecrets(o.ImagePullSecrets),
-				NodeSelector:              o.NodeSelector,
+				NodeSelector:              linuxNodes(o.NodeSelector),
 				Tolerations:               o.Tolerations,
 				PriorityClassName:         o.PriorityClassName,
 				TopologySpreadConstraints: o.TopologySpreadConstraints,
@@ -532,6 +534,16 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 		},
 	}}
 	return deploy
+}
+
+// linuxNodes is sel with kubernetes.io/os: linux, unless it names an OS itself.
+func linuxNodes(sel map[string]string) map[string]string {
+	if _, ok := sel[corev1.LabelOSStable]; ok {
+		return sel
+	}
+	out := map[string]string{corev1.LabelOSStable: "linux"}
+	maps.Copy(out, sel)
+	return out
 }
 
 // pullSecrets are the references to the Secrets names.

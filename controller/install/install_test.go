@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -261,6 +262,24 @@ func TestInstallPDBWithReplicas(t *testing.T) {
 		has := slices.ContainsFunc(objs, func(o runtime.Object) bool { _, ok := o.(*policyv1.PodDisruptionBudget); return ok })
 		if has != c.want {
 			t.Errorf("replicas %d: a PodDisruptionBudget %v, want %v", c.replicas, has, c.want)
+		}
+	}
+}
+
+// TestLinuxNodes: the controller's pods go to Linux nodes, with the user's selector,
+// unless it names an OS.
+func TestLinuxNodes(t *testing.T) {
+	for _, tc := range []struct {
+		sel  map[string]string
+		want string
+	}{
+		{nil, "map[kubernetes.io/os:linux]"},
+		{map[string]string{"pool": "infra"}, "map[kubernetes.io/os:linux pool:infra]"},
+		{map[string]string{"kubernetes.io/os": "linux", "pool": "infra"}, "map[kubernetes.io/os:linux pool:infra]"},
+		{map[string]string{"kubernetes.io/os": "plan9"}, "map[kubernetes.io/os:plan9]"},
+	} {
+		if got := fmt.Sprint(linuxNodes(tc.sel)); got != tc.want {
+			t.Errorf("linuxNodes(%v) = %s, want %s", tc.sel, got, tc.want)
 		}
 	}
 }

@@ -93,7 +93,7 @@ func TestInstallCommand(t *testing.T) {
 	code, out, errOut = runNapctl("install", "--image", "r/napctl:1", "--node-selector", "pool=infra", "--priority-class-name", "high",
 		"--tolerations", `[{"key":"dedicated","operator":"Exists","effect":"NoSchedule"}]`,
 		"--topology-spread-constraints", `[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]`)
-	for _, s := range []string{"nodeSelector:\n        pool: infra\n", "priorityClassName: high\n", "tolerations:\n      - effect: NoSchedule\n        key: dedicated\n        operator: Exists\n",
+	for _, s := range []string{"nodeSelector:\n        kubernetes.io/os: linux\n        pool: infra\n", "priorityClassName: high\n", "tolerations:\n      - effect: NoSchedule\n        key: dedicated\n        operator: Exists\n",
 		"topologySpreadConstraints:\n      - maxSkew: 1\n        topologyKey: topology.kubernetes.io/zone\n"} {
 		if code != 0 || !strings.Contains(out, s) {
 			t.Errorf("napctl install with scheduling: exit %d (%s), no %q", code, errOut, s)

@@ -92,7 +92,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
-	fl.StringToStringVar(&o.NodeSelector, "node-selector", nil, "run the controller only on nodes with these labels (key=value,...)")
+	fl.StringToStringVar(&o.NodeSelector, "node-selector", nil, "run the controller only on nodes with these labels (key=value,...), and kubernetes.io/os=linux unless they name an OS")
 	fl.StringVar(&tolerations, "tolerations", "", `the controller's tolerations, a JSON list as in a pod spec ('[{"key":"dedicated","operator":"Exists"}]')`)
 	fl.StringVar(&o.PriorityClassName, "priority-class-name", "", "the controller's PriorityClass")
 	fl.StringVar(&spread, "topology-spread-constraints", "", "the controller's topology spread constraints, a JSON list as in a pod spec")
