@@ -215,7 +215,7 @@ func benchPublish(t *testing.T, report *strings.Builder, namespaces int, steady 
 	var statusOut []byte
 	for range 3 {
 		t0 := time.Now()
-		out, err := exec.Command(bin, "status", "--kubeconfig", admin, "-o", "json").Output()
+		out, err := exec.Command(bin, "status", "--kubeconfig", admin, "-A", "-o", "json").Output()
 		statusTimes = append(statusTimes, time.Since(t0))
 		if err != nil {
 			t.Fatalf("napctl status: %v", err)

@@ -614,7 +614,7 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 		return ds[1], peak, out
 	}
 	var outAll []byte
-	res.statusAll, res.statusRSS, outAll = median3("status", "--kubeconfig", admin, "-o", "json")
+	res.statusAll, res.statusRSS, outAll = median3("status", "--kubeconfig", admin, "-A", "-o", "json")
 	var rep struct {
 		Workloads int `json:"workloads"`
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -159,7 +161,7 @@ func TestStatus(t *testing.T) {
 	}
 
 	// Without nap's webhook: opting in protects nothing.
-	code, r, _ := status("--fail-on", "unprotected")
+	code, r, _ := status("-A", "--fail-on", "unprotected")
 	check(r, map[string]want{
 		"st-plain/binary": {nstatus.Binary, true}, "st-plain/native": {nstatus.Native, true}, "st-plain/nohook": {nstatus.None, false},
 		"st-optin/binary": {nstatus.Binary, true}, "st-optin/native": {nstatus.Native, true}, "st-optin/nohook": {nstatus.None, false},
@@ -189,7 +191,7 @@ func TestStatus(t *testing.T) {
 	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, hook, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, r, _ = status("--fail-on", "unprotected")
+	code, r, _ = status("-A", "--fail-on", "unprotected")
 	if code != 1 || r.Unprotected != 1 {
 		t.Errorf("with the webhook: exit %d, %d unprotected; want 1, 1", code, r.Unprotected)
 	}
@@ -200,6 +202,30 @@ func TestStatus(t *testing.T) {
 	code, r, _ = status("-n", "st-optin", "--fail-on", "unprotected")
 	if code != 0 || r.Workloads != 3 || r.Unprotected != 0 {
 		t.Errorf("-n st-optin: exit %d, %d workloads, %d unprotected; want 0, 3, 0", code, r.Workloads, r.Unprotected)
+	}
+	// Neither -n nor -A: the context's namespace, as kubectl; "default" where it names
+	// none (no workload there).
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.Contexts[kc.CurrentContext].Namespace = "st-optin"
+	inOptin := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, inOptin); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kubeconfig string
+		workloads  int
+	}{{inOptin, 3}, {kubeconfig, 0}} {
+		code, stdout, stderr := runNapctl("status", "--kubeconfig", tc.kubeconfig, "-o", "json")
+		var r nstatus.Report
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 || r.Workloads != tc.workloads {
+			t.Errorf("status with the context's namespace: exit %d, %d workloads, want %d (%v %s)", code, r.Workloads, tc.workloads, err, stderr)
+		}
+	}
+	if code, _, stderr := runNapctl("status", "--kubeconfig", kubeconfig, "-n", "st-optin", "-A"); code != 2 || !strings.Contains(stderr, "-n st-optin and -A") {
+		t.Errorf("-n and -A: exit %d, %q; want 2 and why", code, stderr)
 	}
 	code, stdout, _ := runNapctl("status", "--kubeconfig", kubeconfig, "-n", "st-plain")
 	t.Logf("napctl status -n st-plain:\n%s", stdout)

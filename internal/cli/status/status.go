@@ -31,6 +31,8 @@ import (
 type flags struct {
 	cluster   cli.Cluster
 	namespace string
+	// all: -A, every namespace; without it and -n, the context's namespace.
+	all bool
 	output    string
 	failOn    string
 	// calibration: --calibration's file.
@@ -41,9 +43,10 @@ type flags struct {
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o text|json|openreports|policyreport] [--fail-on unprotected]",
+		Use:   "status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-o text|json|openreports|policyreport] [--fail-on unprotected]",
 		Short: "Show which Service-backed workloads terminate without dropping requests",
-		Long: "For every workload a Service sends traffic to (every namespace, or -n): whether its\n" +
+		Long: "For every workload a Service sends traffic to (the context's namespace, -n, or every\n" +
+			"namespace with -A, as kubectl reads them): whether its\n" +
 			"pods terminate safely (a preStop delay that fits the grace period, a readiness probe,\n" +
 			"a hook that can run), by which means (native sleep, nap binary, nap webhook, their own\n" +
 			"hook), the reasons of every unprotected one, its pods' FailedPreStopHook events, and\n" +
@@ -62,7 +65,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		},
 	}
 	f.cluster.Flags(cmd.Flags())
-	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "this namespace (default: the context's, as kubectl)")
+	cmd.Flags().BoolVarP(&f.all, "all-namespaces", "A", false, "every namespace")
 	cli.OutputFlag(cmd, &f.output, "text", "json", "openreports", "policyreport")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
 	cli.Complete(cmd, "fail-on", "unprotected")
@@ -73,6 +77,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 func run(cmd *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if f.failOn != "" && f.failOn != "unprotected" {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--fail-on %q: want unprotected", f.failOn)}
+	}
+	if f.all && cmd.Flags().Changed("namespace") {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("-n %s and -A: one namespace, or every one", f.namespace)}
 	}
 	cal, err := cli.ReadCalibration(f.calibration)
 	if err != nil {
@@ -124,6 +131,11 @@ func gather(cmd *cobra.Command, streams cli.IOStreams, f *flags) (nstatus.Input,
 	}
 	if err := cli.Reach(cfg); err != nil { // one word, not one for each read below
 		return in, err
+	}
+	if !f.all && f.namespace == "" { // the context's, "default" where it names none, as kubectl
+		if f.namespace, _, err = f.cluster.ClientConfig().Namespace(); err != nil {
+			return in, err
+		}
 	}
 	ctx := context.Background()
 	var wg sync.WaitGroup
