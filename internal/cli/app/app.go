@@ -51,6 +51,7 @@ func NewRootCommand(streams cli.IOStreams) *cobra.Command {
 	}
 	root.AddCommand(versionCommand(), binary.NewCommand(streams), calibratecmd.NewCommand(streams), configmap.NewCommand(streams), ctrlcmd.NewCommand(streams), imagecmd.NewCommand(streams), inject.NewCommand(streams), install.NewCommand(streams), lint.NewCommand(streams), probe.NewCommand(streams), servecmd.NewCommand(streams), status.NewCommand(streams))
 	completeVocabulary(root)
+	completeCluster(root)
 	return root
 }
 

@@ -1,7 +1,16 @@
 package app
 
 import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
@@ -32,5 +41,69 @@ func completeVocabulary(c *cobra.Command) {
 	}
 	for _, sub := range c.Commands() {
 		completeVocabulary(sub)
+	}
+}
+
+// completeCluster registers, on c and its subcommands, kubectl's completions of what
+// names a part of the cluster: --context, --cluster and --user from the kubeconfig, and
+// -n/--namespace from the cluster's namespaces (through the command's own --kubeconfig
+// and --context, where it has them; nothing where the cluster cannot be read).
+func completeCluster(c *cobra.Command) {
+	fl := c.Flags()
+	config := func(cmd *cobra.Command) clientcmd.ClientConfig {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		over := &clientcmd.ConfigOverrides{}
+		if f := cmd.Flags().Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+			rules.ExplicitPath = f.Value.String()
+		}
+		if f := cmd.Flags().Lookup("context"); f != nil {
+			over.CurrentContext = f.Value.String()
+		}
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over)
+	}
+	names := func(pick func(api clientcmdapi.Config) []string) cobra.CompletionFunc {
+		return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			raw, err := config(cmd).RawConfig()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return slices.Sorted(slices.Values(pick(raw))), cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	for flag, pick := range map[string]func(clientcmdapi.Config) []string{
+		"context": func(c clientcmdapi.Config) []string { return slices.Collect(maps.Keys(c.Contexts)) },
+		"cluster": func(c clientcmdapi.Config) []string { return slices.Collect(maps.Keys(c.Clusters)) },
+		"user":    func(c clientcmdapi.Config) []string { return slices.Collect(maps.Keys(c.AuthInfos)) },
+	} {
+		if fl.Lookup(flag) != nil {
+			c.RegisterFlagCompletionFunc(flag, names(pick))
+		}
+	}
+	if fl.Lookup("namespace") != nil {
+		c.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			rc, err := config(cmd).ClientConfig()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			rc.Timeout = 5 * time.Second
+			cs, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, ns := range list.Items {
+				out = append(out, ns.Name)
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		})
+	}
+	for _, sub := range c.Commands() {
+		completeCluster(sub)
 	}
 }

@@ -2,11 +2,13 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/internal/version"
@@ -318,5 +322,34 @@ func TestUnreachableCluster(t *testing.T) {
 	code, _, errOut = runAs("kubectl nap", nil, "status", "--kubeconfig", kc, "-v=1")
 	if code != 2 || strings.Contains(errOut, "ParseBool") || strings.Contains(errOut, "invalid argument") || !strings.Contains(errOut, "cannot reach the cluster") {
 		t.Errorf("kubectl nap status -v=1: exit %d:\n%s", code, errOut)
+	}
+}
+
+// TestClusterCompletion: -n completes the cluster's namespaces and --context the
+// kubeconfig's contexts, through the command's own --kubeconfig, as kubectl's do; a
+// cluster that cannot be read completes nothing, and never file names.
+func TestClusterCompletion(t *testing.T) {
+	cs, kubeconfig, _ := envtestCluster(t)
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "comp-shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	unreachable := writeTemp(t, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://127.0.0.1:9}}]\n"+
+		"users: [{name: u, user: {}}]\ncontexts: [{name: nowhere, context: {cluster: c, user: u}}]\ncurrent-context: nowhere\n")
+	for _, tc := range []struct {
+		args     []string
+		has, not string
+	}{
+		{[]string{"status", "--kubeconfig", kubeconfig, "-n", ""}, "comp-shop", ""},
+		{[]string{"lint", "--kubeconfig", kubeconfig, "--namespace", ""}, "kube-system", ""},
+		{[]string{"status", "--kubeconfig", kubeconfig, "--context", ""}, "envtest", "comp-shop"},
+		{[]string{"calibrate", "--kubeconfig", unreachable, "--context", ""}, "nowhere", ""},
+		{[]string{"status", "--kubeconfig", unreachable, "-n", ""}, "", "comp-shop"},
+	} {
+		code, stdout, stderr := runAs("kubectl nap", nil, append([]string{cobra.ShellCompRequestCmd}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if code != 0 || lines[len(lines)-1] != fmt.Sprintf(":%d", cobra.ShellCompDirectiveNoFileComp) ||
+			tc.has != "" && !slices.Contains(lines, tc.has) || tc.not != "" && slices.Contains(lines, tc.not) || tc.has == "" && len(lines) != 1 {
+			t.Errorf("completing %q: exit %d, %q (stderr %q); want %q among them and no files", tc.args, code, lines, stderr, tc.has)
+		}
 	}
 }

@@ -32,9 +32,9 @@ type flags struct {
 	cluster   cli.Cluster
 	namespace string
 	// all: -A, every namespace; without it and -n, the context's namespace.
-	all bool
-	output    string
-	failOn    string
+	all    bool
+	output string
+	failOn string
 	// calibration: --calibration's file.
 	calibration string
 }
