@@ -1,6 +1,11 @@
 package controller
 
 import (
+	"slices"
+
+	"github.com/nap-k8s/nap/controller/certs"
+	"github.com/nap-k8s/nap/controller/evicted"
+	"github.com/nap-k8s/nap/controller/report"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -31,6 +36,16 @@ var (
 		Help: "The preStop hold each measured path needs, by the calibration kept in the cluster (napctl calibrate --store); absent without one."}, []string{"path"})
 )
 
+// Collectors are every metric of the controller: this package's and its packages', as
+// registered (docs/reference/metrics.md lists them).
+func Collectors() []prometheus.Collector {
+	return slices.Concat(ownCollectors(), report.Collectors(), certs.Collectors(), evicted.Collectors())
+}
+
+func ownCollectors() []prometheus.Collector {
+	return []prometheus.Collector{published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds, calibratedDelay}
+}
+
 func init() {
-	metrics.Registry.MustRegister(published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds, calibratedDelay)
+	metrics.Registry.MustRegister(ownCollectors()...)
 }

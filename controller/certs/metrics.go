@@ -10,4 +10,8 @@ import (
 var certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nap_webhook_certificate_expiry_timestamp_seconds",
 	Help: "When the webhook's serving certificate expires (Unix seconds)."})
 
-func init() { metrics.Registry.MustRegister(certNotAfter) }
+// Collectors are the package's metrics, as registered (docs/reference/metrics.md lists
+// them).
+func Collectors() []prometheus.Collector { return []prometheus.Collector{certNotAfter} }
+
+func init() { metrics.Registry.MustRegister(Collectors()...) }

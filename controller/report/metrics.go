@@ -19,10 +19,6 @@ var (
 		Help: "Pods the webhook missed that the controller evicted (--roll-missed) so that they are recreated with a delay, by namespace."}, []string{"namespace"})
 )
 
-func init() {
-	metrics.Registry.MustRegister(unprotected, hookFailures, rolled, terminations)
-}
-
 // terminations is the metric of every termination counted, by kind only: a label per
 // workload or namespace would make a series of each of a fleet's thousands.
 var terminations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_terminations_total",
@@ -42,8 +38,14 @@ var (
 		Buckets: []float64{0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89}}, []string{"path"})
 )
 
+// Collectors are the package's metrics, as registered (docs/reference/metrics.md lists
+// them).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{unprotected, hookFailures, rolled, terminations, pathTerminations, pathTails}
+}
+
 func init() {
-	metrics.Registry.MustRegister(pathTerminations, pathTails)
+	metrics.Registry.MustRegister(Collectors()...)
 	for _, k := range Verdicts {
 		terminations.WithLabelValues(k) // every series from the start, at 0
 	}
