@@ -189,7 +189,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 				return nil, err
 			}
 			if ok {
-				r.Reports = &writer.Writer{Client: mgr.GetClient(), Format: f}
+				r.Reports = &writer.Writer{Client: mgr.GetClient(), Format: f, Owners: owners}
 				o.Log.Info("policy reports", "format", f.GroupVersion.WithKind(f.Kind).String())
 			} else {
 				o.Log.Info("policy reports: the API server serves neither OpenReports nor the wg-policy PolicyReport; none written")

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +56,10 @@ func content(u *unstructured.Unstructured) map[string]any {
 type Writer struct {
 	Client client.Client
 	Format policyreport.Format
+	// Owners are the owners every report names (the installation's ClusterRole, as the
+	// published ConfigMaps do): uninstalling nap removes its reports. A report an
+	// earlier run wrote without them is written again at the next sync.
+	Owners []metav1.OwnerReference
 
 	mu      sync.Mutex
 	written map[string]map[string]any // namespace → content, as last written or read
@@ -113,6 +118,7 @@ func (w *Writer) SyncNamespace(ctx context.Context, ns string, results []policyr
 		return nil
 	}
 	want := policyreport.Report(w.Format, ns, results)
+	want.SetOwnerReferences(w.Owners)
 	c := content(want)
 	if ok && reflect.DeepEqual(have, c) {
 		return nil
@@ -146,6 +152,7 @@ func (w *Writer) Read(ctx context.Context) (map[string][]policyreport.Result, er
 	var errs []error
 	for ns, c := range w.written {
 		u := &unstructured.Unstructured{Object: maps.Clone(c)}
+		delete(u.Object, unowned)
 		u.SetNamespace(ns)
 		rs, err := policyreport.Parse(u)
 		if err != nil {
@@ -171,10 +178,28 @@ func (w *Writer) read(ctx context.Context) error {
 	w.written = map[string]map[string]any{}
 	for i := range l.Items {
 		if l.Items[i].GetName() == policyreport.Name {
-			w.written[l.Items[i].GetNamespace()] = content(&l.Items[i])
+			c := content(&l.Items[i])
+			if !w.owned(&l.Items[i]) {
+				c = maps.Clone(c)
+				c[unowned] = true // differs from what any sync wants: written again
+			}
+			w.written[l.Items[i].GetNamespace()] = c
 		}
 	}
 	return nil
+}
+
+// unowned marks the content of a report that lacks the Writer's owners.
+const unowned = "nap.dev/unowned"
+
+// owned tells whether u names every owner of the Writer's.
+func (w *Writer) owned(u *unstructured.Unstructured) bool {
+	for _, want := range w.Owners {
+		if !slices.ContainsFunc(u.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == want.UID }) {
+			return false
+		}
+	}
+	return true
 }
 
 // put creates want, or updates the report there.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
@@ -107,6 +108,40 @@ func testWriter(t *testing.T, want policyreport.Format, crd string) {
 		if s, r := get("shop"), get("web"); s.GetResourceVersion() != shop.GetResourceVersion() || r.GetResourceVersion() != webRep.GetResourceVersion() {
 			t.Errorf("a sync with nothing new wrote: shop %s → %s, web %s → %s", shop.GetResourceVersion(), s.GetResourceVersion(), webRep.GetResourceVersion(), r.GetResourceVersion())
 		}
+	}
+
+	// An installation that owns its reports (its ClusterRole, as the published
+	// ConfigMaps): a report written without the owner is written again, once, with it;
+	// then nothing at rest.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nap"}}
+	if err := c.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "nap", UID: role.UID}
+	owned := &Writer{Client: c, Format: f, Owners: []metav1.OwnerReference{owner}}
+	for range 2 {
+		if err := owned.Sync(ctx, map[string][]policyreport.Result{"shop": {r2, r1}, "web": {r3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ns, before := range map[string]*unstructured.Unstructured{"shop": shop, "web": webRep} {
+		after := get(ns)
+		if refs := after.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != role.UID {
+			t.Errorf("%s's report: owners %v, want the ClusterRole", ns, refs)
+		}
+		if after.GetResourceVersion() == before.GetResourceVersion() {
+			t.Errorf("%s's report was not written again with its owner", ns)
+		}
+		if got, err := owned.Read(ctx); err != nil || len(got[ns]) == 0 {
+			t.Errorf("Read after the owner's write: %v %v", got, err)
+		}
+	}
+	shop, webRep = get("shop"), get("web")
+	if err := (&Writer{Client: c, Format: f, Owners: []metav1.OwnerReference{owner}}).Sync(ctx, map[string][]policyreport.Result{"shop": {r2, r1}, "web": {r3}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := get("shop"); s.GetResourceVersion() != shop.GetResourceVersion() {
+		t.Errorf("an owned report at rest was written again")
 	}
 
 	// shop's hook is fixed, web is clean.
