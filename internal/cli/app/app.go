@@ -70,9 +70,9 @@ func versionCommand() *cobra.Command {
 }
 
 // Run runs napctl with args (without the program name) and returns the exit status
-// (docs/cli.md): 0 on success; 2 for a usage error (an unknown flag or command, a bad
-// argument) and for any error of a command whose 1 is a verdict (cli.VerdictAnnotation:
-// lint, status, probe); the status an ExitError asks for; 1 for other errors.
+// (docs/cli.md): 0 on success; the status an ExitError asks for (1: the verdict of lint,
+// status or probe, cli.VerdictAnnotation); 2 for every error (a usage error, a bad value
+// or input, the cluster, a write).
 func Run(streams cli.IOStreams, args []string) int { return RunAs("napctl", streams, args) }
 
 // RunAs is Run under another name: "kubectl nap" for the kubectl plugin, so that help,
@@ -103,11 +103,11 @@ func RunAs(name string, streams cli.IOStreams, args []string) int {
 		fmt.Fprintln(streams.ErrOut, name+":", cli.UsageError(cmd, err))
 		return 2
 	}
+	// Whatever kept a command from doing what was asked (a bad value or input, the
+	// cluster, a write): 2, in every command; 1 is a verdict's alone (lint, status,
+	// probe: cli.VerdictAnnotation), which says so with an ExitError.
 	fmt.Fprintln(streams.ErrOut, name+":", err)
-	if cmd != nil && cmd.Annotations[cli.VerdictAnnotation] != "" {
-		return 2
-	}
-	return 1
+	return 2
 }
 
 // pluginCompletion is the kubectl plugin's completion command: kubectl completes its

@@ -52,8 +52,8 @@ func TestBinaryCommandErrors(t *testing.T) {
 		{[]string{"binary", "--file", filepath.Join(dir, "missing", "nap")}, "--file " + filepath.Join(dir, "missing", "nap")},
 	} {
 		code, stdout, stderr := runNapctl(tc.args...)
-		if code != 1 || stdout != "" || !strings.Contains(stderr, tc.want) {
-			t.Errorf("napctl %v: exit %d, stdout %d bytes, stderr %q; want exit 1 and %q", tc.args, code, len(stdout), stderr, tc.want)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("napctl %v: exit %d, stdout %d bytes, stderr %q; want exit 2 and %q", tc.args, code, len(stdout), stderr, tc.want)
 		}
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -86,7 +86,7 @@ func TestInstallCommand(t *testing.T) {
 		}
 	}
 	code, out, errOut = runNapctl("install", "-n", "Platform")
-	if code != 1 || out != "" || !strings.Contains(errOut, `namespace "Platform"`) {
+	if code != 2 || out != "" || !strings.Contains(errOut, `namespace "Platform"`) {
 		t.Errorf("bad namespace: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
 	// Where the controller runs.
@@ -101,12 +101,12 @@ func TestInstallCommand(t *testing.T) {
 	}
 	// 0 replicas, typed, is refused as the chart refuses it (not read as the default 2).
 	for _, n := range []string{"0", "-1"} {
-		if code, out, errOut := runNapctl("install", "--replicas", n); code != 1 || out != "" || !strings.Contains(errOut, "--replicas "+n+": want at least 1") {
+		if code, out, errOut := runNapctl("install", "--replicas", n); code != 2 || out != "" || !strings.Contains(errOut, "--replicas "+n+": want at least 1") {
 			t.Errorf("napctl install --replicas %s: exit %d, stdout %d bytes, stderr %q", n, code, len(out), errOut)
 		}
 	}
 	code, out, errOut = runNapctl("install", "--tolerations", `{"key":"x"}`)
-	if code != 1 || out != "" || !strings.Contains(errOut, "--tolerations") || !strings.Contains(errOut, "want a JSON list") {
+	if code != 2 || out != "" || !strings.Contains(errOut, "--tolerations") || !strings.Contains(errOut, "want a JSON list") {
 		t.Errorf("bad tolerations: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
 	// A private registry, and the pods' annotations.
@@ -119,7 +119,7 @@ func TestInstallCommand(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{{"--image-pull-policy", "Sometimes"}, {"--image-pull-secrets", "Reg_Cred"}, {"--pod-annotations", "bad key=x"}} {
-		if code, out, errOut := runNapctl(append([]string{"install"}, bad...)...); code == 0 || out != "" || !strings.Contains(errOut, strings.Trim(bad[1], "=x")) {
+		if code, out, errOut := runNapctl(append([]string{"install"}, bad...)...); code != 2 || out != "" || !strings.Contains(errOut, strings.Trim(bad[1], "=x")) {
 			t.Errorf("napctl install %q: exit %d, stdout %d bytes, stderr %q", bad, code, len(out), errOut)
 		}
 	}
@@ -137,11 +137,11 @@ func TestInstallAdmissionCommand(t *testing.T) {
 		t.Errorf("--admission policy: stderr %q, want what the policy cannot do", errOut)
 	}
 	code, out, errOut = runNapctl("install", "--admission", "policy", "--policy", "default")
-	if code != 1 || out != "" || !strings.Contains(errOut, "--policy default needs the webhook") {
+	if code != 2 || out != "" || !strings.Contains(errOut, "--policy default needs the webhook") {
 		t.Errorf("--admission policy --policy default: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
 	code, out, errOut = runNapctl("install", "--admission", "auto", "--kubeconfig", filepath.Join(t.TempDir(), "missing"))
-	if code != 1 || out != "" || !strings.Contains(errOut, "--admission auto asks the cluster") {
+	if code != 2 || out != "" || !strings.Contains(errOut, "--admission auto asks the cluster") {
 		t.Errorf("--admission auto without a cluster: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
 }

@@ -37,9 +37,9 @@ func TestContextFlag(t *testing.T) {
 	}{
 		{"status, the current context", "", []string{"status", "--kubeconfig", path}, 2, "127.0.0.1:9"},
 		{"status --context", "", []string{"status", "--kubeconfig", path, "--context", good}, 0, "Service-backed workloads"},
-		{"inject --kubeconfig, the current context", pod, []string{"inject", "--kubeconfig", path}, 1, "127.0.0.1:9"},
+		{"inject --kubeconfig, the current context", pod, []string{"inject", "--kubeconfig", path}, 2, "127.0.0.1:9"},
 		{"inject --kubeconfig --context", pod, []string{"inject", "--kubeconfig", path, "--context", good}, 0, "preStop"},
-		{"inject --live, the current context", pod, []string{"inject", "--live", "--kubeconfig", path}, 1, "127.0.0.1:9"},
+		{"inject --live, the current context", pod, []string{"inject", "--live", "--kubeconfig", path}, 2, "127.0.0.1:9"},
 		{"inject --cluster: kubectl's, a cluster of the kubeconfig", pod, []string{"inject", "--kubeconfig", path, "--cluster", kc.Contexts[good].Cluster}, 0, "preStop"},
 		{"inject --server: kubectl's", pod, []string{"inject", "--kubeconfig", path, "--server", kc.Clusters[kc.Contexts[good].Cluster].Server, "--insecure-skip-tls-verify"}, 0, "preStop"},
 		{"inject --cluster given a kubeconfig file", pod, []string{"inject", "--cluster", path}, 2, "--kubeconfig " + path},

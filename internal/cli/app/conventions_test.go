@@ -71,8 +71,8 @@ func TestConfigMapNames(t *testing.T) {
 		{[]string{"configmap", "--name", "Bad Name"}},
 	} {
 		code, stdout, stderr := runAs("napctl", nil, tc.args...)
-		if code != 1 || stdout != "" || !strings.Contains(stderr, `"Bad`) {
-			t.Errorf("napctl %q: exit %d, stdout %d bytes, stderr %q; want exit 1 naming the bad name", tc.args, code, len(stdout), stderr)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, `"Bad`) {
+			t.Errorf("napctl %q: exit %d, stdout %d bytes, stderr %q; want exit 2 naming the bad name", tc.args, code, len(stdout), stderr)
 		}
 	}
 }
@@ -177,11 +177,11 @@ func TestVerdictCommandsErrors(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut.String(), "broken pipe") {
 		t.Errorf("lint into a broken pipe: exit %d, stderr %q; want 2", code, errOut.String())
 	}
-	// A command that makes things exits 1 on the same failure.
+	// A command that makes things exits 2 on the same failure too: 1 is a verdict's alone.
 	errOut.Reset()
 	code = Run(cli.IOStreams{In: strings.NewReader(""), Out: failingWriter{}, ErrOut: &errOut}, []string{"configmap"})
-	if code != 1 || !strings.Contains(errOut.String(), "broken pipe") {
-		t.Errorf("configmap into a broken pipe: exit %d, stderr %q; want 1", code, errOut.String())
+	if code != 2 || !strings.Contains(errOut.String(), "broken pipe") {
+		t.Errorf("configmap into a broken pipe: exit %d, stderr %q; want 2", code, errOut.String())
 	}
 }
 

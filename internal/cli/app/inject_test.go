@@ -80,7 +80,7 @@ func TestConfigMapCommand(t *testing.T) {
 		t.Errorf("--arch arm64 -o json: exit %d, %v, %d keys", code, err, len(cm.BinaryData))
 	}
 	for _, args := range [][]string{{"configmap", "--arch", "mips"}, {"configmap", "--arch", "amd64,amd64"}} {
-		if code, stdout, stderr := runNapctl(args...); code != 1 || stdout != "" || stderr == "" {
+		if code, stdout, stderr := runNapctl(args...); code != 2 || stdout != "" || stderr == "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}
@@ -130,14 +130,14 @@ func TestInjectCommand(t *testing.T) {
 		{deployment, []string{"inject", "--kubeconfig", filepath.Join(dir, "missing-kubeconfig")}, "--kubeconfig: "},
 	} {
 		code, stdout, stderr := runNapctlIn(tc.stdin, tc.args...)
-		if code != 1 || stdout != "" || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, %q", tc.args, code, stdout, stderr, tc.want)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, %q", tc.args, code, stdout, stderr, tc.want)
 		}
 	}
 	// A bad document after a good file: nothing at all on stdout.
 	bad := filepath.Join(dir, "c.yaml")
 	os.WriteFile(bad, []byte("kind: Pod\n---\n- list\n"), 0o644)
-	if code, stdout, stderr := runNapctlIn("", "inject", "-f", a, "-f", bad); code != 1 || stdout != "" || !strings.Contains(stderr, bad+":3:") {
+	if code, stdout, stderr := runNapctlIn("", "inject", "-f", a, "-f", bad); code != 2 || stdout != "" || !strings.Contains(stderr, bad+":3:") {
 		t.Errorf("bad second file: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
@@ -176,7 +176,7 @@ func TestInjectCluster(t *testing.T) {
 		t.Errorf("nodeSelector pool=new: exit %d (%s): want the native sleep\n%s", code, stderr, stdout)
 	}
 	code, _, stderr = runNapctlIn(deployment, "inject", "--kubeconfig", kubeconfig, "--mode", "native")
-	if code != 1 || !strings.Contains(stderr, "node n2 runs kubelet 1.29") {
+	if code != 2 || !strings.Contains(stderr, "node n2 runs kubelet 1.29") {
 		t.Errorf("--mode native with a 1.29 kubelet: exit %d, %s", code, stderr)
 	}
 }
@@ -254,9 +254,9 @@ func TestInjectMistakes(t *testing.T) {
 		{[]string{"inject", "-f", lintNoReady, "--delay", ""}, 2, `--delay "": want a duration`},
 		{[]string{"inject", "-f", lintNoReady, "--delay", "0"}, 2, `--delay "0": a preStop delay of 0 holds nothing`},
 		{[]string{"inject", "-f", lintNoReady, "--delay", "0s"}, 2, "holds nothing"},
-		{[]string{"inject", "-f", lintNoReady, "--delay", "inf"}, 1, `--delay "inf": nap reads it as forever`},
-		{[]string{"inject", "-f", lintNoReady, "--delay", "999999h"}, 1, `--delay "999999h": longer than a preStop wait may be (24h0m0s)`},
-		{[]string{"inject", "-f", lintNoReady, "--container", "ap"}, 1, `--container ap: no pod template has a container of that name`},
+		{[]string{"inject", "-f", lintNoReady, "--delay", "inf"}, 2, `--delay "inf": nap reads it as forever`},
+		{[]string{"inject", "-f", lintNoReady, "--delay", "999999h"}, 2, `--delay "999999h": longer than a preStop wait may be (24h0m0s)`},
+		{[]string{"inject", "-f", lintNoReady, "--container", "ap"}, 2, `--container ap: no pod template has a container of that name`},
 	} {
 		code, stdout, stderr := runNapctl(tc.args...)
 		if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.want) {
@@ -441,7 +441,7 @@ func TestFolderGoesOnPastBrokenFiles(t *testing.T) {
 		checked string // what shows the rest was read
 	}{
 		{cmd: "lint", code: 2, checked: "no-prestop-delay"},
-		{cmd: "inject", code: 1, checked: "/nap/nap"},
+		{cmd: "inject", code: 2, checked: "/nap/nap"},
 	} {
 		done := make(chan struct{})
 		var code int
@@ -477,8 +477,8 @@ func TestFolderGoesOnPastBrokenFiles(t *testing.T) {
 	}
 	// Named itself, a broken file is still an error, and nothing is written.
 	code, stdout, _ := runNapctl("inject", "-f", filepath.Join(dir, "app/deploy.yaml"), "-f", filepath.Join(dir, "app/broken.yaml"))
-	if code != 1 || stdout != "" {
-		t.Errorf("inject -f deploy.yaml -f broken.yaml: exit %d, %d bytes written; want 1 and nothing", code, len(stdout))
+	if code != 2 || stdout != "" {
+		t.Errorf("inject -f deploy.yaml -f broken.yaml: exit %d, %d bytes written; want 2 and nothing", code, len(stdout))
 	}
 }
 
