@@ -82,7 +82,7 @@ func RunAs(name string, streams cli.IOStreams, args []string) int {
 	root.Use = name[strings.LastIndex(name, " ")+1:]
 	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	root.SetVersionTemplate(name + " version {{.Version}}\n")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cli.UsageError(c, err) })
+	root.SetFlagErrorFunc(flagError)
 	if strings.Contains(name, " ") {
 		pluginCompletion(root)
 	}

@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -106,4 +109,45 @@ func completeCluster(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		completeCluster(sub)
 	}
+}
+
+// flagError is the usage error of a flag cobra could not parse; for an unknown one, with
+// the flags of c whose names are nearest to it (an edit or two away, or that begin with
+// it), as cobra suggests commands.
+func flagError(c *cobra.Command, err error) error {
+	typed, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return cli.UsageError(c, err)
+	}
+	var near []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && (editDistance(typed, f.Name) <= 2 || len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
+			near = append(near, "--"+f.Name)
+		}
+	})
+	if len(near) > 0 {
+		err = fmt.Errorf("%w (did you mean %s?)", err, cli.Either(near))
+	}
+	return cli.UsageError(c, err)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

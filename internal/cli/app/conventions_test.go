@@ -353,3 +353,31 @@ func TestClusterCompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagSuggestions: a mistyped flag is a usage error that names the flags it may
+// have meant, as cobra does for commands; one far from every flag names none.
+func TestFlagSuggestions(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inject", "--delya", "5s"}, "unknown flag: --delya (did you mean --delay?)"},
+		{[]string{"status", "--namepsace", "x"}, "unknown flag: --namepsace (did you mean --namespace?)"},
+		{[]string{"lint", "--fail"}, "(did you mean --fail-on?)"},
+		{[]string{"install", "--replica", "3"}, "(did you mean --replicas?)"},
+		{[]string{"inject", "--frobnicate"}, "unknown flag: --frobnicate\n"},
+	} {
+		code, stdout, stderr := runAs("kubectl nap", nil, tc.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "See 'kubectl nap "+tc.args[0]+" --help'") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"delya", "delay", 2}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"same", "same", 0}} {
+		if got := editDistance(tc.a, tc.b); got != tc.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
+		}
+	}
+}
