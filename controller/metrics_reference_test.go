@@ -27,16 +27,7 @@ func TestMetricsReference(t *testing.T) {
 		"Alerts, the dashboard and what to watch: [monitoring.md](../monitoring.md).\n\n| metric | type | labels | what it counts |\n|---|---|---|---|\n")
 	listed := map[string]bool{}
 	for _, c := range Collectors() {
-		ch := make(chan *prometheus.Desc, 1)
-		c.Describe(ch)
-		close(ch)
-		d := <-ch
-		m := descRE.FindStringSubmatch(d.String())
-		if m == nil {
-			t.Fatalf("a description it cannot read: %s", d)
-		}
-		name, _ := strconv.Unquote(m[1])
-		help, _ := strconv.Unquote(m[2])
+		name, help, variable := described(t, c)
 		var kind string
 		switch c.(type) {
 		case prometheus.Counter, *prometheus.CounterVec:
@@ -49,8 +40,8 @@ func TestMetricsReference(t *testing.T) {
 			t.Fatalf("%s: a collector of no known type: %T", name, c)
 		}
 		labels := "—"
-		if m[3] != "" {
-			labels = "`" + strings.ReplaceAll(m[3], ",", "`, `") + "`"
+		if variable != "" {
+			labels = "`" + strings.ReplaceAll(variable, ",", "`, `") + "`"
 		}
 		listed[name] = true
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", name, kind, labels, strings.ReplaceAll(help, "|", `\|`))
@@ -72,11 +63,7 @@ func TestMetricsReference(t *testing.T) {
 func TestDocsNameRealMetrics(t *testing.T) {
 	served := map[string]bool{}
 	for _, c := range Collectors() {
-		ch := make(chan *prometheus.Desc, 1)
-		c.Describe(ch)
-		close(ch)
-		m := descRE.FindStringSubmatch((<-ch).String())
-		name, _ := strconv.Unquote(m[1])
+		name, _, _ := described(t, c)
 		served[name] = true
 	}
 	files, _ := filepath.Glob("../docs/*.md")
@@ -98,4 +85,21 @@ func TestDocsNameRealMetrics(t *testing.T) {
 			}
 		}
 	}
+}
+
+// described is what c's description says: its name, its help and its variable labels
+// ("a,b").
+func described(t *testing.T, c prometheus.Collector) (name, help, variable string) {
+	t.Helper()
+	ch := make(chan *prometheus.Desc, 1)
+	c.Describe(ch)
+	close(ch)
+	d := <-ch
+	m := descRE.FindStringSubmatch(d.String())
+	if m == nil {
+		t.Fatalf("a description it cannot read: %s", d)
+	}
+	name, _ = strconv.Unquote(m[1])
+	help, _ = strconv.Unquote(m[2])
+	return name, help, m[3]
 }
