@@ -258,7 +258,7 @@ func TestControllerRollout(t *testing.T) {
 	waitController(t, cs, false)
 
 	before := admissionsInjected(t, cs)
-	d := measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaWebhook, rounds: 1}, 200)
+	d := prove(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaWebhook, expect: newClean, rounds: 1}, 200)
 	checkNapHook45(t, cs, d.ns)
 	// 3 pods at the start, 3 more for the restart.
 	if n := admissionsInjected(t, cs) - before; n < 6 {
@@ -404,7 +404,7 @@ func TestPolicyRollout(t *testing.T) {
 	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, controller.Name, metav1.GetOptions{}); err == nil {
 		t.Errorf("a MutatingWebhookConfiguration with --admission policy")
 	}
-	d := measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaPolicy, rounds: 1}, 200)
+	d := prove(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: viaPolicy, expect: newClean, rounds: 1}, 200)
 	checkNapHook45(t, cs, d.ns)
 	noFailedPreStopHook(t, cs, d.ns)
 }

@@ -44,7 +44,9 @@ type variant struct {
 	mode   string // the app's shutdown: plain (Shutdown at SIGTERM) or drain (the drain library)
 	inject *inject.Options
 	env    []corev1.EnvVar
-	expect expectation
+	// control: no delay and no drain, how pods stop without nap: the negative control
+	// of the scenarios it shares a path and a disruption with.
+	control bool
 	// webhook: the namespace opts in (nap.dev/inject: enabled) and nap's controller,
 	// installed, publishes the ConfigMap and injects the hook; annotations go on the
 	// pod template.
@@ -79,46 +81,55 @@ type variant struct {
 	outOfRoutes routesOut
 }
 
-// expectation is what a variant must show.
+// expectation is what a scenario must show: the claim of its row, written in the row
+// (a variant is how the pods stop; what that must show depends on the path and the
+// disruption).
 type expectation int
 
 const (
-	// fails: requests fail; the experiment still shows the problem.
+	// fails: requests fail: the negative control, or a leak the row records (a delay
+	// where the kubelet keeps the endpoint until the app has exited).
 	fails expectation = iota
 	// newClean: no request over a new connection fails. A keep-alive connection to an
 	// old pod outlives its removal from the Service (routing applies to new
 	// connections), and a plain app closes it when it shuts down after the delay: a
 	// request racing that close fails unless the client resends it. Counted, not hidden.
+	// Where the scenario has a bound, the bound is the claim over new connections.
 	newClean
 	// clean: no request fails at all (the app tells keep-alive clients to leave
-	// during the delay: Connection: close, HTTP/2 GOAWAY).
+	// during the delay: Connection: close, HTTP/2 GOAWAY). With a bound, as newClean's
+	// over new connections, and none over kept ones.
 	clean
-	// measured: a row that records what happens, either way (no preStop where the
-	// kubelet takes the pod out of its routes first: the loss depends on the race).
-	measured
+	// bounded: over new connections, the scenario's bound (lossBound) holds; what kept
+	// connections lose is recorded.
+	bounded
 )
 
+func (e expectation) String() string {
+	return [...]string{"fails", "none lost over new connections", "none lost", "a bound"}[e]
+}
+
 var (
-	noDelay   = variant{name: "no preStop", mode: "plain", expect: fails}
-	napBinary = variant{name: "nap preStop (binary)", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, expect: newClean}
-	napNative = variant{name: "native sleep preStop", mode: "plain", inject: &inject.Options{Mode: inject.ModeNative, Wait: fixedWait("5s")}, expect: newClean}
-	drainOnly = variant{name: "drain library alone", mode: "drain", expect: clean}
+	noDelay   = variant{name: "no preStop", mode: "plain", control: true}
+	napBinary = variant{name: "nap preStop (binary)", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}}
+	napNative = variant{name: "native sleep preStop", mode: "plain", inject: &inject.Options{Mode: inject.ModeNative, Wait: fixedWait("5s")}}
+	drainOnly = variant{name: "drain library alone", mode: "drain"}
 	napDrain  = variant{name: "nap preStop + drain", mode: "drain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")},
-		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}, expect: clean}
+		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}}
 	// The controller installed; the webhook injects a 4.5 s delay (not whole seconds:
 	// the nap binary, mounted from the ConfigMap the controller published).
 	viaWebhook = variant{name: "nap preStop by the webhook", mode: "plain", webhook: true,
-		annotations: map[string]string{wait.DelayAnnotation: "4.5"}, expect: newClean}
+		annotations: map[string]string{wait.DelayAnnotation: "4.5"}}
 	// nap from its image volume (napctl inject --delivery image), on node 2.
 	napImage = variant{name: "nap preStop (image volume, node 2)", mode: "plain",
 		inject:       &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s"), Delivery: inject.DeliveryImage, Image: napImageRef},
-		nodeSelector: map[string]string{"kubernetes.io/hostname": node2}, expect: newClean}
+		nodeSelector: map[string]string{"kubernetes.io/hostname": node2}}
 	// nap's adaptive wait: until no new connection has reached the pod for 2 s (beyond
 	// its readiness probe's, which inject counts), at most 60 s.
-	napAdaptive = variant{name: "nap adaptive wait", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: wait.DefaultAdaptive()}, expect: newClean}
+	napAdaptive = variant{name: "nap adaptive wait", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: wait.DefaultAdaptive()}}
 	// napRequests: the adaptive wait with the request signal (--requests 1s): a request
 	// on a connection the pod accepted before holds it too (pooled_test.go).
-	napRequests = variant{name: "nap adaptive wait --requests 1s", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: adaptiveRequests()}, expect: newClean}
+	napRequests = variant{name: "nap adaptive wait --requests 1s", mode: "plain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: adaptiveRequests()}}
 	// napRequestsMin: the same with MIN at the path's calibrated delay, as the webhook
 	// gives it with a stored calibration: sparse traffic leaves quiet windows the
 	// request signal cannot see across, MIN covers them (docs/adaptive.md).
@@ -126,36 +137,36 @@ var (
 		w := adaptiveRequests()
 		w.Min, w.Delay = lbPodsMin, max(w.Delay, lbPodsMin)
 		return w
-	}()}, expect: newClean}
+	}()}}
 	// The alternative to the adaptive wait (hold_test.go): a server that watches the
 	// EndpointSlices holds the preStop until the pod is ready in none, plus 2 s, the
 	// propagation calibrate measures on the lab's in-cluster routes (at most 2.1 s).
-	holdEndpoints = variant{name: "endpoint hold + 2s", mode: "plain", hold: 2 * time.Second, expect: newClean}
+	holdEndpoints = variant{name: "endpoint hold + 2s", mode: "plain", hold: 2 * time.Second}
 	// nap at the delay calibrate recommends (TestDowntimeExperiment measures it).
-	napCalibrated = variant{name: "nap preStop at the calibrated delay", mode: "plain", calibrated: true, expect: newClean}
+	napCalibrated = variant{name: "nap preStop at the calibrated delay", mode: "plain", calibrated: true}
 	// The same with the drain library: streams behind a load balancer.
 	napCalibratedDrain = variant{name: "nap preStop at the calibrated delay + drain", mode: "drain", calibrated: true,
-		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}, expect: clean}
+		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}}
 	// The same, installed with --admission policy: the API server injects (CEL).
 	viaPolicy = variant{name: "nap preStop by the policy", mode: "plain", webhook: true, install: []string{"--admission", "policy"},
-		annotations: map[string]string{wait.DelayAnnotation: "4.5"}, expect: newClean}
+		annotations: map[string]string{wait.DelayAnnotation: "4.5"}}
 	// The controller installed; the webhook gives the pods the delay calibrate
 	// recommends for the lab's load balancers (nap.dev/delay), its Router takes them out
 	// of their routes when a kubelet stops them: the kubelet's terminations behind a
 	// load balancer.
-	viaWebhookCalibrated = variant{name: "nap preStop by the webhook at the calibrated delay", mode: "plain", webhook: true, calibrated: true, expect: newClean}
+	viaWebhookCalibrated = variant{name: "nap preStop by the webhook at the calibrated delay", mode: "plain", webhook: true, calibrated: true}
 	// nap's 5 s, and the pod taken out of its Service once a kubelet evicts it: by a
 	// deletion (grace period its own), or by removing the label its Service selects.
 	napDeleted = variant{name: "nap preStop + deleted at the eviction", mode: "plain",
-		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byDeletion, expect: newClean}
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byDeletion}
 	napUnlabelled = variant{name: "nap preStop + unlabelled at the eviction", mode: "plain",
-		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byLabel, expect: newClean}
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byLabel}
 	// The third: a readiness gate the test keeps open, closed at the eviction. It does
 	// not take the pod out: the kubelet, stopping the pod, does not recompute its Ready
 	// condition, and the EndpointSlice follows Ready (2026-11-29, docs/downtime.md); the
 	// day it does, this fails and the gate can be reconsidered.
 	napGated = variant{name: "nap preStop + readiness gate closed at the eviction", mode: "plain",
-		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byGate, expect: fails}
+		inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")}, outOfRoutes: byGate}
 )
 
 // failedNew is how many requests over new connections failed.
@@ -169,15 +180,22 @@ func (d downtime) failedNew() int {
 	return 0
 }
 
-// check fails the test when d does not show what its variant expects.
+// check fails the test when d does not show what its row claims; a loss the claim does
+// not allow is reported with what the records say of it (downtime.explained). There is
+// no second measurement: the delay a row holds is the lab's calibrated one (5 s covers
+// the in-cluster paths' tails, calibrate measures the load balancers'), so a route that
+// outruns it is a calibration miss, and fails as a user's pods would have lost then.
 func (d downtime) check(t *testing.T) {
 	t.Helper()
 	if p := d.problem(); p != "" {
+		if why, ok := d.explained(); ok {
+			p += "; the records: " + why
+		}
 		t.Error(p)
 	}
 }
 
-// problem says how d does not show what its variant expects ("": it does).
+// problem says how d does not show what its row claims ("": it does).
 func (d downtime) problem() string {
 	s := d.summary
 	failedNew := d.failedNew()
@@ -185,13 +203,15 @@ func (d downtime) problem() string {
 	if s.Streams != nil {
 		failed = s.Streams.Failed()
 	}
-	if b := d.scenario.bound; b != nil && d.scenario.variant.expect != fails {
+	if b := d.scenario.bound; b != nil && d.scenario.expect != fails {
 		return b.problem(d)
 	}
-	switch d.scenario.variant.expect {
+	switch d.scenario.expect {
+	case bounded:
+		return fmt.Sprintf("%s: a bound with no bound", d.scenario)
 	case fails:
 		if failed == 0 {
-			return fmt.Sprintf("%s: no request failed: the experiment no longer shows the problem", d.scenario)
+			return fmt.Sprintf("%s: no request failed: the negative control no longer shows the problem", d.scenario)
 		}
 	case newClean:
 		if failedNew > 0 {
@@ -205,25 +225,14 @@ func (d downtime) problem() string {
 	return ""
 }
 
-// measureChecked measures sc with a delay and checks it. When it loses requests its
-// records clear the hold of (downtime.explained: a route outran the pods, say a node's
-// kube-proxy took a change into its rules later than the pods stayed, which no fixed
-// delay shorter than that tail prevents, on this machine or any; or the ingress lost
-// them itself), the loss is logged with its explanation and sc measured once more; a
-// second loss fails, explained or not.
-func measureChecked(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) downtime {
+// prove measures sc once, logs its row (and its bound) and checks its claim: every
+// measurement counts.
+func prove(t *testing.T, cs *kubernetes.Clientset, sc scenario, rate float64) downtime {
 	t.Helper()
 	m := measure(t, cs, sc, rate)
 	t.Log(m.row())
 	if sc.bound != nil {
 		t.Logf("%s: a bound: %s; measured %.1f per 10,000", sc, sc.bound, newRate(m.summary))
-	}
-	if p := m.problem(); p != "" && sc.variant.expect != fails {
-		if why, ok := m.explained(); ok {
-			t.Logf("%s; explained: %s; measured once more", p, why)
-			m = measure(t, cs, sc, rate)
-			t.Log(m.row())
-		}
 	}
 	m.check(t)
 	return m
@@ -382,7 +391,10 @@ type scenario struct {
 	path       labPath
 	disruption disruption
 	variant    variant
-	rounds     int
+	// expect is the row's claim: what the variant must show on this path in this
+	// disruption.
+	expect expectation
+	rounds int
 	// grpc: probe the demo app's gRPC health service (grpc://, port 9090) instead of
 	// HTTP; ClusterIP paths only.
 	grpc bool
@@ -403,13 +415,18 @@ type scenario struct {
 }
 
 // lossBound is a claim that is a bound: over new connections at most perTenThousand
-// requests in 10,000 fail, and at most ofControl times the rate at which they failed
-// in control, the same path and disruption without a delay measured in the same run.
+// requests in 10,000 fail and, where ofControl is set, at most ofControl times the rate
+// at which they failed in control, the same path and disruption without a delay
+// measured in the same run (the experiment fills it in from that row).
 type lossBound struct {
 	perTenThousand float64
 	ofControl      float64
-	control        probe.Summary
+	control        *probe.Summary
 }
+
+// atMost is the bound of perTenThousand failures in 10,000 requests over new
+// connections, with no control to compare with.
+func atMost(perTenThousand float64) *lossBound { return &lossBound{perTenThousand: perTenThousand} }
 
 // newRate is the failures over new connections per 10,000 requests over them in s.
 func newRate(s probe.Summary) float64 {
@@ -422,19 +439,33 @@ func newRate(s probe.Summary) float64 {
 
 // String is the claim, for the row's log.
 func (b lossBound) String() string {
-	return fmt.Sprintf("over new connections at most %g per 10,000 and %g of the control's %.0f per 10,000", b.perTenThousand, b.ofControl, newRate(b.control))
+	s := fmt.Sprintf("over new connections at most %g per 10,000", b.perTenThousand)
+	switch {
+	case b.ofControl == 0:
+	case b.control == nil:
+		s += fmt.Sprintf(" and %g of the control's (not measured)", b.ofControl)
+	default:
+		s += fmt.Sprintf(" and %g of the control's %.0f per 10,000", b.ofControl, newRate(*b.control))
+	}
+	return s
 }
 
 // problem says how d breaks the bound ("": it holds it).
 func (b lossBound) problem(d downtime) string {
-	if newRate(b.control) == 0 {
-		return fmt.Sprintf("%s: the control lost nothing over new connections: no rate to bound by", d.scenario)
+	if b.ofControl > 0 {
+		switch {
+		case b.control == nil:
+			return fmt.Sprintf("%s: no control measured in this run: no rate to bound by", d.scenario)
+		case newRate(*b.control) == 0:
+			return fmt.Sprintf("%s: the control lost nothing over new connections: no rate to bound by", d.scenario)
+		}
 	}
 	failedNew := d.failedNew()
-	if kept := d.summary.Total.Failed - failedNew; d.scenario.variant.expect == clean && kept > 0 {
+	if kept := d.summary.Total.Failed - failedNew; d.scenario.expect == clean && kept > 0 {
 		return fmt.Sprintf("%s: %d requests over kept connections failed, want none: %+v", d.scenario, kept, d.summary.Outages)
 	}
-	if r := newRate(d.summary); r > b.perTenThousand || r > b.ofControl*newRate(b.control) {
+	r := newRate(d.summary)
+	if r > b.perTenThousand || b.ofControl > 0 && r > b.ofControl*newRate(*b.control) {
 		return fmt.Sprintf("%s: %d requests over new connections failed, %.1f per 10,000; the claim: %s", d.scenario, failedNew, r, b)
 	}
 	return ""
@@ -832,7 +863,7 @@ func (tr *trial) begin(t *testing.T, cs *kubernetes.Clientset, rate float64) {
 // report.
 func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	t.Helper()
-	sc, ns, v, held := tr.sc, tr.ns, tr.sc.variant, tr.held
+	sc, ns, held := tr.sc, tr.ns, tr.held
 	pr, vg, term, routes, reacted, left, scrapes, start, deregistrations := tr.pr, tr.vg, tr.term, tr.routes, tr.reacted, tr.left, tr.scrapes, tr.start, tr.deregistrations
 	time.Sleep(2 * time.Second)
 	s := pr.stop(t)
@@ -891,7 +922,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	if len(s.FirstErrors) > 0 {
 		t.Logf("%s: first errors %q", sc, s.FirstErrors)
 	}
-	if c := s.Modes[probe.New]; c != nil && c.ByKind[probe.Timeout] > 0 && v.expect != fails {
+	if c := s.Modes[probe.New]; c != nil && c.ByKind[probe.Timeout] > 0 && sc.expect != fails {
 		// What the nodes' connection tracking held right after (docs/downtime.md: stale
 		// SYN_SENT entries were the suspects of timeouts with a delay).
 		young1, young2 := synSent(t, false), synSent(t, true)
@@ -922,7 +953,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		}
 		t.Logf("%s: drops meanwhile: node 1 %v, node 2 %v", sc, countersSince(tr.drops[0], dropCounters(t, false)), countersSince(tr.drops[1], dropCounters(t, true)))
 	}
-	if c := s.Modes[probe.New]; c != nil && c.Failed > 0 && v.expect != fails {
+	if c := s.Modes[probe.New]; c != nil && c.Failed > 0 && sc.expect != fails {
 		// Every loss with a delay is to be explained: the pods' times beside the outages.
 		t.Logf("%s: outages %+v; pods (seconds from the probe's start): %q", sc, s.Outages, term.pods(start))
 		if sc.path.path.NodeChecked {
@@ -1176,37 +1207,24 @@ func (d downtime) row() string {
 		s.Total.Requests, failed, perMode(probe.New), perMode(probe.Reuse), s.LongestOutage)
 }
 
-// pair measures a scenario without a delay and with nap's binary: the first must lose
-// requests, the second none over new connections. With NAP_PROOF_OUT=DIR it writes
-// their probe reports there, without.json and with.json (make proof-picture: the
-// README's picture).
+// pair measures a scenario without a delay and with nap's binary at the lab's
+// calibrated 5 s, once each: the first must lose requests, the second none over new
+// connections. With NAP_PROOF_OUT=DIR it writes their probe reports there,
+// without.json and with.json (make proof-picture: the README's picture).
 func pair(t *testing.T, path labPath, d disruption) {
 	cs := client(t)
 	out := os.Getenv("NAP_PROOF_OUT")
-	for _, v := range []variant{noDelay, napBinary} {
-		sc := scenario{path: path, disruption: d, variant: v, rounds: 1, vegeta: true}
-		if v.expect != fails {
-			m := measureChecked(t, cs, sc, 200)
-			proofOut(t, out, sc, m)
-			continue
-		}
-		m := measure(t, cs, sc, 200)
-		t.Log(m.row())
-		if m.summary.Total.Failed == 0 && d == nodeDrain {
-			// A drain evicts one pod at a time; a lone change after a quiet spell goes
-			// through the ingress's throttle at once, and then a pod may stop after
-			// every route forgot it. Seen in 1 of about 4 runs: measured once more.
-			t.Logf("%s: no request failed; draining once more", sc)
-			m = measure(t, cs, sc, 200)
-			t.Log(m.row())
-		}
-		m.check(t)
-		if path.viaTraefik() && m.summary.Total.Failed > 0 && m.ingress.cause != podExit {
+	for _, row := range []scenario{
+		{path: path, disruption: d, variant: noDelay, expect: fails, rounds: 1, vegeta: true},
+		{path: path, disruption: d, variant: napBinary, expect: newClean, rounds: 1, vegeta: true},
+	} {
+		m := prove(t, cs, row, 200)
+		if row.expect == fails && path.viaTraefik() && m.summary.Total.Failed > 0 && m.ingress.cause != podExit {
 			// The access log's verdict can fail: without a delay, the pods leave while
 			// the ingress still sends to them, and the log holds every failed request.
-			t.Errorf("%s: the ingress's access log does not put the loss on the pods' exits: %s", sc, m.ingress.why)
+			t.Errorf("%s: the ingress's access log does not put the loss on the pods' exits: %s", row, m.ingress.why)
 		}
-		proofOut(t, out, sc, m)
+		proofOut(t, out, row, m)
 	}
 }
 
@@ -1218,7 +1236,7 @@ func proofOut(t *testing.T, out string, sc scenario, m downtime) {
 		return
 	}
 	m.summary.Title = fmt.Sprintf("%s, %s, %s", sc.disruption, sc.path, sc.variant.name)
-	name := map[bool]string{true: "without.json", false: "with.json"}[sc.variant.expect == fails]
+	name := map[bool]string{true: "without.json", false: "with.json"}[sc.expect == fails]
 	b, err := json.MarshalIndent(m.summary, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -1262,11 +1280,13 @@ func waitNoPodStopping(t *testing.T, cs *kubernetes.Clientset, node string) {
 func TestRolloutDowntime(t *testing.T) { pair(t, clusterIPNode1, rollingRestart) }
 
 // TestDrainDowntime: `kubectl drain` of node 2 under a PodDisruptionBudget, seen through
-// the ingress: evicted pods are terminated like any other, and the ingress learns of it
-// late. (Seen from node 1's ClusterIP the lab loses only 0 to 8 requests in a drain
-// without a delay, too few to fail reliably: its kube-proxy is quick. The experiment
-// measures that path too.)
-func TestDrainDowntime(t *testing.T) { pair(t, viaIngress, nodeDrain) }
+// the Gateway API route: evicted pods are terminated like any other, and the route
+// learns of it late. Through it the control loses about 100 of 1,300 requests in every
+// drain (99, 100 and 101 on 2026-12-06), where through the Ingress it lost 5, 6 and 94,
+// and 0 in about one run in four (then measured once more; no second tries since), and
+// from node 1's ClusterIP 2 to 19: too few, or too seldom, for a control. The
+// experiment measures every path.
+func TestDrainDowntime(t *testing.T) { pair(t, viaGateway, nodeDrain) }
 
 // TestIngressDowntime: a rolling restart seen through Traefik, which learns of the
 // change from EndpointSlices on its own schedule: 502s without a delay.
@@ -1291,9 +1311,9 @@ func TestGatewayDowntime(t *testing.T) { pair(t, viaGateway, rollingRestart) }
 // The shared connection, the one a gRPC client keeps, loses nothing.
 func TestGRPCDowntime(t *testing.T) {
 	cs := client(t)
-	control := measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: noDelay, rounds: 1, grpc: true}, 200)
-	measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napDrain, rounds: 1, grpc: true,
-		bound: &lossBound{perTenThousand: 50, ofControl: 0.1, control: control.summary}}, 200)
+	control := prove(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: noDelay, expect: fails, rounds: 1, grpc: true}, 200)
+	prove(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napDrain, expect: clean, rounds: 1, grpc: true,
+		bound: &lossBound{perTenThousand: 50, ofControl: 0.1, control: &control.summary}}, 200)
 }
 
 // TestWebSocketDowntime: a rolling restart while 20 WebSockets of the demo app are held
@@ -1303,168 +1323,207 @@ func TestGRPCDowntime(t *testing.T) {
 // with 1001 going away, reconnects, and loses no message.
 func TestWebSocketDowntime(t *testing.T) {
 	cs := client(t)
-	for _, v := range []variant{noDelay, napDrain} {
-		sc := scenario{path: clusterIPNode1, disruption: rollingRestart, variant: v, rounds: 1, streams: "websocket"}
-		measureChecked(t, cs, sc, 200)
-	}
+	prove(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: noDelay, expect: fails, rounds: 1, streams: "websocket"}, 200)
+	prove(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napDrain, expect: clean, rounds: 1, streams: "websocket"}, 200)
 }
 
-// experiment is what `make e2e-downtime` measures: none / nap / native on every path ×
-// disruption, and the other variants on the first path and disruption.
-func experiment(rounds int) []scenario {
-	var scs []scenario
-	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress, viaGateway, lbLocal, lbCluster} {
-		for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
-			vs := []variant{noDelay, napBinary, napNative, napAdaptive, holdEndpoints}
-			if p.String() == clusterIPNode1.String() && d == rollingRestart {
-				vs = append(vs, drainOnly, napDrain, viaWebhook, viaPolicy, napImage)
-			}
-			if (p.String() == clusterIPNode1.String() || p.viaTraefik()) && d != scaleDown {
-				// The request signal at the ClusterIP, whose clients pin their
-				// connections (the webhook does not give it there), and through
-				// Traefik, an HTTP proxy that pools (it does; traffic.Path.Pools):
-				// nothing lost; how long it holds is the figure.
-				vs = append(vs, napRequests)
-			}
-			if p.path.NodeChecked {
-				// Behind a load balancer the lab's 5 s is expected to fail where a
-				// node is left without a pod (Local: a scale-down, a drain); the
-				// calibrated delay must not.
-				vs = []variant{noDelay, lbExpect(napBinary, p, d), lbExpect(napNative, p, d), napCalibrated, napAdaptive, lbExpect(holdEndpoints, p, d)}
-			}
-			for _, v := range vs {
-				r := rounds
-				if d == nodeDrain || p.path.NodeChecked {
-					// A drained node's pods do not come back by themselves; a load
-					// balancer's round takes a minute (its checks take nodes out
-					// and in): one round each.
-					r = 1
-				}
-				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r})
-			}
-		}
-	}
-	// gRPC at the ClusterIP from node 1 and through the ingress (by host, h2c to the
-	// pods): the delay, drain, and both.
-	for _, p := range []labPath{clusterIPNode1, viaIngress} {
-		for _, d := range []disruption{rollingRestart, nodeDrain} {
-			for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
-				r := rounds
-				if d == nodeDrain {
-					r = 1
-				}
-				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r, grpc: true})
-			}
-		}
-	}
-	// Held WebSockets and event streams at the ClusterIP from node 1 and through the
-	// ingress (Traefik passes /NAMESPACE/ws and /NAMESPACE/events on to the demo app),
-	// in a rolling restart and a node drain.
-	for _, p := range []labPath{clusterIPNode1, viaIngress} {
-		for _, d := range []disruption{rollingRestart, nodeDrain} {
-			for _, s := range []string{"websocket", "sse"} {
-				for _, v := range []variant{noDelay, napBinary, drainOnly, napDrain} {
-					r := rounds
-					if d == nodeDrain {
-						r = 1
-					}
-					scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: r, streams: s})
-				}
-			}
-		}
-	}
-	// Each pod the wait of its own paths (nap by path, paths_test.go): the controller
-	// keeps a calibration of the ClusterIP, the ingress and the load balancer with
-	// checks 3 s apart; a rollout and a node drain on each, with the fleet's fixed wait
-	// and with the adaptive wait (each pod's MIN its paths' need), at 200, 2 and 0.2
-	// req/s (NAP_DOWNTIME_RATE). The same paths rolled at once are TestMixedFleet.
-	// One installation after the other: each one calibrates anew.
-	for _, v := range []variant{napByPath, napByPathAdaptive} {
-		for _, p := range []labPath{clusterIPNode1, viaIngress, viaGateway, lbLocalSlow} {
-			for _, d := range []disruption{rollingRestart, nodeDrain} {
-				scs = append(scs, scenario{path: p, disruption: d, variant: v, rounds: 1})
-			}
-		}
-	}
+// claim is a row of the experiment's tables: a variant and what it must show there
+// (with a bound, when the claim is one: lossBound).
+type claim struct {
+	variant variant
+	expect  expectation
+	bound   *lossBound
+}
+
+// claims are the rows measured on one path in one disruption over one protocol: at is
+// the scenario they share (its rounds: 0 for the experiment's, 1 where a round does not
+// repeat, a drained node's pods not coming back, or takes a minute, a load balancer's
+// checks taking nodes out and in).
+type claims struct {
+	at   scenario
+	rows []claim
+}
+
+// The rows that recur: the in-cluster paths' matrix (the lab's calibrated 5 s covers
+// them, nothing lost over new connections; the adaptive wait and the endpoint hold as
+// well), and behind a load balancer with Local, where a node left without a pod (a
+// scale-down, a drain) stays in it for three 10 s checks after its pods went: 5 s loses
+// requests there, calibrate's delay and the adaptive wait must not.
+var (
+	inCluster = []claim{{noDelay, fails, nil}, {napBinary, newClean, nil}, {napNative, newClean, nil}, {napAdaptive, newClean, nil}, {holdEndpoints, newClean, nil}}
+	lbServed  = []claim{{noDelay, fails, nil}, {napBinary, newClean, nil}, {napNative, newClean, nil}, {napCalibrated, newClean, nil}, {napAdaptive, newClean, nil}, {holdEndpoints, newClean, nil}}
+	lbEmptied = []claim{{noDelay, fails, nil}, {napBinary, fails, nil}, {napNative, fails, nil}, {napCalibrated, newClean, nil}, {napAdaptive, newClean, nil}, {holdEndpoints, fails, nil}}
+	// The request signal at the ClusterIP, whose clients pin their connections (the
+	// webhook does not give it there), and through Traefik, an HTTP proxy that pools
+	// (it does: traffic.Path.Pools): nothing lost; how long it holds is the figure.
+	withRequests = append(slices.Clip(inCluster), claim{napRequests, newClean, nil})
+	// gRPC, WebSockets and event streams: the delay, drain, and both.
+	streamed = []claim{{noDelay, fails, nil}, {napBinary, newClean, nil}, {drainOnly, clean, nil}, {napDrain, clean, nil}}
 	// The application load balancer with pod targets (#46): it sends over its pool of
 	// server connections until it deregisters a pod, 10 s after its endpoint went; the
-	// adaptive wait on new connections alone is expected to fail there, with the
-	// request signal not, nor the calibrated delay (calibrateLoadBalancers measures this
-	// path too).
-	for _, d := range []disruption{rollingRestart, scaleDown, nodeDrain} {
-		adaptive := napAdaptive
-		adaptive.expect = fails
-		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests, napRequestsMin} {
-			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1})
-		}
-		// gRPC through it: HTTP/2 on both sides, a call per connection and one shared
-		// HTTP/2 connection; unmodified nginx and go-httpbin in the demo app's place.
-		// Each against the calibrated delay too, the fixed wait the request signal is to
-		// match; MIN with the request signal for sparse traffic.
-		for _, v := range []variant{noDelay, napCalibrated, adaptive, napRequests, napRequestsMin} {
-			scs = append(scs, scenario{path: lbPods, disruption: d, variant: v, rounds: 1, grpc: true},
-				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: nginxServer},
-				scenario{path: lbPods, disruption: d, variant: v, rounds: 1, server: httpbinServer})
-		}
-	}
-	// The terminations the kubelet starts (kubelet_test.go), at the ClusterIP from either
-	// node and through the ingress: an exceeded deadline takes the pod out of its routes first, so nap's
-	// delay covers it; node-pressure eviction and graceful node shutdown keep the
-	// endpoint ready until the app has exited, so nap's delay alone only moves the loss
-	// (expected to fail), and nap's controller (its Router, rows at the end: once it
-	// runs, it takes out every such pod whose preStop holds it: the other kubelet rows
-	// come first, before any row installs it) takes the pod out at once.
-	var kubelet, routed []scenario
-	for _, p := range []labPath{clusterIPNode1, clusterIPNode2, viaIngress} {
-		for _, d := range []disruption{deadlineExceeded, nodePressure, nodeShutdown} {
-			none, nap := noDelay, napBinary
-			if d == deadlineExceeded {
-				none.expect = measured
-			} else {
-				nap.expect = fails
-				routed = append(routed, scenario{path: p, disruption: d, variant: viaWebhook, rounds: 1})
+	// adaptive wait on new connections alone fails there, the request signal does not,
+	// nor the calibrated delay (calibrateLoadBalancers measures this path too), nor MIN
+	// at it with the request signal, for sparse traffic.
+	pooled = []claim{{noDelay, fails, nil}, {napCalibrated, newClean, nil}, {napAdaptive, fails, nil}, {napRequests, newClean, nil}, {napRequestsMin, newClean, nil}}
+	// A kubelet's node-pressure eviction or graceful node shutdown keeps the endpoint
+	// ready until the app has exited: nap's delay alone only moves the loss.
+	leaks = []claim{{noDelay, fails, nil}, {napBinary, fails, nil}}
+)
+
+// experiment is what `make e2e-downtime` measures, in this order: the terminations
+// kubelets start (before any row installs nap's controller, whose Router takes out
+// every pod a kubelet stops), none / nap / native and the other variants on every path
+// × disruption, gRPC and held streams, nap by path, the application load balancer with
+// pod targets, and last nap's controller in the kubelets' terminations. rounds is the
+// rounds of the scenarios that repeat.
+func experiment(rounds int) []scenario {
+	var scs []scenario
+	for _, g := range experimentTables() {
+		for _, c := range g.rows {
+			sc := g.at
+			sc.variant, sc.expect, sc.bound = c.variant, c.expect, c.bound
+			if sc.rounds == 0 {
+				sc.rounds = rounds
 			}
-			kubelet = append(kubelet, scenario{path: p, disruption: d, variant: none, rounds: 1}, scenario{path: p, disruption: d, variant: nap, rounds: 1})
+			scs = append(scs, sc)
 		}
 	}
-	// The same two leaks behind the load balancers: both empty node 2 of the demo
-	// service's pods. With Local, node 2 then stays in the load balancer for its checks;
-	// with pod targets, each pod until its deregistration: the controller's rows hold
-	// the calibrated delay. With Local they are only measured: a node shutdown gives
-	// pods at most its shutdownGracePeriod less the critical pods' (20 s on the lab,
-	// short of the checks' 30 s), and one round of calibrate can fall an interval short
-	// of them (docs/downtime.md).
-	for _, p := range []labPath{lbLocal, lbCluster, lbPods} {
-		for _, d := range []disruption{nodePressure, nodeShutdown} {
-			nap, routedOut := napBinary, viaWebhookCalibrated
-			nap.expect = fails
-			if p.path.Name == traffic.LoadBalancerLocal.Name {
-				routedOut.expect = measured
-			}
-			kubelet = append(kubelet, scenario{path: p, disruption: d, variant: noDelay, rounds: 1}, scenario{path: p, disruption: d, variant: nap, rounds: 1})
-			routed = append(routed, scenario{path: p, disruption: d, variant: routedOut, rounds: 1})
-		}
-	}
-	// WebSockets behind the load balancer in a node drain: with Local, the drained node
-	// stays in it for three checks after its pods went, and a reconnect sent there finds
-	// no pod; drain ends the streams cleanly, the delay must cover the checks.
-	for _, p := range []labPath{lbLocal, lbCluster} {
-		for _, v := range []variant{noDelay, lbExpect(napDrain, p, nodeDrain), napCalibratedDrain} {
-			scs = append(scs, scenario{path: p, disruption: nodeDrain, variant: v, rounds: 1, streams: "websocket"})
-		}
-	}
-	return append(append(kubelet, scs...), routed...)
+	return scs
 }
 
-// lbExpect is what v (a 5 s delay) must show on load balancer path p under d: with
-// Local, a node left without a pod (a scale-down, a drain) stays in the load balancer
-// for three 10 s checks after its pods stopped, and requests fail; a rollout keeps
-// every node served, and with Cluster every node routes to ready pods.
-func lbExpect(v variant, p labPath, d disruption) variant {
-	if p.path.Name == traffic.LoadBalancerLocal.Name && d != rollingRestart {
-		v.expect = fails
+// experimentTables are the experiment's rows, each with its claim.
+func experimentTables() []claims {
+	type s = scenario
+	return []claims{
+		// The terminations the kubelet starts (kubelet_test.go). An exceeded deadline
+		// takes the pod out of its routes as the kubelet stops it: nap's delay covers it;
+		// without one, the loss at the ClusterIP is a race the kubelet mostly wins (3 of
+		// 1,825 and 4 of 1,967 requests lost), through the ingress, which learns late, it
+		// is not.
+		{s{path: clusterIPNode1, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, bounded, atMost(200)}, {napBinary, newClean, nil}}},
+		{s{path: clusterIPNode1, disruption: nodePressure, rounds: 1}, leaks},
+		{s{path: clusterIPNode1, disruption: nodeShutdown, rounds: 1}, leaks},
+		{s{path: clusterIPNode2, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, bounded, atMost(200)}, {napBinary, newClean, nil}}},
+		{s{path: clusterIPNode2, disruption: nodePressure, rounds: 1}, leaks},
+		{s{path: clusterIPNode2, disruption: nodeShutdown, rounds: 1}, leaks},
+		{s{path: viaIngress, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, fails, nil}, {napBinary, newClean, nil}}},
+		{s{path: viaIngress, disruption: nodePressure, rounds: 1}, leaks},
+		{s{path: viaIngress, disruption: nodeShutdown, rounds: 1}, leaks},
+		// The same two leaks behind the load balancers: both empty node 2 of the demo
+		// service's pods. With Local, node 2 then stays in the load balancer for its
+		// checks; with pod targets, each pod until its deregistration.
+		{s{path: lbLocal, disruption: nodePressure, rounds: 1}, leaks},
+		{s{path: lbLocal, disruption: nodeShutdown, rounds: 1}, leaks},
+		{s{path: lbCluster, disruption: nodePressure, rounds: 1}, leaks},
+		{s{path: lbCluster, disruption: nodeShutdown, rounds: 1}, leaks},
+		{s{path: lbPods, disruption: nodePressure, rounds: 1}, leaks},
+		{s{path: lbPods, disruption: nodeShutdown, rounds: 1}, leaks},
+
+		// Every path × disruption; the other variants on the first.
+		{s{path: clusterIPNode1, disruption: rollingRestart}, append(slices.Clip(withRequests),
+			claim{drainOnly, clean, nil}, claim{napDrain, clean, nil}, claim{viaWebhook, newClean, nil}, claim{viaPolicy, newClean, nil}, claim{napImage, newClean, nil})},
+		{s{path: clusterIPNode1, disruption: scaleDown}, inCluster},
+		{s{path: clusterIPNode1, disruption: nodeDrain, rounds: 1}, withRequests},
+		{s{path: clusterIPNode2, disruption: rollingRestart}, inCluster},
+		{s{path: clusterIPNode2, disruption: scaleDown}, inCluster},
+		{s{path: clusterIPNode2, disruption: nodeDrain, rounds: 1}, inCluster},
+		{s{path: viaIngress, disruption: rollingRestart}, withRequests},
+		{s{path: viaIngress, disruption: scaleDown}, inCluster},
+		{s{path: viaIngress, disruption: nodeDrain, rounds: 1}, withRequests},
+		{s{path: viaGateway, disruption: rollingRestart}, withRequests},
+		{s{path: viaGateway, disruption: scaleDown}, inCluster},
+		{s{path: viaGateway, disruption: nodeDrain, rounds: 1}, withRequests},
+		{s{path: lbLocal, disruption: rollingRestart, rounds: 1}, lbServed},
+		{s{path: lbLocal, disruption: scaleDown, rounds: 1}, lbEmptied},
+		{s{path: lbLocal, disruption: nodeDrain, rounds: 1}, lbEmptied},
+		{s{path: lbCluster, disruption: rollingRestart, rounds: 1}, lbServed},
+		{s{path: lbCluster, disruption: scaleDown, rounds: 1}, lbServed},
+		{s{path: lbCluster, disruption: nodeDrain, rounds: 1}, lbServed},
+
+		// gRPC at the ClusterIP from node 1 and through the ingress (by host, h2c to the
+		// pods).
+		{s{path: clusterIPNode1, disruption: rollingRestart, grpc: true}, streamed},
+		{s{path: clusterIPNode1, disruption: nodeDrain, grpc: true, rounds: 1}, streamed},
+		{s{path: viaIngress, disruption: rollingRestart, grpc: true}, streamed},
+		{s{path: viaIngress, disruption: nodeDrain, grpc: true, rounds: 1}, streamed},
+		// Held WebSockets and event streams at the ClusterIP from node 1 and through the
+		// ingress (Traefik passes /NAMESPACE/ws and /NAMESPACE/events on to the demo app).
+		{s{path: clusterIPNode1, disruption: rollingRestart, streams: "websocket"}, streamed},
+		{s{path: clusterIPNode1, disruption: rollingRestart, streams: "sse"}, streamed},
+		{s{path: clusterIPNode1, disruption: nodeDrain, streams: "websocket", rounds: 1}, streamed},
+		{s{path: clusterIPNode1, disruption: nodeDrain, streams: "sse", rounds: 1}, streamed},
+		{s{path: viaIngress, disruption: rollingRestart, streams: "websocket"}, streamed},
+		{s{path: viaIngress, disruption: rollingRestart, streams: "sse"}, streamed},
+		{s{path: viaIngress, disruption: nodeDrain, streams: "websocket", rounds: 1}, streamed},
+		{s{path: viaIngress, disruption: nodeDrain, streams: "sse", rounds: 1}, streamed},
+
+		// Each pod the wait of its own paths (nap by path, paths_test.go): the controller
+		// keeps a calibration of the ClusterIP, the ingress, the Gateway's route and the
+		// load balancer with checks 3 s apart; a rollout and a node drain on each, with
+		// the fleet's fixed wait, then with the adaptive wait (each pod's MIN its paths'
+		// need), at 200, 2 and 0.2 req/s (NAP_DOWNTIME_RATE). The same paths rolled at
+		// once are TestMixedFleet. One installation after the other: each one
+		// calibrates anew.
+		{s{path: clusterIPNode1, disruption: rollingRestart, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: clusterIPNode1, disruption: nodeDrain, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: viaIngress, disruption: rollingRestart, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: viaIngress, disruption: nodeDrain, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: viaGateway, disruption: rollingRestart, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: viaGateway, disruption: nodeDrain, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: lbLocalSlow, disruption: rollingRestart, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: lbLocalSlow, disruption: nodeDrain, rounds: 1}, []claim{{napByPath, newClean, nil}}},
+		{s{path: clusterIPNode1, disruption: rollingRestart, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+		{s{path: clusterIPNode1, disruption: nodeDrain, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+		{s{path: viaIngress, disruption: rollingRestart, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+		{s{path: viaIngress, disruption: nodeDrain, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+		{s{path: viaGateway, disruption: rollingRestart, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+		{s{path: viaGateway, disruption: nodeDrain, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+		{s{path: lbLocalSlow, disruption: rollingRestart, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+		{s{path: lbLocalSlow, disruption: nodeDrain, rounds: 1}, []claim{{napByPathAdaptive, newClean, nil}}},
+
+		// The application load balancer with pod targets; gRPC through it (HTTP/2 on
+		// both sides, a call per connection and one shared HTTP/2 connection), and
+		// unmodified nginx and go-httpbin in the demo app's place.
+		{s{path: lbPods, disruption: rollingRestart, rounds: 1}, pooled},
+		{s{path: lbPods, disruption: rollingRestart, rounds: 1, grpc: true}, pooled},
+		{s{path: lbPods, disruption: rollingRestart, rounds: 1, server: nginxServer}, pooled},
+		{s{path: lbPods, disruption: rollingRestart, rounds: 1, server: httpbinServer}, pooled},
+		{s{path: lbPods, disruption: scaleDown, rounds: 1}, pooled},
+		{s{path: lbPods, disruption: scaleDown, rounds: 1, grpc: true}, pooled},
+		{s{path: lbPods, disruption: scaleDown, rounds: 1, server: nginxServer}, pooled},
+		{s{path: lbPods, disruption: scaleDown, rounds: 1, server: httpbinServer}, pooled},
+		{s{path: lbPods, disruption: nodeDrain, rounds: 1}, pooled},
+		{s{path: lbPods, disruption: nodeDrain, rounds: 1, grpc: true}, pooled},
+		{s{path: lbPods, disruption: nodeDrain, rounds: 1, server: nginxServer}, pooled},
+		{s{path: lbPods, disruption: nodeDrain, rounds: 1, server: httpbinServer}, pooled},
+
+		// WebSockets behind the load balancer in a node drain: with Local, the drained
+		// node stays in it for three checks after its pods went, and a reconnect sent
+		// there finds no pod; drain ends the streams cleanly, the delay must cover the
+		// checks.
+		{s{path: lbLocal, disruption: nodeDrain, streams: "websocket", rounds: 1}, []claim{{noDelay, fails, nil}, {napDrain, fails, nil}, {napCalibratedDrain, clean, nil}}},
+		{s{path: lbCluster, disruption: nodeDrain, streams: "websocket", rounds: 1}, []claim{{noDelay, fails, nil}, {napDrain, clean, nil}, {napCalibratedDrain, clean, nil}}},
+
+		// nap's controller in the kubelets' terminations, last: its webhook gives the
+		// hook, its Router takes each pod out of its routes when its kubelet stops it.
+		// Behind the load balancer with Local a bound, at most half the rate its control
+		// (the leak's row without a delay, above) lost and 50 in 10,000: a node shutdown
+		// gives pods at most its shutdownGracePeriod less the critical pods' (20 s on
+		// the lab, short of the checks' 30 s), and one round of calibrate can fall an
+		// interval short of them (docs/downtime.md).
+		{s{path: clusterIPNode1, disruption: nodePressure, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
+		{s{path: clusterIPNode1, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
+		{s{path: clusterIPNode2, disruption: nodePressure, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
+		{s{path: clusterIPNode2, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
+		{s{path: viaIngress, disruption: nodePressure, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
+		{s{path: viaIngress, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
+		{s{path: lbLocal, disruption: nodePressure, rounds: 1}, []claim{{viaWebhookCalibrated, bounded, &lossBound{perTenThousand: 50, ofControl: 0.5}}}},
+		{s{path: lbLocal, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhookCalibrated, bounded, &lossBound{perTenThousand: 50, ofControl: 0.5}}}},
+		{s{path: lbCluster, disruption: nodePressure, rounds: 1}, []claim{{viaWebhookCalibrated, newClean, nil}}},
+		{s{path: lbCluster, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhookCalibrated, newClean, nil}}},
+		{s{path: lbPods, disruption: nodePressure, rounds: 1}, []claim{{viaWebhookCalibrated, newClean, nil}}},
+		{s{path: lbPods, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhookCalibrated, newClean, nil}}},
 	}
-	return v
 }
 
 // calibrateLoadBalancers is napctl calibrate --lb local,cluster on the lab's load
@@ -1508,6 +1567,7 @@ func TestDowntimeExperiment(t *testing.T) {
 	order, fresh, mark := experiment(rounds), map[resultKey]string{}, measuredMark()
 	installed, uninstall := "", func() {}
 	calibrated, stored := "", false
+	controls := map[string]probe.Summary{} // the controls measured, by path and disruption
 	for i, sc := range order {
 		if !slices.ContainsFunc(strings.Split(only, "|"), func(o string) bool { return strings.Contains(sc.String(), o) }) {
 			continue
@@ -1538,8 +1598,23 @@ func TestDowntimeExperiment(t *testing.T) {
 			t.Logf("kept in the cluster: %+v", cal.Paths)
 			stored = true
 		}
+		if b := sc.bound; b != nil && b.ofControl > 0 && b.control == nil {
+			// The bound's control: the row without a delay on the same path, in the same
+			// disruption, measured earlier in this run.
+			filled := *b
+			if c, ok := controls[sc.pathName()+", "+sc.disruption.String()]; ok {
+				filled.control = &c
+			}
+			sc.bound = &filled
+		}
 		d := measure(t, cs, sc, rate)
 		t.Log(d.row())
+		if sc.bound != nil {
+			t.Logf("%s: a bound: %s; measured %.1f per 10,000", sc, sc.bound, newRate(d.summary))
+		}
+		if sc.variant.control {
+			controls[sc.pathName()+", "+sc.disruption.String()] = d.summary
+		}
 		line := resultLine(d.row(), rate, heldCell(d.terminations), mark)
 		b.WriteString(line + "\n")
 		fresh[resultKey{i, rate}] = line
@@ -1576,31 +1651,59 @@ func fixedWait(s string) wait.Wait {
 	return w
 }
 
-func TestLossBound(t *testing.T) {
+// TestClaim: each row's claim can fail, and holds only where the measurement shows it.
+func TestClaim(t *testing.T) {
 	summary := func(failedNew, newRequests, failedKept int) probe.Summary {
 		return probe.Summary{Total: probe.Counts{Requests: 2 * newRequests, Failed: failedNew + failedKept},
 			Modes: map[probe.Mode]*probe.Counts{probe.New: {Requests: newRequests, Failed: failedNew}, probe.Reuse: {Requests: newRequests, Failed: failedKept}}}
 	}
 	control := summary(77, 785, 0) // a lab run's control: 981 per 10,000
-	b := &lossBound{perTenThousand: 50, ofControl: 0.1, control: control}
+	ofControl := func(c probe.Summary) *lossBound { return &lossBound{perTenThousand: 50, ofControl: 0.1, control: &c} }
+	b := ofControl(control)
 	for _, c := range []struct {
 		name   string
-		bound  *lossBound
 		expect expectation
+		bound  *lossBound
 		got    probe.Summary
-		want   bool // the bound holds
+		want   bool // the claim holds
 	}{
-		{"none lost", b, clean, summary(0, 1400, 0), true},
-		{"CI's worst: 3 of 1,783", b, clean, summary(3, 1783, 0), true},
-		{"above 50 per 10,000", b, clean, summary(8, 1400, 0), false},
-		{"a kept connection lost one", b, clean, summary(0, 1400, 1), false},
-		{"a kept connection lost one, newClean", b, newClean, summary(0, 1400, 1), true},
-		{"above a tenth of the control", &lossBound{perTenThousand: 50, ofControl: 0.1, control: summary(10, 1000, 0)}, clean, summary(2, 1400, 0), false},
-		{"a control that lost nothing", &lossBound{perTenThousand: 50, ofControl: 0.1, control: summary(0, 800, 0)}, clean, summary(0, 1400, 0), false},
+		{"the control lost some", fails, nil, summary(3, 1400, 0), true},
+		{"the control lost some over kept connections only", fails, nil, summary(0, 1400, 2), true},
+		{"the control lost nothing", fails, nil, summary(0, 1400, 0), false},
+		{"none lost over new connections", newClean, nil, summary(0, 1400, 2), true},
+		{"one lost over a new connection", newClean, nil, summary(1, 1400, 0), false},
+		{"none lost at all", clean, nil, summary(0, 1400, 0), true},
+		{"one lost over a kept connection", clean, nil, summary(0, 1400, 1), false},
+		{"a bound with none lost", clean, b, summary(0, 1400, 0), true},
+		{"CI's worst: 3 of 1,783", clean, b, summary(3, 1783, 0), true},
+		{"above 50 per 10,000", clean, b, summary(8, 1400, 0), false},
+		{"a bound, a kept connection lost one", clean, b, summary(0, 1400, 1), false},
+		{"a bound, a kept connection lost one, newClean", newClean, b, summary(0, 1400, 1), true},
+		{"above a tenth of the control", clean, ofControl(summary(10, 1000, 0)), summary(2, 1400, 0), false},
+		{"a control that lost nothing", clean, ofControl(summary(0, 800, 0)), summary(0, 1400, 0), false},
+		{"no control measured in the run", bounded, &lossBound{perTenThousand: 50, ofControl: 0.5}, summary(0, 1400, 0), false},
+		{"at most 200 per 10,000: 3 of 912", bounded, atMost(200), summary(3, 912, 5), true},
+		{"at most 200 per 10,000: 30 of 912", bounded, atMost(200), summary(30, 912, 0), false},
+		{"a bound with no bound", bounded, nil, summary(0, 1400, 0), false},
 	} {
-		d := downtime{scenario: scenario{path: clusterIPNode1, disruption: rollingRestart, variant: variant{name: c.name, expect: c.expect}, bound: c.bound}, summary: c.got}
+		d := downtime{scenario: scenario{path: clusterIPNode1, disruption: rollingRestart, variant: variant{name: c.name}, expect: c.expect, bound: c.bound}, summary: c.got}
 		if p := d.problem(); (p == "") != c.want {
-			t.Errorf("%s: problem() = %q, want the bound to hold: %v", c.name, p, c.want)
+			t.Errorf("%s: problem() = %q, want the claim to hold: %v", c.name, p, c.want)
 		}
+	}
+}
+
+// TestExperimentRows: every row of the experiment names a claim a measurement can break
+// (a bound has its bound), and no two rows measure the same scenario.
+func TestExperimentRows(t *testing.T) {
+	seen := map[string]bool{}
+	for _, sc := range experiment(3) {
+		if sc.rounds < 1 || sc.expect == bounded && sc.bound == nil || sc.bound != nil && sc.expect == fails {
+			t.Errorf("%s: %d rounds, claim %s, bound %v", sc, sc.rounds, sc.expect, sc.bound)
+		}
+		if seen[sc.String()] {
+			t.Errorf("%s: measured twice", sc)
+		}
+		seen[sc.String()] = true
 	}
 }

@@ -34,7 +34,7 @@ func TestImageVolume(t *testing.T) {
 		t.Errorf("--delivery auto on the lab: want the ConfigMap and node 1's containerd named; stderr %q\n%s", errOut.String(), out.String())
 	}
 
-	d := measureChecked(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napImage, rounds: 1}, 200)
+	d := prove(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napImage, expect: newClean, rounds: 1}, 200)
 	pods, err := cs.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=app"})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("pods: %v", err)

@@ -406,7 +406,7 @@ func every(interval time.Duration, fn func(context.Context)) (end func()) {
 func TestTerminationsBefore(t *testing.T) {
 	cs := client(t)
 	ctx := context.Background()
-	tr := prepare(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napBinary, rounds: 1})
+	tr := prepare(t, cs, scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napBinary, expect: newClean, rounds: 1})
 	restart(t, cs, tr.ns, 0)
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		d, err := cs.AppsV1().Deployments(tr.ns).Get(ctx, "app", metav1.GetOptions{})
