@@ -106,6 +106,9 @@ func TestRules(t *testing.T) {
 		{rule: "the Reporter, the webhook's certificates and the evicted pods' router are packages of their own, below the controller's: none links it, nor another",
 			pkgs:   []string{module + "/controller/report", module + "/controller/certs", module + "/controller/evicted"},
 			banned: []string{module + "/controller$", module + "/controller/report$", module + "/controller/certs$", module + "/controller/evicted$", module + "/controller/install"}},
+		{rule: "the lab's records are judged without a cluster: test/forensic parses what the lab tests fetch",
+			pkgs:   []string{module + "/test/forensic"},
+			banned: []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}},
 		{rule: "libraries never import the CLI",
 			pkgs: filter(own, module+"/", func(p string) bool {
 				return !strings.HasPrefix(p, module+"/cmd/") && !strings.HasPrefix(p, module+"/internal/cli") && !strings.HasPrefix(p, module+"/test/")

@@ -34,6 +34,7 @@ import (
 	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/scope"
 	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/test/forensic"
 	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
@@ -311,7 +312,7 @@ func (p labPath) viaTraefik() bool {
 
 // watchLetGo starts recording when the proxy of p that sends to the pods of ns itself
 // lets each one go (the load balancer lbName with pod targets, the ingress); nil on a
-// path without one (kube-proxy's: routeTimes).
+// path without one (kube-proxy's: forensic.RouteTimes).
 func (p labPath) watchLetGo(t *testing.T, cs *kubernetes.Clientset, ns, lbName string) (stop func() map[string]time.Time) {
 	switch {
 	case p.podTargets():
@@ -553,7 +554,7 @@ type downtime struct {
 	// seconds: the API's timestamps), sorted.
 	terminations []time.Duration
 	// routes is what each node's kube-proxy programmed meanwhile, and how late.
-	routes routeTimes
+	routes forensic.RouteTimes
 	// kubelet: the pods a kubelet stopped (a disruption byKubelet), each with its
 	// endpoint's and its app's times.
 	kubelet []kubeletStop
@@ -562,43 +563,28 @@ type downtime struct {
 	// to its app's exit, by name (terminations.letGo); negative: it exited first.
 	deregistered map[string]time.Duration
 	// ingress: on the ingress's path, when requests failed, whether its access log shows
-	// them lost by the ingress and not by a pod's exit (ingressVerdict).
-	ingress verdict
+	// them lost by the ingress and not by a pod's exit (forensic.IngressVerdict).
+	ingress forensic.Verdict
 	// lbLate: behind the load balancer (node targets), when every failed request over a
 	// new connection was refused by a node the load balancer still sent to with no pod
-	// left on it, says so (lbRefused); "": not so.
+	// left on it, says so (forensic.LBRefused); "": not so.
 	lbLate string
 }
 
-// verdict is an explanation of a loss, and whose it was.
-type verdict struct {
-	why   string
-	cause cause
-}
-
-// cause: whose a loss was, by the records.
-type cause string
-
-const (
-	unexplained cause = ""
-	podExit     cause = "a pod's exit" // a pod left while a route still sent to it: the hold's
-	ingressOwn  cause = "the ingress"  // the ingress lost it itself: not the hold's
-)
-
 // explained says whether m's records clear the hold of its loss, and how: a route
 // took a pod out later than the pod stayed, or the ingress lost the requests itself.
-// Late: a node's kube-proxy (routeTimes.late), the path's proxy letting a pod go more
+// Late: a node's kube-proxy (forensic.RouteTimes.Late), the path's proxy letting a pod go more
 // than a second after its app's exit (the exit's time is cut to whole seconds), or the
-// load balancer still sending to a node left without a pod (lbRefused). A
+// load balancer still sending to a node left without a pod (forensic.LBRefused). A
 // SYN or a request could then follow the route to a pod that was gone, what no wait
 // that ends before the route does prevents: the adaptive wait sees only the traffic
 // that comes, and a proxy that holds a pod but sends it nothing for QUIET looks like
 // one that let it go (docs/downtime.md, "Reading it"). The ingress's own: its access
 // log puts every failed request on a pod it had let go, on a pod still running after
-// the request, or on none (ingressVerdict).
+// the request, or on none (forensic.IngressVerdict).
 func (m downtime) explained() (string, bool) {
 	if len(m.terminations) > 0 {
-		if why, late := m.routes.late(m.terminations[0]); late {
+		if why, late := m.routes.Late(m.terminations[0]); late {
 			return why, true
 		}
 	}
@@ -607,8 +593,8 @@ func (m downtime) explained() (string, bool) {
 			return fmt.Sprintf("the %s let pod %s go %v after its app exited", m.scenario.path, pod, -d), true
 		}
 	}
-	if m.ingress.cause == ingressOwn {
-		return m.ingress.why, true
+	if m.ingress.Cause == forensic.IngressOwn {
+		return m.ingress.Why, true
 	}
 	if m.lbLate != "" {
 		return m.lbLate, true
@@ -646,7 +632,7 @@ type trial struct {
 	settle               func() // nil: nothing to settle
 	held                 *endpointHold
 	// The recorders, from begin.
-	routes          func() routeTimes
+	routes          func() forensic.RouteTimes
 	term            *terminations
 	deregistrations func() map[string]time.Time
 	left            *endpointTimes
@@ -900,14 +886,14 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		sinceDeletion, deregistered = term.letGo(letGo)
 		t.Logf("%s: pods from deletion to the %s letting them go: %v; from then to exit: %v", sc, sc.path, sinceDeletion, deregistered)
 	}
-	var ingress verdict
+	var ingress forensic.Verdict
 	var lbLate string
 	if sc.path.viaTraefik() && (s.Total.Failed > 0 || vr != nil && vr.failed() > 0) {
 		// Where the ingress sent each failed request, from its access log.
 		entries := ingressAccess(t, cs, ns, start)
 		if s.Total.Failed > 0 {
-			ingress = ingressVerdict(entries, s.Failures, term.addresses(letGo), start)
-			t.Logf("%s: the ingress's access log: %s", sc, ingress.why)
+			ingress = forensic.IngressVerdict(entries, s.Failures, term.addresses(letGo), start)
+			t.Logf("%s: the ingress's access log: %s", sc, ingress.Why)
 		}
 		if vr != nil {
 			vegetaLogged(t, sc, *vr, entries, s.Failures)
@@ -965,7 +951,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 				for _, l := range lines {
 					t.Logf("%s: %s", sc, l)
 				}
-				lbLate = lbRefused(es, msgs, s.Failures, start)
+				lbLate = forensic.LBRefused(es, msgs, s.Failures, start)
 			}
 		}
 	}
@@ -1219,10 +1205,10 @@ func pair(t *testing.T, path labPath, d disruption) {
 		{path: path, disruption: d, variant: napBinary, expect: newClean, rounds: 1, vegeta: true},
 	} {
 		m := prove(t, cs, row, 200)
-		if row.expect == fails && path.viaTraefik() && m.summary.Total.Failed > 0 && m.ingress.cause != podExit {
+		if row.expect == fails && path.viaTraefik() && m.summary.Total.Failed > 0 && m.ingress.Cause != forensic.PodExit {
 			// The access log's verdict can fail: without a delay, the pods leave while
 			// the ingress still sends to them, and the log holds every failed request.
-			t.Errorf("%s: the ingress's access log does not put the loss on the pods' exits: %s", row, m.ingress.why)
+			t.Errorf("%s: the ingress's access log does not put the loss on the pods' exits: %s", row, m.ingress.Why)
 		}
 		proofOut(t, out, row, m)
 	}

@@ -63,7 +63,7 @@ func TestPathAwareDowntime(t *testing.T) {
 	// to 2 s on a quiet machine, 4 to 5 s seen), QUIET (2 s), a reading, and the API's
 	// whole-second timestamps: far from the 60 s MAX. kube-proxy's part is capped at
 	// 15 s, which keeps the bound below the MAX.
-	most := time.Duration((9 + min(adaptive.routes.slowest(), 15) + 2 + 1 + 1) * float64(time.Second)).Round(time.Second)
+	most := time.Duration((9 + min(adaptive.routes.Slowest(), 15) + 2 + 1 + 1) * float64(time.Second)).Round(time.Second)
 	if n := len(adaptive.terminations); n != 3 || adaptive.terminations[n-1] > most {
 		t.Errorf("%s: pods from deletion to exit %v; want 3, each within %v (the wait ended with the traffic, not at its 60 s); kube-proxy: %v",
 			adaptive.scenario, adaptive.terminations, most, adaptive.routes)

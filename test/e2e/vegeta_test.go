@@ -15,6 +15,7 @@ import (
 
 	"github.com/nap-k8s/nap/internal/testenv"
 	"github.com/nap-k8s/nap/probe"
+	"github.com/nap-k8s/nap/test/forensic"
 )
 
 // vegeta is a load generator nobody here wrote (github.com/tsenart/vegeta, built from
@@ -187,7 +188,7 @@ func (v *vegeta) stop(t *testing.T) vegetaReport {
 // can each keep meeting the same pods. CI's and this machine's runs measured, through
 // the ingress, 84 against vegeta's 44 and 7 against 74 (vegeta's equal to the prober's
 // own reused connections' 75); through the L7 load balancer to nginx, 211 against 148.
-// Through the ingress vegetaLogged holds vegeta to its access log, as ingressVerdict
+// Through the ingress vegetaLogged holds vegeta to its access log, as forensic.IngressVerdict
 // holds the prober.
 func crossCheck(t *testing.T, sc scenario, s probe.Summary, vg vegetaReport) {
 	t.Helper()
@@ -261,9 +262,9 @@ func TestAgree(t *testing.T) {
 // (entries): the failed requests it logged (status 499 and above) that are none of the
 // prober's failures (fails) are vegeta's, and must be as many as vegeta's failures that
 // got a connection, but for a request at either end of the run (2 either way).
-func vegetaLogged(t *testing.T, sc scenario, vg vegetaReport, entries []accessEntry, fails []probe.Result) {
+func vegetaLogged(t *testing.T, sc scenario, vg vegetaReport, entries []forensic.AccessEntry, fails []probe.Result) {
 	t.Helper()
-	theirs := othersFailed(entries, fails)
+	theirs := forensic.OthersFailed(entries, fails)
 	t.Logf("%s: the ingress logged %d failed requests that are not the prober's; vegeta counted %d failures with a connection", sc, theirs, vg.Connected)
 	if d := theirs - vg.Connected; d < -2 || d > 2 {
 		t.Errorf("%s: the ingress logged %d failed requests of vegeta's, vegeta counted %d with a connection", sc, theirs, vg.Connected)
