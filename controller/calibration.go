@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -53,15 +52,7 @@ func (s *CalibrationSource) Informer() toolscache.SharedIndexInformer {
 	if s.informer != nil {
 		return s.informer
 	}
-	sel := fields.OneTermEqualSelector("metadata.name", kube.CalibrationConfigMap).String()
-	lw := toolscache.NewFilteredListWatchFromClient(s.Client.CoreV1().RESTClient(), "configmaps", s.Namespace,
-		func(o *metav1.ListOptions) { o.FieldSelector = sel })
-	s.informer = toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
-	_, _ = s.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { s.set(o) },
-		UpdateFunc: func(_, o any) { s.set(o) },
-		DeleteFunc: func(any) { s.store(nil) },
-	})
+	s.informer = configMapInformer(s.Client, s.Namespace, kube.CalibrationConfigMap, s.set, func() { s.store(nil) })
 	return s.informer
 }
 
@@ -72,11 +63,7 @@ func (s *CalibrationSource) Start(ctx context.Context) error {
 }
 
 // set reads a ConfigMap the informer hands on.
-func (s *CalibrationSource) set(o any) {
-	cm, ok := o.(*corev1.ConfigMap)
-	if !ok {
-		return
-	}
+func (s *CalibrationSource) set(cm *corev1.ConfigMap) {
 	c, err := ReadCalibrationConfigMap(cm)
 	if err != nil {
 		s.Log.Error(err, "no calibration: every pod gets the fleet's wait")

@@ -83,6 +83,13 @@ type ManagerOptions struct {
 	// node shuts down, whose preStop holds it, is deleted at once (its own grace period),
 	// so that it leaves its Services' routes while its preStop holds, as in any deletion.
 	RouteOutEvicted bool
+	// Learn: the waits learned from production (traffic.Learned). The leader's
+	// Reporter hands each termination to a Learner, which keeps what they taught in the
+	// ConfigMap kube.LearnedConfigMap; the webhook gives each pod what its route learned
+	// beside the stored calibration, and the Reporter judges running pods by it. Its
+	// fixed delays are nap's binary, never the native sleep, which says nothing. Needs
+	// Namespace.
+	Learn bool
 
 	Log logr.Logger
 }
@@ -135,7 +142,9 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	injector := &Injector{Options: inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}, Waits: o.Waits}
 	// The calibration kept in the cluster: each pod's wait by its own paths.
 	var calibration *CalibrationSource
-	var fronts []client.Object // the kinds of the front doors: an Ingress, the served Gateway API routes
+	var learned *LearnedSource
+	var synced []toolscache.InformerSynced // what a replica's webhook reads beside the manager's cache
+	var fronts []client.Object             // the kinds of the front doors: an Ingress, the served Gateway API routes
 	if o.Namespace != "" && (o.Webhook || o.Report) {
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
@@ -155,11 +164,22 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		}
 		fronts = FrontKinds(doors)
 		injector.Calibration = calibration.Load
+		synced = append(synced, calibration.Informer().HasSynced)
+		if o.Learn {
+			learned = &LearnedSource{Client: cs, Namespace: o.Namespace, Log: o.Log.WithName("learned")}
+			if err := mgr.Add(learned); err != nil {
+				return nil, err
+			}
+			injector.Calibration = Calibrations(calibration.Load, learned.Load)
+			// Only nap's binary says what a termination saw: no native sleep while learning.
+			injector.Options.Mode = inject.ModeBinary
+			synced = append(synced, learned.Informer().HasSynced)
+		}
 		injector.Services = ServicesFrom(mgr.GetCache())
 		injector.Fronts = FrontendsFrom(mgr.GetCache(), doors)
 	}
 	if o.Webhook {
-		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable, calibration, fronts); err != nil {
+		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable, synced, fronts); err != nil {
 			return nil, err
 		}
 	}
@@ -176,8 +196,15 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			Before:      func(ctx context.Context) error { return p.Published(ctx, 2*time.Minute) },
 			AfterSynced: settle}
 		if calibration != nil {
-			r.Calibration, r.Fronts, r.FrontKinds, r.Waits = calibration.Load, injector.Fronts, fronts, o.Waits
+			r.Calibration, r.Fronts, r.FrontKinds, r.Waits = injector.Calibration, injector.Fronts, fronts, o.Waits
 			calibration.OnChange = r.Recalibrated
+		}
+		if learned != nil {
+			learner := &Learner{Client: learned.Client, Namespace: o.Namespace, Log: o.Log.WithName("learner")}
+			if err := mgr.Add(learner); err != nil {
+				return nil, err
+			}
+			r.Learn, learned.OnChange = learner.Observe, r.Recalibrated
 		}
 		if o.PolicyReports {
 			d, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -223,7 +250,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 
 // addWebhook adds the webhook server and, unless certificates come from a folder, the
 // certs.Rotator runnable that makes and rotates them.
-func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error), calibration *CalibrationSource, fronts []client.Object) error {
+func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []metav1.OwnerReference, explicit *Injector, mountable func(context.Context, string) (string, error), synced []toolscache.InformerSynced, fronts []client.Object) error {
 	opts := webhook.Options{Port: o.Port, CertDir: o.CertDir}
 	if o.CertDir == "" {
 		// Not the manager's cached client: that would list and watch every Secret.
@@ -258,16 +285,12 @@ func addWebhook(mgr ctrl.Manager, cfg *rest.Config, o ManagerOptions, owners []m
 	// synced: an informer started by the first admission that asks (on a replica that
 	// does not lead, the Publisher starts none) held that admission past the API
 	// server's timeout during a rollout, and the pod went without a delay.
-	var synced []toolscache.InformerSynced
 	for _, o := range append([]client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, &corev1.Service{}}, fronts...) {
 		inf, err := mgr.GetCache().GetInformer(context.Background(), o, cache.BlockUntilSynced(false))
 		if err != nil {
 			return err
 		}
 		synced = append(synced, inf.HasSynced)
-	}
-	if calibration != nil {
-		synced = append(synced, calibration.Informer().HasSynced)
 	}
 	if err := mgr.AddReadyzCheck("webhook-caches", func(*http.Request) error {
 		for _, s := range synced {

@@ -34,6 +34,11 @@ var (
 	// needs: what the webhook holds pods for, by their paths (none: no calibration).
 	calibratedDelay = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_calibration_delay_seconds",
 		Help: "The preStop hold each measured path needs, by the calibration kept in the cluster (napctl calibrate --store); absent without one."}, []string{"path"})
+	// learnedDelay is what each route (the paths that reach a pod, joined by +) learned
+	// from production that its pods need (napctl controller --learn): a handful of routes,
+	// not one series a workload.
+	learnedDelay = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_learned_delay_seconds",
+		Help: "The preStop hold each route (the paths that reach a pod, joined by +) needs, as its pods' terminations taught (--learn); absent while nothing was learned."}, []string{"route"})
 )
 
 // Collectors are every metric of the controller: this package's and its packages', as
@@ -43,7 +48,7 @@ func Collectors() []prometheus.Collector {
 }
 
 func ownCollectors() []prometheus.Collector {
-	return []prometheus.Collector{published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds, calibratedDelay}
+	return []prometheus.Collector{published, repaired, removed, tampered, admissions, auditWouldInject, admissionSeconds, calibratedDelay, learnedDelay}
 }
 
 func init() {

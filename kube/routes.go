@@ -82,3 +82,11 @@ const (
 	CalibrationConfigMap = "nap-calibration"
 	CalibrationKey       = "calibration.json"
 )
+
+// The waits learned from production (traffic.Learned, as JSON): nap's controller keeps
+// them in this ConfigMap in its namespace when it learns (napctl controller --learn),
+// and its webhook gives each pod what its route learned.
+const (
+	LearnedConfigMap = "nap-learned"
+	LearnedKey       = "learned.json"
+)

@@ -39,6 +39,9 @@ type Calibration struct {
 	MarginS float64 `json:"margin_seconds"`
 	// Paths are the measured paths, in All's order.
 	Paths []PathTail `json:"paths"`
+	// Learned, when set, is what production taught (WithLearned): never stored with
+	// the calibration.
+	Learned *Learned `json:"-"`
 }
 
 // PathTail is one path's tails: how long after a pod's termination began that path still
@@ -90,6 +93,11 @@ type Need struct {
 	Tail    PathTail
 	// Calibrated is when the calibration ended.
 	Calibrated time.Time
+	// Reached are the names of every path that reaches the pod; Learned, when set,
+	// says that the wait its route learned from production decides Delay
+	// (LearnedRoute.Need), and why.
+	Reached []string
+	Learned string
 	// Unmeasured are the paths that reach the pod with no measurement that holds for
 	// them, each as "PATH via Service NAME (why)": the fleet's wait holds for them.
 	Unmeasured []string
@@ -110,6 +118,9 @@ func (n Need) Measured() bool { return n.Path != "" }
 func (n Need) Why() string {
 	if !n.Measured() {
 		return ""
+	}
+	if n.Learned != "" {
+		return n.Learned
 	}
 	p, _ := Lookup(n.Path)
 	return fmt.Sprintf("Service %s reaches the pod through the %s, whose tail napctl calibrate measured at %.1f s (the longest of %d samples, %s)",
@@ -134,6 +145,9 @@ func (c *Calibration) Route(svcs []*corev1.Service, fronts func(service string) 
 				continue
 			}
 			seen[p.Name+"/"+svc.Name] = true
+			if !slices.Contains(n.Reached, p.Name) {
+				n.Reached = append(n.Reached, p.Name)
+			}
 			if p.Pools != nil && p.Pools(svc, fronts(svc.Name)) {
 				n.Pooled = append(n.Pooled, fmt.Sprintf("%s via Service %s", p.Name, svc.Name))
 			}
@@ -156,6 +170,25 @@ func (c *Calibration) Route(svcs []*corev1.Service, fronts func(service string) 
 				n.cannot = append(n.cannot, p.Name)
 			}
 		}
+	}
+	return n.learn(c.Learned)
+}
+
+// learn is n with what the pod's route learned from production (l): its wait where it
+// is more than the measured paths need (never less), and, once the route's tails
+// settled, no path left unmeasured, so that it may hold less than the fleet's wait.
+func (n Need) learn(l *Learned) Need {
+	r, ok := l.Lookup(n.Reached)
+	if !ok {
+		return n
+	}
+	d, why, _ := r.Need()
+	if r.settled() {
+		n.Unmeasured, n.cannot, n.can = nil, nil, false
+	}
+	if !n.Measured() || d > n.Delay {
+		slowest := r.Paths[strings.LastIndex(r.Paths, "+")+1:]
+		n.Delay, n.Path, n.Service, n.Tail, n.Learned = d, slowest, "", PathTail{}, why
 	}
 	return n
 }
@@ -241,6 +274,8 @@ func (n Need) Reason(w wait.Wait) string {
 	}
 	var s string
 	switch {
+	case n.Learned != "":
+		s = fmt.Sprintf("holds %s: %s", hold, n.Learned)
 	case n.Measured():
 		s = fmt.Sprintf("holds %s for %s via Service %s: its tail measured at %.1f s (p99 %.1f s, %d samples, calibrated %s)",
 			hold, n.Path, n.Service, n.Tail.Max, n.Tail.P99, n.Tail.Samples, n.Calibrated.Format("2006-01-02"))

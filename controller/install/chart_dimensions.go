@@ -101,6 +101,8 @@ func dimensions() []dimension {
 			set: func(o *Options, v string) { o.CertManager = v != "" }},
 		{values: []string{"", "y"}, expr: boolExpr(".Values.rollMissed"),
 			set: func(o *Options, v string) { o.RollMissed = v != "" }},
+		{values: []string{"", "y"}, expr: boolExpr(".Values.learn"),
+			set: func(o *Options, v string) { o.Learn = v != "" }},
 		{values: deliveries, expr: eqExpr(".Values.delivery.mode"),
 			set: func(o *Options, v string) {
 				o.Delivery = inject.Delivery(v)

@@ -91,6 +91,12 @@ certManager:
 # they are recreated with a delay.
 rollMissed: false
 
+# Learn each route's wait from what its pods' terminations said (nap's verdict): a late
+# one raises the wait at once, enough quiet ones set it to their longest tail plus a
+# margin, never below a stored calibration. Kept in the ConfigMap nap-learned
+# (docs/guides/learned-waits.md).
+learn: false
+
 # The leader's memory grows with the cluster's pods (it holds a summary of each): the
 # limit holds 150,000 pods; the controller's Go memory limit is 90%% of it. Sizing by
 # pods: docs/controller.md#memory.
@@ -178,6 +184,7 @@ func valuesSchema() ([]byte, error) {
 		"excludeNamespaces":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
 		"certManager":               obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 		"rollMissed":                map[string]any{"type": "boolean"},
+		"learn":                     map[string]any{"type": "boolean"},
 		"resources":                 map[string]any{"type": "object"},
 		"nodeSelector":              map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
 		"tolerations":               map[string]any{"type": "array", "items": map[string]any{"type": "object"}},

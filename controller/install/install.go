@@ -53,6 +53,9 @@ type Options struct {
 	// RollMissed lets the controller evict the pods its webhook missed (see napctl
 	// controller --roll-missed), and grants it pods/eviction.
 	RollMissed bool
+	// Learn runs the controller with the waits learned from production (napctl
+	// controller --learn), and grants it the ConfigMap that keeps them.
+	Learn bool
 	// Admission is how pods get the delay: AdmissionWebhook (default), or
 	// AdmissionPolicy, a MutatingAdmissionPolicy the API server runs (Kubernetes 1.36,
 	// or 1.34+ with the beta API enabled); PolicyAPIVersion is its API version
@@ -380,6 +383,11 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			// The calibration kept in the cluster (napctl calibrate --store), read by name.
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{kube.CalibrationConfigMap}, Verbs: []string{"get", "list", "watch"}},
 		}}
+	if o.Learn {
+		// The waits learned from production: kept, and read back, by name (created
+		// through the ClusterRole's create).
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{kube.LearnedConfigMap}, Verbs: []string{"get", "list", "watch", "update"}})
+	}
 	if webhook && !o.CertManager {
 		role.Rules = append(role.Rules,
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
@@ -445,6 +453,9 @@ func controllerArgs(o Options, installed scope.Scope, webhook bool) ([]string, [
 	}
 	if o.RollMissed {
 		args = append(args, "--roll-missed")
+	}
+	if o.Learn {
+		args = append(args, "--learn")
 	}
 	if o.Delivery != inject.DeliveryConfigMap {
 		args = append(args, "--delivery="+string(o.Delivery), "--nap-image="+o.NapImage)

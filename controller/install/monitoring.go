@@ -145,7 +145,8 @@ var dashboardPanels = []panel{
 		`histogram_quantile(0.5, sum by (le) (rate(nap_admission_duration_seconds_bucket[5m])))`}, legends: []string{"p99", "p50"}},
 	{title: "Pods the audit policy would give a delay, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_audit_would_inject_total[1h]))`}, legends: []string{"{{namespace}}"}},
 	{title: "Missed pods rolled, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_pods_rolled_total[1h]))`}, legends: []string{"{{namespace}}"}},
-	{title: "Calibrated hold per path (napctl calibrate --store)", kind: "timeseries", unit: "s", exprs: []string{`max by (path) (nap_calibration_delay_seconds)`}, legends: []string{"{{path}}"}},
+	{title: "Calibrated hold per path (napctl calibrate --store), and learned per route (--learn)", kind: "timeseries", unit: "s",
+		exprs: []string{`max by (path) (nap_calibration_delay_seconds)`, `max by (route) (nap_learned_delay_seconds)`}, legends: []string{"{{path}} (calibrated)", "{{route}} (learned)"}},
 	{title: "Pods a kubelet evicted or stopped for a node shutdown, by what nap did (deleted: out of their Services at once)", kind: "timeseries", exprs: []string{`sum by (result) (increase(nap_evicted_pods_total[1h]))`}, legends: []string{"{{result}}"}},
 	{title: "nap ConfigMaps", kind: "timeseries", exprs: []string{
 		`sum(increase(nap_configmaps_published_total[1h]))`, `sum(increase(nap_configmaps_repaired_total[1h]))`,

@@ -84,6 +84,10 @@ type Reporter struct {
 	Fronts     func(ctx context.Context, namespace string) (kube.Frontends, error)
 	FrontKinds []client.Object
 
+	// Learn, when set, is handed every termination counted, with the paths that
+	// reached its pod (the Learner: napctl controller --learn).
+	Learn func(traffic.Observation)
+
 	// Reports, when set, keeps a policy report per namespace of what is found
 	// (policyreport: OpenReports or the wg-policy PolicyReport), and of what its
 	// workloads' terminations said (policyreport.Terminations), which a restarted

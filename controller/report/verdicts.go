@@ -26,7 +26,7 @@ var Verdicts = nap.Kinds[:]
 type containerVerdict struct {
 	container string
 	kind      string // one of Verdicts
-	last      time.Duration
+	end, last time.Duration
 }
 
 // verdictsOf reads nap's line from each terminated container of p (its termination
@@ -48,7 +48,7 @@ func verdictsOf(p *corev1.Pod) []containerVerdict {
 		if w, ok := waitOf(p, cs.Name); ok && kind == nap.Quiet && v.Sparse(ageAtWait(p), w.BackgroundQuiet(), w.Allow) {
 			kind = nap.Sparse
 		}
-		out = append(out, containerVerdict{container: intern(cs.Name), kind: intern(kind), last: v.Last})
+		out = append(out, containerVerdict{container: intern(cs.Name), kind: intern(kind), end: v.End, last: v.Last})
 	}
 	return out
 }
@@ -224,13 +224,15 @@ func (r *Reporter) counted(old, cur *podSummary) {
 	}
 	w := cur.workload()
 	var paths []string
+	var pooled bool
 	read := false
 	for _, v := range *cur.verdicts {
 		if old != nil && old.verdicts != nil && slices.ContainsFunc(*old.verdicts, func(o containerVerdict) bool { return o.container == v.container }) {
 			continue
 		}
 		if !read {
-			paths, read = r.pathsOf(cur), true
+			paths, pooled = r.pathsOf(cur)
+			read = true
 		}
 		terminations.WithLabelValues(v.kind).Inc()
 		for _, p := range paths {
@@ -240,6 +242,16 @@ func (r *Reporter) counted(old, cur *podSummary) {
 			}
 		}
 		r.tallies.add(w, cur.Name, v, paths, time.Now())
+		if r.Learn != nil {
+			o := traffic.Observation{Paths: paths, Kind: v.kind, End: v.end, Last: v.last, Pod: cur.Namespace + "/" + cur.Name, At: time.Now()}
+			if pooled {
+				var p corev1.Pod
+				cur.fill(&p)
+				w, _ := waitOf(&p, v.container)
+				o.PoolUnread = w.Requests == 0
+			}
+			r.Learn(o)
+		}
 		if v.kind != nap.Late && v.kind != nap.Cut {
 			continue
 		}
@@ -257,8 +269,9 @@ func (r *Reporter) counted(old, cur *podSummary) {
 
 // pathsOf are the names of the traffic paths that reach the summarised pod, from the
 // caches (its namespace's Services and the front doors that name them): what its
-// verdict is counted for. None where they cannot be read (logged).
-func (r *Reporter) pathsOf(s *podSummary) []string {
+// verdict is counted for; pooled tells whether a client that pools its connections
+// reaches it (traffic.Need.Pooled). None where they cannot be read (logged).
+func (r *Reporter) pathsOf(s *podSummary) (names []string, pooled bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var p corev1.Pod
@@ -267,13 +280,12 @@ func (r *Reporter) pathsOf(s *podSummary) []string {
 	svcs, fronts, err := v.reaching(&p)
 	if err != nil {
 		r.Log.Info("the paths that reach a terminated pod could not be read", "pod", p.Namespace+"/"+p.Name, "error", err.Error())
-		return nil
+		return nil, false
 	}
-	var names []string
 	for _, path := range traffic.PathsOf(svcs, fronts) {
 		names = append(names, path.Name)
 	}
-	return names
+	return names, len((*traffic.Calibration)(nil).Route(svcs, fronts).Pooled) > 0
 }
 
 // workload is the summarised pod's workload (kube.WorkloadOf).

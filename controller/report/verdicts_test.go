@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/policyreport"
 	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/traffic"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -48,23 +50,23 @@ func TestVerdictsOf(t *testing.T) {
 		want []containerVerdict
 	}{
 		{"quiet and dense", pod(hour, hookOf("10s"), "nap/v1 quiet end=10000ms last=800ms conns=5 total=360000\n"),
-			[]containerVerdict{{container: "app", kind: nap.Quiet, last: 800 * time.Millisecond}}},
+			[]containerVerdict{{container: "app", kind: nap.Quiet, end: 10 * time.Second, last: 800 * time.Millisecond}}},
 		// 3,600 connections in an hour: 2 per 2 s window, under SparseBelow.
 		{"quiet and sparse", pod(hour, hookOf("10s"), "nap/v1 quiet end=10000ms last=0ms conns=0 total=3600\n"),
-			[]containerVerdict{{container: "app", kind: nap.Sparse}}},
+			[]containerVerdict{{container: "app", kind: nap.Sparse, end: 10 * time.Second}}},
 		// 14,400 in an hour: 8 per window, 6 of them the probes' (--allow 6): 2 beyond.
 		{"dense only with the probes", pod(hour, hookOf("10s", "--allow", "6"), "nap/v1 quiet end=10000ms last=0ms conns=0 total=14400\n"),
-			[]containerVerdict{{container: "app", kind: nap.Sparse}}},
+			[]containerVerdict{{container: "app", kind: nap.Sparse, end: 10 * time.Second}}},
 		// The adaptive wait's own QUIET: 500 ms windows, 1 each.
 		{"adaptive: its QUIET", pod(hour, hookOf("--quiet", "500ms", "--max", "60s"), "nap/v1 quiet end=900ms last=0ms conns=0 total=7200\n"),
-			[]containerVerdict{{container: "app", kind: nap.Sparse}}},
+			[]containerVerdict{{container: "app", kind: nap.Sparse, end: 900 * time.Millisecond}}},
 		{"late, two containers, one running", pod(hour, hookOf("10s"), "nap/v1 late end=10000ms last=9900ms conns=9 total=9\n", "running"),
-			[]containerVerdict{{container: "app", kind: nap.Late, last: 9900 * time.Millisecond}}},
+			[]containerVerdict{{container: "app", kind: nap.Late, end: 10 * time.Second, last: 9900 * time.Millisecond}}},
 		{"cut, and the app's own text", pod(hour, hookOf("10s"), "nap/v1", "panic: nil map\n"),
 			[]containerVerdict{{container: "app", kind: nap.Cut}}},
-		{"blind", pod(hour, hookOf("10s"), "nap/v1 blind end=10000ms\n"), []containerVerdict{{container: "app", kind: nap.Blind}}},
+		{"blind", pod(hour, hookOf("10s"), "nap/v1 blind end=10000ms\n"), []containerVerdict{{container: "app", kind: nap.Blind, end: 10 * time.Second}}},
 		// Not nap's hook: its QUIET and ALLOW unknown, never sparse.
-		{"another hook", pod(hour, nil, "nap/v1 quiet end=10000ms last=0ms conns=0 total=0\n"), []containerVerdict{{container: "app", kind: nap.Quiet}}},
+		{"another hook", pod(hour, nil, "nap/v1 quiet end=10000ms last=0ms conns=0 total=0\n"), []containerVerdict{{container: "app", kind: nap.Quiet, end: 10 * time.Second}}},
 		{"no line", pod(hour, hookOf("10s"), ""), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,7 +154,8 @@ func TestTalliesResults(t *testing.T) {
 // TestCountedByPath: a termination is counted for every traffic path that reached its
 // pod when it ended (its Services from the cache, and the front doors naming them): the
 // path metrics, a quiet one's tail in each path's histogram, and a late one's paths in
-// its workload's tally; a pod no Service selects is counted for no path.
+// its workload's tally; a pod no Service selects is counted for no path. Each is handed
+// to Learn with its figures and paths.
 func TestCountedByPath(t *testing.T) {
 	web := map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5"}
 	cl := fake.NewClientBuilder().WithObjects(
@@ -160,7 +163,10 @@ func TestCountedByPath(t *testing.T) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-lb", Namespace: "shop"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
 			Type: corev1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal}},
 	).Build()
-	r := &Reporter{Client: cl, Log: logr.Discard()}
+	var learned []string
+	r := &Reporter{Client: cl, Log: logr.Discard(), Learn: func(o traffic.Observation) {
+		learned = append(learned, fmt.Sprintf("%s %s %v %v %s", o.Pod, o.Kind, o.End, o.Last, traffic.RouteKey(o.Paths)))
+	}}
 	ended := func(name, line string, labels map[string]string) *podSummary {
 		p := webPod(name, func(p *corev1.Pod) {
 			p.Labels = labels
@@ -192,5 +198,9 @@ func TestCountedByPath(t *testing.T) {
 	got, ok := r.Terminations(kube.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"})
 	if !ok || got.Total() != 2 || got.LastPod != "web-7d9f8c6b5-b" || !slices.Equal(got.LastPaths, []string{"clusterip", "nodeport", "lb-local"}) {
 		t.Errorf("web's tally: %+v, want 2, the late one web-7d9f8c6b5-b reached by clusterip, nodeport, lb-local", got)
+	}
+	if want := []string{"shop/web-7d9f8c6b5-a quiet 10s 2.5s clusterip+nodeport+lb-local", "shop/web-7d9f8c6b5-b late 10s 9.9s clusterip+nodeport+lb-local",
+		"shop/web-7d9f8c6b5-c late 10s 9.9s "}; !slices.Equal(learned, want) {
+		t.Errorf("learned from %q, want %q", learned, want)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/nap-k8s/nap/internal/version"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/traffic"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -49,6 +50,7 @@ type flags struct {
 	policy            string
 	report            bool
 	rollMissed        bool
+	learn             bool
 	routeOutEvicted   bool
 	policyReports     bool
 	rollInterval      time.Duration
@@ -90,6 +92,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&f.report, "report", true, "report what fails silently: pods the webhook missed, hooks that cannot work, FailedPreStopHook events (Warning events on workloads, metrics)")
 	fl.BoolVar(&f.policyReports, "policy-reports", true, "with --report: also keep a policy report per namespace of what is unprotected (OpenReports' Report, or the wg-policy PolicyReport, whichever the cluster serves)")
 	fl.BoolVar(&f.routeOutEvicted, "route-out-evicted", true, "delete a pod its kubelet evicts (node pressure), or stops because its node shuts down (graceful node shutdown), at once, with its own grace period, when its preStop holds it: a kubelet keeps such a pod ready until it has stopped, so its Services would send to it through the whole preStop")
+	fl.BoolVar(&f.learn, "learn", false, fmt.Sprintf("learn each route's wait (the paths that reach a pod) from its pods' terminations, nap's verdict: a late one raises it at once to %d times the wait that ended plus %v, %d quiet ones set it to their longest tail plus %[2]v, never below a stored calibration; kept in the ConfigMap %[4]s of --namespace, and given to each pod the webhook admits",
+		traffic.LearnRaise, traffic.LearnMargin, traffic.LearnSettle, kube.LearnedConfigMap))
 	fl.BoolVar(&f.rollMissed, "roll-missed", false, "evict the pods the webhook missed, one at a time through the Eviction API (PodDisruptionBudgets hold), so that they are recreated with a delay")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "with --roll-missed: at most one eviction per this interval")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how the webhook delivers nap: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the image where every node can mount it, at each admission)")
@@ -137,6 +141,9 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 	if f.leaderNamespace == "" {
 		f.leaderNamespace = f.namespace
 	}
+	if f.learn && (f.namespace == "" || !f.report) {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--learn needs --namespace (where the waits learned are kept) and --report (which counts the terminations)")}
+	}
 	if f.webhook && f.webhookCertDir == "" && f.namespace == "" {
 		return fmt.Errorf("the webhook's own TLS needs --namespace (or --webhook-cert-dir, or --webhook=false)")
 	}
@@ -171,7 +178,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, PprofAddr: f.pprofAddr,
 		Webhook: f.webhook, Waits: waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
-		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, RouteOutEvicted: f.routeOutEvicted, PolicyReports: f.policyReports, Log: log,
+		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, RouteOutEvicted: f.routeOutEvicted, Learn: f.learn, PolicyReports: f.policyReports, Log: log,
 	}
 	if f.webhook {
 		if o.Kube, err = cli.ServerVersion(cfg); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/internal/cli"
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/scope"
 )
 
@@ -89,6 +90,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar((*string)(&o.Delivery), "delivery", string(inject.DeliveryConfigMap), "how nap reaches the pods: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the webhook: the image where every node mounts image volumes)")
 	fl.StringVar(&o.NapImage, "nap-image", "", "nap's image (napctl image writes it), for --delivery image or auto")
 	cluster.Flags(fl) // with --admission auto: the cluster to ask
+	fl.BoolVar(&o.Learn, "learn", false, "let the controller learn each route's wait from its pods' terminations (napctl controller --learn); grants the ConfigMap "+kube.LearnedConfigMap)
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
