@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/nap-k8s/nap/wait"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // OutputFlag adds -o/--output, the format of what cmd prints: kubectl's meaning, the
@@ -34,4 +38,27 @@ func Either(values []string) string {
 		return strings.Join(values, "")
 	}
 	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
+}
+
+// DurationFlag adds a duration flag in nap's syntax, as --delay reads it (10s, 1.5 for
+// seconds, 500ms: wait.ParseDuration), so that every duration of a command takes the
+// same spelling.
+func DurationFlag(fl *pflag.FlagSet, into *time.Duration, name string, def time.Duration, usage string) {
+	*into = def
+	fl.Var((*napDuration)(into), name, usage)
+}
+
+// napDuration is a time.Duration flag read by wait.ParseDuration.
+type napDuration time.Duration
+
+func (d *napDuration) String() string { return wait.Arg(time.Duration(*d)) }
+func (d *napDuration) Type() string   { return "duration" }
+func (d *napDuration) Set(s string) error {
+	v, err := wait.ParseDuration("", s)
+	if err != nil { // pflag names the flag and the value: the reason alone
+		_, why, _ := strings.Cut(err.Error(), ": ")
+		return errors.New(why)
+	}
+	*d = napDuration(v)
+	return nil
 }

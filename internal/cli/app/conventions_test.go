@@ -381,3 +381,29 @@ func TestFlagSuggestions(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationSyntax: every duration flag of a command reads what --delay reads, a bare
+// number as seconds: inject --delay 25 --grace-extra 10 gives a grace period of 35 s;
+// a duration nap cannot read is a usage error naming the flag and the value.
+func TestDurationSyntax(t *testing.T) {
+	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n        image: app:1\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inject", "--delay", "25", "--grace-extra", "10", "-f", "-"}, "terminationGracePeriodSeconds: 35"},
+		{[]string{"inject", "--delay", "25s", "--grace-extra", "10s", "-f", "-"}, "terminationGracePeriodSeconds: 35"},
+		{[]string{"inject", "--delay", "25", "--grace-extra", "7.5", "-f", "-"}, "terminationGracePeriodSeconds: 33"},
+	} {
+		code, stdout, stderr := runNapctlIn(deploy, tc.args...)
+		if code != 0 || !strings.Contains(stdout, tc.want) {
+			t.Errorf("%q: exit %d, %q (stderr %q); want %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"inject", "--grace-extra", "ten", "-f", "-"}, {"calibrate", "--margin", "-1"}} {
+		code, _, stderr := runNapctlIn(deploy, args...)
+		if code != 2 || !strings.Contains(stderr, `invalid argument "`+args[2]+`" for "--`+strings.TrimPrefix(args[1], "--")+`" flag: want a duration nap reads`) {
+			t.Errorf("%q: exit %d, %q; want 2 naming the flag and the value", args, code, stderr)
+		}
+	}
+}

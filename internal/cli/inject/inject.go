@@ -84,7 +84,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f.live.Flags(fl, "ask the cluster for its version and its kubelets, for --mode auto and --delivery auto")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
 	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(nap.Arches, ", "))
-	fl.DurationVar(&f.graceExtra, "grace-extra", inject.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
+	cli.DurationFlag(fl, &f.graceExtra, "grace-extra", inject.DefaultGraceExtra, "time beyond the delay that terminationGracePeriodSeconds leaves for draining")
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how nap reaches the container (binary mode): configmap, image (an image volume of --image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (image where --live shows every node can, else configmap)")
 	fl.StringVar(&f.image, "image", "", "nap's image reference, for --delivery image or auto (napctl image writes it)")
