@@ -21,7 +21,7 @@ import (
 func terminationChecks() []Check {
 	return []Check{
 		Check{ID: NoReadinessProbe, Title: "A serving container behind a Service has no readinessProbe", Severity: Error, Run: noReadinessProbe},
-		Check{ID: NoPreStopDelay, Title: "A workload behind a Service has no preStop delay", Severity: Warning, Run: noPreStopDelay},
+		Check{ID: NoPreStopDelay, Title: "A workload behind a Service has no preStop delay", Severity: Error, Run: noPreStopDelay},
 		Check{ID: PreStopNeedsShell, Title: "A preStop hook needs a shell or a sleep binary", Severity: Warning, Run: preStopNeedsShell},
 		Check{ID: GracePeriodTooShort, Title: "The grace period does not cover the preStop delay and a drain", Severity: Error, Run: gracePeriodTooShort},
 		Check{ID: NativeSleepExceedsGrace, Title: "A native sleep is longer than the grace period", Severity: Error, Run: nativeSleepExceedsGrace},

@@ -375,8 +375,8 @@ func TestFolderSkipsWhatIsNotManifests(t *testing.T) {
 	write("deploy.yaml", string(served))
 	for _, cmd := range []string{"lint", "inject"} {
 		code, stdout, stderr := runNapctl(cmd, "-f", dir)
-		if code != 0 { // lint: warnings only
-			t.Errorf("%s %s: exit %d\n%s", cmd, dir, code, stderr)
+		if want := map[string]int{"lint": 1, "inject": 0}[cmd]; code != want { // lint: no-prestop-delay, an error
+			t.Errorf("%s %s: exit %d, want %d\n%s", cmd, dir, code, want, stderr)
 		}
 		for _, want := range []string{
 			kust + ": skipped: a kustomization, not manifests; render it first: kustomize build " + dir + " | napctl " + cmd + " -f -",
