@@ -27,7 +27,7 @@ import (
 // TestLearnedWaits has the real kube-apiserver call the webhook while a Learner learns
 // from terminations (as the Reporter hands them on): a pod first gets the fleet's 5 s;
 // a late termination of a pod its route reached raises that route's wait at once, in
-// the ConfigMap nap-learned that every replica reads, and the next pod holds 12 s and
+// the ConfigMap nap-learned that every replica reads, and the next pod holds 13 s and
 // says which termination taught it; another route's pods keep the fleet's. A Learner
 // started again takes the document up (a restart forgets nothing); 20 quiet
 // terminations lower the route's wait to their tail plus the margin, below the fleet's;
@@ -100,15 +100,15 @@ func TestLearnedWaits(t *testing.T) {
 	l, stop := start()
 	// Counted before the Learner read back its document: kept, then applied.
 	l.Observe(traffic.Observation{Paths: webRoute, Kind: nap.Late, End: 5 * time.Second, Last: 4900 * time.Millisecond, Pod: "shop/web-0", At: time.Now()})
-	learned("clusterip+nodeport+lb-cluster", 12*time.Second)
-	if got, why := admit("web"); got != "sleep 12s" || !strings.Contains(why, "holds 12s: learned from production: pod shop/web-0's wait ended at 5.0 s with traffic still arriving") {
-		t.Errorf("after a late termination: %q (%q), want sleep 12s, learned", got, why)
+	learned("clusterip+nodeport+lb-cluster", 13*time.Second)
+	if got, why := admit("web"); got != "sleep 13s" || !strings.Contains(why, "holds 13s: learned from production: pod shop/web-0's wait ended at 5.0 s with traffic still arriving") {
+		t.Errorf("after a late termination: %q (%q), want sleep 13s, learned", got, why)
 	}
 	if got, why := admit("cart"); got != "sleep 5s" || strings.Contains(why, "learned") {
 		t.Errorf("another route: %q (%q), want the fleet's", got, why)
 	}
-	if g := gauge(t, "nap_learned_delay_seconds", map[string]string{"route": "clusterip+nodeport+lb-cluster"}); g != 12 {
-		t.Errorf("nap_learned_delay_seconds = %v, want 12", g)
+	if g := gauge(t, "nap_learned_delay_seconds", map[string]string{"route": "clusterip+nodeport+lb-cluster"}); g != 13 {
+		t.Errorf("nap_learned_delay_seconds = %v, want 13", g)
 	}
 	if changes.Load() != 1 {
 		t.Errorf("OnChange called %d times, want 1", changes.Load())
@@ -123,14 +123,14 @@ func TestLearnedWaits(t *testing.T) {
 		l.Observe(traffic.Observation{Paths: webRoute, Kind: nap.Quiet, End: 12 * time.Second, Last: 900 * time.Millisecond, Pod: fmt.Sprintf("shop/web-q%d", k), At: time.Now()})
 		if k == traffic.LearnSettle-2 {
 			time.Sleep(time.Second) // written (Every), and read by every replica
-			if got, _ := admit("web"); got != "sleep 12s" {
-				t.Errorf("after %d quiet terminations: %q, want the raise's 12s still", k+1, got)
+			if got, _ := admit("web"); got != "sleep 13s" {
+				t.Errorf("after %d quiet terminations: %q, want the raise's 13s still", k+1, got)
 			}
 		}
 	}
-	learned("clusterip+nodeport+lb-cluster", 3*time.Second)
-	if got, why := admit("web"); got != "sleep 3s" || !strings.Contains(why, "learned from production: 20 quiet terminations of pods reached by clusterip, nodeport, lb-cluster, their traffic's tail at most 0.9 s") {
-		t.Errorf("after %d quiet terminations: %q (%q), want sleep 3s, learned", traffic.LearnSettle, got, why)
+	learned("clusterip+nodeport+lb-cluster", 4*time.Second)
+	if got, why := admit("web"); got != "sleep 4s" || !strings.Contains(why, "learned from production: 20 quiet terminations of pods reached by clusterip, nodeport, lb-cluster, their traffic's tail at most 0.9 s") {
+		t.Errorf("after %d quiet terminations: %q (%q), want sleep 4s, learned", traffic.LearnSettle, got, why)
 	}
 
 	// Not a learned document: no learning, the fleet's wait.

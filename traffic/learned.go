@@ -30,12 +30,18 @@ const (
 	// its last raise before its learned wait follows their tails (and may fall below
 	// the fleet's, or below a raise): fewer say too little.
 	LearnSettle = 20
-	// LearnMargin is what a learned wait adds to the longest tail seen, then rounded up
-	// to whole seconds (DelayFor), as napctl calibrate's default margin.
-	LearnMargin = 2 * time.Second
-	// LearnRaise is what a late termination's end is multiplied by: the route's tail is
-	// longer than that wait by an unknown amount, and doubling finds any tail in as many
-	// late terminations as it has doublings.
+	// LearnMargin is what a learned wait adds to a tail, then rounded up to whole
+	// seconds (DelayFor): the verdict's QUIET, so that the next termination with the same
+	// tail reads quiet rather than late, and a second.
+	LearnMargin = nap.DefaultQuiet + time.Second
+	// LearnCutOff: a late termination whose last reading with traffic came this close
+	// to its end was cut off while its route still sent (nap reads every 100 ms: five
+	// readings); one whose traffic stopped earlier, within its QUIET, says the route's
+	// tail is that last reading.
+	LearnCutOff = 5 * nap.PollInterval
+	// LearnRaise is what a cut-off termination's end is multiplied by: the route's tail
+	// is longer than that wait by an unknown amount, and doubling finds any tail in as
+	// many late terminations as it has doublings.
 	LearnRaise = 2
 )
 
@@ -107,9 +113,8 @@ type Observation struct {
 
 // Observe is the learning rule: a quiet termination with dense traffic adds its
 // observed tail to its route's (unless its wait could not see a pooling client's
-// traffic: PoolUnread); a late one raises the route's wait at once to LearnRaise
-// times the wait that ended with traffic still arriving (then DelayFor with
-// LearnMargin), unless the route already holds that long, and its tails start again.
+// traffic: PoolUnread); a late one raises the route's wait at once (lateNeed), unless
+// the route already holds that long, and its tails start again.
 // Sparse, blind and cut terminations say nothing of the route's tail; a pod no path
 // reached has no route. It returns whether the document changed (kept) and whether
 // what the route needs did (changed: Need).
@@ -133,18 +138,28 @@ func (l *Learned) Observe(o Observation) (kept, changed bool) {
 		changed = before != after
 	case nap.Late:
 		r := l.route(key)
-		raise := DelayFor(LearnRaise*o.End, LearnMargin)
+		raise, why := lateNeed(o)
 		if have, _, ok := r.Need(); ok && have >= raise {
 			return false, false
 		}
 		r.RaisedS, r.TailsMS = int64(raise/time.Second), nil
-		r.Late, r.LateAt = fmt.Sprintf("pod %s's wait ended at %.1f s with traffic still arriving", o.Pod, o.End.Seconds()), o.At.UTC().Truncate(time.Second)
+		r.Late, r.LateAt = why, o.At.UTC().Truncate(time.Second)
 		changed = true
 	default:
 		return false, false
 	}
 	l.Updated = o.At.UTC().Truncate(time.Second)
 	return true, changed
+}
+
+// lateNeed is what a late termination says its route needs, and why: cut off while
+// traffic still arrived (its last reading with traffic within LearnCutOff of its end),
+// LearnRaise times its end; else its last traffic was the tail.
+func lateNeed(o Observation) (time.Duration, string) {
+	if o.End-o.Last <= LearnCutOff {
+		return DelayFor(LearnRaise*o.End, LearnMargin), fmt.Sprintf("pod %s's wait ended at %.1f s with traffic still arriving", o.Pod, o.End.Seconds())
+	}
+	return DelayFor(o.Last, LearnMargin), fmt.Sprintf("pod %s's wait saw traffic until %.1f s of its %.1f s", o.Pod, o.Last.Seconds(), o.End.Seconds())
 }
 
 // Need is the wait the route's terminations say its pods need, and why: with

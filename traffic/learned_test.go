@@ -39,7 +39,7 @@ func TestLearn(t *testing.T) {
 	quiet := func(last time.Duration) Observation {
 		return Observation{Paths: route, Kind: nap.Quiet, End: 12 * time.Second, Last: last, Pod: "shop/web-1", At: at}
 	}
-	late := func(end time.Duration) Observation {
+	late := func(end time.Duration) Observation { // cut off: traffic until its end
 		return Observation{Paths: route, Kind: nap.Late, End: end, Last: end, Pod: "shop/web-2", At: at}
 	}
 	quiets := func(n int, last time.Duration) []Observation {
@@ -64,26 +64,33 @@ func TestLearn(t *testing.T) {
 		}},
 		{"enough quiet ones: the longest tail plus the margin", []step{
 			{o: quiets(LearnSettle-1, 3*time.Second), want: 0},
-			{o: []Observation{quiet(3200 * time.Millisecond)}, want: 6 * time.Second, changed: true, why: "20 quiet terminations of pods reached by clusterip, lb-pods, their traffic's tail at most 3.2 s"},
-			{o: quiets(1, time.Second), want: 6 * time.Second},
+			{o: []Observation{quiet(3200 * time.Millisecond)}, want: 7 * time.Second, changed: true, why: "20 quiet terminations of pods reached by clusterip, lb-pods, their traffic's tail at most 3.2 s"},
+			{o: quiets(1, time.Second), want: 7 * time.Second},
 		}},
-		{"a late one raises at once, to twice its end and the margin", []step{
-			{o: []Observation{late(5 * time.Second)}, want: 12 * time.Second, changed: true, why: "pod shop/web-2's wait ended at 5.0 s with traffic still arriving (late, 2026-12-06T10:00:00Z), so at least 12 s"},
+		{"a late one cut off raises at once, to twice its end and the margin", []step{
+			{o: []Observation{late(5 * time.Second)}, want: 13 * time.Second, changed: true, why: "pod shop/web-2's wait ended at 5.0 s with traffic still arriving (late, 2026-12-06T10:00:00Z), so at least 13 s"},
+		}},
+		{"cut off: its last traffic within half a second of its end", []step{
+			{o: []Observation{{Paths: route, Kind: nap.Late, End: 5 * time.Second, Last: 4500 * time.Millisecond, Pod: "shop/web-2", At: at}}, want: 13 * time.Second, changed: true},
+		}},
+		{"a late one whose traffic stopped before its end: that was the tail", []step{
+			{o: []Observation{{Paths: route, Kind: nap.Late, End: 12 * time.Second, Last: 10400 * time.Millisecond, Pod: "shop/web-3", At: at}}, want: 14 * time.Second, changed: true,
+				why: "pod shop/web-3's wait saw traffic until 10.4 s of its 12.0 s (late, 2026-12-06T10:00:00Z), so at least 14 s"},
 		}},
 		{"a late one of a pod that held less than the raise changes nothing", []step{
-			{o: []Observation{late(5 * time.Second)}, want: 12 * time.Second, changed: true},
-			{o: []Observation{late(5 * time.Second)}, want: 12 * time.Second},
-			{o: []Observation{late(6 * time.Second)}, want: 14 * time.Second, changed: true},
+			{o: []Observation{late(5 * time.Second)}, want: 13 * time.Second, changed: true},
+			{o: []Observation{late(5 * time.Second)}, want: 13 * time.Second},
+			{o: []Observation{late(6 * time.Second)}, want: 15 * time.Second, changed: true},
 		}},
 		{"after a raise, lowered only on enough quiet ones", []step{
-			{o: []Observation{late(5 * time.Second)}, want: 12 * time.Second, changed: true},
-			{o: quiets(LearnSettle-1, 10500*time.Millisecond), want: 12 * time.Second},
-			{o: quiets(1, 8*time.Second), want: 13 * time.Second, changed: true},
+			{o: []Observation{late(5 * time.Second)}, want: 13 * time.Second, changed: true},
+			{o: quiets(LearnSettle-1, 10500*time.Millisecond), want: 13 * time.Second},
+			{o: quiets(1, 8*time.Second), want: 14 * time.Second, changed: true},
 		}},
 		{"a raise starts the tails again", []step{
-			{o: quiets(LearnSettle, time.Second), want: 3 * time.Second, changed: true},
-			{o: []Observation{late(3 * time.Second)}, want: 8 * time.Second, changed: true},
-			{o: quiets(LearnSettle-1, time.Second), want: 8 * time.Second},
+			{o: quiets(LearnSettle, time.Second), want: 4 * time.Second, changed: true},
+			{o: []Observation{late(3 * time.Second)}, want: 9 * time.Second, changed: true},
+			{o: quiets(LearnSettle-1, time.Second), want: 9 * time.Second},
 		}},
 		{"a quiet one whose wait could not see a pooling client's traffic says nothing", []step{
 			{o: func() []Observation {
@@ -136,7 +143,7 @@ func TestLearnKeeps(t *testing.T) {
 
 func TestReadLearned(t *testing.T) {
 	l := NewLearned()
-	l.Observe(Observation{Paths: []string{"lb-pods", "clusterip"}, Kind: nap.Late, End: 5 * time.Second, Pod: "a/b", At: time.Unix(0, 0)})
+	l.Observe(Observation{Paths: []string{"lb-pods", "clusterip"}, Kind: nap.Late, End: 5 * time.Second, Last: 5 * time.Second, Pod: "a/b", At: time.Unix(0, 0)})
 	doc, err := json.Marshal(l)
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +152,8 @@ func TestReadLearned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Needs()["clusterip+lb-pods"] != 12*time.Second {
-		t.Errorf("read back %+v, want clusterip+lb-pods at 12 s", back.Needs())
+	if back.Needs()["clusterip+lb-pods"] != 13*time.Second {
+		t.Errorf("read back %+v, want clusterip+lb-pods at 13 s", back.Needs())
 	}
 	for _, tc := range []struct{ doc, want string }{
 		{`{}`, `learned.json: apiVersion "", kind ""`},
@@ -173,13 +180,17 @@ func TestRouteLearned(t *testing.T) {
 	fronts := func(string) kube.Fronts { return kube.Fronts{Ingress: true} }
 	route := []string{"clusterip", "ingress", "lb-pods"}
 	late := NewLearned()
-	late.Observe(Observation{Paths: route, Kind: nap.Late, End: 10 * time.Second, Pod: "shop/web-1", At: time.Unix(0, 0)})
+	late.Observe(Observation{Paths: route, Kind: nap.Late, End: 10 * time.Second, Last: 10 * time.Second, Pod: "shop/web-1", At: time.Unix(0, 0)})
 	settled := NewLearned()
 	for range LearnSettle {
 		settled.Observe(Observation{Paths: route, Kind: nap.Quiet, Last: 1500 * time.Millisecond})
 	}
+	settled1s := NewLearned()
+	for range LearnSettle {
+		settled1s.Observe(Observation{Paths: route, Kind: nap.Quiet, Last: 900 * time.Millisecond})
+	}
 	elsewhere := NewLearned()
-	elsewhere.Observe(Observation{Paths: []string{"clusterip", "lb-pods"}, Kind: nap.Late, End: 10 * time.Second})
+	elsewhere.Observe(Observation{Paths: []string{"clusterip", "lb-pods"}, Kind: nap.Late, End: 10 * time.Second, Last: 10 * time.Second})
 	fixed := wait.Wait{Kind: wait.Fixed, Delay: 10 * time.Second}
 	for _, tc := range []struct {
 		name    string
@@ -189,10 +200,10 @@ func TestRouteLearned(t *testing.T) {
 		learned string // in the reason; "" none
 	}{
 		{"nothing learned, lb-pods unmeasured: the fleet's", c, nil, 10 * time.Second, ""},
-		{"a late one: raised above the fleet's", c, late, 22 * time.Second, "pod shop/web-1's wait ended at 10.0 s"},
-		{"a late one, no calibration", nil, late, 22 * time.Second, "pod shop/web-1's wait ended at 10.0 s"},
+		{"a late one: raised above the fleet's", c, late, 23 * time.Second, "pod shop/web-1's wait ended at 10.0 s"},
+		{"a late one, no calibration", nil, late, 23 * time.Second, "pod shop/web-1's wait ended at 10.0 s"},
 		{"settled: below the fleet's, not below the stored calibration's 5 s", c, settled, 5 * time.Second, ""},
-		{"settled, no calibration: its own", nil, settled, 4 * time.Second, "20 quiet terminations of pods reached by clusterip, ingress, lb-pods"},
+		{"settled, no calibration: its own", nil, settled1s, 4 * time.Second, "20 quiet terminations of pods reached by clusterip, ingress, lb-pods"},
 		{"another route's learning is not this one's", c, elsewhere, 10 * time.Second, ""},
 	} {
 		n := WithLearned(tc.c, tc.l).Route([]*corev1.Service{web}, fronts)
