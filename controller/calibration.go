@@ -125,7 +125,16 @@ func StoreCalibration(ctx context.Context, cs kubernetes.Interface, ns string, c
 		return err
 	}
 	want := CalibrationConfigMap(ns, append(doc, '\n'))
-	cms := cs.CoreV1().ConfigMaps(ns)
+	if err := keepConfigMap(ctx, cs, want); err != nil {
+		return fmt.Errorf("keeping the calibration in ConfigMap %s/%s: %w", ns, want.Name, err)
+	}
+	return nil
+}
+
+// keepConfigMap creates want, or replaces the data of the ConfigMap of its name and
+// adds its labels.
+func keepConfigMap(ctx context.Context, cs kubernetes.Interface, want *corev1.ConfigMap) error {
+	cms := cs.CoreV1().ConfigMaps(want.Namespace)
 	have, err := cms.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -138,8 +147,5 @@ func StoreCalibration(ctx context.Context, cs kubernetes.Interface, ns string, c
 		maps.Copy(have.Labels, want.Labels)
 		_, err = cms.Update(ctx, have, metav1.UpdateOptions{})
 	}
-	if err != nil {
-		return fmt.Errorf("keeping the calibration in ConfigMap %s/%s: %w", ns, want.Name, err)
-	}
-	return nil
+	return err
 }

@@ -139,20 +139,8 @@ func (l *Learner) write(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cms := l.Client.CoreV1().ConfigMaps(l.Namespace)
 	want := LearnedConfigMap(l.Namespace, append(doc, '\n'))
-	have, err := cms.Get(ctx, want.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = cms.Create(ctx, want, metav1.CreateOptions{})
-	case err == nil:
-		have.Data, have.BinaryData = want.Data, nil
-		if have.Labels == nil {
-			have.Labels = map[string]string{}
-		}
-		maps.Copy(have.Labels, want.Labels)
-		_, err = cms.Update(ctx, have, metav1.UpdateOptions{})
-	}
+	err = keepConfigMap(ctx, l.Client, want)
 	if err != nil {
 		l.mu.Lock()
 		l.dirty = true
