@@ -68,9 +68,9 @@ delivery:
 wait:
   mode: %[8]s    # fixed, or adaptive: until the pod's new connections stop
   delay: %[9]s     # the fixed wait
-  max: %[10]s       # the adaptive wait's bounds and quiet window; min and quiet in
-  min: "0"        # whole ms or s
-  quiet: %[11]s
+  max: %[10]s       # the adaptive wait's longest (whole ms or s)
+  min: "0"        # the adaptive wait's shortest (whole ms or s)
+  quiet: %[11]s      # the adaptive wait's quiet window (whole ms or s)
   # The adaptive wait's request signal (nap --requests WITHIN, whole ms or s; "0" off):
   # a request on a connection the pod accepted earlier keeps the wait open too. Pods
   # behind a client that pools its connections (an ingress controller, an application load
