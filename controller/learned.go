@@ -37,12 +37,11 @@ type Learner struct {
 	// Every is how often at most quiet terminations are written (default LearnEvery).
 	Every time.Duration
 
-	mu      sync.Mutex
-	doc     *traffic.Learned
-	early   []traffic.Observation // counted before the document was read back
-	dirty   bool
-	urgent  chan struct{}
-	started bool
+	mu     sync.Mutex
+	doc    *traffic.Learned
+	early  []traffic.Observation // counted before the document was read back
+	dirty  bool
+	urgent chan struct{}
 }
 
 // NeedLeaderElection: only the leader counts terminations.

@@ -167,7 +167,7 @@ func lateNeed(o Observation) (time.Duration, string) {
 // tails speak for every path of the route); before that, the last raise. ok is false
 // while the route has neither.
 func (r LearnedRoute) Need() (delay time.Duration, why string, ok bool) {
-	if len(r.TailsMS) >= LearnSettle {
+	if r.settled() {
 		longest := time.Duration(slices.Max(r.TailsMS)) * time.Millisecond
 		return DelayFor(longest, LearnMargin), fmt.Sprintf("learned from production: %d quiet terminations of pods reached by %s, their traffic's tail at most %.1f s",
 			len(r.TailsMS), strings.ReplaceAll(r.Paths, "+", ", "), longest.Seconds()), true

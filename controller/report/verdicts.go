@@ -225,14 +225,15 @@ func (r *Reporter) counted(old, cur *podSummary) {
 	w := cur.workload()
 	var paths []string
 	var pooled bool
-	read := false
+	var pod *corev1.Pod // filled once, for the first new verdict
 	for _, v := range *cur.verdicts {
 		if old != nil && old.verdicts != nil && slices.ContainsFunc(*old.verdicts, func(o containerVerdict) bool { return o.container == v.container }) {
 			continue
 		}
-		if !read {
-			paths, pooled = r.pathsOf(cur)
-			read = true
+		if pod == nil {
+			pod = &corev1.Pod{}
+			cur.fill(pod)
+			paths, pooled = r.pathsOf(pod)
 		}
 		terminations.WithLabelValues(v.kind).Inc()
 		for _, p := range paths {
@@ -245,10 +246,8 @@ func (r *Reporter) counted(old, cur *podSummary) {
 		if r.Learn != nil {
 			o := traffic.Observation{Paths: paths, Kind: v.kind, End: v.end, Last: v.last, Pod: cur.Namespace + "/" + cur.Name, At: time.Now()}
 			if pooled {
-				var p corev1.Pod
-				cur.fill(&p)
-				w, _ := waitOf(&p, v.container)
-				o.PoolUnread = w.Requests == 0
+				wt, _ := waitOf(pod, v.container)
+				o.PoolUnread = wt.Requests == 0
 			}
 			r.Learn(o)
 		}
@@ -267,17 +266,15 @@ func (r *Reporter) counted(old, cur *podSummary) {
 	}
 }
 
-// pathsOf are the names of the traffic paths that reach the summarised pod, from the
+// pathsOf are the names of the traffic paths that reach pod p, from the
 // caches (its namespace's Services and the front doors that name them): what its
 // verdict is counted for; pooled tells whether a client that pools its connections
 // reaches it (traffic.Need.Pooled). None where they cannot be read (logged).
-func (r *Reporter) pathsOf(s *podSummary) (names []string, pooled bool) {
+func (r *Reporter) pathsOf(p *corev1.Pod) (names []string, pooled bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var p corev1.Pod
-	s.fill(&p)
 	v := &nsView{r: r, ctx: ctx, ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}}
-	svcs, fronts, err := v.reaching(&p)
+	svcs, fronts, err := v.reaching(p)
 	if err != nil {
 		r.Log.Info("the paths that reach a terminated pod could not be read", "pod", p.Namespace+"/"+p.Name, "error", err.Error())
 		return nil, false
