@@ -60,7 +60,11 @@ func Chart() (map[string][]byte, error) {
 	m := newMinimizer(dims, variants)
 	files := map[string][]byte{}
 	for _, s := range r.slots {
-		files["templates/"+strings.ToLower(s.kind)+".yaml"] = template(s, r.valid, m)
+		t := template(s, r.valid, m)
+		if g, ok := objectGuards[s.kind]; ok {
+			t = slices.Concat([]byte("{{- if "+g+" }}\n"), t, []byte("{{- end }}\n"))
+		}
+		files["templates/"+strings.ToLower(s.kind)+".yaml"] = t
 	}
 	whole, err := wholeObjects()
 	if err != nil {

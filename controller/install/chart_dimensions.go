@@ -3,6 +3,7 @@ package install
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,14 @@ const (
 	sentSpread    = "tscsentinel"
 	sentPullSec   = "pullsecretsentinel"
 	sentPodAnn    = "podannsentinel"
+	sentPodLabel  = "podlabelsentinel"
+	sentSMLabel   = "smlabelsentinel"
+	sentRuleLabel = "rulelabelsentinel"
+	sentInterval  = "2917s"
+	sentTimeout   = 29
+	sentWebhook   = 19443
+	sentMetrics   = 18080
+	sentHealth    = 18081
 	// sentPull is a pull policy, which Objects checks: the one imagePullPolicy line is
 	// found by its key.
 	sentPull = corev1.PullNever
@@ -82,7 +91,32 @@ var blocks = []struct {
 	{"imagePullSecrets", sentPullSec, true, false, ""},
 	{"imagePullPolicy", string(sentPull), true, true, "image.pullPolicy"},
 	{"annotations", sentPodAnn, true, false, "podAnnotations"},
+	{"hostNetwork", "true", true, true, ""},
 }
+
+// lineValues are the maps the chart joins to one of Objects' own (the pod's labels,
+// beside those that select it; the monitoring's, beside nap's), found by a sentinel
+// entry (sentinel: s) that the value's entries replace.
+var lineValues = []struct{ sentinel, value string }{
+	{sentPodLabel, "podLabels"},
+	{sentSMLabel, "metrics.serviceMonitor.labels"},
+	{sentRuleLabel, "metrics.prometheusRule.labels"},
+}
+
+// defaulted are the values that replace a default of Objects' own, in one kind's
+// object: where cond holds, the chart writes the value under key (toYaml); elsewhere
+// the default, as Objects rendered it with the value unset (the replicas' preference
+// for different nodes; the self-signed Issuer nap makes).
+var defaulted = []struct{ kind, key, cond, value string }{
+	{"Deployment", "affinity", ".Values.affinity", "affinity"},
+	{"Certificate", "issuerRef", ".Values.certManager.issuerRef.name", "certManager.issuerRef"},
+}
+
+// objectGuards are the objects a value leaves out without being a dimension (which would
+// double the combinations): the Helm condition under which each kind's object is there,
+// besides its dimensions' (Objects' Issuer, only where no issuer of the cluster's is
+// named: defaulted's issuerRef).
+var objectGuards = map[string]string{"Issuer": "not .Values.certManager.issuerRef.name"}
 
 // The helpers that resolve auto values at install, from what the API server serves.
 const (
@@ -182,7 +216,7 @@ func nanoseconds(d string) string {
 // leftovers are the forms a sentinel may take in Objects' output (its text; a
 // duration's number, nanoseconds and Go form): none may be left after substitution.
 func leftovers() []string {
-	out := []string{"sentinel", fmt.Sprint(sentReplicas)}
+	out := []string{"sentinel", fmt.Sprint(sentReplicas), fmt.Sprint(sentWebhook), fmt.Sprint(sentMetrics), fmt.Sprint(sentHealth), sentInterval}
 	for _, d := range []string{sentDelay, sentMax, sentMin, sentQuiet, sentRequests} {
 		v, _ := time.ParseDuration(d)
 		out = append(out, strings.TrimRight(d, "ms"), nanoseconds(d), strings.TrimSuffix(v.String(), "s"))
@@ -204,6 +238,14 @@ var substitutions = []struct{ sentinel, expr string }{
 	{sentSelector, `{{ .Values.namespaceSelector }}`},
 	{sentExclude, `{{ join "," .Values.excludeNamespaces }}`},
 	{fmt.Sprintf("replicas: %d", sentReplicas), `replicas: {{ .Values.replicas }}`},
+	{fmt.Sprintf("timeoutSeconds: %d", sentTimeout), `timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}`},
+	{fmt.Sprintf("--webhook-port=%d", sentWebhook), `--webhook-port={{ .Values.webhook.port }}`},
+	{fmt.Sprintf("containerPort: %d", sentWebhook), `containerPort: {{ .Values.webhook.port }}`},
+	{fmt.Sprintf("=:%d", sentMetrics), `=:{{ .Values.metrics.port }}`},
+	{fmt.Sprintf("containerPort: %d", sentMetrics), `containerPort: {{ .Values.metrics.port }}`},
+	{fmt.Sprintf("=:%d", sentHealth), `=:{{ .Values.health.port }}`},
+	{fmt.Sprintf("containerPort: %d", sentHealth), `containerPort: {{ .Values.health.port }}`},
+	{"interval: " + sentInterval, `interval: {{ .Values.metrics.serviceMonitor.interval }}`},
 	{"replicas: 1\n", "replicas: {{ .Values.replicas }}\n"}, // the one-replica dimension's
 }
 
@@ -218,7 +260,27 @@ func sentinelOptions() Options {
 		PriorityClassName: sentPriority,
 		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: sentSpread, WhenUnsatisfiable: corev1.ScheduleAnyway,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": controller.Name}}}},
-		ImagePullSecrets: []string{sentPullSec}, ImagePullPolicy: sentPull, PodAnnotations: map[string]string{sentPodAnn: "s"}}
+		ImagePullSecrets: []string{sentPullSec}, ImagePullPolicy: sentPull, PodAnnotations: map[string]string{sentPodAnn: "s"},
+		PodLabels: map[string]string{sentPodLabel: "s"}, HostNetwork: true, WebhookTimeout: sentTimeout,
+		WebhookPort: sentWebhook, MetricsPort: sentMetrics, HealthPort: sentHealth}
+}
+
+// sentinelMonitoring is the Monitoring the chart's monitoring objects are rendered with.
+var sentinelMonitoring = Monitoring{ServiceMonitorLabels: map[string]string{sentSMLabel: "s"}, RuleLabels: map[string]string{sentRuleLabel: "s"}, Interval: sentInterval}
+
+// blockEnd is the end of the block whose key is lines[i]: the first line after it that
+// is not deeper (a list's items may sit at its key's indent).
+func blockEnd(lines []string, i int) int {
+	indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
+	j := i + 1
+	for j < len(lines) {
+		in := len(lines[j]) - len(strings.TrimLeft(lines[j], " "))
+		if in < indent || in == indent && !strings.HasPrefix(strings.TrimLeft(lines[j], " "), "- ") || lines[j] == "" {
+			break
+		}
+		j++
+	}
+	return j
 }
 
 // substitute replaces the sentinels in an object's YAML with the values' expressions.
@@ -241,13 +303,8 @@ func substitute(kind, text string) (string, error) {
 			}
 			indent := len(lines[i]) - len(trimmed)
 			j := i + 1
-			for !b.scalar && j < len(lines) {
-				in := len(lines[j]) - len(strings.TrimLeft(lines[j], " "))
-				// A list's items may sit at its key's indent.
-				if in < indent || in == indent && !strings.HasPrefix(strings.TrimLeft(lines[j], " "), "- ") || lines[j] == "" {
-					break
-				}
-				j++
+			if !b.scalar {
+				j = blockEnd(lines, i)
 			}
 			if !strings.Contains(strings.Join(lines[i:j], "\n"), b.sentinel) {
 				continue
@@ -264,8 +321,33 @@ func substitute(kind, text string) (string, error) {
 				}
 				repl = append([]string{"{{- with .Values." + value + " }}"}, append(repl, "{{- end }}")...)
 			}
-			lines = append(lines[:i], append(repl, lines[j:]...)...)
+			lines = slices.Concat(lines[:i], repl, lines[j:])
 			i += len(repl) - 1
+		}
+	}
+	for i, l := range lines {
+		for _, v := range lineValues {
+			if strings.TrimLeft(l, " ") == v.sentinel+": s" {
+				lines[i] = fmt.Sprintf("{{- with .Values.%s }}\n{{- toYaml . | nindent %d }}\n{{- end }}", v.value, len(l)-len(strings.TrimLeft(l, " ")))
+			}
+		}
+	}
+	for _, d := range defaulted {
+		if d.kind != kind {
+			continue
+		}
+		for i := 0; i < len(lines); i++ {
+			trimmed := strings.TrimLeft(lines[i], " ")
+			if trimmed != d.key+":" {
+				continue
+			}
+			indent := len(lines[i]) - len(trimmed)
+			j := blockEnd(lines, i)
+			repl := slices.Concat([]string{"{{- if " + d.cond + " }}",
+				fmt.Sprintf("%s%s: {{- toYaml .Values.%s | nindent %d }}", lines[i][:indent], d.key, d.value, indent+2), "{{- else }}"},
+				lines[i:j], []string{"{{- end }}"})
+			lines = slices.Concat(lines[:i], repl, lines[j:])
+			break
 		}
 	}
 	text = strings.Join(lines, "\n")

@@ -142,7 +142,7 @@ func template(s *slot, valid []bool, m minimizer) []byte {
 // and the NetworkPolicy (napctl install --network-policy).
 func wholeObjects() (map[string][]byte, error) {
 	files := map[string][]byte{}
-	mon, err := MonitoringObjects(sentNamespace)
+	mon, err := MonitoringObjects(sentNamespace, sentinelMonitoring)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +174,13 @@ func wholeObjects() (map[string][]byte, error) {
 	return files, nil
 }
 
+// valueRefusals are what Objects refuses of values that are no dimension and that the
+// schema cannot say (it compares no two values), with its words.
+var valueRefusals = []struct{ cond, msg string }{
+	{`or (eq (int .Values.webhook.port) (int .Values.metrics.port)) (eq (int .Values.webhook.port) (int .Values.health.port)) (eq (int .Values.metrics.port) (int .Values.health.port))`,
+		"ports webhook, metrics and health: want three different ones"},
+}
+
 // validate is templates/validate.yaml: the combinations Objects refuses, refused with
 // its words.
 func validate(r *rendered, m minimizer) []byte {
@@ -187,6 +194,9 @@ func validate(r *rendered, m minimizer) []byte {
 			universe = or(universe, r.refusals[later])
 		}
 		fmt.Fprintf(&out, "{{- if %s }}\n{{- fail %q }}\n{{- end }}\n", m.condition(r.refusals[msg], universe), "nap: "+msg)
+	}
+	for _, v := range valueRefusals {
+		fmt.Fprintf(&out, "{{- if %s }}\n{{- fail %q }}\n{{- end }}\n", v.cond, "nap: "+v.msg)
 	}
 	return out.Bytes()
 }

@@ -68,13 +68,35 @@ func TestChartMatchesInstall(t *testing.T) {
 		apiVersions  []string // what the API server serves, for auto
 		namespace    string
 		opts         Options
-		refused      string // in helm's error
-		monitoring   bool   // and deploy/monitoring's objects
+		refused      string      // in helm's error
+		monitoring   *Monitoring // and the monitoring objects
 	}{
 		{name: "defaults", opts: Options{}},
 		{name: "cert-manager", values: "certManager: {enabled: true}", opts: Options{CertManager: true}},
 		{name: "monitoring", namespace: "ops", values: "metrics: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboard: {enabled: true}}",
-			opts: Options{Namespace: "ops"}, monitoring: true},
+			opts: Options{Namespace: "ops"}, monitoring: &Monitoring{}},
+		{name: "monitoring for a Prometheus that selects by label", namespace: "ops",
+			values: "metrics: {serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}, interval: 1m}, prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack, role: alert-rules}}, dashboard: {enabled: true}}",
+			opts:   Options{Namespace: "ops"}, monitoring: &Monitoring{ServiceMonitorLabels: map[string]string{"release": "kube-prometheus-stack"}, Interval: "1m",
+				RuleLabels: map[string]string{"release": "kube-prometheus-stack", "role": "alert-rules"}}},
+		{name: "pod labels; affinity", values: `podLabels: {team: platform, cost-center: "42"}
+affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: node-role.kubernetes.io/infra, operator: Exists}]}]}}}`,
+			opts: Options{PodLabels: map[string]string{"team": "platform", "cost-center": "42"}, Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "node-role.kubernetes.io/infra", Operator: corev1.NodeSelectorOpExists}}}}}}}}},
+		{name: "host network; ports; webhook timeout", values: "hostNetwork: true\nwebhook: {port: 10250, timeoutSeconds: 10}\nmetrics: {port: 10251}\nhealth: {port: 10252}",
+			opts: Options{HostNetwork: true, WebhookPort: 10250, MetricsPort: 10251, HealthPort: 10252, WebhookTimeout: 10}},
+		{name: "host network; admission policy", values: "hostNetwork: true\nadmission: {mode: policy}\nmetrics: {port: 9090}",
+			opts: Options{HostNetwork: true, MetricsPort: 9090, Admission: AdmissionPolicy}},
+		{name: "cert-manager; a cluster issuer", values: "certManager: {enabled: true, issuerRef: {name: corp-ca, kind: ClusterIssuer}}",
+			opts: Options{CertManager: true, CertManagerIssuer: &IssuerRef{Name: "corp-ca", Kind: "ClusterIssuer"}}},
+		{name: "cert-manager; an external issuer", values: "certManager: {enabled: true, issuerRef: {name: pca, kind: AWSPCAClusterIssuer, group: awspca.cert-manager.io}}",
+			opts: Options{CertManager: true, CertManagerIssuer: &IssuerRef{Name: "pca", Kind: "AWSPCAClusterIssuer", Group: "awspca.cert-manager.io"}}},
+		{name: "refused: an issuer without cert-manager", values: "certManager: {issuerRef: {name: corp-ca}}", refused: "/certManager"},
+		{name: "refused: a pod label that selects the pods", values: "podLabels: {app.kubernetes.io/name: mine}", refused: "invalid propertyName 'app.kubernetes.io/name'"},
+		{name: "refused: a webhook timeout past the API server's", values: "webhook: {timeoutSeconds: 31}", refused: "/webhook/timeoutSeconds"},
+		{name: "refused: a port twice", values: "metrics: {port: 9443}", refused: "want three different ones"},
+		{name: "refused: a scrape interval", values: "metrics: {serviceMonitor: {interval: 30 seconds}}", refused: "/metrics/serviceMonitor/interval"},
 		{name: "custom", namespace: "platform-nap",
 			values: `image: {repository: registry.example/napctl, digest: "sha256:0123"}
 wait: {delay: 15s}
@@ -175,8 +197,8 @@ topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zon
 				t.Fatal(err)
 			}
 			wantDocs := docs(t, want)
-			if tc.monitoring {
-				mon, err := MonitoringObjects(ns)
+			if tc.monitoring != nil {
+				mon, err := MonitoringObjects(ns, *tc.monitoring)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -212,7 +234,8 @@ func TestChartLint(t *testing.T) {
 	helm := testenv.Tool(t, "helm")
 	chart := filepath.Join("..", "..", ChartDir)
 	for _, set := range []string{"", "certManager.enabled=true,rollMissed=true,policy=default,wait.mode=adaptive,delivery.mode=auto,delivery.napImage=r/nap:1," +
-		"metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"} {
+		"metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true," +
+		"hostNetwork=true,webhook.timeoutSeconds=10,podLabels.team=a,metrics.serviceMonitor.labels.release=p,certManager.issuerRef.name=corp,certManager.issuerRef.kind=ClusterIssuer"} {
 		args := []string{"lint", "--strict", chart}
 		if set != "" {
 			args = append(args, "--set", set)

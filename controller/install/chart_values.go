@@ -3,6 +3,8 @@ package install
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +29,10 @@ func valuesYAML() ([]byte, error) {
 	}
 	repo, _, _ := strings.Cut(DefaultImage, ":")
 	var b strings.Builder
-	fmt.Fprintf(&b, `# nap's controller. Every value here is a flag of napctl install; the chart and
-# napctl install render the same objects for the same values (the namespace is the
-# release's: helm install nap charts/nap -n %[1]s --create-namespace).
+	fmt.Fprintf(&b, `# nap's controller. Every value here but metrics' monitoring objects is a flag of
+# napctl install; the chart and napctl install render the same objects for the same
+# values (the namespace is the release's: helm install nap charts/nap -n %[1]s
+# --create-namespace).
 # Generated (controller/install/chart.go): do not edit.
 
 # The controller's image (napctl, FROM scratch). The tag defaults to the chart's appVersion.
@@ -44,6 +47,8 @@ imagePullSecrets: []
 
 # Annotations of the controller's pods.
 podAnnotations: {}
+# Labels of the controller's pods, beside those that select them (which they may not name).
+podLabels: {}
 
 replicas: 2
 
@@ -86,6 +91,25 @@ excludeNamespaces: []
 # rotates its own).
 certManager:
   enabled: false
+  # An issuer of the cluster's to sign it ({name: corp-ca, kind: ClusterIssuer}, and
+  # group for an external issuer's); unset: a self-signed Issuer of the release's
+  # namespace.
+  issuerRef: {}
+
+# The webhook: its port in the controller's pods, and how long the API server waits for
+# it (1 to 30 seconds); past that, the pod is admitted without a delay (it fails open).
+webhook:
+  port: %[13]d  # the node's, with hostNetwork
+  timeoutSeconds: %[14]d
+
+# The controller's probes' port.
+health:
+  port: %[15]d
+
+# Run the controller in its nodes' network, for a cluster whose API server cannot reach
+# pod addresses (a custom CNI on a managed control plane): the ports above and
+# metrics.port are then the nodes', and two replicas never share a node.
+hostNetwork: false
 
 # Evict the pods the webhook missed (admitted while it was down), one a minute, so that
 # they are recreated with a delay.
@@ -106,6 +130,8 @@ resources:
 # replicas prefer different nodes). The image is Linux's.
 nodeSelector:
   kubernetes.io/os: linux
+# The controller's affinity, as in a pod spec; unset: the replicas prefer different nodes.
+affinity: {}
 tolerations: []
 priorityClassName: ""
 topologySpreadConstraints: []
@@ -121,13 +147,19 @@ networkPolicy:
 metrics:
   serviceMonitor:
     enabled: false
+    # The labels your Prometheus selects ServiceMonitors by (its serviceMonitorSelector;
+    # release: kube-prometheus-stack, say).
+    labels: {}
+    interval: %[17]s  # how often it scrapes the controller
   prometheusRule:
     enabled: false
+    labels: {}  # the labels your Prometheus selects rules by (its ruleSelector)
   dashboard:
     enabled: false
+  port: %[16]d  # the controller's metrics port (the node's, with hostNetwork)
 `, controller.DefaultNamespace, repo, scope.Flag, scope.Help(), scope.OptIn, AdmissionWebhook,
 		inject.DeliveryConfigMap, wait.DefaultInput.Kind, wait.DefaultInput.Delay, wait.DefaultInput.Max, wait.DefaultInput.Quiet,
-		indent(string(res), "  "))
+		indent(string(res), "  "), controller.WebhookPort, DefaultWebhookTimeout, controller.HealthPort, controller.MetricsPort, DefaultScrapeInterval)
 	return []byte(b.String()), nil
 }
 
@@ -161,6 +193,11 @@ func valuesSchema() ([]byte, error) {
 	// written as given everywhere, as napctl install keeps the user's spelling.
 	delay := map[string]any{"type": []string{"string", "number"}, "minimum": 0, "pattern": duration["pattern"]}
 	plain := map[string]any{"type": "string", "pattern": `^[^"'\s]*$`}
+	port := map[string]any{"type": "integer", "minimum": 1, "maximum": 65535}
+	// Labels beside nap's own, which they may not name (those select the pods).
+	own := slices.Sorted(maps.Keys(controllerLabels()))
+	labels := map[string]any{"type": "object", "propertyNames": map[string]any{"not": map[string]any{"enum": own}},
+		"additionalProperties": map[string]any{"type": "string", "pattern": `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`, "maxLength": 63}}
 	obj := func(props map[string]any, required ...string) map[string]any {
 		o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 		if len(required) > 0 {
@@ -173,6 +210,7 @@ func valuesSchema() ([]byte, error) {
 			"pullPolicy": enum([]string{"", string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever)})}, "repository"),
 		"imagePullSecrets": map[string]any{"type": "array", "items": obj(map[string]any{"name": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`, "maxLength": 253}}, "name")},
 		"podAnnotations":   map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+		"podLabels":        labels,
 		"replicas":         map[string]any{"type": "integer", "minimum": 1},
 		scope.Flag:         enum(scopes),
 		"admission":        obj(map[string]any{"mode": enum([]string{string(AdmissionWebhook), string(AdmissionPolicy), "auto"}), "policyAPIVersion": enum([]string{"", controller.PolicyAPIV1, controller.PolicyAPIV1beta})}),
@@ -180,9 +218,20 @@ func valuesSchema() ([]byte, error) {
 		"wait": obj(map[string]any{"mode": enum(waits), "delay": delay, "max": duration,
 			"min": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}, "quiet": map[string]any{"type": "string", "pattern": `^[0-9]+(ms|s)$`},
 			"requests": map[string]any{"type": "string", "pattern": `^(0|[0-9]+(ms|s))$`}}),
-		"namespaceSelector":         map[string]any{"type": "string", "pattern": SelectorPattern},
-		"excludeNamespaces":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
-		"certManager":               obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+		"namespaceSelector": map[string]any{"type": "string", "pattern": SelectorPattern},
+		"excludeNamespaces": map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, "maxLength": 63}},
+		// An issuer named needs cert-manager on (napctl install refuses it otherwise).
+		"certManager": func() map[string]any {
+			o := obj(map[string]any{"enabled": map[string]any{"type": "boolean"},
+				"issuerRef": obj(map[string]any{"name": map[string]any{"type": "string", "pattern": `^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`, "maxLength": 253}, "kind": plain, "group": plain})})
+			o["if"] = map[string]any{"properties": map[string]any{"issuerRef": map[string]any{"required": []string{"name"}}}, "required": []string{"issuerRef"}}
+			o["then"] = map[string]any{"properties": map[string]any{"enabled": map[string]any{"const": true}}, "required": []string{"enabled"}}
+			return o
+		}(),
+		"webhook":                   obj(map[string]any{"port": port, "timeoutSeconds": map[string]any{"type": "integer", "minimum": 1, "maximum": 30}}),
+		"health":                    obj(map[string]any{"port": port}),
+		"hostNetwork":               map[string]any{"type": "boolean"},
+		"affinity":                  map[string]any{"type": "object"},
 		"rollMissed":                map[string]any{"type": "boolean"},
 		"learn":                     map[string]any{"type": "boolean"},
 		"resources":                 map[string]any{"type": "object"},
@@ -192,8 +241,11 @@ func valuesSchema() ([]byte, error) {
 		"topologySpreadConstraints": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
 		"networkPolicy":             obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 		"metrics": obj(map[string]any{
-			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
-			"prometheusRule": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+			"port": port,
+			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "labels": labels,
+				// the Prometheus Operator's Duration
+				"interval": map[string]any{"type": "string", "pattern": `^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`}}),
+			"prometheusRule": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "labels": labels}),
 			"dashboard":      obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 		}),
 	})

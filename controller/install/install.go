@@ -83,13 +83,44 @@ type Options struct {
 	// Secrets of the controller's namespace, for a private registry).
 	ImagePullPolicy  corev1.PullPolicy
 	ImagePullSecrets []string
-	// PodAnnotations go on the controller's pods (a mesh's opt-out, a cost tag).
+	// PodAnnotations go on the controller's pods (a mesh's opt-out, a cost tag), and
+	// PodLabels beside the labels that select them (which they may not name).
 	PodAnnotations map[string]string
+	PodLabels      map[string]string
+	// Affinity replaces the default one: the replicas prefer different nodes.
+	Affinity *corev1.Affinity
+	// HostNetwork runs the controller in its nodes' network namespace, for a cluster whose
+	// API server cannot reach pod addresses (a custom CNI on a managed control plane):
+	// its ports are then its nodes' ports, WebhookPort, MetricsPort and HealthPort
+	// (default controller.WebhookPort, MetricsPort, HealthPort), and two replicas never
+	// share a node (the scheduler keeps host ports apart).
+	HostNetwork                          bool
+	WebhookPort, MetricsPort, HealthPort int32
+	// WebhookTimeout is how long the API server waits for the webhook, in seconds (1 to
+	// 30; default 5); past it, the pod is admitted without a delay (the webhook fails
+	// open).
+	WebhookTimeout int32
+	// CertManagerIssuer, with CertManager: an issuer of the cluster's signs the webhook's
+	// certificate, instead of the self-signed Issuer nap makes.
+	CertManagerIssuer *IssuerRef
 	// NetworkPolicy adds one that lets into the controller's pods only the API server's
 	// calls to the webhook, the kubelet's probes and scrapes of the metrics from pods
 	// of the cluster (NetworkPolicyObject).
 	NetworkPolicy bool
 }
+
+// IssuerRef names a cert-manager issuer: Kind (default Issuer, of the controller's
+// namespace; ClusterIssuer, or an external issuer's kind) and Group (default
+// cert-manager.io), as a Certificate's spec.issuerRef.
+type IssuerRef struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind,omitempty"`
+	Group string `json:"group,omitempty"`
+}
+
+// DefaultWebhookTimeout is the API server's wait for the webhook, in seconds, unless
+// Options say otherwise.
+const DefaultWebhookTimeout = 5
 
 // routeDelay is how long the controller's routes take to follow a replica, both ways:
 // its preStop keeps a stopping replica serving that long, and a new one counts as
@@ -190,6 +221,9 @@ func Objects(o Options) ([]runtime.Object, error) {
 	}
 	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
 	mwc.Labels = appLabels
+	for i := range mwc.Webhooks {
+		mwc.Webhooks[i].TimeoutSeconds = ptr.To(o.WebhookTimeout)
+	}
 	objs := withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, netpol, guard, guardBinding, mwc)
 	if o.CertManager {
 		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
@@ -207,7 +241,17 @@ func Objects(o Options) ([]runtime.Object, error) {
 				"issuerRef":  map[string]any{"kind": "Issuer", "name": controller.Name},
 			},
 		}}
-		objs = append(objs[:len(objs)-1], issuer, cert, mwc)
+		objs = objs[:len(objs)-1]
+		if o.CertManagerIssuer != nil {
+			ref, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.CertManagerIssuer)
+			if err != nil {
+				return nil, err
+			}
+			cert.Object["spec"].(map[string]any)["issuerRef"] = ref
+		} else {
+			objs = append(objs, issuer)
+		}
+		objs = append(objs, cert, mwc)
 	}
 	return objs, nil
 }
@@ -313,6 +357,38 @@ func (o Options) resolved() (Options, wait.Defaults, error) {
 	for k := range o.PodAnnotations {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			return Options{}, wait.Defaults{}, fmt.Errorf("pod annotation %q: %s", k, errs[0])
+		}
+	}
+	for k, v := range o.PodLabels {
+		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+			return Options{}, wait.Defaults{}, fmt.Errorf("pod label %s=%s: %s", k, v, errs[0])
+		}
+		if _, ok := controllerLabels()[k]; ok {
+			return Options{}, wait.Defaults{}, fmt.Errorf("pod label %s: the controller's own, which selects its pods", k)
+		}
+	}
+	o.WebhookPort, o.MetricsPort, o.HealthPort = cmp.Or(o.WebhookPort, controller.WebhookPort), cmp.Or(o.MetricsPort, controller.MetricsPort), cmp.Or(o.HealthPort, controller.HealthPort)
+	for _, p := range []struct {
+		name string
+		port int32
+	}{{"webhook", o.WebhookPort}, {"metrics", o.MetricsPort}, {"health", o.HealthPort}} {
+		if p.port < 1 || p.port > 65535 {
+			return Options{}, wait.Defaults{}, fmt.Errorf("%s port %d: want 1 to 65535", p.name, p.port)
+		}
+	}
+	if o.WebhookPort == o.MetricsPort || o.WebhookPort == o.HealthPort || o.MetricsPort == o.HealthPort {
+		return Options{}, wait.Defaults{}, fmt.Errorf("ports webhook %d, metrics %d, health %d: want three different ones", o.WebhookPort, o.MetricsPort, o.HealthPort)
+	}
+	o.WebhookTimeout = cmp.Or(o.WebhookTimeout, DefaultWebhookTimeout)
+	if o.WebhookTimeout < 1 || o.WebhookTimeout > 30 {
+		return Options{}, wait.Defaults{}, fmt.Errorf("webhook timeout %ds: want 1 to 30 (the API server's bounds)", o.WebhookTimeout)
+	}
+	if r := o.CertManagerIssuer; r != nil {
+		if !o.CertManager {
+			return Options{}, wait.Defaults{}, fmt.Errorf("--cert-manager-issuer %s: the issuer of cert-manager's certificate needs --cert-manager", r.Name)
+		}
+		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+			return Options{}, wait.Defaults{}, fmt.Errorf("cert-manager issuer %q: %s", r.Name, errs[0])
 		}
 	}
 	switch {
@@ -441,9 +517,9 @@ func controllerArgs(o Options, installed scope.Scope, webhook bool) ([]string, [
 	args = append(args, o.Waits.Args()...)
 	args = append(args,
 		"--"+scope.Flag+"="+string(installed),
-		fmt.Sprintf("--webhook-port=%d", controller.WebhookPort),
-		fmt.Sprintf("--metrics-bind-address=:%d", controller.MetricsPort),
-		fmt.Sprintf("--health-probe-bind-address=:%d", controller.HealthPort),
+		fmt.Sprintf("--webhook-port=%d", o.WebhookPort),
+		fmt.Sprintf("--metrics-bind-address=:%d", o.MetricsPort),
+		fmt.Sprintf("--health-probe-bind-address=:%d", o.HealthPort),
 	)
 	if o.NamespaceSelector != "" {
 		args = append(args, "--namespace-selector="+o.NamespaceSelector)
@@ -480,10 +556,10 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 	appLabels, tm := labels, typeMeta
 	var ports []corev1.ContainerPort
 	if webhook {
-		ports = append(ports, corev1.ContainerPort{Name: "webhook", ContainerPort: controller.WebhookPort})
+		ports = append(ports, corev1.ContainerPort{Name: "webhook", ContainerPort: o.WebhookPort})
 	}
-	ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: controller.MetricsPort},
-		corev1.ContainerPort{Name: "health", ContainerPort: controller.HealthPort})
+	ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: o.MetricsPort},
+		corev1.ContainerPort{Name: "health", ContainerPort: o.HealthPort})
 	yes, no := true, false
 	uid := int64(65532)
 	replicas := cmp.Or(o.Replicas, 2)
@@ -491,6 +567,17 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 	if o.Resources != nil {
 		resources = *o.Resources
 	}
+	affinity := o.Affinity
+	if affinity == nil {
+		affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
+				PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: appLabels}}}}}}
+	}
+	podLabels := maps.Clone(o.PodLabels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
+	maps.Copy(podLabels, appLabels)
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}, PeriodSeconds: 5}
 	}
@@ -506,14 +593,13 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 		Strategy: appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}},
 		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: appLabels, Annotations: o.PodAnnotations},
+			ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: o.PodAnnotations},
 			Spec: corev1.PodSpec{
 				ServiceAccountName: controller.Name,
 				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
 					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-					PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
-						PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: appLabels}}}}}},
+				Affinity:    affinity,
+				HostNetwork: o.HostNetwork,
 				Containers: []corev1.Container{{
 					Name:            "controller",
 					Image:           o.Image,

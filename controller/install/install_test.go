@@ -85,6 +85,13 @@ func TestInstallBadOptions(t *testing.T) {
 		{Options{Admission: AdmissionPolicy, CertManager: true}, `--admission policy has no webhook`},
 		{Options{Admission: AdmissionPolicy, Scope: scope.Default}, `--policy default needs the webhook`},
 		{Options{Admission: AdmissionPolicy, PolicyAPIVersion: "admissionregistration.k8s.io/v1alpha1"}, `v1alpha1`},
+		{Options{PodLabels: map[string]string{"app.kubernetes.io/name": "mine"}}, `pod label app.kubernetes.io/name: the controller's own`},
+		{Options{PodLabels: map[string]string{"team": "a b"}}, `pod label team=a b`},
+		{Options{WebhookTimeout: 31}, `webhook timeout 31s: want 1 to 30`},
+		{Options{WebhookPort: 70000}, `webhook port 70000`},
+		{Options{MetricsPort: 8081}, `metrics 8081, health 8081: want three different ones`},
+		{Options{CertManagerIssuer: &IssuerRef{Name: "corp-ca"}}, `--cert-manager-issuer corp-ca: the issuer of cert-manager's certificate needs --cert-manager`},
+		{Options{CertManager: true, CertManagerIssuer: &IssuerRef{Name: "Corp CA"}}, `cert-manager issuer "Corp CA"`},
 	} {
 		if _, err := Objects(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one naming %s", tc.opts, err, tc.want)

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -73,9 +74,21 @@ func RulesFile() ([]byte, error) {
 	return yaml.Marshal(map[string]any{"groups": Rules()})
 }
 
+// Monitoring shapes the monitoring objects: the labels a Prometheus selects its
+// ServiceMonitors and rules by (its serviceMonitorSelector, ruleSelector), and the scrape
+// interval (default DefaultScrapeInterval).
+type Monitoring struct {
+	ServiceMonitorLabels map[string]string
+	RuleLabels           map[string]string
+	Interval             string
+}
+
+// DefaultScrapeInterval is the ServiceMonitor's, unless Monitoring says otherwise.
+const DefaultScrapeInterval = "30s"
+
 // MonitoringObjects are the ServiceMonitor, the PrometheusRule and the dashboard's
 // ConfigMap (labelled for Grafana's dashboard sidecar) in namespace ns.
-func MonitoringObjects(ns string) ([]*unstructured.Unstructured, error) {
+func MonitoringObjects(ns string, m Monitoring) ([]*unstructured.Unstructured, error) {
 	labels := map[string]any{}
 	for k, v := range controllerLabels() {
 		labels[k] = v
@@ -88,25 +101,25 @@ func MonitoringObjects(ns string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta := func(name string, extra map[string]any) map[string]any {
+	meta := func(name string, extra map[string]string) map[string]any {
 		l := map[string]any{}
-		for k, v := range labels {
+		for k, v := range extra {
 			l[k] = v
 		}
-		for k, v := range extra {
+		for k, v := range labels { // the selector's own win
 			l[k] = v
 		}
 		return map[string]any{"name": name, "namespace": ns, "labels": l}
 	}
 	return []*unstructured.Unstructured{
-		{Object: map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": meta(controller.Name, nil),
+		{Object: map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": meta(controller.Name, m.ServiceMonitorLabels),
 			"spec": map[string]any{
 				"selector":  map[string]any{"matchLabels": labels},
-				"endpoints": []any{map[string]any{"port": "metrics", "interval": "30s"}},
+				"endpoints": []any{map[string]any{"port": "metrics", "interval": cmp.Or(m.Interval, DefaultScrapeInterval)}},
 			}}},
-		{Object: map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": meta(controller.Name, nil),
+		{Object: map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": meta(controller.Name, m.RuleLabels),
 			"spec": map[string]any{"groups": groups}}},
-		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(controller.Name+"-dashboard", map[string]any{"grafana_dashboard": "1"}),
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(controller.Name+"-dashboard", map[string]string{"grafana_dashboard": "1"}),
 			"data": map[string]any{"nap.json": string(dash)}}},
 	}, nil
 }

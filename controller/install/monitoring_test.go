@@ -21,7 +21,7 @@ const monitoringDir = "../../deploy/monitoring"
 
 // deploy/monitoring is what monitoring.go generates (go test -update rewrites it).
 func TestMonitoringGolden(t *testing.T) {
-	objs, err := MonitoringObjects("nap-system")
+	objs, err := MonitoringObjects("nap-system", Monitoring{})
 	if err != nil {
 		t.Fatal(err)
 	}

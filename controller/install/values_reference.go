@@ -31,7 +31,7 @@ func ValuesReference() ([]byte, error) {
 	}
 	var b strings.Builder
 	b.WriteString("# The chart's values\n\nGenerated from `charts/nap/values.yaml` and `values.schema.json`, which the chart's generator writes " +
-		"(`go test ./controller/install -run TestValuesReference -update`): do not edit. Each value is a flag of `napctl install`: " +
+		"(`go test ./controller/install -run TestValuesReference -update`): do not edit. Each value but the monitoring objects' (metrics.serviceMonitor, prometheusRule, dashboard) is a flag of `napctl install`: " +
 		"[controller.md](../controller.md#the-helm-chart) maps them.\n\n| value | type | default | what it sets |\n|---|---|---|---|\n")
 	// A comment above a group of values (wait:, metrics:) goes to its first value.
 	pending := ""
@@ -41,7 +41,7 @@ func ValuesReference() ([]byte, error) {
 			k, v := n.Content[i], n.Content[i+1]
 			key := strings.TrimPrefix(path+"."+k.Value, ".")
 			about := comment(k.HeadComment, v.LineComment, k.LineComment)
-			if _, grouped := schemaOf(schema, key)["properties"]; grouped && v.Kind == yaml.MappingNode {
+			if _, grouped := schemaOf(schema, key)["properties"]; grouped && v.Kind == yaml.MappingNode && len(v.Content) > 0 {
 				pending = strings.TrimSpace(pending + " " + about)
 				walk(v, key)
 				continue

@@ -123,6 +123,36 @@ func TestInstallCommand(t *testing.T) {
 			t.Errorf("napctl install %q: exit %d, stdout %d bytes, stderr %q", bad, code, len(out), errOut)
 		}
 	}
+	// A fleet's install: labels, its own affinity, the node's network, a cluster issuer.
+	code, out, errOut = runNapctl("install", "--image", "registry.example/napctl:1", "--pod-labels", "team=platform",
+		"--affinity", `{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["infra"]}]}]}}}`,
+		"--host-network", "--webhook-port", "10250", "--metrics-port", "10251", "--health-port", "10252", "--webhook-timeout-seconds", "10",
+		"--cert-manager", "--cert-manager-issuer", "corp-ca", "--cert-manager-issuer-kind", "ClusterIssuer")
+	for _, s := range []string{"        app.kubernetes.io/name: nap\n        team: platform\n", "affinity:\n        nodeAffinity:\n", "hostNetwork: true\n",
+		"- --webhook-port=10250\n", "- --metrics-bind-address=:10251\n", "- --health-probe-bind-address=:10252\n", "- containerPort: 10250\n", "timeoutSeconds: 10\n",
+		"issuerRef:\n    kind: ClusterIssuer\n    name: corp-ca\n"} {
+		if code != 0 || !strings.Contains(out, s) {
+			t.Errorf("napctl install for a fleet: exit %d (%s), no %q", code, errOut, s)
+		}
+	}
+	if code != 0 || strings.Contains(out, "podAntiAffinity") || strings.Contains(out, "kind: Issuer\n") {
+		t.Errorf("napctl install --affinity --cert-manager-issuer: exit %d, still the default anti-affinity or nap's own Issuer:\n%s", code, out)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--affinity", `[{"nodeAffinity":{}}]`}, "--affinity"},
+		{[]string{"--pod-labels", "app.kubernetes.io/name=mine"}, "pod label app.kubernetes.io/name: the controller's own"},
+		{[]string{"--webhook-timeout-seconds", "60"}, "webhook timeout 60s: want 1 to 30"},
+		{[]string{"--metrics-port", "9443"}, "want three different ones"},
+		{[]string{"--cert-manager-issuer", "corp-ca"}, "needs --cert-manager"},
+		{[]string{"--cert-manager", "--cert-manager-issuer-kind", "ClusterIssuer"}, "--cert-manager-issuer, which is missing"},
+	} {
+		if code, out, errOut := runNapctl(append([]string{"install"}, bad.args...)...); code != 2 || out != "" || !strings.Contains(errOut, bad.want) {
+			t.Errorf("napctl install %q: exit %d, stdout %d bytes, stderr %q; want 2 and %q", bad.args, code, len(out), errOut, bad.want)
+		}
+	}
 }
 
 // napctl install --admission policy prints the policy instead of the webhook's

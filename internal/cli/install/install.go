@@ -20,7 +20,8 @@ import (
 // NewCommand returns the install command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	o := install.Options{}
-	var admission, tolerations, spread string
+	var admission, tolerations, spread, affinity string
+	var issuer install.IssuerRef
 	var cluster cli.Cluster
 	cmd := &cobra.Command{
 		Use:   "install [--namespace nap-system] [--image REF] [--cert-manager]",
@@ -37,15 +38,23 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 			for _, f := range []struct {
 				flag, value string
 				into        any
-			}{{"tolerations", tolerations, &o.Tolerations}, {"topology-spread-constraints", spread, &o.TopologySpreadConstraints}} {
+				what        string
+			}{{"tolerations", tolerations, &o.Tolerations, "a JSON list"}, {"topology-spread-constraints", spread, &o.TopologySpreadConstraints, "a JSON list"},
+				{"affinity", affinity, &o.Affinity, "a JSON object"}} {
 				if f.value == "" {
 					continue
 				}
 				dec := json.NewDecoder(strings.NewReader(f.value))
 				dec.DisallowUnknownFields()
 				if err := dec.Decode(f.into); err != nil {
-					return fmt.Errorf("--%s %q: want a JSON list, as in a pod spec: %w", f.flag, f.value, err)
+					return fmt.Errorf("--%s %q: want %s, as in a pod spec: %w", f.flag, f.value, f.what, err)
 				}
+			}
+			if issuer != (install.IssuerRef{}) {
+				if issuer.Name == "" {
+					return fmt.Errorf("--cert-manager-issuer-kind and -group name the kind of --cert-manager-issuer, which is missing")
+				}
+				o.CertManagerIssuer = &issuer
 			}
 			if o.Replicas < 1 { // 0 is the library's "default"; typed, it is refused, as the chart refuses it
 				return fmt.Errorf("--replicas %d: want at least 1", o.Replicas)
@@ -80,8 +89,17 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cli.Complete(cmd, "image-pull-policy", "Always", "IfNotPresent", "Never")
 	fl.StringSliceVar(&o.ImagePullSecrets, "image-pull-secrets", nil, "Secrets of the controller's namespace to pull its image with (a private registry)")
 	fl.StringToStringVar(&o.PodAnnotations, "pod-annotations", nil, "annotations of the controller's pods (key=value,...)")
+	fl.StringToStringVar(&o.PodLabels, "pod-labels", nil, "labels of the controller's pods, beside those that select them (key=value,...)")
 	fl.Int32Var(&o.Replicas, "replicas", 2, "the controller's replicas")
 	fl.BoolVar(&o.CertManager, "cert-manager", false, "let cert-manager issue the webhook's certificate and inject its CA")
+	fl.StringVar(&issuer.Name, "cert-manager-issuer", "", "with --cert-manager: the issuer of the cluster's to sign it (default a self-signed Issuer of the controller's namespace)")
+	fl.StringVar(&issuer.Kind, "cert-manager-issuer-kind", "", "the kind of --cert-manager-issuer: Issuer (cert-manager's default), ClusterIssuer, or an external issuer's")
+	fl.StringVar(&issuer.Group, "cert-manager-issuer-group", "", "the API group of --cert-manager-issuer (default cert-manager.io)")
+	fl.Int32Var(&o.WebhookTimeout, "webhook-timeout-seconds", install.DefaultWebhookTimeout, "how long the API server waits for the webhook (1 to 30 s); past it the pod is admitted without a delay")
+	fl.Int32Var(&o.WebhookPort, "webhook-port", controller.WebhookPort, "the webhook's port in the controller's pods (the node's, with --host-network)")
+	fl.Int32Var(&o.MetricsPort, "metrics-port", controller.MetricsPort, "the controller's metrics port")
+	fl.Int32Var(&o.HealthPort, "health-port", controller.HealthPort, "the controller's probes' port")
+	fl.BoolVar(&o.HostNetwork, "host-network", false, "run the controller in its nodes' network, for an API server that cannot reach pod addresses (a custom CNI on a managed control plane): its ports are the nodes'")
 	cli.WaitFlags(fl, &o.Waits)
 	fl.StringVar((*string)(&o.Scope), scope.Flag, string(scope.OptIn), "which pods get the delay without an explicit opt-in: "+scope.Help())
 	fl.StringVar(&admission, "admission", string(install.AdmissionWebhook), "how pods get the delay: webhook (the controller's), policy (a MutatingAdmissionPolicy the API server runs; Kubernetes 1.36, or 1.34+ with the beta API), or auto (policy where the cluster serves it, asked through --kubeconfig)")
@@ -98,6 +116,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&tolerations, "tolerations", "", `the controller's tolerations, a JSON list as in a pod spec ('[{"key":"dedicated","operator":"Exists"}]')`)
 	fl.StringVar(&o.PriorityClassName, "priority-class-name", "", "the controller's PriorityClass")
 	fl.StringVar(&spread, "topology-spread-constraints", "", "the controller's topology spread constraints, a JSON list as in a pod spec")
+	fl.StringVar(&affinity, "affinity", "", `the controller's affinity, a JSON object as in a pod spec (default: the replicas prefer different nodes)`)
 	fl.BoolVar(&o.NetworkPolicy, "network-policy", false, "add a NetworkPolicy that lets into the controller's pods only the webhook's calls, the kubelet's probes and metrics scrapes from pods of the cluster")
 	return cmd
 }
