@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -73,6 +74,20 @@ func JSON(w io.Writer, r Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// YAML is the report as JSON writes it, in YAML (kubectl's -o yaml).
+func YAML(w io.Writer, r Report) error {
+	var b bytes.Buffer
+	if err := JSON(&b, r); err != nil {
+		return err
+	}
+	y, err := yaml.JSONToYAML(b.Bytes())
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
 }
 
 func oneLine(s string) string {

@@ -37,6 +37,7 @@ func TestContextFlag(t *testing.T) {
 	}{
 		{"status, the current context", "", []string{"status", "--kubeconfig", path}, 2, "127.0.0.1:9"},
 		{"status --context", "", []string{"status", "--kubeconfig", path, "--context", good}, 0, "Service-backed workloads"},
+		{"status -o yaml", "", []string{"status", "--kubeconfig", path, "--context", good, "-o", "yaml"}, 0, "namespaces: []\n"},
 		{"inject --kubeconfig, the current context", pod, []string{"inject", "--kubeconfig", path}, 2, "127.0.0.1:9"},
 		{"inject --kubeconfig --context", pod, []string{"inject", "--kubeconfig", path, "--context", good}, 0, "preStop"},
 		{"inject --live, the current context", pod, []string{"inject", "--live", "--kubeconfig", path}, 2, "127.0.0.1:9"},

@@ -47,7 +47,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"nosuch"}, `unknown command "nosuch" for "napctl"` + "\nSee 'napctl --help'."},
 		{[]string{"lint", "-o", "xml", lintClean}, `-o "xml": want text, json or sarif`},
 		{[]string{"configmap", "-o", "toml"}, `-o "toml": want yaml or json`},
-		{[]string{"status", "-o", "yaml"}, `-o "yaml": want text, json, openreports or policyreport`},
+		{[]string{"status", "-o", "xml"}, `-o "xml": want text, json, yaml, openreports or policyreport`},
 		{[]string{"probe", "-o", "csv", "http://127.0.0.1:1/"}, `-o "csv": want text or json`},
 		{[]string{"probe"}, "accepts 1 arg(s), received 0\nSee 'napctl probe --help'."},
 		{[]string{"lint", "--live", "a.yaml"}, "--live lints the cluster's objects: no paths with it"},

@@ -39,11 +39,15 @@ type flags struct {
 	calibration string
 }
 
+// outputs are status's -o: the report as text, JSON or YAML, or the policy reports the
+// controller's Reporter writes.
+var outputs = []string{"text", "json", "yaml", "openreports", "policyreport"}
+
 // NewCommand returns the status command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-o text|json|openreports|policyreport] [--fail-on unprotected]",
+		Use:   "status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-o text|json|yaml|openreports|policyreport] [--fail-on unprotected]",
 		Short: "Show which Service-backed workloads terminate without dropping requests",
 		Long: "For every workload a Service sends traffic to (the context's namespace, -n, or every\n" +
 			"namespace with -A, as kubectl reads them): whether its\n" +
@@ -58,7 +62,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{cli.VerdictAnnotation: "1"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cli.CheckOutput(cmd, f.output, "text", "json", "openreports", "policyreport"); err != nil {
+			if err := cli.CheckOutput(cmd, f.output, outputs...); err != nil {
 				return err
 			}
 			return run(cmd, streams, f)
@@ -67,7 +71,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f.cluster.Flags(cmd.Flags())
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "this namespace (default: the context's, as kubectl)")
 	cmd.Flags().BoolVarP(&f.all, "all-namespaces", "A", false, "every namespace")
-	cli.OutputFlag(cmd, &f.output, "text", "json", "openreports", "policyreport")
+	cli.OutputFlag(cmd, &f.output, outputs...)
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "exit 1 when this is found: unprotected")
 	cli.Complete(cmd, "fail-on", "unprotected")
 	cli.CalibrationFlag(cmd.Flags(), &f.calibration)
@@ -97,6 +101,8 @@ func run(cmd *cobra.Command, streams cli.IOStreams, f *flags) error {
 	switch f.output {
 	case "json":
 		err = nstatus.JSON(&out, r)
+	case "yaml":
+		err = nstatus.YAML(&out, r)
 	case "openreports": // what the controller's Reporter writes, one Report per namespace
 		err = nstatus.PolicyReports(&out, r, policyreport.OpenReports)
 	case "policyreport":
