@@ -322,6 +322,11 @@ func (i *Injector) plan(ctx context.Context, req admission.Request, v map[string
 		return a
 	}
 	a := result("injected", patched(withReason(ops, v, reason)))
+	for _, n := range notes { // what the pod's creator should know of the hook it got
+		if _, w, ok := strings.Cut(n.Msg, ": warning: "); ok {
+			a.Response = a.Response.WithWarnings("nap: " + w)
+		}
+	}
 	if plan.DeliveryWhy != "" { // --delivery auto fell back: said to whoever created the pod, and logged once
 		msg := "nap: the nap ConfigMap, not the image volume: " + plan.DeliveryWhy
 		a.Response = a.Response.WithWarnings(msg)

@@ -262,6 +262,47 @@ func TestInjectorKubeletSkew(t *testing.T) {
 	}
 }
 
+// The binary for the nodes' architecture: the one of the nodes that may run the pod
+// where the pod names none (a cluster of arm64 nodes gets nap-arm64), the pod's own
+// selector first, and a warning to the pod's creator where the nodes are of several.
+func TestInjectorNodeArches(t *testing.T) {
+	v := kube.Version{Major: 1, Minor: 37}
+	node := func(name, arch, pool string) kube.Node {
+		return kube.Node{Name: name, Kubelet: v, Labels: map[string]string{kube.ArchLabel: arch, "pool": pool}}
+	}
+	arm := []kube.Node{node("a", "arm64", "x"), node("b", "arm64", "x")}
+	mixed := []kube.Node{node("a", "amd64", "intel"), node("b", "arm64", "graviton")}
+	for _, c := range []struct {
+		name    string
+		nodes   []kube.Node
+		spec    string
+		key     string // the ConfigMap's key the patch mounts
+		warning string
+	}{
+		{"arm64 nodes", arm, `{"containers":[{"name":"a","image":"a"}]}`, "nap-arm64", ""},
+		{"the pod's selector first", arm, `{"nodeSelector":{"kubernetes.io/arch":"amd64"},"containers":[{"name":"a","image":"a"}]}`, "nap-amd64", ""},
+		{"mixed, kept to one pool", mixed, `{"nodeSelector":{"pool":"graviton"},"containers":[{"name":"a","image":"a"}]}`, "nap-arm64", ""},
+		{"mixed", mixed, `{"containers":[{"name":"a","image":"a"}]}`, "nap-amd64", "nodes that may run them are amd64, arm64; nap is mounted for amd64 only"},
+		{"nodes without the label", []kube.Node{{Name: "a", Kubelet: v}}, `{"containers":[{"name":"a","image":"a"}]}`, "nap-amd64", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nodes := c.nodes
+			i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Nodes: func(context.Context) ([]kube.Node, error) { return nodes, nil }}
+			r := i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+				Object: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p","annotations":{"nap.dev/wait":"adaptive"}},"spec":` + c.spec + `}`)}}})
+			got := fmt.Sprint(r.Patches)
+			if !r.Allowed || !strings.Contains(got, "key:"+c.key+" ") {
+				t.Errorf("patches %s, want the key %s mounted", got, c.key)
+			}
+			warned := strings.Join(r.Warnings, "; ")
+			if c.warning == "" && warned != "" || !strings.Contains(warned, c.warning) {
+				t.Errorf("warnings %q, want %q", warned, c.warning)
+			}
+		})
+	}
+}
+
 // --delivery auto in the webhook: the image volume when every node mounts them, the
 // ConfigMap otherwise, with a warning that names the node.
 func TestInjectorDeliveryAuto(t *testing.T) {

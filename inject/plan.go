@@ -49,6 +49,11 @@ type Plan struct {
 	fromConfigMap map[string]bool
 	// objects counts the objects Inject and Parts read with the plan, for Objects.
 	objects *int
+	// archGiven: Options.Arch was set; assumedArch counts the templates that mount nap's
+	// binary for an architecture nothing named (no selector, nodes unknown, no Arch), for
+	// AssumedArch.
+	archGiven   bool
+	assumedArch *int
 	// services are the Services of the whole input (AddServices), by namespace and
 	// selector, shared by the plan's copies.
 	services *services
@@ -96,6 +101,12 @@ func (p Plan) ConfigMapNamespaces() []string {
 	return slices.Sorted(maps.Keys(p.fromConfigMap))
 }
 
+// AssumedArch is how many pod templates the plan gave nap's binary for Plan.Arch
+// although nothing named an architecture: no kubernetes.io/arch selector, no known nodes,
+// no Options.Arch. On a node of another architecture their hook cannot run, and the pod
+// stops without a delay.
+func (p Plan) AssumedArch() int { return *p.assumedArch }
+
 // Unmatched are the names of Options.Containers that no pod template injected with the
 // plan had: a typo, most likely.
 func (p Plan) Unmatched() []string {
@@ -115,7 +126,8 @@ const DefaultGraceExtra = kube.DefaultGracePeriod
 // NewPlan checks opts and resolves the mode.
 func NewPlan(opts Options) (Plan, error) {
 	p := Plan{Wait: opts.Wait, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
-		kube: opts.Kube, nodes: opts.Nodes, named: map[string]bool{}, fromConfigMap: map[string]bool{}, objects: new(int)}
+		kube: opts.Kube, nodes: opts.Nodes, named: map[string]bool{}, fromConfigMap: map[string]bool{}, objects: new(int),
+		archGiven: opts.Arch != "", assumedArch: new(int)}
 	if p.Wait == (wait.Wait{}) {
 		p.Wait = wait.Default()
 	}
@@ -370,10 +382,13 @@ func (p Plan) ownVolume(v *yaml.Node) bool {
 }
 
 // archOf reads the architecture a pod template can run on: its kubernetes.io/arch
-// nodeSelector, or the values of its required node affinity; the plan's otherwise.
-func (p Plan) archOf(spec *yaml.Node) (string, string) {
+// nodeSelector, or the values of its required node affinity; else the one architecture
+// of the known nodes its nodeSelector matches; the plan's otherwise. note warns where
+// pods may run on another architecture than the one mounted; assumed says that nothing
+// named one (nodes unknown, and Options.Arch unset).
+func (p Plan) archOf(spec *yaml.Node) (arch, note string, assumed bool) {
 	if a := lookup(lookup(spec, "nodeSelector"), kube.ArchLabel); a != nil && a.Value != "" {
-		return a.Value, ""
+		return a.Value, "", false
 	}
 	terms := lookup(lookup(lookup(lookup(spec, "affinity"), "nodeAffinity"),
 		"requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms")
@@ -401,15 +416,31 @@ func (p Plan) archOf(spec *yaml.Node) (string, string) {
 			}
 		}
 	}
+	where := "pods can run on"
+	if len(archs) == 0 && p.nodes != nil {
+		// No selector of its own: the architectures of the nodes that may run it.
+		selector := map[string]string{}
+		if sel := lookup(spec, "nodeSelector"); sel != nil && sel.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(sel.Content); i += 2 {
+				selector[sel.Content[i].Value] = sel.Content[i+1].Value
+			}
+		}
+		for _, a := range kube.NodeArches(p.nodes, selector) {
+			if !slices.Contains(archs, a) {
+				archs = append(archs, a)
+			}
+		}
+		where = "the pods select no architecture and the nodes that may run them are"
+	}
 	switch len(archs) {
 	case 0:
-		return p.Arch, ""
+		return p.Arch, "", !p.archGiven && p.nodes == nil
 	case 1:
-		return archs[0], ""
+		return archs[0], "", false
 	}
 	if p.Mode == ModeNative {
-		return p.Arch, ""
+		return p.Arch, "", false
 	}
 	slices.Sort(archs)
-	return p.Arch, fmt.Sprintf("warning: pods can run on %s; nap is mounted for %s only (--arch), use a nodeSelector or --mode native", strings.Join(archs, ", "), p.Arch)
+	return p.Arch, fmt.Sprintf("warning: %s %s; nap is mounted for %s only (--arch), use a nodeSelector or --mode native", where, strings.Join(archs, ", "), p.Arch), false
 }

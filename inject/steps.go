@@ -59,7 +59,7 @@ func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 	}
 	t.compact = !isFlow(containers) && containers.Column == keyColumn(spec, "containers")
 
-	arch, archNote := p.archOf(spec)
+	arch, archNote, assumed := p.archOf(spec)
 	if archNote != "" && p.Delivery != DeliveryImage {
 		t.notes = append(t.notes, p.note(o, 0, "%s", archNote))
 	}
@@ -85,6 +85,9 @@ func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 	if t.needVolume && findByName(lookup(spec, "volumes"), kube.VolumeName) == nil {
 		if err := t.volume(arch); err != nil {
 			return t.notes, err
+		}
+		if assumed && p.Delivery == DeliveryConfigMap {
+			*p.assumedArch++
 		}
 	}
 	if t.delayed {

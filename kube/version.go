@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,19 @@ func OldestKubelet(apiserver Version, nodes []Node, selector map[string]string) 
 		return oldest, name
 	}
 	return Version{Major: apiserver.Major, Minor: max(apiserver.Minor-MaxKubeletSkew, 0)}, ""
+}
+
+// NodeArches are the architectures (kubernetes.io/arch) of the nodes selector matches,
+// sorted, each once; a node without the label counts for none.
+func NodeArches(nodes []Node, selector map[string]string) []string {
+	var out []string
+	for _, n := range nodes {
+		if a := n.Labels[ArchLabel]; a != "" && matches(n.Labels, selector) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func matches(labels, selector map[string]string) bool {

@@ -331,6 +331,30 @@ func TestInjectConfigMapHintNamespaces(t *testing.T) {
 	}
 }
 
+// A template that selects no architecture gets nap for amd64 unless told: inject says so
+// where it assumed it (its hook cannot run on an arm64 node), and not where --arch named
+// the nodes', the template names its own, or no binary is mounted.
+func TestInjectAssumedArch(t *testing.T) {
+	arm := strings.Replace(deployment, "    spec:\n", "    spec:\n      nodeSelector: {kubernetes.io/arch: arm64}\n", 1)
+	const warning = "1 pod templates select no architecture (a kubernetes.io/arch nodeSelector or required node affinity): nap is mounted for amd64"
+	for _, c := range []struct {
+		name, in string
+		args     []string
+		warned   bool
+		key      string
+	}{
+		{"adaptive, no selector", deployment, []string{"inject", "--wait", "adaptive"}, true, "key: nap-amd64"},
+		{"--arch named", deployment, []string{"inject", "--wait", "adaptive", "--arch", "arm64"}, false, "key: nap-arm64"},
+		{"its own selector", arm, []string{"inject", "--wait", "adaptive"}, false, "key: nap-arm64"},
+		{"the native sleep", deployment, []string{"inject", "--kube-version", "1.37", "--live=false"}, false, "sleep:"},
+	} {
+		code, stdout, stderr := runNapctlIn(c.in, c.args...)
+		if code != 0 || strings.Contains(stderr, warning) != c.warned || !strings.Contains(stdout, c.key) {
+			t.Errorf("%s: exit %d, stderr %q (want the warning: %v), %q in stdout: %v", c.name, code, stderr, c.warned, c.key, strings.Contains(stdout, c.key))
+		}
+	}
+}
+
 // As kubectl nap, inject's notes name the command the user typed, and the command that
 // makes the ConfigMap is one the plugin has.
 func TestInjectNotesAsPlugin(t *testing.T) {

@@ -61,6 +61,9 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.delayGiven = cmd.Flags().Changed(wait.FlagDelay)
+			if !cmd.Flags().Changed("arch") {
+				f.arch = "" // assumed, not named: the plan says where it mounted it so
+			}
 			f.prog = cmd.Root().DisplayName()
 			if err := f.live.Resolve(cmd); err != nil {
 				return err
@@ -252,6 +255,10 @@ func run(streams cli.IOStreams, f *flags) error {
 		}
 		fmt.Fprintf(streams.ErrOut, "%s inject: --mode auto: nap's binary from the ConfigMap %q (%s); it must be in %s: %s\n",
 			f.prog, plan.ConfigMap, why, strings.Join(nss, ", "), strings.Join(cmds, "; "))
+	}
+	if n := plan.AssumedArch(); n > 0 {
+		fmt.Fprintf(streams.ErrOut, "%s inject: warning: %d pod templates select no architecture (a kubernetes.io/arch nodeSelector or required node affinity): nap is mounted for %s, and on a node of another architecture their hook cannot run and the pod stops without a delay. --arch names your nodes' architecture; --live reads it from the nodes\n",
+			f.prog, n, plan.Arch)
 	}
 	// Written in the input's encoding: UTF-16 input (a PowerShell redirect) comes back as
 	// UTF-16, with its byte-order mark; inputs in several encodings come out as UTF-8.
