@@ -103,6 +103,7 @@ func slimIngress(o any) (any, error) {
 			slim.Annotations[k] = v
 		}
 	}
+	slim.Spec.IngressClassName = ing.Spec.IngressClassName
 	for _, name := range kube.IngressBackends(ing) {
 		slim.Spec.Rules = append(slim.Spec.Rules, networkingv1.IngressRule{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 			Paths: []networkingv1.HTTPIngressPath{{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name}}}}}}})
@@ -146,17 +147,25 @@ func ServicesFrom(r client.Reader) func(context.Context, string) ([]corev1.Servi
 }
 
 // FrontendsFrom reads a namespace's front doors through r (the manager's cache) for
-// Injector.Fronts and the Reporter: the Services its Ingresses and its front doors of
-// the kinds doors (ServedDoors) name.
-func FrontendsFrom(r client.Reader, doors []schema.GroupVersionKind) func(context.Context, string) (kube.Frontends, error) {
+// Injector.Fronts and the Reporter: the Services its Ingresses (with what their classes
+// decide: IngressClassParams at params, a GroupVersionKind the API server serves, or
+// none) and its front doors of the kinds doors (ServedDoors) name.
+func FrontendsFrom(r client.Reader, doors []schema.GroupVersionKind, params *schema.GroupVersionKind) func(context.Context, string) (kube.Frontends, error) {
 	return func(ctx context.Context, ns string) (kube.Frontends, error) {
 		var list networkingv1.IngressList
 		if err := r.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		out := kube.Frontends{}
+		var classes kube.ClassTargets
+		if len(list.Items) > 0 {
+			var err error
+			if classes, err = classTargetsFrom(ctx, r, params); err != nil {
+				return nil, err
+			}
+		}
 		for i := range list.Items {
-			out.AddIngress(&list.Items[i])
+			out.AddIngress(&list.Items[i], classes)
 		}
 		for _, gvk := range doors {
 			d, ok := kube.DoorOf(gvk.Group, gvk.Kind)
@@ -176,10 +185,38 @@ func FrontendsFrom(r client.Reader, doors []schema.GroupVersionKind) func(contex
 	}
 }
 
-// FrontKinds are the kinds of the front doors the caches watch: an Ingress, and each of
-// doors as an unstructured object.
-func FrontKinds(doors []schema.GroupVersionKind) []client.Object {
-	out := []client.Object{&networkingv1.Ingress{}}
+// classTargetsFrom reads the IngressClasses and the IngressClassParams (where served)
+// through r, for kube.ClassTargetsOf.
+func classTargetsFrom(ctx context.Context, r client.Reader, params *schema.GroupVersionKind) (kube.ClassTargets, error) {
+	var classes networkingv1.IngressClassList
+	if err := r.List(ctx, &classes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	if params == nil || len(classes.Items) == 0 {
+		return nil, nil
+	}
+	var pl unstructured.UnstructuredList
+	pl.SetGroupVersionKind(params.GroupVersion().WithKind(params.Kind + "List"))
+	if err := r.List(ctx, &pl, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	ps := make([]map[string]any, len(pl.Items))
+	for i := range pl.Items {
+		ps[i] = pl.Items[i].Object
+	}
+	return kube.ClassTargetsOf(classes.Items, ps), nil
+}
+
+// FrontKinds are the kinds of the front doors the caches watch: an Ingress and its
+// class (and the IngressClassParams at params, where served), and each of doors, as
+// unstructured objects.
+func FrontKinds(doors []schema.GroupVersionKind, params *schema.GroupVersionKind) []client.Object {
+	out := []client.Object{&networkingv1.Ingress{}, &networkingv1.IngressClass{}}
+	if params != nil {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(*params)
+		out = append(out, u)
+	}
 	for _, gvk := range doors {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)

@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -162,7 +163,13 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the front doors the API server serves: %w", err)
 		}
-		fronts = FrontKinds(doors)
+		var params *schema.GroupVersionKind // the IngressClassParams, where served
+		if v, err := live.ServedClassParams(d); err != nil {
+			return nil, fmt.Errorf("the IngressClassParams the API server serves: %w", err)
+		} else if v != "" {
+			params = &schema.GroupVersionKind{Group: kube.IngressClassParamsGroup, Version: v, Kind: kube.IngressClassParamsKind}
+		}
+		fronts = FrontKinds(doors, params)
 		injector.Calibration = calibration.Load
 		synced = append(synced, calibration.Informer().HasSynced)
 		if o.Learn {
@@ -176,7 +183,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			synced = append(synced, learned.Informer().HasSynced)
 		}
 		injector.Services = ServicesFrom(mgr.GetCache())
-		injector.Fronts = FrontendsFrom(mgr.GetCache(), doors)
+		injector.Fronts = FrontendsFrom(mgr.GetCache(), doors, params)
 	}
 	if o.Webhook {
 		if err := addWebhook(mgr, cfg, o, owners, injector, p.Mountable, synced, fronts); err != nil {

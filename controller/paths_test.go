@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -77,10 +80,21 @@ func TestPathAwareWebhook(t *testing.T) {
 		filepath.Join(contour, "examples/contour/01-crds.yaml")}}); err != nil {
 		t.Fatal(err)
 	}
+	// The AWS Load Balancer Controller's IngressClassParams: its CRD is on no module the
+	// proxy serves, so a stand-in of its group, kind and scope with the field nap reads
+	// (spec.targetType, instance or ip, as its CRD has it).
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{ingressClassParamsCRD()}}); err != nil {
+		t.Fatal(err)
+	}
 	routes, err := live.ServedDoors(discovery.NewDiscoveryClientForConfigOrDie(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
+	paramsVersion, err := live.ServedClassParams(discovery.NewDiscoveryClientForConfigOrDie(cfg))
+	if err != nil || paramsVersion != "v1beta1" {
+		t.Fatalf("served IngressClassParams: %q, %v", paramsVersion, err)
+	}
+	params := &schema.GroupVersionKind{Group: kube.IngressClassParamsGroup, Version: paramsVersion, Kind: kube.IngressClassParamsKind}
 	if got := fmt.Sprint(routes); got != "[gateway.networking.k8s.io/v1, Kind=GRPCRoute gateway.networking.k8s.io/v1, Kind=HTTPRoute "+
 		"networking.istio.io/v1, Kind=VirtualService projectcontour.io/v1, Kind=HTTPProxy "+
 		"traefik.io/v1alpha1, Kind=IngressRoute traefik.io/v1alpha1, Kind=IngressRouteTCP traefik.io/v1alpha1, Kind=IngressRouteUDP]" {
@@ -99,7 +113,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	go src.Start(ctx)
 
 	v := kube.Version{Major: 1, Minor: 34}
-	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Calibration: src.Load, Services: ServicesFrom(c), Fronts: FrontendsFrom(c, routes)}
+	i := &Injector{Options: inject.Options{Kube: &v}, Waits: waits5s, Calibration: src.Load, Services: ServicesFrom(c), Fronts: FrontendsFrom(c, routes, params)}
 	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: i.Handler()})
 
 	svc := func(name string, typ corev1.ServiceType, policy corev1.ServiceExternalTrafficPolicy, ann map[string]string) {
@@ -139,6 +153,20 @@ func TestPathAwareWebhook(t *testing.T) {
 	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "alb", Namespace: "shop", Annotations: map[string]string{kube.ALBTargetType: "ip"}},
 		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("alb"),
 			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "alb", Port: networkingv1.ServiceBackendPort{Number: 80}}}}})
+	// The target type set on the IngressClassParams of the Ingress's class, which no
+	// annotation overrides: ip for one class, instance for another.
+	for class, tt := range map[string]string{"alb-ip": "ip", "alb-instance": "instance"} {
+		create(&unstructured.Unstructured{Object: map[string]any{"apiVersion": kube.IngressClassParamsGroup + "/v1beta1", "kind": kube.IngressClassParamsKind,
+			"metadata": map[string]any{"name": class}, "spec": map[string]any{"targetType": tt}}})
+		create(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: networkingv1.IngressClassSpec{Controller: "ingress.k8s.aws/alb",
+			Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To(kube.IngressClassParamsGroup), Kind: kube.IngressClassParamsKind, Name: class}}})
+	}
+	for name, c := range map[string]struct{ class, annotation string }{"alb-class": {"alb-ip", "instance"}, "alb-class-inst": {"alb-instance", "ip"}} {
+		svc(name, corev1.ServiceTypeClusterIP, "", nil)
+		create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Annotations: map[string]string{kube.ALBTargetType: c.annotation}},
+			Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(c.class),
+				DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Number: 80}}}}})
+	}
 	pathType := networkingv1.PathTypePrefix
 	create(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "shop"}, Spec: networkingv1.IngressSpec{
 		Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
@@ -183,6 +211,7 @@ func TestPathAwareWebhook(t *testing.T) {
 		name, app   string
 		annotations map[string]string
 		want, why   string
+		not         string // what the reason must not name
 	}{
 		{name: "in the cluster only: the cluster's tail", app: "cart", want: "sleep 3s",
 			why: "holds 3s for clusterip via Service cart: its tail measured at 1.8 s (p99 1.6 s, 15 samples, calibrated 2026-11-27)"},
@@ -203,9 +232,16 @@ func TestPathAwareWebhook(t *testing.T) {
 		{name: "behind an application load balancer with pod targets: the adaptive wait watches requests", app: "alb", annotations: map[string]string{wait.KindAnnotation: "adaptive"},
 			want: "exec /nap/nap 6s --quiet 2s --max 60s",
 			why:  "holds at least 6s for ingress via Service alb: its tail measured at 4.4 s (p99 4.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-pods via Service alb (not calibrated); watches requests (--requests 1s): ingress via Service alb, lb-pods via Service alb, whose clients send over connections they keep"},
+		{name: "an ALB in IP mode by its IngressClassParams, over the Ingress's annotation", app: "alb-class", want: "sleep 6s",
+			why: "holds 6s for ingress via Service alb-class: its tail measured at 4.4 s (p99 4.0 s, 15 samples, calibrated 2026-11-27); not calibrated, so at least the fleet's: lb-pods via Service alb-class (not calibrated)"},
+		{name: "an ALB in instance mode by its IngressClassParams, over the Ingress's annotation", app: "alb-class-inst", want: "sleep 6s",
+			why: "holds 6s for ingress via Service alb-class-inst", not: "lb-pods"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, got, why := admit(tc.app, tc.annotations)
+			if tc.not != "" && strings.Contains(why, tc.not) {
+				t.Errorf("reason %q names %s", why, tc.not)
+			}
 			if !strings.HasPrefix(got, tc.want) || !strings.HasPrefix(why, tc.why) || (tc.why == "") != (why == "") {
 				t.Errorf("preStop %q, reason %q; want %q, %q", got, why, tc.want, tc.why)
 			}
@@ -227,7 +263,7 @@ func TestPathAwareWebhook(t *testing.T) {
 	go mgr.Start(ctx)
 	events := record.NewFakeRecorder(100)
 	r := &report.Reporter{Client: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: events, Scope: scope.OptIn, Log: logr.Discard(),
-		Kube: v, Waits: waits5s, Calibration: src.Load, Fronts: FrontendsFrom(mgr.GetCache(), routes), FrontKinds: FrontKinds(routes), Batch: 100 * time.Millisecond}
+		Kube: v, Waits: waits5s, Calibration: src.Load, Fronts: FrontendsFrom(mgr.GetCache(), routes, nil), FrontKinds: FrontKinds(routes, nil), Batch: 100 * time.Millisecond}
 	src.OnChange = r.Recalibrated
 	// Every namespace there at the start judged once: Synced counts syncs begun, and
 	// the shop's may still be under way when the first has begun.
@@ -389,4 +425,16 @@ func TestPathAwareWebhook(t *testing.T) {
 	if src.Load() != nil {
 		t.Error("a ConfigMap that is not a calibration was taken for one")
 	}
+}
+
+// ingressClassParamsCRD stands in for the AWS Load Balancer Controller's
+// IngressClassParams CRD: its group, version, names and scope, and spec.targetType.
+func ingressClassParamsCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: kube.IngressClassParamsResource + "." + kube.IngressClassParamsGroup},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: kube.IngressClassParamsGroup, Scope: apiextensionsv1.ClusterScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: kube.IngressClassParamsResource, Singular: "ingressclassparams", Kind: kube.IngressClassParamsKind, ListKind: kube.IngressClassParamsKind + "List"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1", Served: true, Storage: true, Schema: &apiextensionsv1.CustomResourceValidation{
+				OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"spec": {Type: "object", XPreserveUnknownFields: ptr.To(true), Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"targetType": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"instance"`)}, {Raw: []byte(`"ip"`)}}}}}}}}}}}}
 }

@@ -16,8 +16,15 @@ type Fronts struct {
 	RouteHTTP bool
 	Mesh      bool // a service mesh's route (Doors: Istio's VirtualService)
 	// IngressTargetType is ALBTargetType as an Ingress that names the Service sets it:
-	// "ip" where any does, else the value one sets, "" where none does.
+	// "ip" where any does, else the value one sets, "" where none does (only the
+	// Ingresses whose class does not decide it: ClassTargetType).
 	IngressTargetType string
+	// ClassTargetType is the target type the IngressClassParams of an Ingress's class
+	// sets (ClassTargets), which no annotation overrides: "ip" where any does, else the
+	// value one sets. ClassOnly: every Ingress that names the Service has its class
+	// decide, so that the Service's annotation counts for none.
+	ClassTargetType string
+	ClassOnly       bool
 	// TargetGroupType is the targetType of an AWS TargetGroupBinding that names the
 	// Service ("ip": the pods are the load balancer's targets; "instance": the nodes):
 	// "ip" where any does.
@@ -32,7 +39,7 @@ const ALBTargetType = "alb.ingress.kubernetes.io/target-type"
 
 // IngressAnnotations are the annotations of an Ingress that Frontends read: all a cache
 // of Ingresses needs to keep of them.
-var IngressAnnotations = []string{ALBTargetType}
+var IngressAnnotations = []string{ALBTargetType, IngressClassAnnotation}
 
 // Frontends are a namespace's Services by the front doors that name them.
 type Frontends map[string]Fronts
@@ -41,14 +48,24 @@ type Frontends map[string]Fronts
 func (f Frontends) Of(service string) Fronts { return f[service] }
 
 // AddIngress counts the Services ing names: its default backend's and its rules' paths',
-// with the target type it sets.
-func (f Frontends) AddIngress(ing *networkingv1.Ingress) {
-	tt := ing.Annotations[ALBTargetType]
+// with the target type it sets, or its class sets (classes: nil for none known).
+func (f Frontends) AddIngress(ing *networkingv1.Ingress, classes ClassTargets) {
+	tt, ct := ing.Annotations[ALBTargetType], classes[IngressClassOf(ing)]
 	for _, name := range IngressBackends(ing) {
 		fr := f[name]
+		first := !fr.Ingress
 		fr.Ingress = true
-		if tt != "" && fr.IngressTargetType != "ip" {
-			fr.IngressTargetType = tt
+		switch {
+		case ct != "":
+			if fr.ClassTargetType != "ip" {
+				fr.ClassTargetType = ct
+			}
+			fr.ClassOnly = first || fr.ClassOnly
+		default:
+			fr.ClassOnly = false
+			if tt != "" && fr.IngressTargetType != "ip" {
+				fr.IngressTargetType = tt
+			}
 		}
 		f[name] = fr
 	}

@@ -223,6 +223,32 @@ type Input struct {
 	Duplicates []Duplicate // in input order of the dropped copies
 }
 
+// classTargets are the target types the input's IngressClasses take from its
+// IngressClassParams (kube.ClassTargetsOf), which decide its Ingresses' before their
+// annotations.
+func classTargets(objs []*manifest.Object) kube.ClassTargets {
+	var classes []networkingv1.IngressClass
+	var params []map[string]any
+	for _, o := range objs {
+		switch {
+		case o.Kind == "IngressClass" && o.Group() == networkingv1.GroupName:
+			var c networkingv1.IngressClass
+			if o.Decode(&c) == nil {
+				classes = append(classes, c)
+			}
+		case o.Kind == kube.IngressClassParamsKind && o.Group() == kube.IngressClassParamsGroup:
+			var p map[string]any
+			if o.Decode(&p) == nil {
+				params = append(params, p)
+			}
+		}
+	}
+	if len(classes) == 0 {
+		return nil
+	}
+	return kube.ClassTargetsOf(classes, params)
+}
+
 // Read is Workloads, with the workloads it could not read (Unchecked) and the objects
 // that more than one input held (Duplicates).
 func Read(objs []*manifest.Object) Input {
@@ -236,6 +262,7 @@ func Read(objs []*manifest.Object) Input {
 	hpas := map[hpaKey][]autoscalingv2.HorizontalPodAutoscaler{}
 	configMaps := map[string]map[string]map[string]bool{} // namespace, name, key
 	fronts := map[string]kube.Frontends{}                 // namespace: its Services' front doors
+	classes := classTargets(objs)
 	for _, o := range objs {
 		switch {
 		case o.IsWorkload():
@@ -283,7 +310,7 @@ func Read(objs []*manifest.Object) Input {
 			if fronts[ns] == nil {
 				fronts[ns] = kube.Frontends{}
 			}
-			fronts[ns].AddIngress(&ing)
+			fronts[ns].AddIngress(&ing, classes)
 		case isDoor(o):
 			d, _ := kube.DoorOf(o.Group(), o.Kind)
 			var obj map[string]any

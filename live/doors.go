@@ -53,14 +53,47 @@ func ServedDoors(d discovery.DiscoveryInterface) ([]schema.GroupVersionKind, err
 	return out, nil
 }
 
+// ServedClassParams is the version of the IngressClassParams the API server serves
+// (its group's preferred version that has them), "" where it serves none.
+func ServedClassParams(d discovery.DiscoveryInterface) (string, error) {
+	groups, err := d.ServerGroups()
+	if err != nil {
+		return "", err
+	}
+	for _, g := range groups.Groups {
+		if g.Name != kube.IngressClassParamsGroup {
+			continue
+		}
+		versions := []string{g.PreferredVersion.Version}
+		for _, v := range g.Versions {
+			if v.Version != g.PreferredVersion.Version {
+				versions = append(versions, v.Version)
+			}
+		}
+		for _, v := range versions {
+			rl, err := d.ServerResourcesForGroupVersion(g.Name + "/" + v)
+			if err != nil {
+				return "", err
+			}
+			for _, r := range rl.APIResources {
+				if r.Name == kube.IngressClassParamsResource {
+					return v, nil
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
 // doorResource is the resource of a door's kind at gvk's version.
 func doorResource(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 	d, _ := kube.DoorOf(gvk.Group, gvk.Kind)
 	return gvk.GroupVersion().WithResource(d.Resource)
 }
 
-// Unread are the front doors' resources that Read was not allowed to list: their
-// objects are not among what it returned, so the paths they open are not seen.
+// Unread are the front doors' resources (and the Ingresses' classes') that Read was not
+// allowed to list: their objects are not among what it returned, so the paths they open
+// (or, for a class, decide) are not seen.
 type Unread []schema.GroupResource
 
 func (u Unread) Error() string {
@@ -68,5 +101,5 @@ func (u Unread) Error() string {
 	for _, r := range u {
 		names = append(names, r.String())
 	}
-	return fmt.Sprintf("not allowed to list %s: the front doors of those kinds are not seen", strings.Join(names, ", "))
+	return fmt.Sprintf("not allowed to list %s: the routes to the pods those objects open or decide are not seen", strings.Join(names, ", "))
 }

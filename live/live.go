@@ -70,6 +70,17 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 	for _, gvk := range doors {
 		all = append(all, doorResource(gvk))
 	}
+	// The Ingresses' classes, which may decide where their load balancers send (cluster
+	// objects: read whole, whatever the namespace).
+	optional := len(Resources)
+	classes := []schema.GroupVersionResource{{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasses"}}
+	if v, err := ServedClassParams(cs.Discovery()); err != nil {
+		return nil, fmt.Errorf("the IngressClassParams the API server serves: %w", err)
+	} else if v != "" {
+		classes = append(classes, kube.IngressClassParamsGVR(v))
+	}
+	cluster := len(all)
+	all = append(all, classes...)
 	got := make([][]*manifest.Object, len(all))
 	errs := make([]error, len(all))
 	var unread Unread
@@ -77,12 +88,15 @@ func Read(ctx context.Context, cfg *rest.Config, namespace string) ([]*manifest.
 	var wg sync.WaitGroup
 	for i, r := range all {
 		wg.Go(func() {
-			if l, ok := typed[r]; ok {
+			switch l, ok := typed[r]; {
+			case ok:
 				got[i], errs[i] = listTyped(ctx, r, l)
-			} else {
+			case i >= cluster:
+				got[i], errs[i] = list(ctx, dc.Resource(r))
+			default:
 				got[i], errs[i] = list(ctx, dc.Resource(r).Namespace(namespace))
 			}
-			if i >= len(Resources) && apierrors.IsForbidden(errs[i]) {
+			if i >= optional && apierrors.IsForbidden(errs[i]) {
 				mu.Lock()
 				unread = append(unread, r.GroupResource())
 				mu.Unlock()

@@ -163,13 +163,16 @@ func TargetsPods(svc *corev1.Service) bool {
 // ingressToPods: the Ingress that names svc is an application load balancer whose
 // targets are svc's pods: GKE's container-native load balancing, the pods in network
 // endpoint groups (cloud.google.com/neg: {"ingress": true}, on the Service), or an AWS
-// ALB in IP mode (kube.ALBTargetType: ip), which the AWS Load Balancer Controller reads
-// on the Service first, then on the Ingress (f). Set on an IngressClassParams, it is not
-// seen here.
+// ALB in IP mode, which the AWS Load Balancer Controller reads from the IngressClassParams
+// of the Ingress's class first (f.ClassTargetType), then kube.ALBTargetType on the
+// Service, then on the Ingress (f).
 func ingressToPods(svc *corev1.Service, f kube.Fronts) bool {
 	v := strings.ReplaceAll(svc.Annotations["cloud.google.com/neg"], " ", "")
-	if strings.Contains(v, `"ingress":true`) {
+	if strings.Contains(v, `"ingress":true`) || f.ClassTargetType == "ip" {
 		return true
+	}
+	if f.ClassOnly { // every Ingress's class decided, and none said ip
+		return false
 	}
 	if tt, ok := svc.Annotations[kube.ALBTargetType]; ok {
 		return tt == "ip"

@@ -416,7 +416,9 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
 			// The Services Ingresses and the other front doors name (kube.Doors): more
 			// paths to their pods (each pod's wait by its paths).
-			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
+			// and their classes, whose parameters may decide where their load balancers send
+			// (kube.ClassTargets: the IngressClassParams, with the doors' group below).
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingressclasses", "ingresses"}, Verbs: []string{"get", "list", "watch"}},
 		}, doorRules(), []rbacv1.PolicyRule{
 			// The Reporter: pods the webhook missed, hooks that cannot work.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
@@ -476,8 +478,9 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 }
 
 // doorRules let the controller read the front doors of kube.Doors, a rule per group in
-// the order Doors first names it, each rule's resources sorted: nothing is asked of a
-// group the cluster does not serve.
+// the order Doors first names it, each rule's resources sorted, and the
+// IngressClassParams in its group's: nothing is asked of a group the cluster does not
+// serve.
 func doorRules() []rbacv1.PolicyRule {
 	var out []rbacv1.PolicyRule
 	at := map[string]int{}
@@ -489,6 +492,11 @@ func doorRules() []rbacv1.PolicyRule {
 			out = append(out, rbacv1.PolicyRule{APIGroups: []string{d.Group}, Verbs: []string{"get", "list", "watch"}})
 		}
 		out[i].Resources = append(out[i].Resources, d.Resource)
+	}
+	if i, ok := at[kube.IngressClassParamsGroup]; ok {
+		out[i].Resources = append(out[i].Resources, kube.IngressClassParamsResource)
+	} else {
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{kube.IngressClassParamsGroup}, Resources: []string{kube.IngressClassParamsResource}, Verbs: []string{"get", "list", "watch"}})
 	}
 	for i := range out {
 		slices.Sort(out[i].Resources)

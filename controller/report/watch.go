@@ -19,6 +19,12 @@ import (
 // It returns once the informers have synced.
 func (r *Reporter) Watch(ctx context.Context) error {
 	r.init()
+	every := func() {
+		r.mu.Lock()
+		r.env = nil
+		r.mu.Unlock()
+		r.queue.AddAfter(everyNamespace, r.batch())
+	}
 	enqueue := func(o any) {
 		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
@@ -28,16 +34,14 @@ func (r *Reporter) Watch(ctx context.Context) error {
 			return
 		}
 		ns := m.GetNamespace()
-		if ns == "" { // a Namespace
+		if ns == "" {
+			if _, isNS := o.(*corev1.Namespace); !isNS { // a cluster's object (an IngressClass): any namespace's
+				every()
+				return
+			}
 			ns = m.GetName()
 		}
 		r.queue.AddAfter(ns, r.batch())
-	}
-	every := func() {
-		r.mu.Lock()
-		r.env = nil
-		r.mu.Unlock()
-		r.queue.AddAfter(everyNamespace, r.batch())
 	}
 	changes := toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(o any, initial bool) {

@@ -156,9 +156,32 @@ func TestLintCluster(t *testing.T) {
 			t.Fatalf("as jane: exit %d, %s", code, stderr)
 		}
 		keys := findingKeys(t, out)
-		if !strings.Contains(stderr, "not allowed to list virtualservices.networking.istio.io: the front doors of those kinds are not seen") ||
+		if !strings.Contains(stderr, "virtualservices.networking.istio.io: the routes to the pods those objects open or decide are not seen") ||
 			slices.Contains(keys, "delay-below-path Deployment/bad-behind-mesh app") || !slices.Contains(keys, "delay-below-path Deployment/bad-behind-ingressroute app") {
 			t.Errorf("without list on VirtualServices: %q\n%s", keys, stderr)
+		}
+	})
+
+	// An Ingress's class decides: the IngressClassParams' targetType (a stand-in CRD of
+	// its group, kind and scope: the AWS Load Balancer Controller's is on no module the
+	// proxy serves), read live, cluster objects, as lint reads them in the file.
+	t.Run("ingress class", func(t *testing.T) {
+		if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", writeTemp(t, ingressClassParamsCRD)).CombinedOutput(); err != nil {
+			t.Fatalf("installing the IngressClassParams CRD: %v\n%s", err, out)
+		}
+		if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established", "crd/ingressclassparams.elbv2.k8s.aws").CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		file := "../../../lint/testdata/checks/adaptive-misses-pool.yaml"
+		apply(t, "lint-ingress-class", withSelectors(t, file))
+		_, fromFile, _ := runNapctl("lint", "-f", file, "--kube-version", kubeVersion, "-o", "json")
+		_, fromCluster, stderr := runNapctl("lint", "--kubeconfig", kubeconfig, "-n", "lint-ingress-class", "-o", "json")
+		want, got := findingKeys(t, fromFile), findingKeys(t, fromCluster)
+		if !slices.Contains(want, "adaptive-misses-pool Deployment/bad-behind-alb-class app") || !slices.Equal(got, want) {
+			t.Errorf("live objects: %q\nfrom the file: %q\n%s", got, want, stderr)
+		}
+		if !strings.Contains(fromCluster, "lb-pods via Service bad-behind-alb-class") {
+			t.Errorf("live: the class's IngressClassParams did not make the ALB send to the pods:\n%s", fromCluster)
 		}
 	})
 
@@ -279,6 +302,28 @@ func writeTemp(t *testing.T, s string) string {
 
 // monitorCRD is a minimal CustomResourceDefinition of a Prometheus operator monitor
 // (plural, kind): any fields.
+const ingressClassParamsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ingressclassparams.elbv2.k8s.aws}
+spec:
+  group: elbv2.k8s.aws
+  scope: Cluster
+  names: {plural: ingressclassparams, singular: ingressclassparams, kind: IngressClassParams, listKind: IngressClassParamsList}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+            properties:
+              targetType: {type: string, enum: [instance, ip]}
+`
+
 const monitorCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: %[1]s.monitoring.coreos.com}
