@@ -43,6 +43,15 @@ type Node struct {
 	Labels  map[string]string
 	Kubelet Version // status.nodeInfo.kubeletVersion
 	Runtime string  // status.nodeInfo.containerRuntimeVersion, such as containerd://2.1.4
+	// Every: the node stands for all of them, whatever a pod selects (AssumedNodes).
+	Every bool
+}
+
+// AssumedNodes are the nodes as a user states them without a cluster to read: every
+// kubelet at least kubelet (napctl's --kubelet-version), in place of the oldest the skew
+// policy allows beside the API server.
+func AssumedNodes(kubelet Version) []Node {
+	return []Node{{Name: "(every node, --kubelet-version)", Kubelet: kubelet, Every: true}}
 }
 
 // OldestKubelet is the oldest kubelet that may run a pod whose nodeSelector is selector,
@@ -54,7 +63,7 @@ func OldestKubelet(apiserver Version, nodes []Node, selector map[string]string) 
 	var oldest Version
 	name := ""
 	for _, n := range nodes {
-		if !matches(n.Labels, selector) {
+		if !n.Every && !matches(n.Labels, selector) {
 			continue
 		}
 		if name == "" || n.Kubelet.Less(oldest) {

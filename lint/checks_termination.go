@@ -324,6 +324,11 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 					Message: fmt.Sprintf("container %q sleeps 0 seconds natively, which Kubernetes %d.%d rejects (1.33+)", ct.Name, v.Major, v.Minor),
 					Hint:    "remove the preStop hook or sleep at least 1 second",
 				}
+			case kubelet.Less(kube.NativeSleepSince) && len(c.Nodes) == 1 && c.Nodes[0].Every:
+				return &Finding{
+					Message: fmt.Sprintf("container %q uses the native preStop sleep action, which kubelets %v (--kubelet-version) do not have (1.30+)", ct.Name, kubelet),
+					Hint:    "use the nap binary (napctl inject --mode binary)",
+				}
 			case kubelet.Less(kube.NativeSleepSince) && node != "":
 				return &Finding{
 					Message: fmt.Sprintf("container %q uses the native preStop sleep action, which node %s's kubelet %v does not have (1.30+)", ct.Name, node, kubelet),
@@ -332,7 +337,7 @@ func nativeSleepUnsupported(c *Context, w *Workload) []Finding {
 			case kubelet.Less(kube.NativeSleepSince):
 				return &Finding{
 					Message: fmt.Sprintf("container %q uses the native preStop sleep action; with Kubernetes %v, kubelets may be as old as %v (the version skew policy), which do not have it (1.30+)", ct.Name, v, kubelet),
-					Hint:    "use the nap binary (napctl inject --mode binary), or lint with the cluster's nodes known",
+					Hint:    "use the nap binary (napctl inject --mode binary), or lint with the cluster's nodes known (--kubelet-version X.Y, the oldest of yours; or --live)",
 				}
 			}
 			return nil

@@ -179,3 +179,28 @@ func (l *Live) Resolve(cmd *cobra.Command) error {
 
 // Flag is the flag that chose the cluster, for messages ("--live", "--context", ...).
 func (l *Live) Flag() string { return l.given }
+
+// KubeletVersionFlag is --kubelet-version: the oldest kubelet of the target cluster's
+// nodes, where --kube-version alone would assume the oldest the skew policy allows.
+func KubeletVersionFlag(fl *pflag.FlagSet, into *string) {
+	fl.StringVar(into, "kubelet-version", "", fmt.Sprintf("with --kube-version: the oldest kubelet of the target cluster's nodes (X.Y); default %d minors older than --kube-version, the oldest the version skew policy allows", kube.MaxKubeletSkew))
+}
+
+// AssumedNodes are the nodes --kubelet-version states beside --kube-version apiserver
+// (nil when it is not given): a kubelet newer than the API server is refused.
+func AssumedNodes(apiserver *kube.Version, kubelet string) ([]kube.Node, error) {
+	if kubelet == "" {
+		return nil, nil
+	}
+	if apiserver == nil {
+		return nil, fmt.Errorf("--kubelet-version %s goes with --kube-version", kubelet)
+	}
+	v, err := kube.ParseVersion(kubelet)
+	if err != nil {
+		return nil, fmt.Errorf("--kubelet-version: %w", err)
+	}
+	if apiserver.Less(v) {
+		return nil, fmt.Errorf("--kubelet-version %v is newer than --kube-version %v: no kubelet is newer than its API server", v, *apiserver)
+	}
+	return kube.AssumedNodes(v), nil
+}

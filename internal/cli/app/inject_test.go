@@ -278,7 +278,7 @@ func TestInjectMistakes(t *testing.T) {
 	}
 	// A version alone allows kubelets older than the native sleep: the assumption is said.
 	_, _, stderr = runNapctlIn(deployment, "inject", "--kube-version", "1.31")
-	if !strings.Contains(stderr, "with the API server at 1.31 and the nodes unread, a kubelet may be as old as 1.28, 3 minors of skew, older than the native sleep's 1.30: --live reads the nodes' kubelets") {
+	if !strings.Contains(stderr, "with the API server at 1.31 and the nodes unread, a kubelet may be as old as 1.28, 3 minors of skew, older than the native sleep's 1.30: --kubelet-version says how old yours are, --live reads them") {
 		t.Errorf("inject --kube-version 1.31: stderr %q; want the skew assumption named", stderr)
 	}
 	if _, _, stderr = runNapctlIn(deployment, "inject", "--kube-version", "1.34"); strings.Contains(stderr, "ConfigMap") {

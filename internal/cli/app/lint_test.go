@@ -429,3 +429,64 @@ spec:
 		t.Errorf("a Job was said to be unchecked:\n%s", stderr)
 	}
 }
+
+// --kubelet-version says how old the nodes' kubelets are where no cluster is read:
+// beside --kube-version 1.31, kubelets are assumed as old as 1.28 (the skew policy), which
+// have no native sleep; with --kubelet-version 1.31 inject writes the native sleep and
+// lint passes it. A kubelet newer than its API server, or one without --kube-version, is
+// refused.
+func TestKubeletVersion(t *testing.T) {
+	const native = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1
+        readinessProbe: {httpGet: {path: /readyz, port: 8080}}
+        lifecycle: {preStop: {sleep: {seconds: 5}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: web}}
+`
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		code        int
+		out, err    string
+	}{
+		{"lint: kubelets assumed as old as the skew allows", native, []string{"lint", "--kube-version", "1.31"}, 1,
+			"kubelets may be as old as 1.28 (the version skew policy), which do not have it (1.30+)", ""},
+		{"lint: the kubelets said", native, []string{"lint", "--kube-version", "1.31", "--kubelet-version", "1.31"}, 0, "0 error(s)", ""},
+		{"lint: kubelets said too old", native, []string{"lint", "--kube-version", "1.31", "--kubelet-version", "1.29"}, 1,
+			"which kubelets 1.29 (--kubelet-version) do not have (1.30+)", ""},
+		{"lint: newer than the API server", native, []string{"lint", "--kube-version", "1.31", "--kubelet-version", "1.32"}, 2, "",
+			"--kubelet-version 1.32 is newer than --kube-version 1.31"},
+		{"lint: without --kube-version", native, []string{"lint", "--kubelet-version", "1.31"}, 2, "", "--kubelet-version 1.31 goes with --kube-version"},
+		{"inject: the skew's kubelets get the binary", deployment, []string{"inject", "--kube-version", "1.31"}, 0, "/nap/nap", "--kubelet-version says how old yours are"},
+		{"inject: the kubelets said get the native sleep", deployment, []string{"inject", "--kube-version", "1.31", "--kubelet-version", "1.31"}, 0, "sleep:", ""},
+		{"inject: without --kube-version", deployment, []string{"inject", "--kubelet-version", "1.31"}, 2, "", "--kubelet-version 1.31 goes with --kube-version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runNapctlIn(tc.stdin, tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.err) {
+				t.Errorf("napctl %v: exit %d (want %d)\nstdout: %s\nstderr: %s", tc.args, code, tc.code, stdout, stderr)
+			}
+		})
+	}
+}

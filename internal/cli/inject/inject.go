@@ -22,6 +22,7 @@ type flags struct {
 	delay       string
 	mode        string
 	kubeVersion string
+	kubelet     string // --kubelet-version
 	live        cli.Live
 	containers  []string
 	arch        string
@@ -83,7 +84,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory or - for stdin (repeatable; default stdin)")
 	fl.StringVar(&f.delay, wait.FlagDelay, wait.DefaultInput.Delay, "the preStop delay, in nap's syntax (10s, 1.5, 500ms)")
 	fl.StringVar(&f.mode, "mode", "auto", "auto, native or binary")
-	fl.StringVar(&f.kubeVersion, "kube-version", "", fmt.Sprintf("the target cluster's Kubernetes version (X.Y), for --mode auto: its kubelets are then taken to be as old as the version skew policy allows (%d minors older), unless --live reads them", kube.MaxKubeletSkew))
+	fl.StringVar(&f.kubeVersion, "kube-version", "", fmt.Sprintf("the target cluster's Kubernetes version (X.Y), for --mode auto: its kubelets are then taken to be as old as the version skew policy allows (%d minors older), unless --kubelet-version says otherwise or --live reads them", kube.MaxKubeletSkew))
+	cli.KubeletVersionFlag(fl, &f.kubelet)
 	f.live.Flags(fl, "ask the cluster for its version and its kubelets, for --mode auto and --delivery auto")
 	fl.StringArrayVar(&f.containers, "container", nil, "delay only this container (repeatable; may name a sidecar init container)")
 	fl.StringVar(&f.arch, "arch", "amd64", "nap's architecture when a template does not select one: "+strings.Join(nap.Arches, ", "))
@@ -136,6 +138,8 @@ func run(streams cli.IOStreams, f *flags) error {
 		GraceExtra: &f.graceExtra, ConfigMap: f.configMap, Delivery: inject.Delivery(f.delivery), Image: f.image,
 	}
 	switch {
+	case f.kubelet != "" && f.kubeVersion == "":
+		return fmt.Errorf("--kubelet-version %s goes with --kube-version (%s reads the nodes' own)", f.kubelet, f.live.Flag())
 	case f.kubeVersion != "" && f.live.On:
 		return fmt.Errorf("--kube-version and %s: give one", f.live.Flag())
 	case f.kubeVersion != "":
@@ -144,6 +148,9 @@ func run(streams cli.IOStreams, f *flags) error {
 			return fmt.Errorf("--kube-version: %w", err)
 		}
 		opts.Kube = &v
+		if opts.Nodes, err = cli.AssumedNodes(opts.Kube, f.kubelet); err != nil {
+			return err
+		}
 	case f.live.On:
 		v, nodes, err := cli.ClusterVersions(f.live.Cluster)
 		if err != nil {
@@ -246,7 +253,7 @@ func run(streams cli.IOStreams, f *flags) error {
 			if oldest, _ := kube.OldestKubelet(*opts.Kube, nil, nil); opts.Nodes == nil && oldest.Less(kube.NativeSleepSince) {
 				// The assumption named: the API server's version alone allows kubelets
 				// the skew policy's minors older, and they run the hook.
-				why = fmt.Sprintf("with the API server at %v and the nodes unread, a kubelet may be as old as %v, %d minors of skew, older than the native sleep's %v: --live reads the nodes' kubelets",
+				why = fmt.Sprintf("with the API server at %v and the nodes unread, a kubelet may be as old as %v, %d minors of skew, older than the native sleep's %v: --kubelet-version says how old yours are, --live reads them",
 					*opts.Kube, oldest, kube.MaxKubeletSkew, kube.NativeSleepSince)
 			}
 		}

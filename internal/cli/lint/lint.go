@@ -21,6 +21,7 @@ type flags struct {
 	files       []string
 	output      string
 	kubeVersion string
+	kubelet     string // --kubelet-version
 	failOn      string
 	config      string
 	calibration string
@@ -75,6 +76,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory or - for stdin (repeatable; default stdin)")
 	cli.OutputFlag(cmd, &f.output, formats...)
 	cmd.Flags().StringVar(&f.kubeVersion, "kube-version", "", "the target cluster's Kubernetes version (X.Y), for version-dependent checks")
+	cli.KubeletVersionFlag(cmd.Flags(), &f.kubelet)
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding has this severity or higher: warning or error")
 	cli.Complete(cmd, "fail-on", "warning", "error")
 	cmd.Flags().StringVar(&f.stdinName, "stdin-filename", "", "the name findings give manifests read from stdin (default -): the chart's path, so that SARIF and file:line point into the repository")
@@ -93,8 +95,8 @@ func run(streams cli.IOStreams, f *flags) error {
 	if !f.live.On && f.namespace != "" {
 		return &cli.ExitError{Code: 2, Err: fmt.Errorf("--namespace goes with --live")}
 	}
-	if f.live.On && (len(f.files) > 0 || f.kubeVersion != "") {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%s lints the cluster's objects with its own versions: no -f or --kube-version with it", f.live.Flag())}
+	if f.live.On && (len(f.files) > 0 || f.kubeVersion != "" || f.kubelet != "") {
+		return &cli.ExitError{Code: 2, Err: fmt.Errorf("%s lints the cluster's objects with its own versions: no -f, --kube-version or --kubelet-version with it", f.live.Flag())}
 	}
 	var opts nlint.Options
 	if f.kubeVersion != "" {
@@ -103,6 +105,9 @@ func run(streams cli.IOStreams, f *flags) error {
 			return &cli.ExitError{Code: 2, Err: fmt.Errorf("--kube-version: %w", err)}
 		}
 		opts.KubeVersion = &v
+	}
+	if opts.Nodes, err = cli.AssumedNodes(opts.KubeVersion, f.kubelet); err != nil {
+		return &cli.ExitError{Code: 2, Err: err}
 	}
 	if f.config != "" {
 		if opts.Config, err = nlint.LoadConfig(f.config); err != nil {
