@@ -406,7 +406,7 @@ func amd64Blocks() []block {
 		}},
 		// A fixed delay of r12 ns (none for zero) is an adaptive wait whose MAX is 0, so
 		// that it ends at MIN, the delay, with QUIET at its default, its own ALLOW and the
-		// request signal off: it observes, and keeps its exit status (ebp). After an
+		// request signal at nap.ActiveWithin: it observes, and keeps its exit status (ebp). After an
 		// invalid argument ALLOW is the default again.
 		{"fixed_wait", "adaptive", func(b *x.Builder) { // from fixed and default
 			b.TEST(r12, r12)
@@ -414,7 +414,7 @@ func amd64Blocks() []block {
 			b.MOV(x.Qword(r15, 0), r12)
 			b.MOV(x.Qword(r15, slotQuiet), x.Imm(int64(nap.DefaultQuiet)))
 			b.AND(x.Qword(r15, slotMax), x.Imm(0))
-			b.AND(x.Qword(r15, slotRequests), x.Imm(0))
+			b.MOV(x.Qword(r15, slotRequests), x.Imm(int64(nap.ActiveWithin)))
 			b.MOV(x.Dword(r15, slotStatus), ebp)
 			b.MOV(x.Byte(r15, slotFixed), x.Imm(1))
 		}},

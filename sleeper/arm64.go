@@ -243,13 +243,13 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CBNZ(x24, "adaptive")
 	// A fixed delay of x20 ns (none for zero) is an adaptive wait whose MAX is 0, so
 	// that it ends at MIN, the delay, with QUIET at its default, its own ALLOW (the
-	// default after an invalid argument) and the request signal off: it observes, and
-	// keeps its exit status (x23). x24 0 marks it.
+	// default after an invalid argument) and the request signal at nap.ActiveWithin: it
+	// observes, and keeps its exit status (x23). x24 0 marks it.
 	b.Label("fixed_wait") // from default too
 	b.CBZ(x20, "exit")
 	movImm(b, x25, uint64(nap.DefaultQuiet))
 	b.MOV(x26, xzr)
-	b.MOV(x18, xzr)
+	movImm(b, x18, uint64(nap.ActiveWithin))
 	b.MOV(x24, xzr)
 	b.B("adaptive")
 	b.Label("inf")

@@ -26,7 +26,7 @@ var Budget = map[string]int{"amd64": 2272, "arm64": 2784}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 2252, "arm64": 2768}
+var Sizes = map[string]int{"amd64": 2255, "arm64": 2772}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -98,6 +101,10 @@ var requestCases = []struct {
 		sends: every(200*time.Millisecond, 400*time.Millisecond), lo: 2 * time.Second, hi: 2 * time.Second},
 	{name: "sockets refused: MAX, exit 3", args: []string{"--quiet", "300ms", "--max", "1200ms", "--requests", "1s"},
 		refused: true, code: nap.ExitUnreadable, stderr: nap.UnreadableSockets, lo: 1200 * time.Millisecond, hi: 1200 * time.Millisecond},
+	// A fixed delay reads the sockets too (TestFixedDelayReadsRequests): refused, it
+	// says nothing, keeps its exit status and waits its delay (its verdict blind).
+	{name: "a fixed delay, sockets refused: its delay, silent", args: []string{"1200ms"},
+		sends: every(200*time.Millisecond, 2*time.Second), refused: true, lo: 1200 * time.Millisecond, hi: 1200 * time.Millisecond},
 	{name: "SIGTERM ends a wait the requests hold", args: []string{"--quiet", "500ms", "--max", "10s", "--requests", "1s"},
 		sends: every(200*time.Millisecond, 5*time.Second), signal: syscall.SIGTERM, after: 1500 * time.Millisecond, code: 143},
 }
@@ -220,4 +227,91 @@ func keptConnection(idle time.Duration, sends []time.Duration, outbound bool) (s
 		server.Close()
 		l.Close()
 	}, nil
+}
+
+// fixedRequestCases: a fixed delay reads the requests over connections the pod accepted
+// earlier as the request signal does (at nap.ActiveWithin), and ends at its delay
+// whatever it reads: no new connection comes in any case, so the count alone would read
+// quiet in all of them (conns=0), and late here is the sockets' word alone.
+var fixedRequestCases = []struct {
+	name    string
+	args    []string
+	idle    time.Duration
+	sends   []time.Duration
+	verdict string
+}{
+	{name: "requests over a kept connection to the end: late", args: []string{"1500ms"}, sends: every(200*time.Millisecond, 3*time.Second), verdict: nap.Late},
+	{name: "an idle kept connection: quiet", args: []string{"1500ms"}, idle: nap.ActiveWithin + 200*time.Millisecond, verdict: nap.Quiet},
+	{name: "requests that stopped early: quiet", args: []string{"4s"}, sends: every(200*time.Millisecond, 400*time.Millisecond), verdict: nap.Quiet},
+}
+
+// TestFixedDelayReadsRequests runs fixedRequestCases on every implementation at once,
+// each in a network namespace of its own with the test's kept connection, and in a root
+// of its own (chroot) with the kernel's /proc, whose net/snmp is the reader's namespace's,
+// and a termination message to append to; the arm64 binary under qemu-user with its
+// stub handing it the netlink socket.
+func TestFixedDelayReadsRequests(t *testing.T) {
+	testenv.RequireRoot(t)
+	ims := impls(t)
+	got := make([][]outcome, len(ims))
+	logs := make([][]string, len(ims))
+	var wg sync.WaitGroup
+	for i, im := range ims {
+		got[i] = make([]outcome, len(fixedRequestCases))
+		logs[i] = make([]string, len(fixedRequestCases))
+		for j, tc := range fixedRequestCases {
+			root, inside := rootWith(t, im)
+			for _, d := range []string{"proc", "dev"} {
+				if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := syscall.Mount("proc", filepath.Join(root, "proc"), "proc", 0, ""); err != nil {
+				t.Fatalf("proc in the root: %v", err)
+			}
+			t.Cleanup(func() { syscall.Unmount(filepath.Join(root, "proc"), syscall.MNT_DETACH) })
+			logs[i][j] = filepath.Join(root, nap.VerdictPath)
+			if err := os.WriteFile(logs[i][j], []byte(appLine), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("chroot", append([]string{root}, append(inside, tc.args...)...)...)
+			cmd.Dir = "/"
+			wg.Go(func() {
+				err := inNetns(im, false, func(sockets *os.File) error {
+					stop, err := keptConnection(tc.idle, tc.sends, false)
+					if err != nil {
+						return err
+					}
+					defer stop()
+					got[i][j] = runWith(cmd, 0, 0, im.qemu != "", sockets)
+					return nil
+				})
+				if err != nil {
+					got[i][j] = outcome{err: err}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i, im := range ims {
+		for j, tc := range fixedRequestCases {
+			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
+				req, err := nap.Parse(tc.args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[i][j].checkWait(t, im, 0, "", req.Duration, req.Duration, false)
+				b, err := os.ReadFile(logs[i][j])
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg, _ := strings.CutPrefix(string(b), appLine)
+				v, ok := nap.ParseVerdict(msg)
+				if !ok || v.Kind != tc.verdict || v.End != req.Duration || v.Conns != 0 {
+					t.Errorf("verdict %q, want %s at the delay, %v, with no new connection", msg, tc.verdict, req.Duration)
+				}
+				t.Logf("verdict %q", strings.TrimSuffix(msg, "\n"))
+			})
+		}
+	}
 }

@@ -74,10 +74,11 @@
 // until its last request plus at most WITHIN plus QUIET.
 //
 // A fixed delay (DURATIONs and no flag, the default, or the default after an invalid
-// argument) reads the count the same way, as an adaptive wait whose MAX is 0 (so that it
-// ends at MIN, the delay, whatever it sees), with QUIET 2s, its own N and without the
-// request signal: the delay does not change, only what nap knows at its end, and its
-// exit status stays 0 (or 2). Its N is what keeps the kubelet's probes from reading as
+// argument) reads the count and the sockets the same way, as an adaptive wait whose MAX
+// is 0 (so that it ends at MIN, the delay, whatever it sees), with QUIET 2s, its own N
+// and the request signal at [ActiveWithin]: the delay does not change, only what nap
+// knows at its end (requests over connections the pod accepted earlier, which no count
+// of new connections shows), and its exit status stays 0 (or 2). Its N is what keeps the kubelet's probes from reading as
 // traffic in its verdict. A total of zero returns at once and reads nothing; inf
 // reads nothing either.
 //
@@ -118,8 +119,8 @@
 //
 //	nap: cannot read the pod's sockets; waiting --max
 //
-// A fixed delay that cannot read the count says nothing and keeps its exit status: it
-// still waits its delay, blind.
+// A fixed delay that cannot read the count or the sockets says nothing and keeps its
+// exit status: it still waits its delay, blind.
 //
 // inf makes any wait, adaptive or not, last until a signal.
 //

@@ -41,9 +41,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return status // a total of zero returns at once
 		}
 		// A fixed delay observes as an adaptive wait whose MAX is 0 (so its limit is
-		// MIN, the delay) with QUIET at its default, its own ALLOW and no request
-		// signal: it ends at the delay, whatever it sees.
-		req.Quiet, req.Max, req.Requests = DefaultQuiet, 0, 0
+		// MIN, the delay) with QUIET at its default, its own ALLOW and the request
+		// signal at ActiveWithin: it ends at the delay, whatever it sees.
+		req.Quiet, req.Max, req.Requests = DefaultQuiet, 0, ActiveWithin
 	}
 	return wait(req, status, stderr, sig)
 }
