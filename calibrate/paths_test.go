@@ -237,7 +237,7 @@ func TestApplicationLoadBalancer(t *testing.T) {
 		t.Errorf("the Ingress: %+v %v", ing.Spec, ing.Annotations)
 	}
 	fe := kube.Frontends{}
-	fe.AddIngress(ing)
+	fe.AddIngress(ing, nil)
 	fronts := fe.Of(own.Name)
 	if names := traffic.Reaching(own, fronts); !slices.ContainsFunc(names, func(p traffic.Path) bool { return p.Name == traffic.LoadBalancerPods.Name }) ||
 		!traffic.LoadBalancerPods.Pools(own, fronts) {
