@@ -93,6 +93,7 @@ const (
 	msgSport    = nap.NlmsgHdrLen + nap.DiagMsgSport
 	msgAttrs    = nap.NlmsgHdrLen + nap.InetDiagMsgLen
 	infoLastRcv = nap.RtaHdrLen + nap.TCPInfoLastDataRecv
+	infoSegsIn  = nap.RtaHdrLen + nap.TCPInfoDataSegsIn
 	nsPerMs     = int64(time.Millisecond)
 )
 
@@ -792,7 +793,8 @@ func amd64Blocks() []block {
 			b.LEA(rdx, x.Qword(rsi, msgAttrs))
 		}},
 		// An inbound connection's attributes, to INET_DIAG_INFO: active when its
-		// tcpi_last_data_recv is below WITHIN.
+		// tcpi_last_data_recv is below WITHIN and it is kept (tcpi_data_segs_in at least
+		// nap.KeptSegs, where tcp_info is long enough to have it).
 		{"attr", "", func(b *x.Builder) { // from message and next_attr
 			b.LEA(rax, x.ByteIndex(rsi, rcx))
 			b.SUB(rax, rdx)
@@ -809,6 +811,11 @@ func amd64Blocks() []block {
 			b.J(x.NE, "next_attr")
 			b.CMP(ebx, x.Imm(infoLastRcv+4))
 			b.J(x.B, "next_attr")
+			b.CMP(ebx, x.Imm(infoSegsIn+4)) // an older kernel's tcp_info: every connection
+			b.J(x.B, "recent")
+			b.CMP(x.Dword(rdx, infoSegsIn), x.Imm(nap.KeptSegs))
+			b.J(x.B, "next_message") // its first request: a new connection's
+			b.Label("recent")
 			b.MOV(ebx, x.Dword(rdx, infoLastRcv))
 			b.CMP(rbx, x.Qword(r15, slotRequests))
 			b.J(x.AE, "next_message")

@@ -559,7 +559,8 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CBZ(w4, "next_message") // outbound: the pod's own connection to somewhere
 	b.ADDi(x13, x10, msgAttrs)
 	// An inbound connection's attributes, to INET_DIAG_INFO: active when its
-	// tcpi_last_data_recv is below WITHIN.
+	// tcpi_last_data_recv is below WITHIN and it is kept (tcpi_data_segs_in at least
+	// nap.KeptSegs, where tcp_info is long enough to have it).
 	b.Label("attr")
 	b.ADD(x2, x10, x12)
 	b.SUB(x2, x2, x13)
@@ -575,6 +576,12 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Bcond(a.NE, "next_attr")
 	b.CMPi(w3, infoLastRcv+4)
 	b.Bcond(a.LO, "next_attr")
+	b.CMPi(w3, infoSegsIn+4) // an older kernel's tcp_info: every connection
+	b.Bcond(a.LO, "recent")
+	b.LDR(w4, x13, infoSegsIn)
+	b.CMPi(w4, nap.KeptSegs)
+	b.Bcond(a.LO, "next_message") // its first request: a new connection's
+	b.Label("recent")
 	b.LDR(w4, x13, infoLastRcv)
 	b.CMP(x4, x18)
 	b.Bcond(a.HS, "next_message")

@@ -21,12 +21,14 @@ import (
 // /proc/net/snmp, the polling loop, its message; about 500 and 640 bytes) moved it
 // again, the same way; then the request signal (--requests and its slot, a netlink
 // socket, the two dump requests built in the read buffer, the parser of their
-// messages, the map of listening ports, a second message: 491 and 616 bytes).
-var Budget = map[string]int{"amd64": 2272, "arm64": 2784}
+// messages, the map of listening ports, a second message: 491 and 616 bytes); then the
+// kept connection (tcpi_data_segs_in, so that a probe's one request is not a request
+// over a kept connection: 17 and 20 bytes), which took arm64 past it.
+var Budget = map[string]int{"amd64": 2272, "arm64": 2816}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 2255, "arm64": 2772}
+var Sizes = map[string]int{"amd64": 2272, "arm64": 2792}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

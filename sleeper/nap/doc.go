@@ -102,7 +102,10 @@
 //   - An inbound connection is an established socket whose local port a listening
 //     socket of the namespace has: a connection some client opened to the pod. The pod's
 //     own outbound connections (to a database, an API) are not traffic to it.
-//   - An inbound connection is active when its tcpi_last_data_recv is below WITHIN.
+//   - An inbound connection is kept once it has received data in [KeptSegs] segments
+//     (tcpi_data_segs_in, where the kernel's tcp_info has it): a new connection's first
+//     request (a kubelet's HTTP probe's) is the count's, not the sockets'.
+//   - A kept inbound connection is active when its tcpi_last_data_recv is below WITHIN.
 //     The kernel moves it only when data arrives (and at the
 //     connection's start): an idle pooled connection, its TCP keepalive probes and ACKs
 //     do not; a request, an HTTP/2 frame or a gRPC message does.

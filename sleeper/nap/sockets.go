@@ -39,9 +39,16 @@ const (
 	NlmsgHdrLen         = 16 // struct nlmsghdr
 	InetDiagMsgLen      = 72 // struct inet_diag_msg
 	TCPInfoLastDataRecv = 52 // offsetof(struct tcp_info, tcpi_last_data_recv)
-	DiagMsgState        = 1  // offsetof(struct inet_diag_msg, idiag_state)
-	DiagMsgSport        = 4  // offsetof(struct inet_diag_msg, id.idiag_sport): big-endian
-	RtaHdrLen           = 4  // struct rtattr: rta_len, rta_type (16 bits each)
+	// TCPInfoDataSegsIn is offsetof(struct tcp_info, tcpi_data_segs_in), Linux 4.6+: the
+	// segments with data the connection received over its life. A connection counts in
+	// Active only from its second (KeptSegs): its first request is a new connection's,
+	// which the count of new connections already sees (and ALLOW, the kubelet's probes,
+	// one request each, leaves out). An older kernel's shorter tcp_info counts each.
+	TCPInfoDataSegsIn = 152
+	KeptSegs          = 2
+	DiagMsgState      = 1 // offsetof(struct inet_diag_msg, idiag_state)
+	DiagMsgSport      = 4 // offsetof(struct inet_diag_msg, id.idiag_sport): big-endian
+	RtaHdrLen         = 4 // struct rtattr: rta_len, rta_type (16 bits each)
 	// The fields of a dump request that are not zero but its header's: idiag_ext and
 	// idiag_states, after the family, the prefix lengths and the 48-byte socket id.
 	DiagReqExt    = NlmsgHdrLen + 3
@@ -94,7 +101,9 @@ type Sockets struct {
 //
 // Messages are 4-byte aligned. Messages of other types, and sockets in other states,
 // are skipped. A listening socket's port is marked listening; an established socket on
-// a listening port counts in Active when tcpi_last_data_recv < Within.
+// a listening port counts in Active when tcpi_last_data_recv < Within and it has
+// received data in KeptSegs segments or more (tcpi_data_segs_in, where the kernel's
+// tcp_info has it): a connection kept for more than one request.
 func (s *Sockets) Read(datagram []byte) (done, ok bool) {
 	for b := datagram; len(b) > 0; {
 		if len(b) < NlmsgHdrLen {
@@ -146,7 +155,8 @@ func (s *Sockets) socket(m []byte) bool {
 			return false
 		}
 		if binary.LittleEndian.Uint16(a[2:]) == InetDiagInfo && n >= RtaHdrLen+TCPInfoLastDataRecv+4 {
-			if uint64(binary.LittleEndian.Uint32(a[RtaHdrLen+TCPInfoLastDataRecv:])) < s.Within {
+			kept := n < RtaHdrLen+TCPInfoDataSegsIn+4 || binary.LittleEndian.Uint32(a[RtaHdrLen+TCPInfoDataSegsIn:]) >= KeptSegs
+			if kept && uint64(binary.LittleEndian.Uint32(a[RtaHdrLen+TCPInfoLastDataRecv:])) < s.Within {
 				s.Active++
 			}
 			return true

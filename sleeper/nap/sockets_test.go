@@ -9,7 +9,7 @@ import (
 
 // diagMsg is one message of a dump as the kernel writes it: a socket in state on port
 // (host order), with INET_DIAG_SHUTDOWN first and then, when last >= 0, INET_DIAG_INFO
-// whose tcpi_last_data_recv is last.
+// whose tcpi_last_data_recv is last, of a connection kept (tcpi_data_segs_in KeptSegs).
 func diagMsg(state byte, port uint16, last int64) []byte {
 	m := make([]byte, NlmsgHdrLen+InetDiagMsgLen)
 	m[NlmsgHdrLen] = 10 // AF_INET6
@@ -21,6 +21,7 @@ func diagMsg(state byte, port uint16, last int64) []byte {
 		binary.LittleEndian.PutUint16(info, uint16(len(info)))
 		binary.LittleEndian.PutUint16(info[2:], InetDiagInfo)
 		binary.LittleEndian.PutUint32(info[RtaHdrLen+TCPInfoLastDataRecv:], uint32(last))
+		binary.LittleEndian.PutUint32(info[RtaHdrLen+TCPInfoDataSegsIn:], KeptSegs)
 		m = append(m, info...)
 	}
 	binary.LittleEndian.PutUint32(m, uint32(len(m)))
@@ -44,6 +45,24 @@ func cat(parts ...[]byte) []byte {
 	return b
 }
 
+// infoAt is where diagMsg's INET_DIAG_INFO begins.
+const infoAt = NlmsgHdrLen + InetDiagMsgLen + 8
+
+// segs is m (diagMsg's) with tcpi_data_segs_in n.
+func segs(m []byte, n uint32) []byte {
+	binary.LittleEndian.PutUint32(m[infoAt+RtaHdrLen+TCPInfoDataSegsIn:], n)
+	return m
+}
+
+// shortInfo is m (diagMsg's) with a tcp_info of an older kernel's, cut before
+// tcpi_data_segs_in.
+func shortInfo(m []byte) []byte {
+	binary.LittleEndian.PutUint16(m[infoAt:], RtaHdrLen+TCPInfoDataSegsIn)
+	m = m[:infoAt+RtaHdrLen+TCPInfoDataSegsIn]
+	binary.LittleEndian.PutUint32(m, uint32(len(m)))
+	return m
+}
+
 var (
 	within = ActiveWithin.Milliseconds()
 	done   = nlmsg(NlmsgDone, 0, 0, 0, 0)
@@ -63,6 +82,12 @@ func TestSocketsRead(t *testing.T) {
 		{name: "inbound, data just now", datagram: cat(listen, diagMsg(TCPEstablished, 8080, 0)), ok: true, active: 1},
 		{name: "inbound, data just within", datagram: cat(listen, diagMsg(TCPEstablished, 8080, within-1)), ok: true, active: 1},
 		{name: "inbound, idle", datagram: cat(listen, diagMsg(TCPEstablished, 8080, within)), ok: true},
+		// Its first request alone (a probe's, a new connection's): the count's to see.
+		{name: "inbound, data just now, its first", datagram: cat(listen, segs(diagMsg(TCPEstablished, 8080, 0), 1)), ok: true},
+		{name: "inbound, data just now, none before", datagram: cat(listen, segs(diagMsg(TCPEstablished, 8080, 0), 0)), ok: true},
+		{name: "inbound, data just now, many", datagram: cat(listen, segs(diagMsg(TCPEstablished, 8080, 0), 1<<32-1)), ok: true, active: 1},
+		// An older kernel's tcp_info, without tcpi_data_segs_in: every connection counts.
+		{name: "inbound, data just now, an older kernel's info", datagram: cat(listen, shortInfo(segs(diagMsg(TCPEstablished, 8080, 0), 1))), ok: true, active: 1},
 		{name: "inbound, idle for long", datagram: cat(listen, diagMsg(TCPEstablished, 8080, 1<<32-1)), ok: true},
 		{name: "outbound: no listener on its port", datagram: cat(listen, diagMsg(TCPEstablished, 8081, 0)), ok: true},
 		{name: "same low byte, other port", datagram: cat(listen, diagMsg(TCPEstablished, 8080+256, 0)), ok: true},
