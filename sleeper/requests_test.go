@@ -134,18 +134,7 @@ func TestRequestSignal(t *testing.T) {
 				cmd = denied(t, cmd, nums.socket)
 			}
 			wg.Go(func() {
-				err := inNetns(im, tc.refused, func(sockets *os.File) error {
-					stop, err := keptConnection(tc.idle, tc.sends, tc.outbound)
-					if err != nil {
-						return err
-					}
-					defer stop()
-					got[i][j] = runWith(cmd, tc.signal, tc.after, im.qemu != "", sockets)
-					return nil
-				})
-				if err != nil {
-					got[i][j] = outcome{err: err}
-				}
+				got[i][j] = withKeptConnection(im, tc.refused, cmd, tc.idle, tc.sends, tc.outbound, tc.signal, tc.after)
 			})
 		}
 	}
@@ -157,6 +146,26 @@ func TestRequestSignal(t *testing.T) {
 			})
 		}
 	}
+}
+
+// withKeptConnection runs cmd for im in a network namespace of its own (inNetns, refused
+// as there) with keptConnection's connection in it, signalled as runWith does, and
+// returns its outcome.
+func withKeptConnection(im impl, refused bool, cmd *exec.Cmd, idle time.Duration, sends []time.Duration, outbound bool, sig syscall.Signal, after time.Duration) outcome {
+	var o outcome
+	err := inNetns(im, refused, func(sockets *os.File) error {
+		stop, err := keptConnection(idle, sends, outbound)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		o = runWith(cmd, sig, after, im.qemu != "", sockets)
+		return nil
+	})
+	if err != nil {
+		return outcome{err: err}
+	}
+	return o
 }
 
 // keptConnection opens, in the calling thread's network namespace, a listener and one
@@ -280,20 +289,7 @@ func TestFixedDelayReadsRequests(t *testing.T) {
 			}
 			cmd := exec.Command("chroot", append([]string{root}, append(inside, tc.args...)...)...)
 			cmd.Dir = "/"
-			wg.Go(func() {
-				err := inNetns(im, false, func(sockets *os.File) error {
-					stop, err := keptConnection(tc.idle, tc.sends, false)
-					if err != nil {
-						return err
-					}
-					defer stop()
-					got[i][j] = runWith(cmd, 0, 0, im.qemu != "", sockets)
-					return nil
-				})
-				if err != nil {
-					got[i][j] = outcome{err: err}
-				}
-			})
+			wg.Go(func() { got[i][j] = withKeptConnection(im, false, cmd, tc.idle, tc.sends, false, 0, 0) })
 		}
 	}
 	wg.Wait()
