@@ -385,7 +385,7 @@ func (p Plan) ownVolume(v *yaml.Node) bool {
 // nodeSelector, or the values of its required node affinity; else the one architecture
 // of the known nodes its nodeSelector matches; the plan's otherwise. note warns where
 // pods may run on another architecture than the one mounted; assumed says that nothing
-// named one (nodes unknown, and Options.Arch unset).
+// named one (nodes not read from a cluster, and Options.Arch unset).
 func (p Plan) archOf(spec *yaml.Node) (arch, note string, assumed bool) {
 	if a := lookup(lookup(spec, "nodeSelector"), kube.ArchLabel); a != nil && a.Value != "" {
 		return a.Value, "", false
@@ -417,7 +417,7 @@ func (p Plan) archOf(spec *yaml.Node) (arch, note string, assumed bool) {
 		}
 	}
 	where := "pods can run on"
-	if len(archs) == 0 && p.nodes != nil {
+	if len(archs) == 0 && kube.NodesRead(p.nodes) {
 		// No selector of its own: the architectures of the nodes that may run it.
 		selector := map[string]string{}
 		if sel := lookup(spec, "nodeSelector"); sel != nil && sel.Kind == yaml.MappingNode {
@@ -434,7 +434,7 @@ func (p Plan) archOf(spec *yaml.Node) (arch, note string, assumed bool) {
 	}
 	switch len(archs) {
 	case 0:
-		return p.Arch, "", !p.archGiven && p.nodes == nil
+		return p.Arch, "", !p.archGiven && !kube.NodesRead(p.nodes)
 	case 1:
 		return archs[0], "", false
 	}

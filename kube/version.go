@@ -89,6 +89,17 @@ func NodeArches(nodes []Node, selector map[string]string) []string {
 	return out
 }
 
+// NodesRead tells whether nodes were read from a cluster: not unknown (nil), and not
+// only AssumedNodes, which say nothing of the nodes' labels.
+func NodesRead(nodes []Node) bool {
+	for _, n := range nodes {
+		if !n.Every {
+			return true
+		}
+	}
+	return false
+}
+
 func matches(labels, selector map[string]string) bool {
 	for k, v := range selector {
 		if got, ok := labels[k]; !ok || got != v {

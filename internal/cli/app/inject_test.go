@@ -345,6 +345,8 @@ func TestInjectAssumedArch(t *testing.T) {
 	}{
 		{"adaptive, no selector", deployment, []string{"inject", "--wait", "adaptive"}, true, "key: nap-amd64"},
 		{"--arch named", deployment, []string{"inject", "--wait", "adaptive", "--arch", "arm64"}, false, "key: nap-arm64"},
+		// --kubelet-version says the kubelets' age, not the nodes' architecture.
+		{"kubelets stated, not read", deployment, []string{"inject", "--kube-version", "1.31", "--kubelet-version", "1.29"}, true, "key: nap-amd64"},
 		{"its own selector", arm, []string{"inject", "--wait", "adaptive"}, false, "key: nap-arm64"},
 		{"the native sleep", deployment, []string{"inject", "--kube-version", "1.37", "--live=false"}, false, "sleep:"},
 	} {
