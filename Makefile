@@ -21,6 +21,7 @@ FUZZ_WEBHOOK ?= 10000x
 FUZZ_VALUE  ?= 30000x
 FUZZ_SOCKETS ?= 50000x
 FUZZ_VERDICT ?= 200000x
+FUZZ_LIVE   ?= 100000x
 ifdef FUZZTIME
 FUZZ_PARSE  := $(FUZZTIME)
 FUZZ_DIFF   := $(FUZZTIME)
@@ -32,6 +33,7 @@ FUZZ_WEBHOOK := $(FUZZTIME)
 FUZZ_VALUE  := $(FUZZTIME)
 FUZZ_SOCKETS := $(FUZZTIME)
 FUZZ_VERDICT := $(FUZZTIME)
+FUZZ_LIVE   := $(FUZZTIME)
 endif
 
 .PHONY: all build prereqs kube-bins ingress-bins containerd-bins server-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
@@ -129,6 +131,7 @@ fuzz:
 	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzPassiveOpens$$' -fuzztime $(FUZZ_SNMP) -fuzzminimizetime 2s
 	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzSocketsRead$$' -fuzztime $(FUZZ_SOCKETS) -fuzzminimizetime 2s
 	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzParseVerdict$$' -fuzztime $(FUZZ_VERDICT) -fuzzminimizetime 2s
+	$(GO) test ./sleeper/nap -run '^$$' -fuzz '^FuzzParseLive$$' -fuzztime $(FUZZ_LIVE) -fuzzminimizetime 2s
 	$(GO) test ./sleeper -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZ_DIFF) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ) -fuzzminimizetime 2s
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzUTF16$$' -fuzztime $(FUZZ_UTF16) -fuzzminimizetime 2s

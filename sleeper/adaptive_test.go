@@ -51,7 +51,8 @@ func traffic(every, until time.Duration, by int) []step {
 // (within the implementation's slack, never before). verdict is the kind of the line it
 // must append (none: nothing appended), end its End exactly when set, final its Total
 // plus Conns (the last reading's count) when not negative; its Total is a count the
-// table held (the program starts a little after the table's clock).
+// table held (the program starts a little after the table's clock). live is the file at
+// nap.LivePath (none when nil), wait the verdict's Wait.
 var adaptiveCases = []struct {
 	name    string
 	args    []string
@@ -64,6 +65,8 @@ var adaptiveCases = []struct {
 	verdict string
 	end     time.Duration
 	final   int
+	live    *string
+	wait    string
 }{
 	{name: "quiet from the start", args: []string{"--quiet", "300ms", "--max", "5s"},
 		table: []step{{text: snmpText(12)}}, sleep: 300 * time.Millisecond, verdict: nap.Quiet, end: 300 * time.Millisecond, final: 12},
@@ -110,7 +113,34 @@ var adaptiveCases = []struct {
 		sleep: 700 * time.Millisecond, verdict: nap.Blind, end: 700 * time.Millisecond},
 	{name: "fixed: SIGTERM leaves it cut", args: []string{"20"}, table: []step{{text: snmpText(1)}},
 		signal: syscall.SIGTERM, after: 400 * time.Millisecond, code: 143, verdict: nap.Cut},
+	// --live: the wait at nap.LivePath when the hook starts, the arguments its floor.
+	{name: "live: none there, the arguments", args: []string{"1s", "--live"}, table: []step{{text: snmpText(5)}},
+		stderr: nap.LiveMissing, sleep: time.Second, verdict: nap.Quiet, end: time.Second, final: 5, wait: nap.WaitArgs},
+	{name: "live: a fixed delay becomes the live adaptive wait", args: []string{"500ms", "--live"}, live: ptr("wait/v1 0 500 6000 0\n"),
+		table: traffic(50*time.Millisecond, 1500*time.Millisecond, 5), sleep: 2*time.Second - nap.PollInterval, verdict: nap.Quiet, final: 250, wait: nap.WaitLive},
+	{name: "live: its MIN raises the arguments'", args: []string{"--live", "--quiet", "200ms", "--max", "5s"}, live: ptr("wait/v1 1200 0 0 0"),
+		table: []step{{text: snmpText(12)}}, sleep: 1200 * time.Millisecond, verdict: nap.Quiet, end: 1200 * time.Millisecond, final: 12, wait: nap.WaitLive},
+	{name: "live: its MAX too, traffic to the end", args: []string{"--quiet", "300ms", "--max", "500ms", "--live"}, live: ptr("wait/v1 0 0 1500 0\n"),
+		table: traffic(100*time.Millisecond, 6*time.Second, 1), sleep: 1500 * time.Millisecond, verdict: nap.Late, end: 1500 * time.Millisecond, final: -1, wait: nap.WaitLive},
+	{name: "live: shorter than the arguments, the arguments", args: []string{"1500ms", "--live"}, live: ptr("wait/v1 300 100 0 0\n"),
+		table: []step{{text: snmpText(9)}}, sleep: 1500 * time.Millisecond, verdict: nap.Quiet, end: 1500 * time.Millisecond, final: 9, wait: nap.WaitLive},
+	{name: "live: the arguments' ALLOW", args: []string{"--quiet", "500ms", "--max", "6s", "--allow", "4", "--live"}, live: ptr("wait/v1 0 0 0 0\n"),
+		table: traffic(200*time.Millisecond, 6*time.Second, 1), sleep: 500 * time.Millisecond, verdict: nap.Quiet, final: -1, wait: nap.WaitLive},
+	{name: "live: three fields, the arguments", args: []string{"700ms", "--live"}, live: ptr("wait/v1 5000 2000 9000\n"),
+		table: []step{{text: snmpText(3)}}, stderr: nap.LiveMissing, sleep: 700 * time.Millisecond, verdict: nap.Quiet, end: 700 * time.Millisecond, final: 3, wait: nap.WaitArgs},
+	{name: "live: ten digits, the arguments", args: []string{"--live", "600ms"}, live: ptr("wait/v1 1000000000 0 0 0\n"),
+		table: []step{{text: snmpText(3)}}, stderr: nap.LiveMissing, sleep: 600 * time.Millisecond, verdict: nap.Quiet, end: 600 * time.Millisecond, final: 3, wait: nap.WaitArgs},
+	{name: "live: empty, the arguments", args: []string{"--live", "600ms"}, live: ptr(""),
+		table: []step{{text: snmpText(3)}}, stderr: nap.LiveMissing, sleep: 600 * time.Millisecond, verdict: nap.Quiet, end: 600 * time.Millisecond, final: 3, wait: nap.WaitArgs},
+	{name: "live: blind, and where its wait came from", args: []string{"--max", "500ms", "--live"}, live: ptr("wait/v1 0 0 900 0\n"),
+		table: []step{{gone: true}}, code: nap.ExitUnreadable, stderr: nap.Unreadable, sleep: 900 * time.Millisecond, verdict: nap.Blind, end: 900 * time.Millisecond, wait: nap.WaitLive},
+	{name: "live: inf reads none", args: []string{"--live", "inf"}, table: []step{{text: snmpText(1)}},
+		signal: syscall.SIGINT, after: 700 * time.Millisecond, code: 130},
+	{name: "live: none read after an invalid argument", args: []string{"--live", "2x"}, live: ptr("wait/v1 0 0 0 0\n"), table: []step{{text: snmpText(1)}},
+		signal: syscall.SIGTERM, after: 400 * time.Millisecond, code: 143, stderr: nap.InvalidPrefix + "2x" + nap.InvalidSuffix, verdict: nap.Cut},
 }
+
+func ptr(s string) *string { return &s }
 
 // appLine is what the app wrote to its termination message before nap ran: nap appends.
 const appLine = "the app's own line\n"
@@ -150,6 +180,11 @@ func TestAdaptiveConformance(t *testing.T) {
 			put(tc.table[0])
 			if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
 				t.Fatal(err)
+			}
+			if tc.live != nil {
+				if err := os.WriteFile(filepath.Join(root, nap.LivePath), []byte(*tc.live), 0o444); err != nil {
+					t.Fatal(err)
+				}
 			}
 			logs[i][j] = filepath.Join(root, nap.VerdictPath)
 			if err := os.WriteFile(logs[i][j], []byte(appLine), 0o644); err != nil {
@@ -192,6 +227,7 @@ func TestAdaptiveConformance(t *testing.T) {
 			t.Run(im.name+"/"+tc.name, func(t *testing.T) {
 				got[i][j].checkWait(t, im, tc.code, tc.stderr, tc.sleep, tc.sleep, tc.signal != 0)
 				checkVerdict(t, logs[i][j], got[i][j], tc.verdict, tc.end, tc.final, tc.table)
+				checkWaitField(t, logs[i][j], tc.verdict, tc.wait)
 				if t.Failed() { // the stimulus's side: a table written late is a quiet window nap saw
 					t.Logf("the test wrote the table's steps at worst %v after their time", lags[i][j].Round(time.Millisecond))
 				}
@@ -219,6 +255,18 @@ func (o outcome) checkWait(t *testing.T, im impl, code int, stderr string, lo, h
 		t.Errorf("ended after %v, want %v to %v", o.elapsed, lo, hi)
 	}
 	t.Logf("ended after %v (%v to %v)", o.elapsed.Round(time.Millisecond), lo.Round(time.Millisecond), hi.Round(time.Millisecond))
+}
+
+// checkWaitField checks the Wait of the verdict at path, when it has one.
+func checkWaitField(t *testing.T, path, kind, wait string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := nap.ParseVerdict(string(b)); ok && kind != nap.Cut && v.Wait != wait {
+		t.Errorf("verdict %q: wait %q, want %q", b, v.Wait, wait)
+	}
 }
 
 // checkVerdict checks the termination message a run left at path: the app's line, then

@@ -24,6 +24,17 @@ const (
 	amd64SysSocket         = 41
 )
 
+// The live wait's fields raise the slots from MIN, one qword each: MIN, QUIET, MAX,
+// WITHIN (see the block live_raise).
+const (
+	_ = uint(slotQuiet - 8)
+	_ = uint(8 - slotQuiet)
+	_ = uint(slotMax - 16)
+	_ = uint(16 - slotMax)
+	_ = uint(slotRequests - 8*(liveFields-1))
+	_ = uint(8*(liveFields-1) - slotRequests)
+)
+
 // The fixed delay's ALLOW is nap.DefaultAllow after an invalid argument, which the
 // programs write as a zero; k xor flagBackground is 1 for flagAdaptive.
 const (
@@ -48,21 +59,24 @@ const (
 	errEAGAIN      = 11
 	atFDCWD        = -100
 	// The wait's slots, just below the stack the program starts with: MIN, then QUIET,
-	// MAX, ALLOW and WITHIN (--requests) at the offsets the word table gives their
-	// flags; then the count at the start, the verdict's descriptor (negative: none), the
+	// MAX, WITHIN (--requests) and ALLOW at the offsets the word table gives their
+	// flags (the first four in the live wait's order); then the count at the start, the verdict's descriptor (negative: none), the
 	// exit status, two flags (a fixed delay, and blind), and the ways to sleep not
 	// refused yet (see nap_ts).
 	slotsSize    = 88
 	slotQuiet    = 8
 	slotMax      = 16
-	slotAllow    = 24
-	slotRequests = 32
+	slotRequests = 24
+	slotAllow    = 32
 	slotStart    = 40
 	slotLog      = 48
 	slotStatus   = 56
 	slotFixed    = 64
 	slotBlind    = 72
 	slotWays     = 80
+	// slotLive is a byte beside the fixed flag: keywordLive once --live is read,
+	// liveRead once the live wait is.
+	slotLive = slotFixed + 1
 	// sleepWays are the ways nap_ts tries, 16 bits each, the next in the low bits.
 	sleepWays = amd64SysNanosleep | amd64SysClockNanosleep<<16 | amd64SysPpoll<<32
 	// The verdict's file is opened O_WRONLY|O_APPEND|O_CLOEXEC: never created, never
@@ -104,7 +118,7 @@ var (
 	r15, rbx                          = x.R15, x.RBX
 	eax, ecx, edx, ebx, esi, edi, ebp = x.EAX, x.ECX, x.EDX, x.EBX, x.ESI, x.EDI, x.EBP
 	r8d, r9d, r10d, r14d              = x.R8D, x.R9D, x.R10D, x.R14D
-	al, bl, bh                        = x.AL, x.BL, x.BH
+	al, bl, bh, cl                    = x.AL, x.BL, x.BH, x.CL
 )
 
 // block is a run of code entered at its label. It goes on at next, if set: the layout
@@ -123,8 +137,8 @@ var amd64Layout = []asm.Label{
 	"entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
 	"invalid", "default", "tail", "args_done", "fixed", "fixed_wait", "sleep", "timed", "slept", "done",
 	"adaptive", "on_signal", "exit_edi", "nap_ts", "last_look", "traffic", "poll", "until_limit", "finish",
-	"wait", "put_ms", "put_num", "put", "say", "write_all", "count", "unreadable", "sockets", "dump_done",
-	"dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr", "attr",
+	"wait", "put_ms", "put_num", "put_wait", "put", "say", "write_all", "count", "unreadable", "sockets", "dump_done",
+	"dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr", "attr", "live", "live_missing", "live_raise",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -176,7 +190,7 @@ func amd64Blocks() []block {
 			// The DURATIONs add up in the slot MIN, a flag's value in its own slot (r13
 			// points at the slot being added to, r15 at MIN): five qwords pushed first,
 			// which nothing writes once the arguments are read (the stack pointer is
-			// above them then). WITHIN, ALLOW, MAX, QUIET and MIN start at their defaults
+			// above them then). ALLOW, WITHIN, MAX, QUIET and MIN start at their defaults
 			// (60 s is 30 × 2 s: no imm32 holds it).
 			b.MOV(rcx, x.Imm(sleepWays))
 			b.PUSH(rcx)
@@ -184,8 +198,8 @@ func amd64Blocks() []block {
 				b.PUSH(x.Imm(0)) // blind, fixed, the status 0, the descriptor and the count
 			}
 			b.MOV(eax, x.Imm(int64(nap.DefaultQuiet)))
-			b.PUSH(x.Imm(0)) // WITHIN: the request signal off
 			b.PUSH(x.Imm(nap.DefaultAllow))
+			b.PUSH(x.Imm(0)) // WITHIN: the request signal off
 			b.IMUL3(rcx, rax, x.Imm(int64(nap.DefaultMax/nap.DefaultQuiet)))
 			b.PUSH(rcx)
 			b.PUSH(rax)
@@ -266,6 +280,10 @@ func amd64Blocks() []block {
 			b.CMP(x.Byte(rsi, 0), x.Imm(1))
 			b.J(x.E, "help")
 			b.J(x.A, "flag")
+			b.MOV(al, x.Byte(rsi, 1)) // c: keywordLive for --live, 0 for inf
+			b.OR(x.Byte(r15, slotLive), al)
+			b.TEST(al, al)
+			b.J(x.NE, "next_arg")
 			b.OR(ebp, x.Imm(-1)) // inf: negative until an invalid argument sets 2
 		}},
 		// A flag: its value, the next argument, goes to its slot (c is its offset),
@@ -385,6 +403,7 @@ func amd64Blocks() []block {
 		{"default", "fixed_wait", func(b *x.Builder) { // from args_done and invalid
 			b.MOV(r12, x.Imm(defaultNs))
 			b.AND(x.Qword(r15, slotAllow), x.Imm(0)) // nap.DefaultAllow
+			b.AND(x.Byte(r15, slotLive), x.Imm(0))   // after an invalid argument, no live wait
 		}},
 		// From here the stack is below the slots, which the waits read.
 		{"args_done", "fixed", func(b *x.Builder) { // from next_arg
@@ -401,9 +420,98 @@ func amd64Blocks() []block {
 			b.SHR(r12, x.Imm(1))
 			b.JMP("sleep")
 		}},
-		{"fixed", "fixed_wait", func(b *x.Builder) { // from args_done: adaptive or not
-			b.TEST(r8d, r8d)
+		{"fixed", "fixed_wait", func(b *x.Builder) { // from args_done: adaptive or not, after the live wait
+			b.CALL("live")
+			b.TEST(r8, r8)
 			b.J(x.NE, "adaptive")
+		}},
+		// --live (nap.ParseLive, nap.Request.Raise), called from fixed: LivePath read once
+		// into a buffer below the stack, its four fields pushed, then MIN, QUIET, MAX and
+		// WITHIN each raised to its field. Fixed arguments bring no QUIET or MAX of their
+		// own; the wait is adaptive (r8) when MAX is not 0 then. A line that cannot be
+		// read is said, and leaves the slots alone.
+		{"live", "live_missing", func(b *x.Builder) {
+			b.CMP(x.Byte(r15, slotLive), x.Imm(0))
+			b.J(x.NE, "live_asked")
+			b.RET()
+			b.Label("live_asked")
+			b.TEST(r8, r8)
+			b.J(x.NE, "live_open")
+			b.AND(x.Qword(r15, slotQuiet), x.Imm(0))
+			b.AND(x.Qword(r15, slotMax), x.Imm(0))
+			b.Label("live_open")
+			b.PUSH(x.Imm(atFDCWD))
+			b.POP(rdi)
+			b.MOV(esi, x.Addr("live_path"))
+			b.XOR(edx, edx) // O_RDONLY
+			b.MOV(eax, x.Imm(amd64SysOpenat))
+			b.SYSCALL()
+			b.TEST(eax, eax)
+			b.J(x.S, "live_missing")
+			b.MOV(edi, eax)
+			b.LEA(rsi, x.Qword(rsp, -128))
+			b.PUSH(x.Imm(nap.LiveRead))
+			b.POP(rdx)
+			b.XOR(eax, eax) // read
+			b.SYSCALL()
+			b.TEST(eax, eax)
+			b.J(x.S, "live_missing")
+			b.MOV(x.ByteIndex(rsi, rax), x.Imm(0)) // the text ends here
+			b.MOV(edi, x.Addr("live_head"))
+			b.PUSH(x.Imm(len(nap.LiveHead)))
+			b.POP(rcx)
+			b.REPE_CMPSB()
+			b.J(x.NE, "live_missing")
+			b.MOV(cl, x.Imm(liveFields))
+			b.Label("live_field") // a space, then 1 to nap.LiveDigits digits
+			b.LODSB()
+			b.CMP(al, x.Imm(' '))
+			b.J(x.NE, "live_missing")
+			b.MOV(rdi, rsi)
+			b.XOR(edx, edx)
+			b.Label("live_digit")
+			b.MOVZX(eax, x.Byte(rsi, 0))
+			b.SUB(eax, x.Imm('0'))
+			b.CMP(eax, x.Imm(9))
+			b.J(x.A, "live_number")
+			b.IMUL3(rdx, rdx, x.Imm(10))
+			b.ADD(rdx, rax)
+			b.INC(rsi)
+			b.JMP("live_digit")
+			b.Label("live_number") // n digits: LiveDigits-n from 0 to LiveDigits-1
+			b.SUB(edi, esi)
+			b.ADD(edi, x.Imm(nap.LiveDigits))
+			b.CMP(edi, x.Imm(nap.LiveDigits-1))
+			b.J(x.A, "live_missing")
+			b.IMUL3(rdx, rdx, x.Imm(nsPerMs))
+			b.PUSH(rdx)
+			b.LOOP("live_field")
+			b.MOV(al, x.Byte(rsi, 0)) // then a newline or the end
+			b.CMP(al, x.Imm('\n'))
+			b.J(x.E, "live_raise")
+			b.TEST(al, al)
+			b.J(x.E, "live_raise")
+		}},
+		{"live_raise", "", func(b *x.Builder) { // from live: WITHIN first, at rcx = 4, down to MIN
+			b.MOV(cl, x.Imm(liveFields))
+			b.Label("live_slot")
+			b.POP(rax)
+			b.CMP(rax, x.Mem{Bits: 64, Base: r15, Index: rcx, Scale: 8, Disp: -8})
+			b.J(x.BE, "live_next")
+			b.MOV(x.Mem{Bits: 64, Base: r15, Index: rcx, Scale: 8, Disp: -8}, rax)
+			b.Label("live_next")
+			b.LOOP("live_slot")
+			b.OR(r8, x.Qword(r15, slotMax))
+			b.MOV(r12, x.Qword(r15, 0))
+			b.MOV(x.Byte(r15, slotLive), x.Imm(liveRead))
+			b.RET()
+		}},
+		{"live_missing", "", func(b *x.Builder) { // from live: the arguments' wait
+			b.LEA(rsp, x.Qword(r15, -8))
+			b.MOV(esi, x.Addr("msg_live_missing"))
+			b.PUSH(x.Imm(len(nap.LiveMissing)))
+			b.POP(rdx)
+			b.JMP("say") // and return
 		}},
 		// A fixed delay of r12 ns (none for zero) is an adaptive wait whose MAX is 0, so
 		// that it ends at MIN, the delay, with QUIET at its default, its own ALLOW and the
@@ -648,6 +756,7 @@ func amd64Blocks() []block {
 			b.MOV(rax, x.Qword(r15, slotStart))
 			b.CALL("put_num")
 			b.Label("line_end")
+			b.CALL("put_wait")
 			b.MOV(al, x.Imm('\n'))
 			b.STOSB()
 			b.MOV(rdx, rdi)
@@ -690,6 +799,16 @@ func amd64Blocks() []block {
 			b.DEC(esi)
 			b.J(x.NE, "emit")
 			b.RET()
+		}},
+		// put_wait writes, with --live, where the wait came from (the live byte).
+		{"put_wait", "put", func(b *x.Builder) {
+			b.MOV(esi, x.Addr("wait_"+nap.WaitLive))
+			b.MOV(al, x.Byte(r15, slotLive))
+			b.CMP(al, x.Imm(keywordLive))
+			b.J(x.A, "put")
+			b.MOV(esi, x.Addr("wait_"+nap.WaitArgs))
+			b.J(x.E, "put")
+			b.RET() // no --live
 		}},
 		{"put", "", func(b *x.Builder) {
 			b.MOVZX(ecx, x.Byte(rsi, 0))

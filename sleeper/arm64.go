@@ -19,6 +19,17 @@ const (
 	arm64SysSocket         = 198
 )
 
+// The arm64 program tells a flag's slot (c) by its order: QUIET < MAX < WITHIN < ALLOW.
+const (
+	_ = uint(slotMax - slotQuiet - 1)
+	_ = uint(slotRequests - slotMax - 1)
+	_ = uint(slotAllow - slotRequests - 1)
+)
+
+// liveBelow is how far below the stack the arm64 program reads the live wait: below the
+// four fields it pushes meanwhile, and the zeros after the text.
+const liveBelow = 192
+
 // portMap is the arm64 program's map of listening ports in one reading of the sockets:
 // a byte per port, non-zero when a socket listens there.
 const portMap = 1 << 16
@@ -51,7 +62,7 @@ func movImm(b *a.Builder, rd a.Reg, v uint64) {
 // programARM64 writes nap for arm64, in the shape of programAMD64. Register use:
 //
 //	x19  the next argv slot            x20  total nanoseconds
-//	x22  the last argument read        x21  non-zero after inf
+//	x22  the last argument read        x21  odd after inf; else 2 and up after --live
 //	x23  exit status                   x6   10
 //	x24  the next way to sleep; before it, non-zero when a flag makes the wait adaptive
 //	x5   the descriptor write_all writes to
@@ -135,7 +146,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.LDURB(w1, x9, -1)
 	b.CBNZ(w1, "unit")
 	// A keyword (a word ending in NUL): the whole argument, no number, and not a
-	// flag's value. k is 0 for inf, 1 for help, 2 for a flag.
+	// flag's value. k is 0 for inf and --live (c keywordLive), 1 for help, 2 for a flag.
 	b.CMP(x11, x22)
 	b.Bcond(a.NE, "invalid")
 	b.CBNZ(x29, "invalid")
@@ -143,7 +154,12 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CMPi(w13, 1)
 	b.Bcond(a.EQ, "help")
 	b.Bcond(a.HI, "flag")
+	b.LDRB(w1, x12, 1)
+	b.CBNZ(w1, "live_flag")
 	b.MOVZ(x21, 1, 0) // inf
+	b.B("next_arg")
+	b.Label("live_flag") // --live: x21 stays odd after inf
+	b.ADDi(x21, x21, 2)
 	b.B("next_arg")
 	// A flag: its value, the next argument, adds up in x20 from 0, MIN aside in x28.
 	b.Label("flag")
@@ -229,9 +245,9 @@ func programARM64(b *a.Builder, words []byte) {
 	b.CMPi(x29, slotMax)
 	b.CSEL(x25, x20, x25, a.LO)
 	b.CSEL(x26, x20, x26, a.EQ)
-	b.CMPi(x29, slotAllow)
-	b.CSEL(x27, x20, x27, a.EQ)
-	b.CSEL(x18, x20, x18, a.HI)
+	b.CMPi(x29, slotRequests) // QUIET < MAX < WITHIN < ALLOW
+	b.CSEL(x18, x20, x18, a.EQ)
+	b.CSEL(x27, x20, x27, a.HI)
 	b.MOV(x20, x28)
 	b.MOV(x29, xzr)
 	b.B("next_arg")
@@ -239,7 +255,83 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("args_done")
 	b.CBZ(x22, "default")  // no argument at all
 	b.CBNZ(x29, "invalid") // a flag with no value (x22)
-	b.CBNZ(x21, "inf")
+	b.TBNZ(a.W21, 0, "inf")
+	b.CBZ(x21, "live_done")
+	// --live (nap.ParseLive, nap.Request.Raise): LivePath read once into a buffer below
+	// the stack, its four fields pushed, then MIN (x20), QUIET (x25), MAX (x26) and
+	// WITHIN (x18) each raised to its field. Fixed arguments bring no QUIET or MAX of
+	// their own; the wait is adaptive (x24) when MAX is not 0 then. x21 is 1 once the
+	// live wait is read; a line that cannot be read is said, and leaves x21 even. x10
+	// keeps the stack pointer, x7 1e6 (ns per ms).
+	b.CBNZ(x24, "live_open")
+	b.MOV(x25, xzr)
+	b.MOV(x26, xzr)
+	b.Label("live_open")
+	b.ADDi(x10, sp, 0)
+	b.MOVN(x0, uint16(^atFDCWD), 0)
+	b.ADR(x1, "live_path")
+	b.MOV(x2, xzr) // O_RDONLY
+	b.MOVZ(x8, arm64SysOpenat, 0)
+	b.SVC(0)
+	b.TBNZ(x0, 63, "live_missing")
+	b.SUBi(x1, sp, liveBelow)
+	b.MOVZ(x2, nap.LiveRead, 0)
+	b.MOVZ(x8, arm64SysRead, 0)
+	b.SVC(0)
+	b.TBNZ(x0, 63, "live_missing")
+	b.ADD(x9, x1, x0)
+	b.STP(xzr, xzr, x9, 0, false) // the text ends here
+	b.LDR(x2, x1, 0)                // the head and the first field's space, at once
+	b.ADR(x3, "live_head")
+	b.LDR(x3, x3, 0)
+	b.CMP(x2, x3)
+	b.Bcond(a.NE, "live_missing")
+	b.ADDi(x1, x1, uint32(len(nap.LiveHead)))
+	b.MOVZ(x4, liveFields, 0)
+	movImm(b, x7, uint64(nsPerMs))
+	b.Label("live_field") // a space, then 1 to nap.LiveDigits digits
+	b.LDRBpost(w2, x1, 1)
+	b.CMPi(w2, ' ')
+	b.Bcond(a.NE, "live_missing")
+	b.MOV(x3, x1)
+	b.MOV(x5, xzr)
+	b.Label("live_digit")
+	b.LDRB(w2, x1, 0)
+	b.SUBi(w2, w2, '0')
+	b.CMPi(w2, 9)
+	b.Bcond(a.HI, "live_number")
+	b.MADD(x5, x5, x6, x2)
+	b.ADDi(x1, x1, 1)
+	b.B("live_digit")
+	b.Label("live_number")
+	b.SUB(x2, x1, x3)
+	b.SUBi(x2, x2, 1)
+	b.CMPi(x2, nap.LiveDigits-1)
+	b.Bcond(a.HI, "live_missing")
+	b.MUL(x5, x5, x7)
+	b.STP(x5, xzr, sp, -16, true)
+	b.SUBSi(x4, x4, 1)
+	b.Bcond(a.NE, "live_field")
+	b.LDRB(w2, x1, 0) // then a newline or the end
+	b.CMPi(w2, '\n')
+	b.Bcond(a.EQ, "live_raise")
+	b.CBNZ(w2, "live_missing")
+	b.Label("live_raise") // WITHIN first, down to MIN
+	for _, r := range []a.Reg{x18, x26, x25, x20} {
+		b.LDRpost(x2, sp, 16)
+		b.CMP(r, x2)
+		b.CSEL(r, x2, r, a.LO)
+	}
+	b.CMPi(x26, 0)
+	b.CSEL(x24, x6, x24, a.NE)
+	b.MOVZ(x21, 1, 0)
+	b.B("live_done")
+	b.Label("live_missing")
+	b.ADDi(sp, x10, 0)
+	b.ADR(x1, "msg_live_missing")
+	b.MOVZ(x2, uint16(len(nap.LiveMissing)), 0)
+	b.BL("say")
+	b.Label("live_done")
 	b.CBNZ(x24, "adaptive")
 	// A fixed delay of x20 ns (none for zero) is an adaptive wait whose MAX is 0, so
 	// that it ends at MIN, the delay, with QUIET at its default, its own ALLOW (the
@@ -323,6 +415,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADDi(x14, x16, readBuf)
 	movImm(b, x17, uint64(pollNs))
 	movImm(b, x15, nsPerSecond)
+	b.STP(x21, xzr, sp, -16, true) // --live's state (x21: 0 none, 1 read, even not)
 	b.STP(xzr, x24, sp, -16, true) // the count at the start, a fixed delay or not
 	b.STP(xzr, x17, sp, -16, true) // {0 s, pollNs}
 	b.ADR(x24, "sleep_calls")
@@ -424,7 +517,15 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADR(x1, "field_total")
 	b.MOV(x2, x10)
 	b.BL("put_num")
-	b.Label("line_end")
+	b.Label("line_end") // with --live, where the wait came from
+	b.LDR(x3, sp, 32)
+	b.CBZ(x3, "line_feed")
+	b.ADR(x1, "wait_"+nap.WaitLive)
+	b.TBNZ(w3, 0, "wait_word")
+	b.ADR(x1, "wait_"+nap.WaitArgs)
+	b.Label("wait_word")
+	b.BL("put")
+	b.Label("line_feed")
 	b.MOVZ(w3, '\n', 0)
 	b.STRBpost(w3, x9, 1)
 	b.MOV(x5, x21)

@@ -23,12 +23,14 @@ import (
 // socket, the two dump requests built in the read buffer, the parser of their
 // messages, the map of listening ports, a second message: 491 and 616 bytes); then the
 // kept connection (tcpi_data_segs_in, so that a probe's one request is not a request
-// over a kept connection: 17 and 20 bytes), which took arm64 past it.
-var Budget = map[string]int{"amd64": 2272, "arm64": 2816}
+// over a kept connection: 17 and 20 bytes), which took arm64 past it; then the live
+// wait (--live: reading /nap/wait, its parser, the raise of four values, a message and
+// the verdict's wait field: 357 and 444 bytes).
+var Budget = map[string]int{"amd64": 2656, "arm64": 3264}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 2272, "arm64": 2792}
+var Sizes = map[string]int{"amd64": 2629, "arm64": 3236}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

@@ -125,6 +125,12 @@ func TestWordTable(t *testing.T) {
 		if c == 0 {
 			continue
 		}
+		if word == nap.FlagLive+"\x00" { // a keyword: k 0 as inf's, c keywordLive
+			if k != 0 || c != keywordLive {
+				t.Errorf("%q: k %d, c %d; want 0, %d", word, k, c, keywordLive)
+			}
+			continue
+		}
 		if word != "" && word[len(word)-1] == 0 { // a flag: k 2 (3: --allow), c the offset of its slot
 			flag := word[:len(word)-1]
 			wantK := map[bool]int{true: flagBackground, false: flagAdaptive}[flag == nap.FlagAllow]
@@ -151,7 +157,7 @@ func TestWordTable(t *testing.T) {
 		}
 	}
 	for _, w := range []string{"ns", "us", "ms", "s", "m", "h", "", "inf\x00", "infinity\x00", "-h\x00", "--help\x00",
-		nap.FlagQuiet + "\x00", nap.FlagMax + "\x00", nap.FlagAllow + "\x00", nap.FlagRequests + "\x00"} {
+		nap.FlagQuiet + "\x00", nap.FlagMax + "\x00", nap.FlagAllow + "\x00", nap.FlagRequests + "\x00", nap.FlagLive + "\x00"} {
 		if !seen[w] {
 			t.Errorf("word %q missing", w)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -30,10 +31,10 @@ const (
 
 // observation is what a binary asks of the kernel, up to the first sleep.
 type observation struct {
-	Help    bool  // wrote to stdout (the usage)
-	Invalid bool  // wrote to stderr (the invalid-argument message)
-	Sleep   int64 // the nanoseconds of the first nanosleep
-	Exit    int   // exit status, when it exits without sleeping; -1 otherwise
+	Help   bool  // wrote to stdout (the usage)
+	Stderr bool  // wrote to stderr (the invalid-argument message, or the live wait's)
+	Sleep  int64 // the nanoseconds of the first nanosleep
+	Exit   int   // exit status, when it exits without sleeping; -1 otherwise
 }
 
 // observe runs cmd under ptrace and stops it at its first sleep, without waiting.
@@ -83,7 +84,7 @@ func observe(cmd *exec.Cmd) (obs observation, err error) {
 				switch regs.Orig_rax {
 				case hostWrite:
 					obs.Help = obs.Help || regs.Rdi == 1
-					obs.Invalid = obs.Invalid || regs.Rdi == 2
+					obs.Stderr = obs.Stderr || regs.Rdi == 2
 				case hostNanosleep:
 					var ts [16]byte
 					if _, err := syscall.PtracePeekData(pid, uintptr(regs.Rdi), ts[:]); err != nil {
@@ -138,19 +139,30 @@ func expect(args []string) observation {
 		return observation{Help: true, Exit: 0}
 	case errors.As(err, &bad):
 		// The default, a fixed delay: its first reading's sleep.
-		return observation{Invalid: true, Sleep: int64(min(nap.PollInterval, nap.Default)), Exit: -1}
+		return observation{Stderr: true, Sleep: int64(min(nap.PollInterval, nap.Default)), Exit: -1}
 	case req.Infinite:
 		return observation{Sleep: math.MaxInt64, Exit: -1} // the longest nanosleep, looped
+	}
+	var stderr bool // --live: this host's live wait raises the arguments, or is said missing
+	if req.Live {
+		text, _ := os.ReadFile(nap.LivePath)
+		if l, ok := nap.ParseLive(text[:min(len(text), nap.LiveRead)]); ok {
+			req = req.Raise(l)
+		} else {
+			stderr = true
+		}
+	}
+	switch {
 	case req.Adaptive:
 		// It reads this host's /proc/net/snmp, then sleeps one poll interval, or to
 		// its limit if that comes first.
-		return observation{Sleep: int64(min(nap.PollInterval, max(req.Max, req.Duration))), Exit: -1}
+		return observation{Stderr: stderr, Sleep: int64(min(nap.PollInterval, max(req.Max, req.Duration))), Exit: -1}
 	case req.Duration == 0:
-		return observation{Exit: 0} // no sleep call at all
+		return observation{Stderr: stderr, Exit: 0} // no sleep call at all
 	}
 	// A fixed delay reads the pod's traffic as the adaptive wait does: one poll interval,
 	// or the delay if shorter.
-	return observation{Sleep: int64(min(nap.PollInterval, req.Duration)), Exit: -1}
+	return observation{Stderr: stderr, Sleep: int64(min(nap.PollInterval, req.Duration)), Exit: -1}
 }
 
 // fuzzArgs turns a fuzz input into an argument vector: lines, at most 4, no NUL.
@@ -184,7 +196,8 @@ func FuzzDifferential(f *testing.F) {
 		"2562047h47m16.854775808s", "18446744073709551616ns", "1844674407370955161.6s", "000000000000000000000001s", "1.5h\n30m\ninf",
 		"-h\nx", "1\n2\n3\n4", "1s.5", ".s", "5s5", "1ms1m", "1mss", "  ", "\t1", "0\n0ns", "inf\ninf", "inf\n0",
 		"--quiet\n1s", "5s\n--max\n1m\n--allow\n3", "--quiet", "1s\n--max", "--max\ninf", "--allow\n--quiet\n1", "inf\n--quiet\n0",
-		"--requests", "--requests\n1s\n--requests", "--requests\n0", "2s\n--requests\n1.5\n--max\n3s"} {
+		"--requests", "--requests\n1s\n--requests", "--requests\n0", "2s\n--requests\n1.5\n--max\n3s",
+		"--live", "--live\n--live", "inf\n--live", "--live\ninf", "--quiet\n--live", "--live\nx", "0\n--live", "--live\n-h"} {
 		f.Add(s)
 	}
 	ims := impls(f)[1:]

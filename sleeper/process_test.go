@@ -168,8 +168,9 @@ exec chroot --userspec="$user" "$root" "$@"`
 	}
 }
 
-// rootWith makes a directory holding im as /nap (and qemu-user as /qemu where im needs
-// it) and returns it with the command that runs nap chrooted there.
+// rootWith makes a directory holding im as /nap/nap, in nap's volume as a pod mounts it
+// (nap.LivePath beside it), and qemu-user as /qemu where im needs it, and returns it with
+// the command that runs nap chrooted there.
 func rootWith(t *testing.T, im impl) (root string, inside []string) {
 	t.Helper()
 	root = t.TempDir()
@@ -181,12 +182,16 @@ func rootWith(t *testing.T, im impl) (root string, inside []string) {
 		t.Fatalf("a tmpfs for the root: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(root, syscall.MNT_DETACH) })
-	copyFile(t, im.path, filepath.Join(root, "nap"), 0o555)
+	if err := os.Mkdir(filepath.Join(root, filepath.Dir(nap.LivePath)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(filepath.Dir(nap.LivePath), "nap")
+	copyFile(t, im.path, filepath.Join(root, bin), 0o555)
 	if im.qemu == "" {
-		return root, []string{"/nap"}
+		return root, []string{bin}
 	}
 	copyFile(t, im.qemu, filepath.Join(root, "qemu"), 0o555)
-	return root, []string{"/qemu", "/nap"}
+	return root, []string{"/qemu", bin}
 }
 
 // copyFile copies from to to, holding syscall.ForkLock so that no process forked

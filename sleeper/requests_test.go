@@ -245,20 +245,34 @@ func keptConnection(idle time.Duration, sends []time.Duration, outbound bool) (s
 // fixedRequestCases: a fixed delay reads the requests over connections the pod accepted
 // earlier as the request signal does (at nap.ActiveWithin), and ends at its delay
 // whatever it reads: no new connection comes in any case, so the count alone would read
-// quiet in all of them (conns=0), and late here is the sockets' word alone.
+// quiet in all of them (conns=0), and late here is the sockets' word alone. With live
+// (the file at nap.LivePath), the live wait's WITHIN turns the request signal on for
+// arguments that have none: the wait ends from lo to hi, and its verdict says wait.
 var fixedRequestCases = []struct {
 	name    string
 	args    []string
 	idle    time.Duration
 	sends   []time.Duration
 	verdict string
+	live    *string
+	lo, hi  time.Duration
+	stderr  string
+	wait    string
 }{
 	{name: "requests over a kept connection to the end: late", args: []string{"1500ms"}, sends: every(200*time.Millisecond, 3*time.Second), verdict: nap.Late},
 	{name: "an idle kept connection: quiet", args: []string{"1500ms"}, idle: nap.ActiveWithin + 200*time.Millisecond, verdict: nap.Quiet},
 	{name: "requests that stopped early: quiet", args: []string{"4s"}, sends: every(200*time.Millisecond, 400*time.Millisecond), verdict: nap.Quiet},
+	// An adaptive wait admitted without the request signal, the live wait's WITHIN
+	// 1 s: it holds while the requests come, then QUIET; without the live wait it
+	// ends at QUIET, its requests unseen.
+	{name: "live: its WITHIN holds the wait for the requests", args: []string{"--quiet", "500ms", "--max", "6s", "--live"}, live: ptr("wait/v1 0 0 0 1000\n"),
+		sends: every(200*time.Millisecond, 2*time.Second), verdict: nap.Quiet, lo: 2500 * time.Millisecond, hi: 4 * time.Second, wait: nap.WaitLive},
+	{name: "live: none there, the requests unseen", args: []string{"--quiet", "500ms", "--max", "6s", "--live"},
+		sends: every(200*time.Millisecond, 2*time.Second), verdict: nap.Quiet, lo: 500 * time.Millisecond, hi: 600 * time.Millisecond, stderr: nap.LiveMissing, wait: nap.WaitArgs},
 }
 
-// TestFixedDelayReadsRequests runs fixedRequestCases on every implementation at once,
+// TestFixedDelayReadsRequests runs fixedRequestCases (the fixed delay, and the live
+// wait's request signal) on every implementation at once,
 // each in a network namespace of its own with the test's kept connection, and in a root
 // of its own (chroot) with the kernel's /proc, whose net/snmp is the reader's namespace's,
 // and a termination message to append to; the arm64 binary under qemu-user with its
@@ -287,6 +301,11 @@ func TestFixedDelayReadsRequests(t *testing.T) {
 			if err := os.WriteFile(logs[i][j], []byte(appLine), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			if tc.live != nil {
+				if err := os.WriteFile(filepath.Join(root, nap.LivePath), []byte(*tc.live), 0o444); err != nil {
+					t.Fatal(err)
+				}
+			}
 			cmd := exec.Command("chroot", append([]string{root}, append(inside, tc.args...)...)...)
 			cmd.Dir = "/"
 			wg.Go(func() { got[i][j] = withKeptConnection(im, false, cmd, tc.idle, tc.sends, false, 0, 0) })
@@ -300,15 +319,19 @@ func TestFixedDelayReadsRequests(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got[i][j].checkWait(t, im, 0, "", req.Duration, req.Duration, false)
+				lo, hi := req.Duration, req.Duration
+				if tc.hi != 0 {
+					lo, hi = tc.lo, tc.hi
+				}
+				got[i][j].checkWait(t, im, 0, tc.stderr, lo, hi, false)
 				b, err := os.ReadFile(logs[i][j])
 				if err != nil {
 					t.Fatal(err)
 				}
 				msg, _ := strings.CutPrefix(string(b), appLine)
 				v, ok := nap.ParseVerdict(msg)
-				if !ok || v.Kind != tc.verdict || v.End != req.Duration || v.Conns != 0 {
-					t.Errorf("verdict %q, want %s at the delay, %v, with no new connection", msg, tc.verdict, req.Duration)
+				if !ok || v.Kind != tc.verdict || v.End < lo || v.End > hi || v.Conns != 0 || v.Wait != tc.wait {
+					t.Errorf("verdict %q, want %s from %v to %v, with no new connection, wait %q", msg, tc.verdict, lo, hi, tc.wait)
 				}
 				t.Logf("verdict %q", strings.TrimSuffix(msg, "\n"))
 			})

@@ -19,8 +19,8 @@ import (
 // A unit's word is its name (ns us ms s m h, two-letter names first so that ms wins over
 // m); its length is c*10^k ns with c not a multiple of 10 (m: 6*10^10, h: 36*10^11), so
 // that the programs scale by powers of ten and carry the digits below a nanosecond of
-// m and h exactly (c*9+c-1 < 1029, see carryMul). The keywords inf, infinity (k = 0) and
-// -h, --help (k = 1) end in NUL: they must be the whole argument, as must the flags
+// m and h exactly (c*9+c-1 < 1029, see carryMul). The keywords inf, infinity (k = 0,
+// c = 0), --live (k = 0, c = keywordLive) and -h, --help (k = 1) end in NUL: they must be the whole argument, as must the flags
 // (k = 2 or 3, see flagAdaptive). The table ends with an
 // empty word whose k and c are those of seconds: a number with no word after it is a
 // bare number of seconds, which must also be the whole argument.
@@ -64,8 +64,9 @@ func wordTable() ([]byte, error) {
 	for _, kw := range []struct {
 		word string
 		help int64
-	}{{"inf", 0}, {"infinity", 0}, {"-h", 1}, {"--help", 1}} {
-		if err := add(kw.word+"\x00", kw.help, 0); err != nil {
+		live int64
+	}{{"inf", 0, 0}, {"infinity", 0, 0}, {nap.FlagLive, 0, keywordLive}, {"-h", 1, 0}, {"--help", 1, 0}} {
+		if err := add(kw.word+"\x00", kw.help, kw.live); err != nil {
 			return nil, err
 		}
 	}
@@ -116,6 +117,9 @@ func data(b interface {
 		{"msg_unreadable_sockets", []byte(nap.UnreadableSockets)},
 		{"snmp_path", []byte(nap.SnmpPath + "\x00")},
 		{"tcp_head", []byte(tcpHead)},
+		{"live_path", []byte(nap.LivePath + "\x00")},
+		{"live_head", []byte(nap.LiveHead + " ")}, // the first field's space too: arm64 reads 8 bytes at once
+		{"msg_live_missing", []byte(nap.LiveMissing)},
 	}, append(verdictTexts(), extra...)...)
 	n := 0
 	for _, d := range all {
@@ -148,6 +152,9 @@ func verdictTexts() []datum {
 	for _, f := range nap.VerdictFields {
 		d = append(d, datum{asm.Label("field_" + f), counted(" " + f + "=")})
 	}
+	for _, w := range []string{nap.WaitArgs, nap.WaitLive} {
+		d = append(d, datum{asm.Label("wait_" + w), counted(" " + nap.WaitField + "=" + w)})
+	}
 	return d
 }
 
@@ -155,6 +162,15 @@ func verdictTexts() []datum {
 const (
 	flagAdaptive   = 2
 	flagBackground = 3
+)
+
+// keywordLive is --live's c in the word table (inf's is 0), and the value of the live
+// byte (see slotLive) once --live is read; liveRead is its value once the live wait is.
+const (
+	keywordLive = 1
+	liveRead    = 2
+	// liveFields are the fields of a live wait's line.
+	liveFields = 4
 )
 
 // tcpHead begins the line of TCP counters in /proc/net/snmp (nap.PassiveOpens).

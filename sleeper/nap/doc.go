@@ -4,7 +4,7 @@
 //
 // The contract, identical on every architecture:
 //
-//	nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N] [--requests WITHIN]
+//	nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N] [--requests WITHIN] [--live]
 //
 // With no argument nap sleeps 10s. A DURATION is a bare non-negative decimal number of
 // seconds (10, 2.5, .5, 3.), one or more number+unit terms with the units ns us ms s m h
@@ -127,6 +127,34 @@
 //
 // inf makes any wait, adaptive or not, last until a signal.
 //
+// # The live wait
+//
+// A hook's arguments are decided when the pod is admitted; the routes that reach the pod,
+// a stored calibration or a learned wait may change while it runs. With --live (a flag
+// with no value, anywhere among the arguments) nap reads, once, when it starts, what the
+// cluster says the pod's wait is now: the file LivePath (/nap/wait), which the
+// controller keeps for the pod's workload and the kubelet keeps current in nap's volume.
+// One read of up to LiveRead bytes; the line ([ParseLive], written by [LiveLine]) is
+//
+//	wait/v1 MIN QUIET MAX WITHIN
+//
+// each field 1 to 9 decimal digits of milliseconds, then a newline or the end of the
+// text (its first NUL). MAX 0 is a fixed delay of MIN, any other an adaptive wait.
+//
+// The arguments are the floor: nap waits as the wait that is at least both
+// ([Request.Raise]): MIN, QUIET, MAX and WITHIN the larger of the two, adaptive when
+// either is (a fixed delay's arguments bring no QUIET, MAX or WITHIN of their own), and
+// the arguments' ALLOW, the background of the pod's own probes, which its spec fixed
+// when it was admitted. Whatever the traffic, that wait never ends before the
+// arguments' would. When the
+// file cannot be opened or read, or is not such a line, nap prints
+//
+//	nap: cannot read /nap/wait; waiting as the arguments say
+//
+// on stderr and waits as the arguments say, its exit status unchanged. Its verdict tells
+// which (wait=live or wait=args, below). inf reads no live wait (nothing is longer), nor
+// does nap after an invalid argument (it sleeps the default).
+//
 // # The verdict
 //
 // Every wait that reads (a fixed delay or an adaptive wait) says what it saw in the
@@ -139,6 +167,9 @@
 //	nap/v1 quiet end=5200ms last=3100ms conns=412 total=98231
 //	nap/v1 late end=10000ms last=9900ms conns=3020 total=98231
 //	nap/v1 blind end=60000ms
+//
+// With --live, one more field ends the line, after the others of any kind:
+// wait=live when the live wait was read, wait=args when it was not.
 //
 // end is the clock when the wait ended; last when the last quiet window began (the
 // last reading that saw traffic; 0 when none did); conns the connections accepted from

@@ -36,6 +36,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		s := <-sig // inf: until a signal, observing nothing
 		return 128 + int(s.(syscall.Signal))
 	}
+	wait := "" // the verdict's wait field: none without --live
+	if req.Live {
+		if l, ok := readLive(); ok {
+			req, wait = req.Raise(l), WaitLive
+		} else {
+			io.WriteString(stderr, LiveMissing)
+			wait = WaitArgs
+		}
+	}
 	if !req.Adaptive {
 		if req.Duration == 0 {
 			return status // a total of zero returns at once
@@ -45,15 +54,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		// signal at ActiveWithin: it ends at the delay, whatever it sees.
 		req.Quiet, req.Max, req.Requests = DefaultQuiet, 0, ActiveWithin
 	}
-	return wait(req, status, stderr, sig)
+	return waitFor(req, status, wait, stderr, sig)
 }
 
-// wait is the wait (see the package documentation): at least MIN, then, adaptive, until
+// waitFor is the wait (see the package documentation): at least MIN, then, adaptive, until
 // no request reached the pod for Quiet (at most Allow new inbound TCP connections, no
 // data on an inbound one), at most Max (never less than MIN); a fixed delay (not
 // req.Adaptive) waits MIN. A signal ends it as any sleep. status is a fixed delay's exit
-// status. Its verdict goes to VerdictPath.
-func wait(req Request, status int, stderr io.Writer, sig <-chan os.Signal) int {
+// status. Its verdict goes to VerdictPath, with wait as its Wait.
+func waitFor(req Request, status int, wait string, stderr io.Writer, sig <-chan os.Signal) int {
 	limit := max(req.Max, req.Duration)
 	if req.Adaptive {
 		status = 0
@@ -130,7 +139,7 @@ readings:
 	}
 	// The verdict: blind; or late, when a reading saw traffic less than QUIET before
 	// the end (a window that began at the start saw none); or quiet.
-	v := Verdict{Kind: Quiet, End: now, Last: window, Conns: n - start, Total: start}
+	v := Verdict{Kind: Quiet, End: now, Last: window, Conns: n - start, Total: start, Wait: wait}
 	switch {
 	case blind:
 		v.Kind = Blind
@@ -141,6 +150,21 @@ readings:
 		io.WriteString(log, v.Tail())
 	}
 	return status
+}
+
+// readLive reads LivePath, one read of up to LiveRead bytes, and the live wait in it.
+func readLive() (Request, bool) {
+	f, err := os.Open(LivePath)
+	if err != nil {
+		return Request{}, false
+	}
+	defer f.Close()
+	buf := make([]byte, LiveRead)
+	n, err := f.Read(buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Request{}, false
+	}
+	return ParseLive(buf[:n])
 }
 
 // readPassiveOpens reads SnmpPath, one read of up to SnmpRead bytes (the kernel gives

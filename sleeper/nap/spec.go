@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,7 +22,7 @@ const Default = 10 * time.Second
 // The texts nap prints. The tiny binaries embed these same bytes: the invalid-input
 // message is InvalidPrefix, the argument, InvalidSuffix.
 const (
-	Usage         = "usage: nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N] [--requests WITHIN]\n"
+	Usage         = "usage: nap [DURATION]... [--quiet QUIET] [--max MAX] [--allow N] [--requests WITHIN] [--live]\n"
 	InvalidPrefix = `nap: invalid duration "`
 	InvalidSuffix = "\"\nnap: sleeping the default 10s\n"
 	// Refused is printed each time the kernel refuses a way to sleep (see the package
@@ -34,6 +35,10 @@ const (
 	// network namespace (NETLINK_SOCK_DIAG; see ReadSockets): it too then waits MAX and
 	// exits ExitUnreadable.
 	UnreadableSockets = "nap: cannot read the pod's sockets; waiting --max\n"
+	// LiveMissing is printed when --live finds no live wait it can read at LivePath:
+	// the wait is then the arguments' (see "The live wait" in the package
+	// documentation).
+	LiveMissing = "nap: cannot read " + LivePath + "; waiting as the arguments say\n"
 )
 
 // The adaptive wait (see the package documentation).
@@ -66,6 +71,23 @@ const (
 	FlagAllow = "--allow"
 	// FlagRequests turns the request signal on (see the package documentation).
 	FlagRequests = "--requests"
+	// FlagLive takes no value: nap reads the live wait at LivePath when it starts and
+	// waits at least as long as both it and the arguments say.
+	FlagLive = "--live"
+)
+
+// The live wait (see the package documentation): what the cluster says the pod's wait
+// is when its hook starts, a line the controller keeps for the pod's workload.
+const (
+	// LivePath is where --live reads it: a file of nap's volume, which the kubelet keeps
+	// current in running pods.
+	LivePath = "/nap/wait"
+	// LiveRead is the most one read of LivePath asks for, the only read.
+	LiveRead = 64
+	// LiveHead begins the line; its four fields follow, each a space and at most
+	// LiveDigits decimal digits.
+	LiveHead   = "wait/v1"
+	LiveDigits = 9
 )
 
 // ExitCannotSleep is the exit status when every way to sleep was refused.
@@ -110,6 +132,8 @@ type Request struct {
 	// Requests is WITHIN, the request signal's window: 0 (off) unless --requests gives
 	// it.
 	Requests time.Duration
+	// Live: --live was given (and no invalid argument): read the live wait at the start.
+	Live bool
 }
 
 // Parse reads nap's arguments left to right (see the package documentation).
@@ -130,6 +154,9 @@ func Parse(args []string) (Request, error) {
 			return Request{}, ErrHelp
 		case "inf", "infinity":
 			r.Infinite = true
+			continue
+		case FlagLive:
+			r.Live = true
 			continue
 		case FlagQuiet, FlagMax, FlagAllow, FlagRequests:
 			given[a], into = true, flags[a]
@@ -163,6 +190,75 @@ func Parse(args []string) (Request, error) {
 		r.Requests = time.Duration(requests)
 	}
 	return r, nil
+}
+
+// ParseLive reads a live wait (see "The live wait" in the package documentation): the
+// text up to its first NUL byte, LiveHead and four fields, MIN QUIET MAX WITHIN, each a
+// space and 1 to LiveDigits decimal digits of milliseconds, then a newline or the end.
+// The wait is adaptive when MAX is not 0, a fixed delay of MIN otherwise. It has no
+// ALLOW: that is the arguments' (see Raise). ok is false for any other text.
+func ParseLive(text []byte) (r Request, ok bool) {
+	if i := bytes.IndexByte(text, 0); i >= 0 {
+		text = text[:i]
+	}
+	rest, ok := bytes.CutPrefix(text, []byte(LiveHead))
+	if !ok {
+		return Request{}, false
+	}
+	var v [4]int64
+	for i := range v {
+		if len(rest) == 0 || rest[0] != ' ' {
+			return Request{}, false
+		}
+		rest = rest[1:]
+		n := 0
+		for ; n < len(rest) && n <= LiveDigits && isDigit(rest[n]); n++ {
+			v[i] = v[i]*10 + int64(rest[n]-'0')
+		}
+		if n == 0 || n > LiveDigits {
+			return Request{}, false
+		}
+		rest = rest[n:]
+	}
+	if len(rest) > 0 && rest[0] != '\n' {
+		return Request{}, false
+	}
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	return Request{Duration: ms(v[0]), Quiet: ms(v[1]), Max: ms(v[2]), Requests: ms(v[3]), Adaptive: v[2] > 0}, true
+}
+
+// LiveLine is the live wait that asks for r, as ParseLive reads it (newline included):
+// what the controller writes. Durations go down to whole milliseconds; r's Allow is not
+// written; a value over LiveDigits digits, or an infinite r, has no line.
+func LiveLine(r Request) (string, bool) {
+	maxWait := r.Max
+	if !r.Adaptive {
+		maxWait = 0
+	}
+	s := LiveHead
+	for _, n := range []int64{int64(r.Duration / time.Millisecond), int64(r.Quiet / time.Millisecond), int64(maxWait / time.Millisecond), int64(r.Requests / time.Millisecond)} {
+		d := strconv.FormatInt(n, 10)
+		if n < 0 || len(d) > LiveDigits || r.Infinite {
+			return "", false
+		}
+		s += " " + d
+	}
+	return s + "\n", true
+}
+
+// Raise is the wait that is at least as long as both r and the live wait l, whatever the
+// traffic: MIN, QUIET, MAX and WITHIN the larger, adaptive when either is, ALLOW r's (the
+// background of the pod's own probes, which its spec fixed when it was admitted). A
+// fixed r brings no QUIET, MAX or WITHIN of its own (Parse leaves them 0); inf stays
+// inf.
+func (r Request) Raise(l Request) Request {
+	if r.Infinite {
+		return r
+	}
+	r.Duration = max(r.Duration, l.Duration)
+	r.Adaptive = r.Adaptive || l.Adaptive
+	r.Quiet, r.Max, r.Requests = max(r.Quiet, l.Quiet), max(r.Max, l.Max), max(r.Requests, l.Requests)
+	return r
 }
 
 // Units are the units a term may carry, each with its length in nanoseconds; the

@@ -36,6 +36,10 @@ func TestParse(t *testing.T) {
 		{name: "leading zeros", args: []string{"000000000000000000000000001s"}, want: Request{Duration: time.Second}},
 		{name: "inf", args: []string{"inf"}, want: Request{Infinite: true}},
 		{name: "infinity and more", args: []string{"1s", "infinity"}, want: Request{Duration: time.Second, Infinite: true}},
+		{name: "live", args: []string{"5s", "--live"}, want: Request{Duration: 5 * time.Second, Live: true}},
+		{name: "live alone: a floor of zero", args: []string{"--live"}, want: Request{Live: true}},
+		{name: "live is no flag's value", args: []string{"--quiet", "--live"}, bad: true, invalid: "--live"},
+		{name: "live takes no value", args: []string{"--live=1"}, bad: true, invalid: "--live=1"},
 		{name: "help", args: []string{"-h"}, help: true},
 		{name: "long help after a valid argument", args: []string{"5", "--help"}, help: true},
 		{name: "invalid before help", args: []string{"x", "-h"}, bad: true, invalid: "x"},
@@ -207,6 +211,129 @@ func FuzzPassiveOpens(f *testing.F) {
 				}
 			}
 			break
+		}
+	})
+}
+
+func TestParseLive(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct {
+		name, text string
+		want       Request
+		ok         bool
+	}{
+		{"adaptive", "wait/v1 4000 2000 23000 1000\n", Request{Duration: ms(4000), Quiet: ms(2000), Max: ms(23000), Requests: ms(1000), Adaptive: true}, true},
+		{"fixed: MAX 0", "wait/v1 10000 2000 0 1000\n", Request{Duration: ms(10000), Quiet: ms(2000), Requests: ms(1000)}, true},
+		{"no newline", "wait/v1 1 2 3 4", Request{Duration: ms(1), Quiet: ms(2), Max: ms(3), Requests: ms(4), Adaptive: true}, true},
+		{"up to the first NUL", "wait/v1 1 2 3 4\x00garbage", Request{Duration: ms(1), Quiet: ms(2), Max: ms(3), Requests: ms(4), Adaptive: true}, true},
+		{"a second line is not read", "wait/v1 0 0 0 0\nwait/v1 9 9 9 9\n", Request{}, true},
+		{"nine digits", "wait/v1 999999999 0 0 000000001\n", Request{Duration: ms(999999999), Requests: ms(1)}, true},
+		{"ten digits", "wait/v1 1000000000 0 0 0\n", Request{}, false},
+		{"three fields", "wait/v1 1 2 3\n", Request{}, false},
+		{"five fields", "wait/v1 1 2 3 4 5\n", Request{}, false},
+		{"an empty field", "wait/v1 1  3 4\n", Request{}, false},
+		{"a unit", "wait/v1 1s 2 3 4\n", Request{}, false},
+		{"a sign", "wait/v1 +1 2 3 4\n", Request{}, false},
+		{"another version", "wait/v2 1 2 3 4\n", Request{}, false},
+		{"no head", "1 2 3 4\n", Request{}, false},
+		{"a carriage return", "wait/v1 1 2 3 4\r\n", Request{}, false},
+		{"a trailing space", "wait/v1 1 2 3 4 \n", Request{}, false},
+		{"empty", "", Request{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ParseLive([]byte(tc.text))
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("ParseLive(%q) = %+v, %v; want %+v, %v", tc.text, got, ok, tc.want, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			if line, lok := LiveLine(got); !lok || !strings.HasPrefix(tc.text, strings.TrimSuffix(line, "\n")) && tc.name != "nine digits" {
+				t.Errorf("LiveLine(%+v) = %q, %v: not the line read", got, line, lok)
+			}
+		})
+	}
+}
+
+func TestLiveLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Request
+		want string
+		ok   bool
+	}{
+		{"adaptive", Request{Duration: 4 * time.Second, Quiet: 2 * time.Second, Max: 23 * time.Second, Requests: time.Second, Allow: 3, Adaptive: true}, "wait/v1 4000 2000 23000 1000\n", true},
+		{"fixed: MAX 0 whatever Max says", Request{Duration: 10 * time.Second, Max: time.Minute}, "wait/v1 10000 0 0 0\n", true},
+		{"down to whole milliseconds", Request{Duration: 1999 * time.Microsecond, Adaptive: true, Max: time.Second}, "wait/v1 1 0 1000 0\n", true},
+		{"too long", Request{Duration: 1000000 * time.Second}, "", false},
+		{"inf", Request{Infinite: true}, "", false},
+	} {
+		got, ok := LiveLine(tc.r)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: LiveLine = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestRaise: the wait Raise gives never ends before either: the larger of each duration,
+// adaptive when either is, the arguments' ALLOW.
+func TestRaise(t *testing.T) {
+	s := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	args := func(a ...string) Request {
+		r, err := Parse(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	live := func(text string) Request {
+		r, ok := ParseLive([]byte(text))
+		if !ok {
+			t.Fatalf("%q: not a live wait", text)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		r, l Request
+		want Request
+	}{
+		{"a fixed delay becomes the live adaptive wait, never shorter", args("10", "--allow", "3", "--live"), live("wait/v1 4000 2000 23000 1000"),
+			Request{Duration: s(10), Quiet: s(2), Max: s(23), Requests: s(1), Allow: 3, Adaptive: true, Live: true}},
+		{"an adaptive wait gains the request signal", args("--quiet", "2s", "--max", "60s", "--allow", "3"), live("wait/v1 0 2000 23000 1000"),
+			Request{Quiet: s(2), Max: s(60), Requests: s(1), Allow: 3, Adaptive: true}},
+		{"a shorter live wait changes nothing", args("--quiet", "3s", "--max", "60s", "5s"), live("wait/v1 4000 2000 23000 0"),
+			Request{Duration: s(5), Quiet: s(3), Max: s(60), Adaptive: true}},
+		{"two fixed delays: the longer", args("5s"), live("wait/v1 7000 2000 0 1000"),
+			Request{Duration: s(7), Quiet: s(2), Requests: s(1)}},
+		{"inf stays inf", args("inf"), live("wait/v1 7000 2000 9000 1000"), Request{Infinite: true}},
+	} {
+		if got := tc.r.Raise(tc.l); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseLive(f *testing.F) {
+	for _, s := range []string{"wait/v1 4000 2000 23000 1000\n", "wait/v1 0 0 0 0", "wait/v1 1000000000 0 0 0", "wait/v1 1 2 3\n", "wait/v1 1 2 3 4\x00x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		r, ok := ParseLive(text)
+		if !ok {
+			return
+		}
+		// What it read is a line LiveLine writes back the same, up to leading zeros.
+		line, lok := LiveLine(r)
+		if !lok {
+			t.Fatalf("%q read as %+v, which has no line", text, r)
+		}
+		back, bok := ParseLive([]byte(line))
+		if !bok || back != r {
+			t.Fatalf("%q read as %+v; its line %q reads as %+v, %v", text, r, line, back, bok)
+		}
+		if r.Adaptive != (r.Max > 0) || r.Allow != 0 || r.Infinite || r.Live {
+			t.Fatalf("%q read as %+v", text, r)
 		}
 	})
 }

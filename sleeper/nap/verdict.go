@@ -36,6 +36,13 @@ const (
 	Sparse = "sparse"
 )
 
+// The values of a verdict's Wait, with --live: the wait was the live wait raised by
+// the arguments, or the arguments' alone (no live wait could be read).
+const (
+	WaitLive = "live"
+	WaitArgs = "args"
+)
+
 // Kinds are every kind a termination is counted as, nap's verdicts and Sparse, in the
 // order counts and reports list them.
 var Kinds = [...]string{Quiet, Sparse, Late, Blind, Cut}
@@ -55,12 +62,18 @@ type Verdict struct {
 	// Conns is how many connections the pod accepted during the wait; Total how many
 	// its network namespace had accepted when the wait began, over its life.
 	Conns, Total uint64
+	// Wait is where the wait came from with --live (WaitLive or WaitArgs), "" without.
+	Wait string
 }
 
 // VerdictFields are the fields of a verdict, in the order nap writes them, each as
 // " NAME=VALUE": End and Last in whole milliseconds with the unit ms, the counts in
-// decimal. A blind verdict has only the first.
+// decimal. A blind verdict has only the first. With --live, the field WaitField follows
+// them, its value the verdict's Wait.
 var VerdictFields = []string{"end", "last", "conns", "total"}
+
+// WaitField is the last field of a verdict with --live.
+const WaitField = "wait"
 
 // Tail is what nap appends to VerdictHead when the wait ends, newline included: the
 // kind, then the fields.
@@ -72,6 +85,9 @@ func (v Verdict) Tail() string {
 	s := " " + v.Kind
 	for i, val := range values {
 		s += " " + VerdictFields[i] + "=" + val
+	}
+	if v.Wait != "" {
+		s += " " + WaitField + "=" + v.Wait
 	}
 	return s + "\n"
 }
@@ -113,6 +129,13 @@ func ParseVerdict(message string) (Verdict, bool) {
 	case Quiet, Late:
 	default:
 		return Verdict{}, false
+	}
+	if n := len(fields); n == 2+len(want) {
+		w, ok := strings.CutPrefix(fields[n-1], WaitField+"=")
+		if !ok || (w != WaitLive && w != WaitArgs) {
+			return Verdict{}, false
+		}
+		v.Wait, fields = w, fields[:n-1]
 	}
 	if len(fields) != 1+len(want) {
 		return Verdict{}, false

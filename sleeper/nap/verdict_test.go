@@ -16,6 +16,8 @@ func TestVerdictTail(t *testing.T) {
 		{Verdict{Kind: Late, End: 10 * time.Second, Last: 9900*time.Millisecond + 999*time.Microsecond, Conns: 0, Total: 0},
 			" late end=10000ms last=9900ms conns=0 total=0\n"},
 		{Verdict{Kind: Blind, End: 60 * time.Second, Last: time.Second, Conns: 3}, " blind end=60000ms\n"},
+		{Verdict{Kind: Quiet, End: time.Second, Total: 4, Wait: WaitLive}, " quiet end=1000ms last=0ms conns=0 total=4 wait=live\n"},
+		{Verdict{Kind: Blind, End: time.Second, Wait: WaitArgs}, " blind end=1000ms wait=args\n"},
 	} {
 		if got := tc.v.Tail(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.v, got, tc.want)
@@ -54,6 +56,12 @@ func TestParseVerdict(t *testing.T) {
 		{"last after end", "nap/v1 late end=1ms last=2ms conns=0 total=0\n", Verdict{}, false},
 		{"an end too long to be a duration", "nap/v1 blind end=9223372036855ms\n", Verdict{}, false},
 		{"two spaces", "nap/v1  quiet end=1ms last=0ms conns=0 total=0\n", Verdict{}, false},
+		{"the live wait", "nap/v1 late end=1ms last=1ms conns=0 total=0 wait=live\n", Verdict{Kind: Late, End: time.Millisecond, Last: time.Millisecond, Wait: WaitLive}, true},
+		{"the arguments' wait", "nap/v1 quiet end=1ms last=0ms conns=0 total=0 wait=args\n", Verdict{Kind: Quiet, End: time.Millisecond, Wait: WaitArgs}, true},
+		{"blind, with where its wait came from", "nap/v1 blind end=1ms wait=live\n", Verdict{Kind: Blind, End: time.Millisecond, Wait: WaitLive}, true},
+		{"an unknown wait", "nap/v1 quiet end=1ms last=0ms conns=0 total=0 wait=learned\n", Verdict{}, false},
+		{"the wait out of place", "nap/v1 quiet wait=live end=1ms last=0ms conns=0 total=0\n", Verdict{}, false},
+		{"the wait twice", "nap/v1 blind end=1ms wait=live wait=live\n", Verdict{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := ParseVerdict(tc.message)
