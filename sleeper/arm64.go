@@ -281,7 +281,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.TBNZ(x0, 63, "live_missing")
 	b.ADD(x9, x1, x0)
 	b.STP(xzr, xzr, x9, 0, false) // the text ends here
-	b.LDR(x2, x1, 0)                // the head and the first field's space, at once
+	b.LDR(x2, x1, 0)              // the head and the first field's space, at once
 	b.ADR(x3, "live_head")
 	b.LDR(x3, x3, 0)
 	b.CMP(x2, x3)
