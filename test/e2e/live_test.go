@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
+
+	"github.com/nap-k8s/nap/inject"
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/sleeper/nap"
+)
+
+// liveWaits is the ConfigMap the test keeps the live waits in, apart from nap's own
+// (whose guard refuses writers other than nap's controller, installed beside this test).
+const liveWaits = "nap-waits"
+
+// liveVolume is nap's volume as a pod mounts it to read a live wait: the binary from the
+// nap ConfigMap, as today, and from liveWaits, optional, the key of the pod's workload
+// as nap.LivePath's file.
+func liveVolume(key string) corev1.Volume {
+	return corev1.Volume{Name: kube.VolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o555),
+		Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: kube.ConfigMapName},
+				Items: []corev1.KeyToPath{{Key: kube.KeyForArch("amd64"), Path: kube.BinaryName}}}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: liveWaits},
+				Items: []corev1.KeyToPath{{Key: key, Path: strings.TrimPrefix(nap.LivePath, kube.MountPath+"/")}}, Optional: ptr.To(true)}},
+		},
+	}}}
+}
+
+// TestLiveWaitReachesPod: on both of the lab's kubelets, a wait written after a pod
+// started reaches it, and its hook waits it. Each node runs two pods whose hook is
+// `nap 1s --live` and whose nap volume projects their workload's key of liveWaits,
+// optional, as /nap/wait: the pod starts while neither the ConfigMap nor the key exists
+// (an optional source's missing key is no error). Then the test writes one pod's key, a
+// fixed 3 s, and times, through `nap 0 --live` run in the pod, until the kubelet shows
+// it (nothing on stderr), and deletes the pods: the pod with the line waits 3 s and
+// says wait=live, the other (the negative control: its key never written) waits its
+// arguments' 1 s and says wait=args. The probe's own run, once the line shows, waits
+// 3 s too and appends its verdict before the hook's (nap appends to the container's
+// termination message, whoever runs it): the hook's is the last.
+func TestLiveWaitReachesPod(t *testing.T) {
+	t.Parallel() // see doc.go: after the tests that change the lab
+	cs := client(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, cs)
+	ctx := context.Background()
+	base := demoPodSpec(t, injectApp(t, inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("1s")}))
+	base.Containers[0].ReadinessProbe = nil
+	base.Containers[0].Lifecycle.PreStop.Exec.Command = []string{kube.MountPath + "/" + kube.BinaryName, "1s", nap.FlagLive}
+
+	type run struct {
+		node, key string
+		written   bool // the key is written (else the negative control)
+		pod       *corev1.Pod
+		shown     []time.Duration // how long each write took to show in the pod
+	}
+	var runs []*run
+	for _, node := range []string{node1, node2} {
+		for _, written := range []bool{true, false} {
+			r := &run{node: node, written: written, key: fmt.Sprintf("pod.live-%s-%v", map[string]string{node1: "n1", node2: "n2"}[node], written)}
+			spec := *base.DeepCopy()
+			spec.NodeName = node
+			for i, v := range spec.Volumes {
+				if v.Name == kube.VolumeName {
+					spec.Volumes[i] = liveVolume(r.key)
+				}
+			}
+			name := strings.TrimPrefix(r.key, "pod.")
+			p, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"live": "e2e"}}, Spec: spec}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			r.pod = p
+			runs = append(runs, r)
+		}
+	}
+	for _, r := range runs {
+		r.pod = waitRunning(t, cs, ns, r.pod.Name)
+	}
+
+	// probe runs `nap 0 --live` in r's pod: its stderr, "" when the live wait is read.
+	probe := func(r *run) (string, error) {
+		req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(r.pod.Name).SubResource("exec").
+			VersionedParams(&corev1.PodExecOptions{Container: base.Containers[0].Name, Command: []string{kube.MountPath + "/" + kube.BinaryName, "0", nap.FlagLive}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		exec, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+		if err != nil {
+			return "", err
+		}
+		var stdout, stderr bytes.Buffer
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		return stderr.String(), err
+	}
+	for _, r := range runs {
+		if got, err := probe(r); err != nil || got != nap.LiveMissing {
+			t.Fatalf("%s before any write: nap 0 --live said %q (%v), want %q", r.pod.Name, got, err, nap.LiveMissing)
+		}
+	}
+
+	// write sets the written pods' keys to line and times, in each pod, until the
+	// probe says want (at most 3 minutes: the kubelet refreshes a pod's volumes at its
+	// sync, every minute by default).
+	write := func(line, want string) {
+		t.Helper()
+		data := map[string]string{}
+		for _, r := range runs {
+			if r.written {
+				data[r.key] = line
+			}
+		}
+		start := time.Now()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: liveWaits}, Data: data}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, r := range runs {
+			if !r.written {
+				continue
+			}
+			wg.Go(func() {
+				var last string
+				for deadline := start.Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+					got, err := probe(r)
+					if err == nil && got == want {
+						r.shown = append(r.shown, time.Since(start))
+						return
+					}
+					last = fmt.Sprintf("%q (%v)", got, err)
+				}
+				t.Errorf("%s: %q not shown in 3 min: the probe still said %s", r.pod.Name, line, last)
+			})
+		}
+		wg.Wait()
+	}
+	write("wait/v1 3000 2000 0 1000\n", "") // a fixed 3 s
+	if t.Failed() {
+		return
+	}
+
+	// Each pod's last status before it is gone, from one watch, as nap's controller reads
+	// the verdicts.
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "live=e2e", ResourceVersion: runs[len(runs)-1].pod.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	final := map[string]*corev1.Pod{}
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		deleted := 0
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				final[p.Name] = p
+				if ev.Type == watch.Deleted {
+					if deleted++; deleted == len(runs) {
+						return
+					}
+				}
+			}
+		}
+	}()
+	for _, r := range runs {
+		if err := cs.CoreV1().Pods(ns).Delete(ctx, r.pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-gone:
+	case <-time.After(90 * time.Second):
+		t.Errorf("pods not gone 90 s after their deletion")
+	}
+	w.Stop()
+	<-gone
+
+	versions := nodeVersions(t, cs)
+	for _, r := range runs {
+		p := final[r.pod.Name]
+		if p == nil {
+			t.Errorf("%s: never seen by the watch", r.pod.Name)
+			continue
+		}
+		msg, _ := terminatedMessage(p, base.Containers[0].Name)
+		v, ok := nap.ParseVerdict(msg)
+		wantWait, wantEnd := nap.WaitArgs, time.Second
+		if r.written {
+			wantWait, wantEnd = nap.WaitLive, 3*time.Second
+		}
+		t.Logf("%s on %s (kubelet %s): writes shown after %v; message %q", r.pod.Name, r.node, versions[r.node], r.shown, msg)
+		if !ok || v.Kind == nap.Cut || v.Wait != wantWait || v.End != wantEnd {
+			t.Errorf("%s on %s: verdict %q, want one of a wait of %v, wait=%s", r.pod.Name, r.node, msg, wantEnd, wantWait)
+		}
+	}
+}
