@@ -266,3 +266,45 @@ func nodeVersions(t *testing.T, cs *kubernetes.Clientset) map[string]string {
 	}
 	return v
 }
+
+// TestShutdownCutsTheWait: a node shutdown's budget is a negative control that must read
+// cut. Node 2's kubelet (1.34) gives regular pods its shutdownGracePeriod less the
+// critical pods' share: 20 s on the lab. Two demo pods there, each with a grace period
+// of 40 s so that only the budget can end their hook: nap 25s, which the budget cuts
+// (the kubelet kills it at 20 s: the head alone stays in the message), and nap 3s,
+// which ends within it (quiet). The shutdown is announced by node 2's logind, then
+// cancelled once the kubelet has stopped them; the pods stay, Failed, with their final
+// status.
+func TestShutdownCutsTheWait(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	ctx := context.Background()
+	base := demoPodSpec(t, injectApp(t, inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("2s")}))
+	base.Containers[0].ReadinessProbe = nil
+	base.NodeName = node2
+	base.TerminationGracePeriodSeconds = ptr.To[int64](40)
+	want := map[string]string{"cut-by-the-budget": nap.Cut, "within-the-budget": nap.Quiet}
+	for name, delay := range map[string]string{"cut-by-the-budget": "25s", "within-the-budget": "3s"} {
+		spec := *base.DeepCopy()
+		spec.Containers[0].Lifecycle.PreStop.Exec.Command = []string{kube.MountPath + "/" + kube.BinaryName, delay}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "app"}}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	for name := range want {
+		waitRunning(t, cs, ns, name)
+	}
+	shutdownNode2(t, cs, ns)
+	for name, kind := range want {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s after the shutdown: %v", name, err)
+		}
+		msg, ok := terminatedMessage(p, base.Containers[0].Name)
+		v, parsed := nap.ParseVerdict(msg)
+		t.Logf("%s: %s %s (%s); terminated %v, message %q", name, p.Status.Phase, p.Status.Reason, p.Status.Message, ok, msg)
+		if !ok || !parsed || v.Kind != kind {
+			t.Errorf("%s: message %q, want a verdict %s", name, msg, kind)
+		}
+	}
+}
