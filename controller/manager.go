@@ -205,6 +205,8 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		if calibration != nil {
 			r.Calibration, r.Fronts, r.FrontKinds, r.Waits = injector.Calibration, injector.Fronts, fronts, o.Waits
 			calibration.OnChange = r.Recalibrated
+			// The live waits of the pods whose hooks read them (nap --live).
+			r.Live, r.LiveReader, r.Owner = true, mgr.GetAPIReader(), owners
 		}
 		if learned != nil {
 			learner := &Learner{Client: learned.Client, Namespace: o.Namespace, Log: o.Log.WithName("learner")}

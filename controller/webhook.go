@@ -241,7 +241,7 @@ func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w w
 	if i.Calibration != nil {
 		c = i.Calibration()
 	}
-	if c == nil && (!w.IsAdaptive() || w.Requests > 0) { // nothing the routes change
+	if c == nil && (!w.IsAdaptive() || w.Requests > 0) { // nothing the routes change: no read
 		return w, "", nil
 	}
 	all, err := i.Services(ctx, ns)
@@ -255,15 +255,7 @@ func (i *Injector) routed(ctx context.Context, ns string, pod *admissionPod, w w
 			return w, "", fmt.Errorf("the Ingresses and routes of %s: %w", ns, err)
 		}
 	}
-	n := c.Route(svcs, fronts.Of)
-	got := n.Wait(w)
-	if err := got.Check(); err != nil { // a calibrated hold no wait may have
-		return w, "", fmt.Errorf("the wait for %s: %w", n.Path, err)
-	}
-	if c == nil { // only a pooling client's request signal
-		return got, n.RequestsReason(got), nil
-	}
-	return got, n.Reason(got), nil
+	return traffic.PodWait(c, w, svcs, fronts.Of)
 }
 
 // withReason adds to ops the pod's ReasonAnnotation (reason; none when ""), on the

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +91,33 @@ func TestWorkloadOfName(t *testing.T) {
 	} {
 		if got := WorkloadOfName("ns", pod).String(); got != want {
 			t.Errorf("WorkloadOfName(%q) = %s, want %s", pod, got, want)
+		}
+	}
+}
+
+func TestLiveKey(t *testing.T) {
+	long := strings.Repeat("a", 253)
+	for _, tc := range []struct {
+		w    Workload
+		want string
+	}{
+		{Workload{Kind: "Deployment", Name: "web"}, "deployment.web"},
+		{Workload{Kind: "StatefulSet", Name: "db.v2"}, "statefulset.db.v2"},
+		{Workload{Kind: "Rollout", Name: "shop"}, "rollout.shop"},
+	} {
+		if got := LiveKey(tc.w); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.w, got, tc.want)
+		}
+	}
+	a, b := LiveKey(Workload{Kind: "Deployment", Name: long}), LiveKey(Workload{Kind: "Deployment", Name: long[:252] + "b"})
+	if len(a) != LiveKeyMax || len(b) != LiveKeyMax || a == b {
+		t.Errorf("long names: %q and %q, want %d characters each, different", a, b, LiveKeyMax)
+	}
+	// Every key is one a ConfigMap takes.
+	valid := regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	for _, k := range []string{a, b, LiveKey(Workload{Kind: "Pod", Name: "x"})} {
+		if !valid.MatchString(k) {
+			t.Errorf("%q is no ConfigMap key", k)
 		}
 	}
 }

@@ -1,6 +1,12 @@
 package kube
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // The nap ConfigMap and how pods mount it.
 const (
@@ -15,6 +21,30 @@ const (
 	// for the controller's own preStop delay.
 	ControllerImageNapPath = "/nap"
 )
+
+// The live waits: what each workload's pods should wait now, kept by nap's controller
+// in a ConfigMap of each namespace, one key per workload (LiveKey), which a pod's nap
+// volume projects, optional, as the file nap --live reads (nap.LivePath).
+const (
+	LiveWaitsName = "nap-waits"
+	LiveFile      = "wait" // the file in the mount: /nap/wait
+	// LiveKeyMax bounds a key: with the longest line (48 bytes), 10,000 workloads fit
+	// in a ConfigMap's 1 MiB of keys and values.
+	LiveKeyMax = 56
+)
+
+// LiveKey is w's key in LiveWaitsName: its kind in lower case, a dot, its name
+// ("deployment.web"); one over LiveKeyMax keeps its first characters and ends with a
+// hash of the whole.
+func LiveKey(w Workload) string {
+	k := strings.ToLower(w.Kind) + "." + w.Name
+	if len(k) <= LiveKeyMax {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	h := hex.EncodeToString(sum[:8])
+	return k[:LiveKeyMax-1-len(h)] + "-" + h
+}
 
 // InjectLabel on a pod (template) or namespace opts in ("enabled") to nap's webhook, or
 // out ("disabled"); the controller reads it at admission, napctl status in reports.

@@ -174,6 +174,28 @@ func (c *Calibration) Route(svcs []*corev1.Service, fronts func(service string) 
 	return n.learn(c.Learned)
 }
 
+// PodWait is the wait of a pod that svcs select (fronts: the front doors that name
+// each), from the fleet's wait of the kind it chose, with c (nil: none stored): the wait
+// its routes need (Need.Wait), and why, for its ReasonAnnotation ("" where the routes
+// change nothing). Without a calibration only the request signal can change, for an
+// adaptive wait without one. One rule for the webhook at admission and for the live
+// wait the controller keeps for running pods. An error is a hold no wait may have; the
+// fleet's wait stands.
+func PodWait(c *Calibration, fleet wait.Wait, svcs []*corev1.Service, fronts func(service string) kube.Fronts) (wait.Wait, string, error) {
+	if c == nil && (!fleet.IsAdaptive() || fleet.Requests > 0) { // nothing the routes change
+		return fleet, "", nil
+	}
+	n := c.Route(svcs, fronts)
+	got := n.Wait(fleet)
+	if err := got.Check(); err != nil { // a calibrated hold no wait may have
+		return fleet, "", fmt.Errorf("the wait for %s: %w", n.Path, err)
+	}
+	if c == nil { // only a pooling client's request signal
+		return got, n.RequestsReason(got), nil
+	}
+	return got, n.Reason(got), nil
+}
+
 // learn is n with what the pod's route learned from production (l): its wait where it
 // is more than the measured paths need (never less), and, once the route's tails
 // settled, no path left unmeasured, so that it may hold less than the fleet's wait.

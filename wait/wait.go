@@ -55,6 +55,10 @@ type Wait struct {
 	// DelayText is how a fixed Delay was written where it was text ("2.5", "2500ms"): a
 	// hook's argv keeps the user's spelling. Empty: Arg(Delay).
 	DelayText string
+	// Live: nap reads the wait the cluster keeps for the pod's workload when its hook
+	// starts (nap --live, kube.LiveWaitsName), and waits at least as long as both that
+	// and this wait.
+	Live bool
 }
 
 // PooledRequests is the request signal's WITHIN that an adaptive wait gets where a
@@ -146,8 +150,12 @@ func (w Wait) DelayArg() string {
 }
 
 // Args are nap's arguments for w: DELAY [--allow N] (N when not 0), or [MIN] --quiet
-// QUIET --max MAX --allow N [--requests WITHIN].
+// QUIET --max MAX --allow N [--requests WITHIN]; then --live where w is Live.
 func (w Wait) Args() []string {
+	if w.Live {
+		w.Live = false
+		return append(w.Args(), nap.FlagLive)
+	}
 	if !w.IsAdaptive() {
 		if w.Allow > 0 {
 			return []string{w.DelayArg(), nap.FlagAllow, strconv.FormatInt(w.Allow, 10)}
@@ -179,10 +187,22 @@ func FromArgs(args []string) (Wait, bool) {
 		return Wait{}, false
 	}
 	if !r.Adaptive {
-		return Wait{Kind: Fixed, Delay: r.Duration, Allow: r.Allow}, true
+		return Wait{Kind: Fixed, Delay: r.Duration, Allow: r.Allow, Live: r.Live}, true
 	}
-	return Wait{Kind: Adaptive, Min: r.Duration, Delay: max(r.Max, r.Duration), Quiet: r.Quiet, Allow: r.Allow, Requests: r.Requests}, true
+	return Wait{Kind: Adaptive, Min: r.Duration, Delay: max(r.Max, r.Duration), Quiet: r.Quiet, Allow: r.Allow, Requests: r.Requests, Live: r.Live}, true
 }
+
+// Request is w as nap reads it (nap.Request): its arguments, but for Live.
+func (w Wait) Request() nap.Request {
+	if !w.IsAdaptive() {
+		return nap.Request{Duration: w.Delay, Allow: w.Allow}
+	}
+	return nap.Request{Duration: w.Min, Adaptive: true, Quiet: w.Quiet, Max: w.Delay, Allow: w.Allow, Requests: w.Requests}
+}
+
+// LiveLine is w as the live wait's line (nap.LiveLine) that the controller keeps for a
+// workload: its ALLOW is the hook's own, not the line's.
+func (w Wait) LiveLine() (string, bool) { return nap.LiveLine(w.Request()) }
 
 // Arg writes d in nap's syntax, in the largest unit that holds it whole: 60s, 1500ms.
 func Arg(d time.Duration) string {

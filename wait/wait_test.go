@@ -101,6 +101,8 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Kind: Adaptive, Min: 29 * s, Quiet: 250 * time.Millisecond, Delay: 58 * s, Allow: 12},
 		{Kind: Adaptive, Quiet: 2 * s, Delay: 90 * s, Allow: 2, Requests: s},
 		{Kind: Fixed, Delay: 10 * s, Allow: 3}, // the background of its verdict
+		{Kind: Fixed, Delay: 10 * s, Allow: 3, Live: true},
+		{Kind: Adaptive, Quiet: 2 * s, Delay: 60 * s, Allow: 3, Live: true},
 	} {
 		cmd := w.Command()
 		if cmd[0] != "/nap/nap" {
@@ -124,6 +126,9 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 	if got := (Wait{Kind: Fixed, Delay: 10 * s}).Args(); !slices.Equal(got, []string{"10s"}) {
 		t.Errorf("fixed Args with no background = %q", got)
+	}
+	if got := (Wait{Kind: Fixed, Delay: 10 * s, Allow: 2, Live: true}).Args(); !slices.Equal(got, []string{"10s", "--allow", "2", "--live"}) {
+		t.Errorf("live fixed Args = %q", got)
 	}
 	for _, args := range [][]string{{"inf"}, {"soon"}} {
 		if _, ok := FromArgs(args); ok {
@@ -189,6 +194,35 @@ func TestNative(t *testing.T) {
 		got := c.in.Native()
 		if got != (Wait{Kind: Fixed, Delay: c.want}) {
 			t.Errorf("%+v: %+v, want a fixed %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestLiveLine(t *testing.T) {
+	for _, tc := range []struct {
+		w    Wait
+		want string
+	}{
+		{Wait{Kind: Fixed, Delay: 10 * s, Allow: 3}, "wait/v1 10000 0 0 0\n"},
+		{Wait{Kind: Adaptive, Min: 4 * s, Quiet: 2 * s, Delay: 23 * s, Allow: 3, Requests: s}, "wait/v1 4000 2000 23000 1000\n"},
+		{Wait{Kind: Adaptive, Quiet: 2 * s, Delay: 60 * s}, "wait/v1 0 2000 60000 0\n"},
+	} {
+		if got, ok := tc.w.LiveLine(); !ok || got != tc.want {
+			t.Errorf("%+v: %q, %v; want %q", tc.w, got, ok, tc.want)
+		}
+		// nap reads it as the wait it is (but its ALLOW, the hook's).
+		r, ok := nap.ParseLive([]byte(tc.want))
+		got, _ := FromArgs(nil)
+		if ok {
+			got = Wait{Kind: Fixed, Delay: r.Duration}
+			if r.Adaptive {
+				got = Wait{Kind: Adaptive, Min: r.Duration, Quiet: r.Quiet, Delay: r.Max, Requests: r.Requests}
+			}
+		}
+		want := tc.w
+		want.Allow = 0
+		if !ok || got != want {
+			t.Errorf("%q reads as %+v, want %+v", tc.want, got, want)
 		}
 	}
 }

@@ -432,6 +432,9 @@ func rbac(o Options, meta func(string, bool) metav1.ObjectMeta, webhook bool) (*
 			// for them (metadata.name=nap). Create cannot be limited to a name (the object
 			// does not exist yet).
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{kube.ConfigMapName}, Verbs: []string{"get", "list", "watch", "update", "delete"}},
+			// The live waits of the pods whose hooks read them (nap --live), kept by the
+			// Reporter, read once per namespace by name.
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{kube.LiveWaitsName}, Verbs: []string{"get", "update", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// The Reporter reads FailedPreStopHook events (its cache lists only those).

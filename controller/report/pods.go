@@ -15,6 +15,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/nap-k8s/nap/hook"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // podSummary is what the controller's cache holds of a pod: what the Reporter decides
@@ -45,6 +46,9 @@ type podSummary struct {
 	// nil until the pod's final status (a pointer: 8 bytes for every pod, where a slice
 	// would take 24).
 	verdicts *[]containerVerdict
+	// ownDelay: the pod sets its own delay (wait.DelayAnnotation), which no route
+	// changes: the live wait leaves it alone.
+	ownDelay bool
 }
 
 type podOwner struct {
@@ -90,6 +94,7 @@ func summaryOf(p *corev1.Pod) *podSummary {
 	if v := verdictsOf(p); len(v) > 0 {
 		s.verdicts = &v
 	}
+	_, s.ownDelay = wait.OwnDelay(p.Annotations)
 	return s
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -134,6 +135,17 @@ type Reporter struct {
 	synced atomic.Int64
 
 	tallies tallies // the terminations' verdicts, by workload
+
+	// Live, when set (with Waits, and Calibration and Fronts where there are), has the
+	// Reporter keep each namespace's live waits (kube.LiveWaitsName; syncLive): for each
+	// workload whose running pods' hooks read it (nap --live), the wait its routes need
+	// now, by the webhook's rule, which those pods' nap reads when their hooks start.
+	// LiveReader reads what a namespace holds once (the cache holds nap's ConfigMap
+	// alone; nil: Client); Owner owns what it writes (uninstalling nap removes it).
+	Live       bool
+	LiveReader client.Reader
+	Owner      []metav1.OwnerReference
+	live       map[string]*liveState // by namespace
 }
 
 // everyNamespace is the queue's key for "sync every namespace": a node's kubelet
@@ -188,6 +200,11 @@ func (r *Reporter) Sync(ctx context.Context, name string) error {
 	}
 	st.found, st.notInjected = found, s.notInjected
 	r.mu.Unlock()
+	if r.Live {
+		if err := r.syncLive(ctx, name, s); err != nil {
+			return err
+		}
+	}
 	r.report(name, st)
 	if r.Reports != nil {
 		said, again := r.tallies.results(name, time.Now(), cmp.Or(r.TerminationsEvery, TerminationsEvery))
@@ -232,6 +249,7 @@ func (r *Reporter) forget(ctx context.Context, name string) {
 	r.mu.Lock()
 	_, had := r.state[name]
 	delete(r.state, name)
+	delete(r.live, name)
 	r.mu.Unlock()
 	r.tallies.forget(name)
 	if !had {

@@ -13,7 +13,9 @@ import (
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/lint"
 	"github.com/nap-k8s/nap/scope"
+	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/traffic"
+	"github.com/nap-k8s/nap/wait"
 )
 
 // judge is a namespace's findings: its pods' (s), then its FailedPreStopHook events',
@@ -187,6 +189,9 @@ type nsScan struct {
 	finds       []podFinding
 	notInjected []corev1.Pod
 	hookKinds   map[kube.Workload]hook.Kind
+	// live is the live wait of each workload whose pods' hooks read it (Reporter.Live),
+	// by kube.LiveKey.
+	live map[string]nap.Request
 }
 
 type podFinding struct {
@@ -277,6 +282,12 @@ func (r *Reporter) scanNamespace(ctx context.Context, ns *corev1.Namespace, env 
 		}
 		if h.Kind != hook.None {
 			err = r.hooked(v, env, cal, p, h, w, out)
+			if err == nil && r.Live && h.Kind == hook.Nap && h.Known && h.Wait.Live && !sum.ownDelay {
+				var got wait.Wait
+				if got, err = r.liveWait(v, cal, p, h); err == nil {
+					out.addLive(w, got)
+				}
+			}
 		} else {
 			err = r.unhooked(v, p, w, out)
 		}

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
@@ -164,39 +163,13 @@ func TestLiveWaitReachesPod(t *testing.T) {
 
 	// Each pod's last status before it is gone, from one watch, as nap's controller reads
 	// the verdicts.
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "live=e2e", ResourceVersion: runs[len(runs)-1].pod.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	final := map[string]*corev1.Pod{}
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		deleted := 0
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				final[p.Name] = p
-				if ev.Type == watch.Deleted {
-					if deleted++; deleted == len(runs) {
-						return
-					}
-				}
-			}
-		}
-	}()
+	final, gone := watchGone(t, cs, ns, "live=e2e", runs[len(runs)-1].pod.ResourceVersion, len(runs))
 	for _, r := range runs {
 		if err := cs.CoreV1().Pods(ns).Delete(ctx, r.pod.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case <-gone:
-	case <-time.After(90 * time.Second):
-		t.Errorf("pods not gone 90 s after their deletion")
-	}
-	w.Stop()
-	<-gone
+	gone()
 
 	versions := nodeVersions(t, cs)
 	for _, r := range runs {

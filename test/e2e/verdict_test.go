@@ -119,29 +119,7 @@ func TestVerdictInStatus(t *testing.T) {
 	}
 
 	// Each pod's last status before it is gone, from one watch, as a controller sees it.
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "verdict=e2e", ResourceVersion: runs[len(runs)-1].pod.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	final := map[string]*corev1.Pod{}
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		deleted := 0
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			final[p.Name] = p
-			if ev.Type == watch.Deleted {
-				if deleted++; deleted == len(runs) {
-					return
-				}
-			}
-		}
-	}()
+	final, gone := watchGone(t, cs, ns, "verdict=e2e", runs[len(runs)-1].pod.ResourceVersion, len(runs))
 
 	// Traffic: a request every 50 ms to each such pod, from before its deletion until it
 	// stops answering, at most 400 (20 s).
@@ -173,15 +151,9 @@ func TestVerdictInStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case <-gone:
-	case <-time.After(90 * time.Second):
-		t.Errorf("pods not gone 90 s after their deletion")
-	}
+	gone()
 	close(stop)
 	wg.Wait()
-	w.Stop()
-	<-gone
 
 	versions := nodeVersions(t, cs)
 	for _, r := range runs {
@@ -205,6 +177,45 @@ func TestVerdictInStatus(t *testing.T) {
 				t.Errorf("%s on %s: container %s's verdict %q, want %q (message %q)", r.c.name, r.node, name, got, want, msg)
 			}
 		}
+	}
+}
+
+// watchGone watches the pods labelled selector in ns from resourceVersion: final holds
+// each one's last status (a terminated container's message, which the kubelet writes
+// before the pod is deleted, as nap's controller reads it); gone waits until n of them
+// are deleted, at most 90 s, then ends the watch.
+func watchGone(t *testing.T, cs *kubernetes.Clientset, ns, selector, resourceVersion string, n int) (final map[string]*corev1.Pod, gone func()) {
+	t.Helper()
+	w, err := cs.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{LabelSelector: selector, ResourceVersion: resourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final = map[string]*corev1.Pod{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		deleted := 0
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				final[p.Name] = p
+				if ev.Type == watch.Deleted {
+					if deleted++; deleted == n {
+						return
+					}
+				}
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return final, func() {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(90 * time.Second):
+			t.Errorf("pods not gone 90 s after their deletion")
+		}
+		w.Stop()
+		<-done
 	}
 }
 
