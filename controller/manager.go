@@ -91,6 +91,10 @@ type ManagerOptions struct {
 	// fixed delays are nap's binary, never the native sleep, which says nothing. Needs
 	// Namespace.
 	Learn bool
+	// LiveWait: the webhook's hooks that run nap from the ConfigMap read the live wait
+	// (inject.Options.Live), which the Reporter keeps for each workload (nap-waits).
+	// The MutatingAdmissionPolicy gives none.
+	LiveWait bool
 
 	Log logr.Logger
 }
@@ -140,7 +144,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	// webhook, those of the MutatingAdmissionPolicy, which match them
 	// (TestPolicyMatchesWebhook) but mount whatever ConfigMap is there.
 	v := o.Kube
-	injector := &Injector{Options: inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage}, Waits: o.Waits}
+	injector := &Injector{Options: inject.Options{Kube: &v, ConfigMap: o.ConfigMap, Delivery: o.Delivery, Image: o.NapImage, Live: o.LiveWait}, Waits: o.Waits}
 	// The calibration kept in the cluster: each pod's wait by its own paths.
 	var calibration *CalibrationSource
 	var learned *LearnedSource
@@ -181,6 +185,10 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			// Only nap's binary says what a termination saw: no native sleep while learning.
 			injector.Options.Mode = inject.ModeBinary
 			synced = append(synced, learned.Informer().HasSynced)
+		}
+		if o.LiveWait {
+			// Only nap's binary reads the live wait: no native sleep.
+			injector.Options.Mode = inject.ModeBinary
 		}
 		injector.Services = ServicesFrom(mgr.GetCache())
 		injector.Fronts = FrontendsFrom(mgr.GetCache(), doors, params)

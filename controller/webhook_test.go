@@ -12,8 +12,10 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -516,5 +518,49 @@ func TestInjectorRefusal(t *testing.T) {
 				t.Error("Refusal counted an admission")
 			}
 		})
+	}
+}
+
+// TestWebhookLiveWait: with the live wait (napctl controller --live-wait), the webhook
+// gives a Deployment's pod nap's hook with --live and the nap volume projecting, beside
+// the binary, its Deployment's key of the live waits, optional; the API server admits
+// it as written.
+func TestWebhookLiveWait(t *testing.T) {
+	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
+	v := kube.Version{Major: 1, Minor: 34}
+	serveWebhooks(t, wopts, map[string]http.Handler{WebhookPath: (&Injector{Options: inject.Options{Kube: &v, Mode: inject.ModeBinary, Live: true}, Waits: waits5s}).Handler()})
+	ctx := context.Background()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{InjectLabel: "enabled"}}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "web-7d9f8c6b5-", Namespace: "shop",
+		Labels:          map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f8c6b5", UID: "0b5e7c1e-0000-4000-8000-000000000001", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pre := pod.Spec.Containers[0].Lifecycle; pre == nil || pre.PreStop == nil || pre.PreStop.Exec == nil ||
+		strings.Join(pre.PreStop.Exec.Command, " ") != "/nap/nap 5s --live" {
+		t.Fatalf("preStop %+v, want /nap/nap 5s --live", pre)
+	}
+	want := corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o555), Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: kube.ConfigMapName},
+			Items: []corev1.KeyToPath{{Key: kube.KeyForArch("amd64"), Path: kube.BinaryName}}}},
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: kube.LiveWaitsName},
+			Items: []corev1.KeyToPath{{Key: "deployment.web", Path: kube.LiveFile}}, Optional: ptr.To(true)}},
+	}}
+	var got *corev1.ProjectedVolumeSource
+	for _, vol := range pod.Spec.Volumes {
+		if vol.Name == kube.VolumeName {
+			got = vol.Projected
+		}
+	}
+	if got == nil || !equality.Semantic.DeepEqual(*got, want) {
+		t.Errorf("the nap volume: %+v, want %+v", pod.Spec.Volumes, want)
 	}
 }

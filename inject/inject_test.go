@@ -68,6 +68,10 @@ var injectCases = []struct {
 	{"windows-subsecond", "windows.yaml", Options{Wait: delay("2500ms")}},
 	{"windows-adaptive", "windows.yaml", Options{Wait: adaptive(wait.Input{})}},
 	{"windows-old-cluster", "windows.yaml", Options{Kube: &kube.Version{Major: 1, Minor: 29}}},
+	// The live wait: each workload's key of nap-waits, projected beside the binary.
+	{"live", "live.yaml", Options{Live: true, Mode: ModeBinary}},
+	{"live-adaptive", "probes.yaml", Options{Live: true, Wait: adaptive(wait.Input{})}},
+	{"live-image", "deployment.yaml", Options{Live: true, Mode: ModeBinary, Delivery: DeliveryImage, Image: "registry.example/nap:1"}},
 	{"helm-image-auto", "helm.yaml", Options{Delivery: DeliveryAuto, Image: "registry.example/nap:1", Kube: &kube.Version{Major: 1, Minor: 36},
 		Nodes: []kube.Node{{Name: "a", Kubelet: kube.Version{Major: 1, Minor: 35}, Runtime: "containerd://2.1.4"}}, Mode: ModeBinary}},
 }

@@ -37,6 +37,12 @@ type Options struct {
 	// where the cluster mounts them (Kube and Nodes say so), else the ConfigMap.
 	Delivery Delivery
 	Image    string // nap's image (napctl image), for DeliveryImage and DeliveryAuto
+	// Live: a hook that runs nap from the ConfigMap reads, when it starts, the wait nap's
+	// controller keeps for the pod's workload (nap --live; kube.LiveWaitsName), which the
+	// nap volume projects beside the binary, optional, as kube.LiveFile. Not for an image
+	// volume, nor where the workload's pods are named by no key (a CronJob's, a pod with
+	// no name): those get the volume and hook without it.
+	Live bool
 }
 
 // Delivery is how the nap binary reaches the container.

@@ -35,6 +35,8 @@ type Plan struct {
 	Image      string
 	// DeliveryWhy says why DeliveryAuto chose the ConfigMap ("" otherwise).
 	DeliveryWhy string
+	// Live: see Options.Live.
+	Live bool
 
 	// What the mode of each pod template is chosen from: native where every kubelet
 	// that may run it has the sleep action (auto), or checked there (native).
@@ -125,7 +127,7 @@ const DefaultGraceExtra = kube.DefaultGracePeriod
 
 // NewPlan checks opts and resolves the mode.
 func NewPlan(opts Options) (Plan, error) {
-	p := Plan{Wait: opts.Wait, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap,
+	p := Plan{Wait: opts.Wait, GraceExtra: DefaultGraceExtra, Arch: opts.Arch, Containers: opts.Containers, ConfigMap: opts.ConfigMap, Live: opts.Live,
 		kube: opts.Kube, nodes: opts.Nodes, named: map[string]bool{}, fromConfigMap: map[string]bool{}, objects: new(int),
 		archGiven: opts.Arch != "", assumedArch: new(int)}
 	if p.Wait == (wait.Wait{}) {
@@ -373,9 +375,16 @@ func (p Plan) ownPreStop(pre *yaml.Node) (own, binary bool, d time.Duration) {
 	return false, false, 0
 }
 
+// ownVolume tells whether v is nap's volume: the nap ConfigMap, alone or first of a
+// projected volume's sources (with the live wait, liveVolume), or nap's image.
 func (p Plan) ownVolume(v *yaml.Node) bool {
 	if name := lookup(lookup(v, "configMap"), "name"); name != nil && name.Value == p.ConfigMap {
 		return true
+	}
+	if srcs := lookup(lookup(v, "projected"), "sources"); srcs != nil && srcs.Kind == yaml.SequenceNode && len(srcs.Content) > 0 {
+		if name := lookup(lookup(srcs.Content[0], "configMap"), "name"); name != nil && name.Value == p.ConfigMap {
+			return true
+		}
 	}
 	ref := lookup(lookup(v, "image"), "reference")
 	return ref != nil && p.Image != "" && ref.Value == p.Image

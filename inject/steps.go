@@ -2,12 +2,14 @@ package inject
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/nap-k8s/nap/hook"
@@ -50,6 +52,9 @@ func (p Plan) injectObject(e editor, o *manifest.Object) ([]Note, error) {
 		osNotes = []Note{p.note(o, 0, "a Windows pod: the native sleep action, not nap's binary (a Linux executable)")}
 	}
 	t := &template{p: p, e: e, o: o, spec: spec, notes: osNotes}
+	if p.Live && p.Mode == ModeBinary && p.Delivery == DeliveryConfigMap {
+		t.liveKey = liveKeyOf(o)
+	}
 	if err := t.guard(lookup(spec, "containers"), "containers"); err != nil {
 		return nil, err
 	}
@@ -110,6 +115,9 @@ type template struct {
 	delayed    bool          // a container has nap's hook, added or already there
 	longest    time.Duration // the longest preStop delay of the template, once delayed
 	needVolume bool          // a hook runs the binary
+	// liveKey is the pods' workload's key of the live waits, where the hooks read it
+	// (Plan.Live): "" where they do not.
+	liveKey string
 }
 
 // container is a target container.
@@ -258,6 +266,20 @@ func (t *template) volume(arch string) error {
 		"defaultMode", octal(0o555),
 		"items", sequence(false, mapping("key", str(kube.KeyForArch(arch)), "path", str(kube.BinaryName))),
 	))
+	if t.liveKey != "" {
+		// The binary as above, and the workload's live wait, optional: a pod starts
+		// before nap's controller keeps one, and reads it once it does.
+		vol = mapping("name", str(kube.VolumeName), "projected", mapping(
+			"defaultMode", octal(0o555),
+			"sources", sequence(false,
+				mapping("configMap", mapping("name", str(p.ConfigMap),
+					"items", sequence(false, mapping("key", str(kube.KeyForArch(arch)), "path", str(kube.BinaryName))))),
+				mapping("configMap", mapping("name", str(kube.LiveWaitsName),
+					"items", sequence(false, mapping("key", str(t.liveKey), "path", str(kube.LiveFile))),
+					"optional", boolean(true))),
+			),
+		))
+	}
 	if p.Delivery == DeliveryImage {
 		// The kubelet pulls its node's architecture; the image holds /nap alone.
 		vol = mapping("name", str(kube.VolumeName), "image", mapping("reference", str(p.Image), "pullPolicy", str("IfNotPresent")))
@@ -312,6 +334,7 @@ func (t *template) preStop() *yaml.Node {
 		return mapping("sleep", mapping("seconds", num(int64(w.Delay/time.Second))))
 	}
 	w.Allow = hook.Background(w.BackgroundQuiet(), t.probePeriods())
+	w.Live = t.liveKey != ""
 	var args []*yaml.Node
 	for _, a := range w.Command() {
 		args = append(args, str(a))
@@ -357,4 +380,35 @@ func (t *template) probePeriods() []time.Duration {
 		}
 	}
 	return periods
+}
+
+// liveKeyOf is the key of the live waits (kube.LiveKey) of the workload whose pods o
+// makes, as nap's controller names it from each pod (kube.WorkloadOf): o itself for a
+// workload, a pod's controller for a pod. "" where the pods' workload is not o's name
+// (a CronJob's pods belong to Jobs it names as it goes) or a pod has none (a name it
+// does not have yet, no controller).
+func liveKeyOf(o *manifest.Object) string {
+	if o.Kind == "CronJob" {
+		return ""
+	}
+	if o.Kind != "Pod" {
+		if o.Name == "" {
+			return ""
+		}
+		return kube.LiveKey(kube.Workload{Kind: o.Kind, Name: o.Name})
+	}
+	var p corev1.Pod
+	meta := o.Node.Field("metadata")
+	if meta == nil || meta.Value == nil {
+		return ""
+	}
+	b, err := meta.Value.MarshalJSON()
+	if err != nil || json.Unmarshal(b, &p.ObjectMeta) != nil {
+		return ""
+	}
+	w := kube.WorkloadOf(&p)
+	if w.Name == "" {
+		return ""
+	}
+	return kube.LiveKey(w)
 }

@@ -110,12 +110,23 @@ func napVolumeMissing(_ *Context, w *Workload) []Finding {
 	return out
 }
 
-// napVolumes are the pod's volumes from the nap ConfigMap.
+// napVolumes are the pod's volumes from the nap ConfigMap: a ConfigMap volume, or a
+// projected volume's source (nap's binary beside the live wait: inject.Options.Live),
+// read as the ConfigMap volume it projects (its mode the projected volume's).
 func napVolumes(spec corev1.PodSpec) []corev1.Volume {
 	var out []corev1.Volume
 	for _, v := range spec.Volumes {
 		if v.ConfigMap != nil && v.ConfigMap.Name == kube.ConfigMapName {
 			out = append(out, v)
+		}
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if cm := src.ConfigMap; cm != nil && cm.Name == kube.ConfigMapName {
+				out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: cm.LocalObjectReference, Items: cm.Items, DefaultMode: v.Projected.DefaultMode, Optional: cm.Optional}}})
+			}
 		}
 	}
 	return out

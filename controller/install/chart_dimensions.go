@@ -137,6 +137,8 @@ func dimensions() []dimension {
 			set: func(o *Options, v string) { o.RollMissed = v != "" }},
 		{values: []string{"", "y"}, expr: boolExpr(".Values.learn"),
 			set: func(o *Options, v string) { o.Learn = v != "" }},
+		{values: []string{"", "y"}, expr: boolExpr(".Values.liveWait"),
+			set: func(o *Options, v string) { o.LiveWait = v != "" }},
 		{values: deliveries, expr: eqExpr(".Values.delivery.mode"),
 			set: func(o *Options, v string) {
 				o.Delivery = inject.Delivery(v)

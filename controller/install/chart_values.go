@@ -121,6 +121,12 @@ rollMissed: false
 # (docs/guides/learned-waits.md).
 learn: false
 
+# The webhook's hooks read, when they start, the wait the controller keeps for their
+# pod's workload now (its routes, the calibration, what was learned), never less than
+# their own: a Service, Ingress or calibration that comes after the pods still reaches
+# them (docs/controller.md, "The live waits"). The MutatingAdmissionPolicy gives none.
+liveWait: false
+
 # The leader's memory grows with the cluster's pods (it holds a summary of each): the
 # limit holds 150,000 pods; the controller's Go memory limit is 90%% of it. Sizing by
 # pods: docs/controller.md#memory.
@@ -234,6 +240,7 @@ func valuesSchema() ([]byte, error) {
 		"affinity":                  map[string]any{"type": "object"},
 		"rollMissed":                map[string]any{"type": "boolean"},
 		"learn":                     map[string]any{"type": "boolean"},
+		"liveWait":                  map[string]any{"type": "boolean"},
 		"resources":                 map[string]any{"type": "object"},
 		"nodeSelector":              map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
 		"tolerations":               map[string]any{"type": "array", "items": map[string]any{"type": "object"}},

@@ -56,6 +56,9 @@ type Options struct {
 	// Learn runs the controller with the waits learned from production (napctl
 	// controller --learn), and grants it the ConfigMap that keeps them.
 	Learn bool
+	// LiveWait has the webhook give hooks that read the live wait (napctl controller
+	// --live-wait).
+	LiveWait bool
 	// Admission is how pods get the delay: AdmissionWebhook (default), or
 	// AdmissionPolicy, a MutatingAdmissionPolicy the API server runs (Kubernetes 1.36,
 	// or 1.34+ with the beta API enabled); PolicyAPIVersion is its API version
@@ -543,6 +546,9 @@ func controllerArgs(o Options, installed scope.Scope, webhook bool) ([]string, [
 	}
 	if o.Learn {
 		args = append(args, "--learn")
+	}
+	if o.LiveWait {
+		args = append(args, "--live-wait")
 	}
 	if o.Delivery != inject.DeliveryConfigMap {
 		args = append(args, "--delivery="+string(o.Delivery), "--nap-image="+o.NapImage)

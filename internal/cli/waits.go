@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/wait"
 )
 
@@ -20,3 +21,10 @@ func WaitFlags(fl *pflag.FlagSet, w *wait.Input) {
 
 // RequestsHelp is the help of the adaptive wait's --requests, wherever it is a flag.
 const RequestsHelp = "the adaptive wait's WITHIN for requests on open connections: a request on a connection the pod accepted before, this recent, holds the wait too (1s is the usual; 0, off). For pods behind clients that pool connections (an ingress, an L7 load balancer with the pods as targets: nap's webhook gives those 1s); not behind clients that pin theirs (kube-proxy, an L4 load balancer): the wait would last --max"
+
+// LiveWaitFlag gives nap's hooks the live wait (inject.Options.Live), wherever it is a
+// flag: napctl inject, controller and install.
+const LiveWaitFlag = "live-wait"
+
+// LiveWaitHelp is LiveWaitFlag's help.
+const LiveWaitHelp = "hooks that run nap from the ConfigMap read, when they start, the wait nap's controller keeps for the pod's workload now (nap --live; the ConfigMap " + kube.LiveWaitsName + "), never less than their own: the nap volume projects it beside the binary"

@@ -51,6 +51,7 @@ type flags struct {
 	report            bool
 	rollMissed        bool
 	learn             bool
+	liveWait          bool
 	routeOutEvicted   bool
 	policyReports     bool
 	rollInterval      time.Duration
@@ -94,6 +95,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.BoolVar(&f.routeOutEvicted, "route-out-evicted", true, "delete a pod its kubelet evicts (node pressure), or stops because its node shuts down (graceful node shutdown), at once, with its own grace period, when its preStop holds it: a kubelet keeps such a pod ready until it has stopped, so its Services would send to it through the whole preStop")
 	fl.BoolVar(&f.learn, "learn", false, fmt.Sprintf("learn each route's wait (the paths that reach a pod) from its pods' terminations, nap's verdict: a late one raises it at once (to %d times the wait that ended plus %v when traffic still arrived at its end, else to its last traffic plus %[2]v), %d quiet ones set it to their longest tail plus %[2]v, never below a stored calibration; kept in the ConfigMap %[4]s of --namespace, and given to each pod the webhook admits",
 		traffic.LearnRaise, traffic.LearnMargin, traffic.LearnSettle, kube.LearnedConfigMap))
+	fl.BoolVar(&f.liveWait, cli.LiveWaitFlag, false, "the webhook's "+cli.LiveWaitHelp+" (the Reporter keeps it; needs --report)")
 	fl.BoolVar(&f.rollMissed, "roll-missed", false, "evict the pods the webhook missed, one at a time through the Eviction API (PodDisruptionBudgets hold), so that they are recreated with a delay")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "with --roll-missed: at most one eviction per this interval")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how the webhook delivers nap: configmap, image (an image volume of --nap-image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (the image where every node can mount it, at each admission)")
@@ -178,7 +180,7 @@ func run(_ *cobra.Command, streams cli.IOStreams, f *flags) error {
 		LeaderElect: f.leaderElect, LeaderNamespace: f.leaderNamespace, MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, PprofAddr: f.pprofAddr,
 		Webhook: f.webhook, Waits: waits, Scope: installed, Delivery: inject.Delivery(f.delivery), NapImage: f.napImage, Namespace: f.namespace, SecretName: f.webhookSecret,
 		Service: f.webhookService, Configuration: f.webhookConfig, CertDir: f.webhookCertDir, Port: f.webhookPort,
-		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, RouteOutEvicted: f.routeOutEvicted, Learn: f.learn, PolicyReports: f.policyReports, Log: log,
+		Report: f.report, RollMissed: f.rollMissed, RollInterval: f.rollInterval, RouteOutEvicted: f.routeOutEvicted, Learn: f.learn, LiveWait: f.liveWait, PolicyReports: f.policyReports, Log: log,
 	}
 	if f.webhook {
 		if o.Kube, err = cli.ServerVersion(cfg); err != nil {

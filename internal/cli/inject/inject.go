@@ -24,6 +24,7 @@ type flags struct {
 	kubeVersion string
 	kubelet     string // --kubelet-version
 	live        cli.Live
+	liveWait    bool
 	containers  []string
 	arch        string
 	graceExtra  time.Duration
@@ -93,6 +94,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.configMap, "configmap", kube.ConfigMapName, "the nap ConfigMap's name")
 	fl.StringVar(&f.delivery, "delivery", string(inject.DeliveryConfigMap), "how nap reaches the container (binary mode): configmap, image (an image volume of --image; Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+), or auto (image where --live shows every node can, else configmap)")
 	fl.StringVar(&f.image, "image", "", "nap's image reference, for --delivery image or auto (napctl image writes it)")
+	fl.BoolVar(&f.liveWait, cli.LiveWaitFlag, false, cli.LiveWaitHelp)
 	fl.StringVar(&f.wait, wait.FlagKind, wait.DefaultInput.Kind, "fixed (the hook holds for --delay) or adaptive (until the pod's traffic has stopped, at most --delay)")
 	fl.StringVar(&f.min, wait.FlagMin, wait.DefaultInput.Min, "--wait adaptive: the least it holds")
 	fl.StringVar(&f.quiet, wait.FlagQuiet, wait.DefaultInput.Quiet, "--wait adaptive: how long no new connection must reach the pod")
@@ -135,7 +137,7 @@ func run(streams cli.IOStreams, f *flags) error {
 	}
 	opts := inject.Options{
 		Wait: pw, Mode: inject.Mode(f.mode), Containers: f.containers, Arch: f.arch,
-		GraceExtra: &f.graceExtra, ConfigMap: f.configMap, Delivery: inject.Delivery(f.delivery), Image: f.image,
+		GraceExtra: &f.graceExtra, ConfigMap: f.configMap, Delivery: inject.Delivery(f.delivery), Image: f.image, Live: f.liveWait,
 	}
 	switch {
 	case f.kubelet != "" && f.kubeVersion == "":

@@ -109,6 +109,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.NapImage, "nap-image", "", "nap's image (napctl image writes it), for --delivery image or auto")
 	cluster.Flags(fl) // with --admission auto: the cluster to ask
 	fl.BoolVar(&o.Learn, "learn", false, "let the controller learn each route's wait from its pods' terminations (napctl controller --learn); grants the ConfigMap "+kube.LearnedConfigMap)
+	fl.BoolVar(&o.LiveWait, cli.LiveWaitFlag, false, "run the controller with --"+cli.LiveWaitFlag+": the webhook's "+cli.LiveWaitHelp)
 	fl.BoolVar(&o.RollMissed, "roll-missed", false, "let the controller evict the pods its webhook missed (admitted while it was down), one a minute through the Eviction API, so that they are recreated with a delay; grants pods/eviction")
 	fl.StringVar(&o.NamespaceSelector, "namespace-selector", "", "publish the nap ConfigMap only into namespaces with these labels (default all)")
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
