@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,6 +54,7 @@ func TestLiveWaitActions(t *testing.T) {
 	type step struct {
 		change     func(c client.Client) error
 		calibrated bool     // a calibration is stored from this step on
+		refused    bool     // the API server refuses the writes (a ClusterRole without them)
 		calls      []string // "verb key=line ...", in order
 	}
 	add := func(o client.Object) func(client.Client) error {
@@ -89,6 +91,11 @@ func TestLiveWaitActions(t *testing.T) {
 			{calibrated: true},
 			{calibrated: true, change: add(webPod("b", liveHook("10s")))},
 		}},
+		{name: "refused: Sync says so, and the next one tries again", objs: []client.Object{plainNS, webPod("a", adaptive)}, steps: []step{
+			{refused: true, calls: []string{"get", "create deployment.web=wait/v1 0 2000 60000 0"}},
+			{calls: []string{"get", "create deployment.web=wait/v1 0 2000 60000 0"}},
+			{},
+		}},
 		{name: "what is there is read once, and kept where it is right", objs: []client.Object{plainNS, webPod("a", adaptive),
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kube.LiveWaitsName, Namespace: "shop"}, Data: map[string]string{"deployment.web": "wait/v1 0 2000 60000 0\n"}}}, steps: []step{
 			{calls: []string{"get"}},
@@ -97,6 +104,7 @@ func TestLiveWaitActions(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var calls []string
+			refused := false
 			recordCall := func(verb string, o client.Object) {
 				if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == kube.LiveWaitsName {
 					call := verb
@@ -115,6 +123,9 @@ func TestLiveWaitActions(t *testing.T) {
 				},
 				Create: func(ctx context.Context, cl client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 					recordCall("create", o)
+					if refused {
+						return apierrors.NewForbidden(corev1.Resource("configmaps"), o.GetName(), errors.New("no RBAC"))
+					}
 					return cl.Create(ctx, o, opts...)
 				},
 				Update: func(ctx context.Context, cl client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
@@ -145,10 +156,14 @@ func TestLiveWaitActions(t *testing.T) {
 						t.Fatalf("step %d: %v", i, err)
 					}
 				}
-				calibrated = s.calibrated
+				calibrated, refused = s.calibrated, s.refused
 				calls = nil
-				if err := r.Sync(context.Background(), "shop"); err != nil {
+				synced := r.Synced()
+				if err := r.Sync(context.Background(), "shop"); (err != nil) != s.refused {
 					t.Fatalf("step %d: Sync: %v", i, err)
+				}
+				if _, ok := r.state["shop"]; !ok || r.Synced() != synced+1 {
+					t.Errorf("step %d: the namespace's findings not kept", i)
 				}
 				if !slices.Equal(calls, s.calls) {
 					t.Errorf("step %d: calls %q, want %q", i, calls, s.calls)

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -200,10 +201,11 @@ func (r *Reporter) Sync(ctx context.Context, name string) error {
 	}
 	st.found, st.notInjected = found, s.notInjected
 	r.mu.Unlock()
+	// The live waits after the findings: a namespace whose live waits cannot be written
+	// (a ClusterRole older than the controller) is still reported, and synced again.
+	var liveErr error
 	if r.Live {
-		if err := r.syncLive(ctx, name, s); err != nil {
-			return err
-		}
+		liveErr = r.syncLive(ctx, name, s)
 	}
 	r.report(name, st)
 	if r.Reports != nil {
@@ -212,10 +214,10 @@ func (r *Reporter) Sync(ctx context.Context, name string) error {
 			r.queue.AddAfter(name, again)
 		}
 		if err := r.Reports.SyncNamespace(ctx, name, append(Results(found)[name], said...)); err != nil {
-			return fmt.Errorf("policy report: %w", err)
+			return errors.Join(fmt.Errorf("policy report: %w", err), liveErr)
 		}
 	}
-	return nil
+	return liveErr
 }
 
 // Synced is how many namespace syncs the Reporter has begun (AfterSynced tells when
