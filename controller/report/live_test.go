@@ -36,6 +36,17 @@ func liveHook(args ...string) func(*corev1.Pod) {
 	}
 }
 
+// clusterIPCalibrated is a calibration whose in-cluster path needs 4 s.
+func clusterIPCalibrated(t *testing.T) *traffic.Calibration {
+	t.Helper()
+	cal, err := traffic.ReadCalibration(strings.NewReader(`{"apiVersion": "calibrate.nap.dev/v1", "kind": "Calibration", "measured": "2026-12-06T05:00:00Z", "rounds": 5, "margin_seconds": 2,
+ "paths": [{"name": "clusterip", "samples": 15, "p50_seconds": 0.7, "p99_seconds": 1.9, "max_seconds": 2.1, "delay_seconds": 4}]}`), "cal.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cal
+}
+
 // TestLiveWaitActions: a table of a namespace's changes, each followed by one Sync, and
 // the exact calls on its live waits ConfigMap: a pod whose hook reads the live wait gets
 // its workload's line, the wait its routes need now by the webhook's rule; a change to
@@ -43,11 +54,7 @@ func liveHook(args ...string) func(*corev1.Pod) {
 // line, once; a Sync with nothing changed calls nothing; the last such pod gone, the
 // ConfigMap goes. A namespace whose pods do not read it costs no call.
 func TestLiveWaitActions(t *testing.T) {
-	cal, err := traffic.ReadCalibration(strings.NewReader(`{"apiVersion": "calibrate.nap.dev/v1", "kind": "Calibration", "measured": "2026-12-06T05:00:00Z", "rounds": 5, "margin_seconds": 2,
- "paths": [{"name": "clusterip", "samples": 15, "p50_seconds": 0.7, "p99_seconds": 1.9, "max_seconds": 2.1, "delay_seconds": 4}]}`), "cal.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cal := clusterIPCalibrated(t)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
 	adaptive := liveHook("--quiet", "2s", "--max", "60s", "--allow", "3", "--live")
@@ -214,9 +221,7 @@ func TestLiveWaitsOnAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cal, err := traffic.ReadCalibration(strings.NewReader(`{"apiVersion": "calibrate.nap.dev/v1", "kind": "Calibration", "measured": "2026-12-06T05:00:00Z", "rounds": 5, "margin_seconds": 2,
- "paths": [{"name": "clusterip", "samples": 15, "p50_seconds": 0.7, "p99_seconds": 1.9, "max_seconds": 2.1, "delay_seconds": 4}]}`), "cal.json")
-	must(err)
+	cal := clusterIPCalibrated(t)
 	must(w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}))
 	pod := webPod("a", liveHook("--quiet", "2s", "--max", "60s", "--allow", "3", "--live"))
 	must(w.Create(ctx, pod))

@@ -15,36 +15,36 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/utils/ptr"
 
 	"github.com/nap-k8s/nap/inject"
 	"github.com/nap-k8s/nap/kube"
 	"github.com/nap-k8s/nap/sleeper/nap"
 )
 
-// liveWaits is the ConfigMap the test keeps the live waits in, apart from nap's own
-// (whose guard refuses writers other than nap's controller, installed beside this test).
-const liveWaits = "nap-waits"
+// liveWaits is the ConfigMap of live waits (kube.LiveWaitsName) the pods read: the test
+// writes it itself, nap's controller not running.
+const liveWaits = kube.LiveWaitsName
 
-// liveVolume is nap's volume as a pod mounts it to read a live wait: the binary from the
-// nap ConfigMap, as today, and from liveWaits, optional, the key of the pod's workload
-// as nap.LivePath's file.
-func liveVolume(key string) corev1.Volume {
-	return corev1.Volume{Name: kube.VolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		DefaultMode: ptr.To[int32](0o555),
-		Sources: []corev1.VolumeProjection{
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: kube.ConfigMapName},
-				Items: []corev1.KeyToPath{{Key: kube.KeyForArch("amd64"), Path: kube.BinaryName}}}},
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: liveWaits},
-				Items: []corev1.KeyToPath{{Key: key, Path: strings.TrimPrefix(nap.LivePath, kube.MountPath+"/")}}, Optional: ptr.To(true)}},
-		},
-	}}}
+// withLiveKey is spec with its nap volume, as napctl inject --live-wait writes it (the
+// binary, and the workload's key of the live waits, optional, as /nap/wait), reading key:
+// each of the test's pods its own.
+func withLiveKey(t *testing.T, spec corev1.PodSpec, key string) corev1.PodSpec {
+	t.Helper()
+	spec = *spec.DeepCopy()
+	for _, v := range spec.Volumes {
+		if v.Name == kube.VolumeName && v.Projected != nil && len(v.Projected.Sources) == 2 && v.Projected.Sources[1].ConfigMap != nil {
+			v.Projected.Sources[1].ConfigMap.Items[0].Key = key
+			return spec
+		}
+	}
+	t.Fatalf("no nap volume projecting the live wait: %+v", spec.Volumes)
+	return spec
 }
 
 // TestLiveWaitReachesPod: on both of the lab's kubelets, a wait written after a pod
 // started reaches it, and its hook waits it. Each node runs two pods whose hook is
-// `nap 1s --live` and whose nap volume projects their workload's key of liveWaits,
-// optional, as /nap/wait: the pod starts while neither the ConfigMap nor the key exists
+// `nap 1s --live` and whose nap volume is napctl inject --live-wait's, each reading a key
+// of its own of liveWaits, optional, as /nap/wait: the pod starts while neither the ConfigMap nor the key exists
 // (an optional source's missing key is no error). Then the test writes one pod's key, a
 // fixed 3 s, and times, through `nap 0 --live` run in the pod, until the kubelet shows
 // it (nothing on stderr), and deletes the pods: the pod with the line waits 3 s and
@@ -61,9 +61,12 @@ func TestLiveWaitReachesPod(t *testing.T) {
 	}
 	ns := namespace(t, cs)
 	ctx := context.Background()
-	base := demoPodSpec(t, injectApp(t, inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("1s")}))
+	base := demoPodSpec(t, injectApp(t, inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("1s"), Live: true}))
 	base.Containers[0].ReadinessProbe = nil
-	base.Containers[0].Lifecycle.PreStop.Exec.Command = []string{kube.MountPath + "/" + kube.BinaryName, "1s", nap.FlagLive}
+	if got := strings.Join(base.Containers[0].Lifecycle.PreStop.Exec.Command, " "); !strings.HasSuffix(got, " "+nap.FlagLive) {
+		t.Fatalf("the injected hook %q does not read the live wait", got)
+	}
+	base.Containers[0].Lifecycle.PreStop.Exec.Command = []string{kube.MountPath + "/" + kube.BinaryName, "1s", nap.FlagLive} // no --allow: no probe
 
 	type run struct {
 		node, key string
@@ -75,13 +78,8 @@ func TestLiveWaitReachesPod(t *testing.T) {
 	for _, node := range []string{node1, node2} {
 		for _, written := range []bool{true, false} {
 			r := &run{node: node, written: written, key: fmt.Sprintf("pod.live-%s-%v", map[string]string{node1: "n1", node2: "n2"}[node], written)}
-			spec := *base.DeepCopy()
+			spec := withLiveKey(t, base, r.key)
 			spec.NodeName = node
-			for i, v := range spec.Volumes {
-				if v.Name == kube.VolumeName {
-					spec.Volumes[i] = liveVolume(r.key)
-				}
-			}
 			name := strings.TrimPrefix(r.key, "pod.")
 			p, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"live": "e2e"}}, Spec: spec}, metav1.CreateOptions{})
 			if err != nil {
