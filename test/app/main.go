@@ -31,7 +31,15 @@ func main() {
 	grpcAddr := flag.String("grpc-addr", ":9090", "gRPC listen address (the health service); empty: none")
 	mode := flag.String("mode", envOr("APP_MODE", "plain"), "shutdown mode: plain or drain")
 	fillSpec := flag.String("fill", os.Getenv("APP_FILL"), "before serving, write MiB of data into FILE (FILE:MiB): the disk pressure of an eviction test")
+	cat := flag.String("cat", "", "print FILE and exit, serving nothing: what a test reads in the pod (the image has no shell)")
 	flag.Parse()
+	if *cat != "" {
+		if err := catFile(os.Stdout, *cat); err != nil {
+			fmt.Fprintln(os.Stderr, "app:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *fillSpec != "" {
 		if err := fill(*fillSpec); err != nil {
 			fmt.Fprintln(os.Stderr, "app:", err)
@@ -68,6 +76,17 @@ func fill(spec string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// catFile copies file to w.
+func catFile(w io.Writer, file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
 }
 
 func envOr(name, def string) string {

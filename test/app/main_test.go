@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -215,5 +216,26 @@ func TestFill(t *testing.T) {
 		if err := fill(bad); err == nil || !strings.Contains(err.Error(), "FILE:MiB") {
 			t.Errorf("fill(%q): %v, want an error naming FILE:MiB", bad, err)
 		}
+	}
+}
+
+// TestCat: -cat prints a file and exits, serving nothing; a file it cannot read is an
+// error naming it and exit 1.
+func TestCat(t *testing.T) {
+	bin := buildApp(t)
+	file := t.TempDir() + "/wait"
+	const line = "wait/v1 13000 2000 0 1000\n"
+	if err := os.WriteFile(file, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-cat", file, "-addr", "127.0.0.1:1").Output()
+	if err != nil || string(out) != line {
+		t.Errorf("-cat %s: %q (%v), want %q", file, out, err, line)
+	}
+	missing := file + ".missing"
+	out, err = exec.Command(bin, "-cat", missing).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), missing) {
+		t.Errorf("-cat %s: %q (%v), want exit 1 naming the file", missing, out, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
@@ -55,10 +56,6 @@ func withLiveKey(t *testing.T, spec corev1.PodSpec, key string) corev1.PodSpec {
 func TestLiveWaitReachesPod(t *testing.T) {
 	t.Parallel() // see doc.go: after the tests that change the lab
 	cs := client(t)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ns := namespace(t, cs)
 	ctx := context.Background()
 	base := demoPodSpec(t, injectApp(t, inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("1s"), Live: true}))
@@ -95,17 +92,8 @@ func TestLiveWaitReachesPod(t *testing.T) {
 
 	// probe runs `nap 0 --live` in r's pod: its stderr, "" when the live wait is read.
 	probe := func(r *run) (string, error) {
-		req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(r.pod.Name).SubResource("exec").
-			VersionedParams(&corev1.PodExecOptions{Container: base.Containers[0].Name, Command: []string{kube.MountPath + "/" + kube.BinaryName, "0", nap.FlagLive}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-		exec, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-		if err != nil {
-			return "", err
-		}
-		var stdout, stderr bytes.Buffer
-		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
-		return stderr.String(), err
+		_, stderr, err := execPod(cs, ns, r.pod.Name, base.Containers[0].Name, kube.MountPath+"/"+kube.BinaryName, "0", nap.FlagLive)
+		return stderr, err
 	}
 	for _, r := range runs {
 		if got, err := probe(r); err != nil || got != nap.LiveMissing {
@@ -187,4 +175,23 @@ func TestLiveWaitReachesPod(t *testing.T) {
 			t.Errorf("%s on %s: verdict %q, want one of a wait of %v, wait=%s", r.pod.Name, r.node, msg, wantEnd, wantWait)
 		}
 	}
+}
+
+// execPod runs cmd in container of pod ns/name, at most 20 s, and returns what it wrote.
+func execPod(cs *kubernetes.Clientset, ns, name, container string, cmd ...string) (stdout, stderr string, err error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath())
+	if err != nil {
+		return "", "", err
+	}
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+	if err != nil {
+		return "", "", err
+	}
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
+	return out.String(), errOut.String(), err
 }
