@@ -36,7 +36,7 @@ FUZZ_VERDICT := $(FUZZTIME)
 FUZZ_LIVE   := $(FUZZTIME)
 endif
 
-.PHONY: all build prereqs kube-bins ingress-bins containerd-bins server-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
+.PHONY: all build prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime e2e-decided proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
 
 all: build
 
@@ -70,6 +70,11 @@ kube-bins: prereqs
 ingress-bins:
 	bash hack/ingress-bins.sh
 
+# The lab's cluster DNS, CoreDNS (hack/dns-version), built from the Go module proxy into
+# the same cache; only the first run builds.
+dns-bins:
+	bash hack/dns-bins.sh
+
 # Node 2's containerd 2.x (it mounts image volumes), built once into the cache.
 containerd-bins:
 	bash hack/containerd-bins.sh
@@ -85,7 +90,7 @@ tool-bins:
 	bash hack/tool-bins.sh
 
 # The two-node lab (hack/cluster.sh; needs root). Idempotent both ways.
-cluster-up: kube-bins ingress-bins containerd-bins server-bins tool-bins
+cluster-up: kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins
 	bash hack/cluster.sh up
 
 cluster-down:
@@ -108,6 +113,11 @@ e2e-downtime: cluster-up
 	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md NAP_DOWNTIME_ONLY='$(NAP_DOWNTIME_ONLY)' \
 		$(GO) test -count=1 -timeout 360m -run TestDowntimeExperiment -v ./test/e2e
 
+# The live wait's whole table (docs/adaptive.md, "Decided at termination"): make test
+# runs its two pairs.
+e2e-decided: cluster-up
+	NAP_DECIDED_ALL=1 $(GO) test -count=1 -timeout 60m -run 'TestWaitDecidedAtTermination$$' -v ./test/e2e
+
 # The README's picture: TestIngressDowntime's two probe reports (a rolling restart behind
 # the ingress, without a delay and with nap's) into docs/proof, drawn as
 # docs/proof/rollout.svg by the probe's own plot.
@@ -118,7 +128,7 @@ proof-picture: cluster-up
 # The whole suite: unit and envtest tests (while the lab starts beside them), then the
 # end-to-end tests on it, torn down after (hack/test.sh), then bounded fuzzing. Nothing may skip for a
 # missing prerequisite (see internal/testenv).
-test: prereqs kube-bins ingress-bins containerd-bins server-bins tool-bins build
+test: prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins build
 	$(GO) vet ./...
 	GO=$(GO) bash hack/test.sh
 	$(MAKE) fuzz

@@ -74,7 +74,7 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 			// it provisioned it.
 			limit = cmp.Or(opts.Paths.LBWait, DefaultLBWait)
 		}
-		if err := waitAnswers(ctx, p, limit); err != nil {
+		if err := waitAnswers(ctx, p, opts.Paths.DNS, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -85,7 +85,7 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 		wg.Go(func() {
 			// New connections only: what reaches a deleted pod over them is what routes
 			// still send it; a kept connection would reach it until it is closed.
-			po := probe.Options{URL: p.URL, Rate: opts.Rate, Modes: []probe.Mode{probe.New},
+			po := probe.Options{URL: p.URL, Rate: opts.Rate, Modes: []probe.Mode{probe.New}, DNS: opts.Paths.DNS,
 				RecordHeaders: []string{serve.PodHeader, serve.TerminatingHeader}}
 			errs[i] = probe.Run(probing, po, func(r probe.Result) { a.add(p.Name, r) })
 		})
@@ -165,11 +165,12 @@ func scaleDowns(opts Options) bool {
 	return false
 }
 
-// waitAnswers waits (at most wait), one request at a time, until the path answers 200
+// waitAnswers waits (at most limit), one request at a time, names resolved at dns
+// (probe.Options.DNS), until the path answers 200
 // three times in a row: a new Service's rules reach every proxy a moment after it exists, and no load
 // starts before its target answers.
-func waitAnswers(ctx context.Context, p Path, limit time.Duration) error {
-	c := &http.Client{Timeout: time.Second}
+func waitAnswers(ctx context.Context, p Path, dns string, limit time.Duration) error {
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DialContext: probe.Dialer(time.Second, dns).DialContext}}
 	deadline := time.Now().Add(limit)
 	var err error
 	for ok := 0; ok < 3; {

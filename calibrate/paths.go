@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -57,7 +59,15 @@ type PathConfig struct {
 	// LBWait bounds the wait for a load balancer's address and its first answers;
 	// default DefaultLBWait.
 	LBWait time.Duration
+	// DNS, when set, enables the path through a headless Service's name
+	// (traffic.HeadlessDNS): the cluster DNS (ADDR:PORT) that calibrate asks for it at
+	// each new connection; ClusterDomain is the cluster's DNS domain (default
+	// DefaultClusterDomain).
+	DNS, ClusterDomain string
 }
+
+// DefaultClusterDomain is the cluster's DNS domain unless told.
+const DefaultClusterDomain = "cluster.local"
 
 // DefaultLBWait is how long a load balancer path waits for its address and its first
 // answers: a cloud provisions a load balancer in minutes.
@@ -90,6 +100,11 @@ func (c PathConfig) Validate() error {
 	}
 	if ns, name, ok := strings.Cut(c.Gateway, "/"); c.Gateway != "" && (!ok || ns == "" || name == "") {
 		return fmt.Errorf("--gateway %q: want NAMESPACE/NAME", c.Gateway)
+	}
+	if c.DNS != "" {
+		if _, port, err := net.SplitHostPort(c.DNS); err != nil || port == "" {
+			return fmt.Errorf("--dns %q: want ADDR:PORT (the cluster DNS: the ClusterIP of kube-system/kube-dns, port 53)", c.DNS)
+		}
 	}
 	if c.PodLBIngressClass != "" && c.PodLBAnnotations == nil {
 		return errors.New("--lb-pods-ingress-class needs --lb-pods-annotation: the annotations that make its load balancer send to the pods (alb.ingress.kubernetes.io/target-type=ip)")
@@ -152,6 +167,27 @@ var openers = map[string]opener{
 			return hostURL(addr, svc.Spec.Ports[0].NodePort), nil
 		},
 		close: nothing},
+	// A headless Service beside the Service, the same pods, reached by its name at the
+	// cluster DNS (PathConfig.DNS), resolved at each new connection, at the pods' own
+	// port (a headless Service maps no port).
+	traffic.HeadlessDNS.Name: {needs: corev1.ServiceTypeClusterIP,
+		enabled: func(c PathConfig) bool { return c.DNS != "" },
+		open: func(ctx context.Context, cs kubernetes.Interface, c PathConfig, t Target, svc *corev1.Service) (string, error) {
+			name := lbService(t, traffic.HeadlessDNS.Name)
+			h := besideService(svc, name, corev1.ServiceTypeClusterIP, nil)
+			h.Spec.ClusterIP = corev1.ClusterIPNone
+			port := svc.Spec.Ports[0].TargetPort
+			if port.Type != intstr.Int || port.IntVal == 0 {
+				return "", fmt.Errorf("Service %s/%s: the headless-dns path needs its first port's targetPort as a number", svc.Namespace, svc.Name)
+			}
+			if _, err := cs.CoreV1().Services(t.Namespace).Create(ctx, h, metav1.CreateOptions{}); err != nil {
+				return "", fmt.Errorf("creating the headless Service %s/%s: %w", t.Namespace, name, err)
+			}
+			return hostURL(name+"."+t.Namespace+".svc."+cmp.Or(c.ClusterDomain, DefaultClusterDomain), port.IntVal), nil
+		},
+		close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
+			return closeLoadBalancer(ctx, cs, t, lbService(t, traffic.HeadlessDNS.Name))
+		}},
 	// An Ingress of the configured class routing Target.Prefix to the Service.
 	traffic.Ingress.Name: {needs: corev1.ServiceTypeClusterIP,
 		enabled: func(c PathConfig) bool { return c.IngressClass != "" },

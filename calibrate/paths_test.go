@@ -54,6 +54,7 @@ func TestEnabledAndServiceType(t *testing.T) {
 		{cfg: PathConfig{IngressClass: "traefik", IngressURL: "http://10.0.0.1"}, names: "clusterip,nodeport,ingress", typ: corev1.ServiceTypeNodePort},
 		{cfg: PathConfig{NodeAddress: "-", PodLBAnnotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"}}, names: "clusterip,lb-pods", typ: corev1.ServiceTypeClusterIP},
 		{cfg: PathConfig{NodeAddress: "-", PodLBIngressClass: "alb", PodLBAnnotations: map[string]string{"alb.ingress.kubernetes.io/target-type": "ip"}}, names: "clusterip,lb-pods", typ: corev1.ServiceTypeClusterIP},
+		{cfg: PathConfig{NodeAddress: "-", DNS: "10.79.0.10:53"}, names: "clusterip,headless-dns", typ: corev1.ServiceTypeClusterIP},
 	} {
 		var names []string
 		paths := Enabled(tc.cfg)
@@ -70,6 +71,11 @@ func TestEnabledAndServiceType(t *testing.T) {
 	if err := (PathConfig{IngressClass: "traefik"}).Validate(); err == nil {
 		t.Error("an ingress class without a URL is accepted")
 	}
+	for _, dns := range []string{"10.79.0.10", "kube-dns", ":"} {
+		if err := (PathConfig{DNS: dns}).Validate(); err == nil || !strings.Contains(err.Error(), "--dns") {
+			t.Errorf("--dns %q: %v, want an error naming --dns", dns, err)
+		}
+	}
 }
 
 // TestOpenClose: each path's URL, and what it creates and removes, on a fake clientset.
@@ -78,11 +84,13 @@ func TestOpenClose(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
 		{Type: corev1.NodeHostName, Address: "n1"}, {Type: corev1.NodeInternalIP, Address: "10.77.0.1"}}}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"}, Spec: corev1.ServiceSpec{ClusterIP: "10.79.0.20",
-		Ports: []corev1.ServicePort{{Port: 80, NodePort: 30123}}}}
+		Selector: map[string]string{"app": "app"}, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30123, TargetPort: intstr.FromInt32(8080)}}}}
 	cs := fake.NewClientset(node)
-	cfg := PathConfig{IngressClass: "traefik", IngressURL: "http://10.79.0.5/"}
+	cfg := PathConfig{IngressClass: "traefik", IngressURL: "http://10.79.0.5/", DNS: "10.79.0.10:53"}
 	tgt := Target{Namespace: "shop", Service: "app", Prefix: "/shop/"}
-	want := map[string]string{"clusterip": "http://10.79.0.20/", "nodeport": "http://10.77.0.1:30123/", "ingress": "http://10.79.0.5/shop/"}
+	want := map[string]string{"clusterip": "http://10.79.0.20/", "nodeport": "http://10.77.0.1:30123/", "ingress": "http://10.79.0.5/shop/",
+		// The pods' own port: a headless Service maps none.
+		"headless-dns": "http://app-headless-dns.shop.svc.cluster.local:8080/"}
 	for _, p := range Enabled(cfg) {
 		url, err := Open(ctx, cs, p, cfg, tgt, svc)
 		if err != nil || url != want[p.Name] {
@@ -96,6 +104,13 @@ func TestOpenClose(t *testing.T) {
 	if r := ing.Spec.Rules[0].HTTP.Paths[0]; *ing.Spec.IngressClassName != "traefik" || r.Path != "/shop/" || r.Backend.Service.Name != "app" || r.Backend.Service.Port.Number != 80 {
 		t.Errorf("the Ingress: %+v", ing.Spec)
 	}
+	headless, err := cs.CoreV1().Services("shop").Get(ctx, "app-headless-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !traffic.HeadlessDNS.Reaches(headless, kube.Fronts{}) || headless.Spec.Selector["app"] != "app" || headless.Spec.Ports[0].TargetPort.IntVal != 8080 {
+		t.Errorf("the headless Service: %+v", headless.Spec)
+	}
 	for _, p := range traffic.All() {
 		if err := Close(ctx, cs, p, tgt); err != nil {
 			t.Errorf("%s: Close: %v", p.Name, err)
@@ -106,6 +121,14 @@ func TestOpenClose(t *testing.T) {
 	}
 	if _, err := cs.NetworkingV1().Ingresses("shop").Get(ctx, "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Ingress after Close: %v", err)
+	}
+	if _, err := cs.CoreV1().Services("shop").Get(ctx, "app-headless-dns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the headless Service after Close: %v", err)
+	}
+	named := svc.DeepCopy()
+	named.Spec.Ports[0].TargetPort = intstr.FromString("http")
+	if _, err := Open(ctx, fake.NewClientset(), traffic.HeadlessDNS, cfg, tgt, named); err == nil || !strings.Contains(err.Error(), "targetPort") {
+		t.Errorf("headless-dns with a named targetPort: %v", err)
 	}
 	if _, err := Open(ctx, fake.NewClientset(), traffic.NodePort, PathConfig{}, tgt, svc); err == nil || !strings.Contains(err.Error(), "InternalIP") {
 		t.Errorf("NodePort with no node: %v", err)

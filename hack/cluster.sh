@@ -41,6 +41,7 @@ SVC_CIDR=10.79.0.0/24
 # outside this node's /24) dies here instead of following the default route off the machine.
 CONTAINED_CIDRS="$POD_CIDR $SVC_CIDR"
 SVC_IP=10.79.0.1
+DNS_IP=10.79.0.10                          # the cluster DNS's Service (hack/coredns.yaml)
 NODE=nap-node
 BRIDGE=nap0
 # Node 2: a network namespace with no default route at all (nothing in it can leave the
@@ -92,6 +93,8 @@ more_bins() {
   B2=$out/bin
   out=$(bash "$here/ingress-bins.sh" | tail -1)
   TRAEFIK=$out/bin/traefik
+  out=$(bash "$here/dns-bins.sh" | tail -1)
+  COREDNS=$out/bin/coredns
   out=$(bash "$here/containerd-bins.sh" | tail -1)
   C2=$out/bin
   NGINX=$(bash "$here/server-bins.sh" | tail -1)
@@ -112,6 +115,14 @@ ingress() {
   "$B/kubectl" --kubeconfig "$KCFG" wait --for=condition=Established --timeout=60s crd/gateways.gateway.networking.k8s.io crd/httproutes.gateway.networking.k8s.io >&2
   "$B/kubectl" --kubeconfig "$KCFG" apply -f "$here/ingress.yaml" >&2
   wait_for "the ingress controller" 90 "$B/kubectl" --kubeconfig "$KCFG" -n nap-ingress rollout status deployment/traefik --timeout=1s
+}
+
+# dns runs the cluster DNS, CoreDNS, in the cluster (hack/coredns.yaml): kubeadm's
+# Deployment and Service kube-system/kube-dns at DNS_IP, the kubelets' clusterDNS. Waits
+# until it is ready.
+dns() {
+  "$B/kubectl" --kubeconfig "$KCFG" apply -f "$here/coredns.yaml" >&2
+  wait_for "the cluster DNS" 90 "$B/kubectl" --kubeconfig "$KCFG" -n kube-system rollout status deployment/coredns --timeout=1s
 }
 
 # put FILE writes stdin to FILE only when it differs: kube-proxy exits when its
@@ -365,6 +376,8 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "${NODEFS_HARD:-1%}"
 staticPodPath: "$1/manifests"
 healthzBindAddress: 127.0.0.1
 resolvConf: ""
+clusterDNS: ["$DNS_IP"]
+clusterDomain: cluster.local
 containerRuntimeEndpoint: "unix://$1/containerd.sock"${6:+
 $6}
 EOF
@@ -443,12 +456,16 @@ up() {
   # Rebuilt at every up (Go's build cache makes that quick), imported when they changed,
   # so that a running cluster always has this tree's napctl and app.
   (cd "$repo" && go run ./hack/images -nginx "$NGINX" -httpbin "$HTTPBIN" -o "$D/images.new.tar")
-  # The ingress image only when its binary changed: 178 MB to compress.
+  # The ingress and DNS images only when their binaries changed: 178 MB to compress.
   if [ "$TRAEFIK" -nt "$D/ingress.tar" ]; then
     (cd "$repo" && go run ./hack/images -traefik "$TRAEFIK" -o "$D/ingress.new.tar")
   fi
+  if [ "$COREDNS" -nt "$D/dns.tar" ]; then
+    (cd "$repo" && go run ./hack/images -coredns "$COREDNS" -o "$D/dns.new.tar")
+  fi
   images "$D/images" nap-k8s/napctl:
   images "$D/ingress" nap/traefik:e2e
+  images "$D/dns" nap/coredns:e2e
 
   wait_for etcd 20 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
   start kube-apiserver "$B/kube-apiserver" --advertise-address="$NODE_IP" --bind-address="$NODE_IP" \
@@ -515,6 +532,7 @@ shutdownGracePeriodCriticalPods: 10s"
     wait_for "node $n Ready" 60 bash -c "'$B/kubectl' --kubeconfig '$KCFG' get node $n -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
   done
   ingress
+  dns
   wait_for "default ServiceAccount" 60 "$B/kubectl" --kubeconfig "$KCFG" -n default get serviceaccount default
   # The load balancers: hack/lb, built once per up, runs one HAProxy per Service of
   # type LoadBalancer and per Ingress of class alb in the load balancer's namespace.

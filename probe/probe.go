@@ -69,10 +69,27 @@ type Options struct {
 	// (HTTP's Host header, gRPC's :authority): how an ingress that routes by host is
 	// reached at its address.
 	Host string
+	// DNS, when set, is the DNS server (ADDR:PORT) that resolves the URL's host at
+	// each new connection instead of the system's: a cluster's DNS, from a node, for a
+	// headless Service's name. Go's resolver keeps no cache: a client that resolves per
+	// connection.
+	DNS string
 	// Retry lets Go's client resend a request, once and silently, when a reused
 	// keep-alive connection turns out to be closed before any response byte. Off by
 	// default: such a failure (EOF, reset) is counted, as most other clients would see it.
 	Retry bool
+}
+
+// Dialer dials with timeout and, when dns is set, resolves names at that DNS server
+// (ADDR:PORT) rather than the system's (Options.DNS).
+func Dialer(timeout time.Duration, dns string) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout}
+	if dns != "" {
+		d.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, dns)
+		}}
+	}
+	return d
 }
 
 // Defaults fills in what o leaves to Run: its timeout, modes and in-flight bound.
@@ -224,7 +241,7 @@ func newSender(opts Options) (send func(Mode) sentResult, closeAll func(), err e
 	for _, m := range opts.Modes {
 		tr := &http.Transport{
 			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: opts.Timeout}).DialContext,
+			DialContext:         Dialer(opts.Timeout, opts.DNS).DialContext,
 			DisableKeepAlives:   m == New,
 			MaxIdleConnsPerHost: 256,
 			IdleConnTimeout:     30 * time.Second,

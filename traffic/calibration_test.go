@@ -54,7 +54,7 @@ func TestReadCalibration(t *testing.T) {
 		{"an unknown field", strings.Replace(stored, `"rounds"`, `"round"`, 1), `unknown field "round"`},
 		{"another version", strings.Replace(stored, "calibrate.nap.dev/v1", "calibrate.nap.dev/v2", 1), `cal.json: apiVersion "calibrate.nap.dev/v2", kind "Calibration": want "calibrate.nap.dev/v1", "Calibration"`},
 		{"no kind", strings.Replace(stored, `"kind": "Calibration", `, "", 1), `kind ""`},
-		{"an unknown path", strings.Replace(stored, `"ingress"`, `"gateway"`, 1), `cal.json: paths[1]: path "gateway": want one of clusterip, nodeport, ingress, gateway-route, mesh-route, lb-local, lb-cluster`},
+		{"an unknown path", strings.Replace(stored, `"ingress"`, `"gateway"`, 1), `cal.json: paths[1]: path "gateway": want one of ` + strings.Join(Names(), ", ")},
 		{"a path twice", strings.Replace(stored, `"ingress"`, `"clusterip"`, 1), `paths[1]: path "clusterip" twice`},
 		{"a delay below the tail", strings.Replace(stored, `"delay_seconds": 30`, `"delay_seconds": 20`, 1), `paths[2] (lb-local): negative figures, or a delay below the longest tail`},
 		{"a negative margin", strings.Replace(stored, `"margin_seconds": 2`, `"margin_seconds": -2`, 1), "margin_seconds is negative"},

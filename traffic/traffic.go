@@ -45,6 +45,23 @@ var (
 		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
 			return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone
 		}}
+	// HeadlessDNS: a headless Service's name, which the cluster DNS answers with the
+	// addresses of its ready pods: clients connect to the pods themselves (gRPC's
+	// round_robin over dns:///, a StatefulSet's peers, database and cache clients). The
+	// cluster DNS learns of a pod's end from the EndpointSlices; a client learns of it
+	// when it resolves the name again, after any cache it keeps (the answer's TTL: 30 s
+	// on a kubeadm cluster). A client that resolves per connection stops opening
+	// connections to the pod then; one that pins its connections keeps sending over
+	// them until the app closes them, whatever the wait: the app's drain (GOAWAY,
+	// Connection: close) ends those. calibrate measures the first kind, Go's resolver,
+	// which keeps no cache.
+	HeadlessDNS = Path{Name: "headless-dns", Title: "headless Service (DNS)",
+		Remedy: "The cluster DNS answers from the EndpointSlices at once (kubeadm's Corefile caches nothing of cluster.local); " +
+			"a long tail here is the clients' own: a DNS cache they keep past the answer (its TTL, 30 s on kubeadm's Corefile: " +
+			"the kubernetes plugin's ttl), or connections they pin, which only the app's drain (GOAWAY, Connection: close) ends.",
+		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
+			return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP == corev1.ClusterIPNone
+		}}
 	// NodePort: a node's address and the Service's NodePort, through that node's
 	// kube-proxy (what an external load balancer sends to).
 	NodePort = Path{Name: "nodeport", Title: "NodePort", Remedy: remedyProxy,
@@ -182,7 +199,7 @@ func ingressToPods(svc *corev1.Service, f kube.Fronts) bool {
 
 // All is every path, in the order reports list them.
 func All() []Path {
-	return []Path{ClusterIP, NodePort, Ingress, GatewayRoute, MeshRoute, LoadBalancerLocal, LoadBalancerCluster, LoadBalancerPods}
+	return []Path{ClusterIP, HeadlessDNS, NodePort, Ingress, GatewayRoute, MeshRoute, LoadBalancerLocal, LoadBalancerCluster, LoadBalancerPods}
 }
 
 // Reaching is every path that leads to the pods of svc (Path.Reaches), in All's order;

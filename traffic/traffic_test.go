@@ -37,8 +37,8 @@ func TestReaching(t *testing.T) {
 	}{
 		{"a Service of no type", svc("", "", ""), kube.Fronts{}, "clusterip"},
 		{"ClusterIP, behind an Ingress", svc(corev1.ServiceTypeClusterIP, "", ""), kube.Fronts{Ingress: true}, "clusterip ingress"},
-		{"headless", svc(corev1.ServiceTypeClusterIP, "", corev1.ClusterIPNone), kube.Fronts{}, ""},
-		{"headless, behind an Ingress", svc("", "", corev1.ClusterIPNone), kube.Fronts{Ingress: true}, "ingress"},
+		{"headless", svc(corev1.ServiceTypeClusterIP, "", corev1.ClusterIPNone), kube.Fronts{}, "headless-dns"},
+		{"headless, behind an Ingress", svc("", "", corev1.ClusterIPNone), kube.Fronts{Ingress: true}, "headless-dns ingress"},
 		{"ExternalName", svc(corev1.ServiceTypeExternalName, "", ""), kube.Fronts{}, ""},
 		{"NodePort", svc(corev1.ServiceTypeNodePort, "", ""), kube.Fronts{}, "clusterip nodeport"},
 		{"LoadBalancer, the default policy", svc(corev1.ServiceTypeLoadBalancer, "", ""), kube.Fronts{}, "clusterip nodeport lb-cluster"},

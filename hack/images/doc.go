@@ -17,13 +17,16 @@
 // a release of V publishes them (make dist): napctl's version stamped V.
 //
 // or, with -traefik, only the lab's ingress controller (hack/ingress-bins.sh builds the
-// binary), in a tarball of its own: it is large, and changes only with its version.
+// binary), and with -coredns, only its cluster DNS (hack/dns-bins.sh), each in a tarball
+// of its own: they are large, and change only with their versions.
 //
 //	docker.io/nap/traefik:e2e
+//	docker.io/nap/coredns:e2e
 //
 // usage: go run ./hack/images [-nginx BIN] [-httpbin BIN] -o images.tar
 //
 //	go run ./hack/images -version v0.1.0 -o dist/images.tar
 //
 //	go run ./hack/images -traefik BIN -o ingress.tar
+//	go run ./hack/images -coredns BIN -o dns.tar
 package main

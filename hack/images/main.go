@@ -22,6 +22,7 @@ import (
 func main() {
 	out := flag.String("o", "images.tar", "the tarball to write")
 	traefik := flag.String("traefik", "", "write only the ingress image, of this Traefik binary")
+	coredns := flag.String("coredns", "", "write only the cluster DNS image, of this CoreDNS binary")
 	release := flag.String("version", "", "write only the images a release of this version publishes")
 	pinned := flag.String("pinned", "", "with -version: also write the images' references pinned by digest (REPOSITORY@sha256:...), one a line, to this file")
 	nginxBin := flag.String("nginx", "", "also write the lab's nginx image, of this Debian nginx binary (hack/server-bins.sh)")
@@ -30,7 +31,9 @@ func main() {
 	var err error
 	switch {
 	case *traefik != "":
-		err = ingress(*out, *traefik)
+		err = single(*out, "docker.io/nap/traefik:e2e", "/traefik", *traefik)
+	case *coredns != "":
+		err = single(*out, "docker.io/nap/coredns:e2e", "/coredns", *coredns)
 	case *release != "":
 		err = write(*out, func(tmp string) ([]oci.Image, error) {
 			imgs, err := published(tmp, *release)
@@ -157,13 +160,15 @@ func writePinned(out string, imgs []oci.Image) error {
 	return fsutil.WriteFileAtomic(out, b, 0o644)
 }
 
-func ingress(out, bin string) error {
+// single writes to out the tarball of one image, name, of one static binary, bin, as
+// path: a third-party binary of the lab's, large, that changes only with its version.
+func single(out, name, path, bin string) error {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return err
 	}
-	img := oci.Image{Name: "docker.io/nap/traefik:e2e", Arch: runtime.GOARCH, Files: []oci.File{{Path: "/traefik", Mode: 0o755, Data: data}},
-		Entrypoint: []string{"/traefik"}, User: "65532:65532"}
+	img := oci.Image{Name: name, Arch: runtime.GOARCH, Files: []oci.File{{Path: path, Mode: 0o755, Data: data}},
+		Entrypoint: []string{path}, User: "65532:65532"}
 	var tarball bytes.Buffer
 	if err := oci.WriteLayout(&tarball, img); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,9 +33,16 @@ func main() {
 	mode := flag.String("mode", envOr("APP_MODE", "plain"), "shutdown mode: plain or drain")
 	fillSpec := flag.String("fill", os.Getenv("APP_FILL"), "before serving, write MiB of data into FILE (FILE:MiB): the disk pressure of an eviction test")
 	cat := flag.String("cat", "", "print FILE and exit, serving nothing: what a test reads in the pod (the image has no shell)")
+	resolve := flag.String("resolve", "", "print the addresses NAME resolves to in the pod (its resolv.conf: the cluster DNS), one a line, sorted, and exit")
 	flag.Parse()
-	if *cat != "" {
-		if err := catFile(os.Stdout, *cat); err != nil {
+	if *cat != "" || *resolve != "" {
+		var err error
+		if *cat != "" {
+			err = catFile(os.Stdout, *cat)
+		} else {
+			err = lookup(os.Stdout, *resolve)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "app:", err)
 			os.Exit(1)
 		}
@@ -87,6 +95,25 @@ func catFile(w io.Writer, file string) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+// lookup writes the addresses name resolves to, one a line, sorted, with Go's own
+// resolver: the pod's /etc/resolv.conf, its search path and ndots.
+func lookup(w io.Writer, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	addrs, err := (&net.Resolver{PreferGo: true}).LookupHost(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("no address for %s", name)
+	}
+	slices.Sort(addrs)
+	for _, a := range addrs {
+		fmt.Fprintln(w, a)
+	}
+	return nil
 }
 
 func envOr(name, def string) string {

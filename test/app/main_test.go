@@ -239,3 +239,19 @@ func TestCat(t *testing.T) {
 		t.Errorf("-cat %s: %q (%v), want exit 1 naming the file", missing, out, err)
 	}
 }
+
+// TestResolve: -resolve prints what a name resolves to, sorted, and exits; a name that
+// does not resolve is an error naming it and exit 1.
+func TestResolve(t *testing.T) {
+	bin := buildApp(t)
+	out, err := exec.Command(bin, "-resolve", "localhost").Output()
+	if err != nil || !strings.Contains(string(out), "127.0.0.1\n") {
+		t.Errorf("-resolve localhost: %q (%v), want 127.0.0.1 among the lines", out, err)
+	}
+	const bad = "nap-no-such-name.onion" // never asked of DNS (RFC 7686): nothing leaves the machine
+	out, err = exec.Command(bin, "-resolve", bad).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), bad) {
+		t.Errorf("-resolve %s: %q (%v), want exit 1 naming it", bad, out, err)
+	}
+}

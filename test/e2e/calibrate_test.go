@@ -28,7 +28,8 @@ import (
 )
 
 // TestCalibrate: napctl calibrate on the lab measures the tail of every path (the
-// ClusterIP and a NodePort from node 1, the ingress), recommends a delay that covers
+// ClusterIP and a NodePort from node 1, a headless Service's name resolved at the lab's
+// cluster DNS at each new connection, the ingress), recommends a delay that covers
 // the longest, loses no request on the way, and leaves nothing behind; it refuses a
 // namespace it did not create.
 func TestCalibrate(t *testing.T) {
@@ -43,7 +44,7 @@ func TestCalibrate(t *testing.T) {
 	}
 	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), napNS, metav1.DeleteOptions{}) })
 	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", "3s",
-		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "-o", "json", "--save", saved,
+		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "--dns", clusterDNS, "-o", "json", "--save", saved,
 		"--store", "--nap-namespace", napNS}
 	cmd := exec.Command(napctl(t), args...)
 	var out strings.Builder
@@ -58,8 +59,8 @@ func TestCalibrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each round restarts the 3 replicas: a sample per replaced pod.
-	if len(rep.Rounds) != 3 || len(rep.Paths) != 3 {
-		t.Fatalf("%d samples, %d paths; want 3 (a round of 3 pods) and 3 (clusterip, nodeport, ingress)", len(rep.Rounds), len(rep.Paths))
+	if len(rep.Rounds) != 3 || len(rep.Paths) != 4 {
+		t.Fatalf("%d samples, %d paths; want 3 (a round of 3 pods) and 4 (clusterip, headless-dns, nodeport, ingress)", len(rep.Rounds), len(rep.Paths))
 	}
 	longest := 0.0
 	for _, p := range rep.Paths {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ import (
 type decidedRow struct {
 	// change: what the cluster learns once the pods run.
 	change decidedChange
+	// calibrated: with routesLater, a calibration of the path is stored before the
+	// pods are admitted (what sparse traffic needs: MIN).
+	calibrated bool
+	// fixed: the fleet's wait is nap's fixed 5 s, not the adaptive wait.
+	fixed  bool
 	live   bool // the controller installed with --live-wait
 	rate   float64
 	expect expectation
@@ -33,6 +39,8 @@ type decidedRow struct {
 	// lost 3 and 1 requests in two runs: a run may lose none by chance; over three
 	// scale-downs the pods of the second and third were admitted after the change).
 	replicas int32
+	// full: a row of the whole table (make e2e-decided), not of make test's pairs.
+	full bool
 }
 
 // decidedChange is what the cluster learns after the pods' admission.
@@ -59,7 +67,39 @@ func (r decidedRow) variant() variant {
 	if r.live {
 		how = "decided at termination (--live-wait)"
 	}
-	return variant{name: fmt.Sprintf("nap by the webhook, adaptive, %s, %s", r.change, how), mode: "plain", webhook: true, rollAfterRoutes: r.change == calibrationLater}
+	fleet, change := "adaptive", r.change.String()
+	if r.fixed {
+		fleet = "fixed 5s"
+	}
+	if r.calibrated {
+		change += " (calibrated before)"
+	}
+	return variant{name: fmt.Sprintf("nap by the webhook, %s, %s, %s", fleet, change, how), mode: "plain", webhook: true, rollAfterRoutes: r.change == calibrationLater}
+}
+
+// install is napctl install's arguments for the row.
+func (r decidedRow) install() []string {
+	var args []string
+	if !r.fixed {
+		args = append(args, "--wait", "adaptive")
+	}
+	if r.live {
+		args = append(args, "--"+cli.LiveWaitFlag)
+	}
+	return args
+}
+
+// decidedRows are TestWaitDecidedAtTermination's rows, in the order they run (by
+// installation).
+var decidedRows = []decidedRow{
+	{change: routesLater, rate: 200, expect: fails, replicas: 4},
+	{change: calibrationLater, rate: 2, expect: fails, replicas: 8},
+	{change: routesLater, calibrated: true, rate: 2, expect: fails, replicas: 8, full: true},
+	{change: routesLater, live: true, rate: 200, expect: clean, replicas: 4},
+	{change: calibrationLater, live: true, rate: 2, expect: clean, replicas: 8},
+	{change: routesLater, calibrated: true, live: true, rate: 2, expect: clean, replicas: 8, full: true},
+	{change: calibrationLater, fixed: true, rate: 200, expect: fails, replicas: 4, full: true},
+	{change: calibrationLater, fixed: true, live: true, rate: 200, expect: clean, replicas: 4, full: true},
 }
 
 // TestWaitDecidedAtTermination: the wait decided when the pod terminates, from what
@@ -68,45 +108,80 @@ func (r decidedRow) variant() variant {
 // endpoint did (lbPods). nap's controller is installed with the adaptive wait as the
 // fleet's; each row is a scale-down to 1 pod after the cluster learned something the
 // pods' admission did not know:
-//   - routes added to the running pods, 4 of them, at 200 req/s: admitted to the ClusterIP
-//     alone, the pods wait for new connections to stop; the load balancer sends over
-//     the connections it keeps, and requests fail. Decided at termination, each pod
-//     reads the request signal its routes now need, holds until the load balancer let
-//     it go, and none fails;
-//   - a calibration stored after the pods started, 8 of them, at 2 req/s: the request signal
-//     alone ends the wait in a gap of sparse traffic, and requests fail; decided at
-//     termination, each pod reads the calibrated MIN and none fails.
+//   - routes added to the running pods, 4 of them, at 200 req/s: admitted to the
+//     ClusterIP alone, the pods wait for new connections to stop; the load balancer
+//     sends over the connections it keeps, and requests fail. Decided at termination,
+//     each pod reads the request signal its routes now need, holds until the load
+//     balancer let it go, and none fails;
+//   - a calibration stored after the pods started, 8 of them, at 2 req/s: the
+//     request signal alone ends the wait in a gap of sparse traffic, and requests fail;
+//     decided at termination, each pod reads the calibrated MIN and none fails.
+//
+// With NAP_DECIDED_ALL=1 (make e2e-decided), the whole table: the routes added at 2
+// req/s with a calibration stored before the pods (the in-cluster MIN they were
+// admitted with is too short), and a calibration stored later under the fleet's fixed
+// 5 s at 200 req/s.
 //
 // For each row decided at termination, the test waits until the controller wrote the
 // workload's live wait (kube.LiveWaitsName) and every pod shows it in its nap volume
 // (the kubelet's refresh), and says how long that took. The pods gone then say
-// wait=live in their verdicts and hold no longer than the load balancer kept sending
-// plus WITHIN + QUIET + 2 s (TestPooledLoadBalancer's bound), nor than the calibrated
-// MIN + QUIET + 2 s where the calibration is; the controls' admission-time hooks
-// read no live wait.
+// wait=live in their verdicts, hold at least the load balancer's lag and the
+// calibrated MIN, and no longer than MIN + QUIET + 2 s where there is one; an adaptive
+// wait no longer than the load balancer kept sending plus WITHIN + QUIET + 2 s
+// (TestPooledLoadBalancer's bound). The controls' admission-time hooks read no live
+// wait.
 func TestWaitDecidedAtTermination(t *testing.T) {
 	cs := client(t)
 	lag, err := time.ParseDuration(lbPods.checks[lbLag])
 	if err != nil {
 		t.Fatal(err)
 	}
+	all := os.Getenv("NAP_DECIDED_ALL") == "1"
 	promised := wait.PooledRequests + wait.DefaultAdaptive().Quiet + 2*time.Second
-	var calibration *corev1.ConfigMap // as the first napctl calibrate --store kept it
+	var saved *corev1.ConfigMap // the calibration as the first napctl calibrate --store kept it
+	// calibrate stores the calibration (napctl calibrate the first time, then the
+	// ConfigMap it kept, again) or, with on false, deletes it; it returns its MIN for
+	// lbPods.
+	calibrate := func(on bool) time.Duration {
+		t.Helper()
+		ctx := context.Background()
+		if !on {
+			cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Delete(ctx, kube.CalibrationConfigMap, metav1.DeleteOptions{})
+			return 0
+		}
+		if saved == nil {
+			saved = storeCalibrationLater(t, cs)
+		} else {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels}, Data: saved.Data}
+			if _, err := cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cal, err := controller.ReadCalibrationConfigMap(saved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail, ok := cal.Tail(lbPods.path.Name)
+		if !ok || time.Duration(tail.DelayS*float64(time.Second)) < lag {
+			t.Fatalf("the calibration stored measured %s at %+v (%v): want at least the load balancer's %v lag", lbPods.path.Name, tail, ok, lag)
+		}
+		return time.Duration(tail.DelayS * float64(time.Second))
+	}
 	installed := ""
 	uninstall := func() {}
-	for _, row := range []decidedRow{
-		{routesLater, false, 200, fails, 4},
-		{calibrationLater, false, 2, fails, 8},
-		{routesLater, true, 200, clean, 4},
-		{calibrationLater, true, 2, clean, 8},
-	} {
-		args := []string{"--wait", "adaptive"}
-		if row.live {
-			args = append(args, "--"+cli.LiveWaitFlag)
+	for _, row := range decidedRows {
+		if row.full && !all {
+			continue
 		}
-		if want := strings.Join(args, " "); installed != want {
+		if want := strings.Join(row.install(), " "); installed != want {
 			uninstall() // the calibration kept in nap's namespace goes with it
-			uninstall, installed = installController(t, cs, args...), want
+			uninstall, installed = installController(t, cs, row.install()...), want
+		}
+		var min time.Duration // the calibrated MIN the live wait should carry
+		if row.calibrated {
+			min = calibrate(true)
+		} else {
+			calibrate(false)
 		}
 		sc := scenario{path: lbPods, disruption: scaleDown, variant: row.variant(), expect: row.expect, rounds: 1, replicas: row.replicas}
 		tr := prepare(t, cs, sc)
@@ -117,31 +192,14 @@ func TestWaitDecidedAtTermination(t *testing.T) {
 			t.Fatal(err)
 		}
 		changed := lb.CreationTimestamp.Time
-		var min time.Duration // the calibrated MIN the live wait should carry
 		if row.change == calibrationLater {
 			changed = time.Now()
-			if calibration == nil {
-				calibration = storeCalibrationLater(t, cs)
-			} else {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: calibration.Name, Labels: calibration.Labels}, Data: calibration.Data}
-				if _, err := cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cal, err := controller.ReadCalibrationConfigMap(calibration)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tail, ok := cal.Tail(lbPods.path.Name)
-			if !ok || time.Duration(tail.DelayS*float64(time.Second)) < lag {
-				t.Fatalf("the calibration stored measured %s at %+v (%v): want at least the load balancer's %v lag", lbPods.path.Name, tail, ok, lag)
-			}
-			min = time.Duration(tail.DelayS * float64(time.Second))
+			min = calibrate(true)
 		}
 		checkAdmitted(t, cs, tr.ns, row)
 		if row.live {
 			wrote, shown := waitLiveShown(t, cs, tr.ns, changed, func(r nap.Request) bool {
-				return r.Adaptive && r.Requests > 0 && r.Duration >= min
+				return r.Adaptive == !row.fixed && (row.fixed || r.Requests > 0) && r.Duration >= min
 			})
 			t.Logf("%s: the controller wrote the live wait %v after the change, every pod showed it %v after", sc, wrote, shown)
 		}
@@ -175,11 +233,11 @@ func TestWaitDecidedAtTermination(t *testing.T) {
 				t.Errorf("%s: a pod went %v after its deletion, before the load balancer's %v lag and the calibrated %v (pods: %v)", sc, d, lag, min, m.terminations)
 			case row.live && min > 0 && d > min+wait.DefaultAdaptive().Quiet+2*time.Second:
 				t.Errorf("%s: a pod went %v after its deletion, more than the calibrated %v + QUIET + 2 s (pods: %v)", sc, d, min, m.terminations)
-			case !row.live && row.change == routesLater && d >= lag:
+			case !row.live && d >= lag && (row.change == routesLater || row.fixed):
 				t.Errorf("%s: a pod went %v after its deletion: its admission's wait outlasted the load balancer's %v lag (pods: %v)", sc, d, lag, m.terminations)
 			}
 		}
-		if row.live {
+		if row.live && !row.fixed {
 			for pod, d := range m.deregistered {
 				if d > promised {
 					t.Errorf("%s: pod %s went %v after the load balancer let it go, more than WITHIN + QUIET + 2 s = %v (all: %v)", sc, pod, d, promised, m.deregistered)
@@ -210,9 +268,9 @@ func storeCalibrationLater(t *testing.T, cs *kubernetes.Clientset) *corev1.Confi
 	return cm
 }
 
-// checkAdmitted checks the hooks the webhook gave ns's pods at admission: the
-// adaptive wait, reading the live wait when row's is, and the request signal only
-// where the routes existed then.
+// checkAdmitted checks the hooks the webhook gave ns's pods at admission: the fleet's
+// wait, reading the live wait when row's is, and the request signal only for an
+// adaptive wait where the routes existed then.
 func checkAdmitted(t *testing.T, cs *kubernetes.Clientset, ns string, row decidedRow) {
 	t.Helper()
 	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=app"})
@@ -224,8 +282,10 @@ func checkAdmitted(t *testing.T, cs *kubernetes.Clientset, ns string, row decide
 			continue
 		}
 		h := hook.Of(p.Spec.Containers[0])
-		if h.Kind != hook.Nap || !h.Wait.IsAdaptive() || h.Wait.Live != row.live || (h.Wait.Requests > 0) != (row.change == calibrationLater) {
-			t.Errorf("%s: pod %s admitted with %s %+v live=%v: want the adaptive wait, live=%v, the request signal only with the routes", ns, p.Name, h.Kind, h.Wait, h.Wait.Live, row.live)
+		signal := !row.fixed && row.change == calibrationLater
+		kind := h.Kind == hook.Nap || row.fixed && !row.live && h.Kind == hook.NativeSleep // the fleet's 5 s may be the native sleep
+		if !kind || h.Wait.IsAdaptive() == row.fixed || h.Wait.Live != row.live || (h.Wait.Requests > 0) != signal {
+			t.Errorf("%s: pod %s admitted with %s %+v live=%v: want the fleet's wait (fixed: %v), live=%v, the request signal %v", ns, p.Name, h.Kind, h.Wait, h.Wait.Live, row.fixed, row.live, signal)
 		}
 	}
 }

@@ -79,6 +79,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&o.Paths.IngressURL, "ingress-url", "", "where that ingress controller answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
 	fl.StringVar(&o.Paths.Gateway, "gateway", "", "also attach an HTTPRoute to this Gateway (NAMESPACE/NAME) and probe it")
 	fl.StringVar(&o.Paths.GatewayURL, "gateway-url", "", "where that Gateway answers (http://ADDR); calibrate probes ADDR/"+calibrate.Name)
+	fl.StringVar(&o.Paths.DNS, "dns", "", "also measure the path through a headless Service's name, asking this cluster DNS (ADDR:PORT: the ClusterIP of kube-system/kube-dns, port 53) at each new connection")
+	fl.StringVar(&o.Paths.ClusterDomain, "cluster-domain", calibrate.DefaultClusterDomain, "the cluster's DNS domain, for --dns")
 	fl.StringVar(&f.lbs, "lb", "", "also measure load balancer paths: local, cluster or local,cluster (their externalTrafficPolicy)")
 	cli.Complete(cmd, "lb", "local", "cluster", "local,cluster")
 	fl.StringToStringVar(&o.Paths.LBAnnotations, "lb-annotation", nil, "annotations for the load balancer Services (KEY=VALUE,...): the cloud's settings")
