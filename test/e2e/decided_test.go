@@ -139,14 +139,14 @@ func TestWaitDecidedAtTermination(t *testing.T) {
 	all := os.Getenv("NAP_DECIDED_ALL") == "1"
 	promised := wait.PooledRequests + wait.DefaultAdaptive().Quiet + 2*time.Second
 	var saved *corev1.ConfigMap // the calibration as the first napctl calibrate --store kept it
-	// calibrate stores the calibration (napctl calibrate the first time, then the
-	// ConfigMap it kept, again) or, with on false, deletes it; it returns its MIN for
-	// lbPods.
+	// calibrate stores the calibration anew (napctl calibrate the first time, then
+	// the ConfigMap it kept, again) or, with on false, deletes it; it returns its MIN
+	// for lbPods.
 	calibrate := func(on bool) time.Duration {
 		t.Helper()
 		ctx := context.Background()
+		cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Delete(ctx, kube.CalibrationConfigMap, metav1.DeleteOptions{})
 		if !on {
-			cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Delete(ctx, kube.CalibrationConfigMap, metav1.DeleteOptions{})
 			return 0
 		}
 		if saved == nil {

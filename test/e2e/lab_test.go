@@ -81,7 +81,8 @@ func startProbe(t *testing.T, v vantage, rate float64) prober {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &localProbe{cancel: cancel, done: make(chan error, 1), start: time.Now()}
 	p.rep = probe.NewReport(p.start, 500*time.Millisecond)
-	p.opts = probe.Options{URL: v.url, Host: v.host, Rate: rate, Timeout: 2 * time.Second}
+	// Names (a headless Service's) resolved at the lab's cluster DNS, never the host's.
+	p.opts = probe.Options{URL: v.url, Host: v.host, Rate: rate, Timeout: 2 * time.Second, DNS: clusterDNS}
 	go func() { p.done <- probe.Run(ctx, p.opts, p.rep.Add) }()
 	return p
 }
