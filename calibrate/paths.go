@@ -186,7 +186,7 @@ var openers = map[string]opener{
 			return hostURL(name+"."+t.Namespace+".svc."+cmp.Or(c.ClusterDomain, DefaultClusterDomain), port.IntVal), nil
 		},
 		close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
-			return closeLoadBalancer(ctx, cs, t, lbService(t, traffic.HeadlessDNS.Name))
+			return deleteService(ctx, cs, t, lbService(t, traffic.HeadlessDNS.Name))
 		}},
 	// An Ingress of the configured class routing Target.Prefix to the Service.
 	traffic.Ingress.Name: {needs: corev1.ServiceTypeClusterIP,
@@ -267,7 +267,7 @@ var openers = map[string]opener{
 			if apierrors.IsNotFound(err) {
 				err = nil
 			}
-			return errors.Join(err, closeLoadBalancer(ctx, cs, t, name))
+			return errors.Join(err, deleteService(ctx, cs, t, name))
 		}},
 }
 
@@ -281,7 +281,7 @@ func loadBalancer(name string, policy corev1.ServiceExternalTrafficPolicy) opene
 			return openLoadBalancer(ctx, cs, c, t, svc, lbService(t, name), policy, c.LBAnnotations)
 		},
 		close: func(ctx context.Context, cs kubernetes.Interface, t Target) error {
-			return closeLoadBalancer(ctx, cs, t, lbService(t, name))
+			return deleteService(ctx, cs, t, lbService(t, name))
 		}}
 }
 
@@ -333,8 +333,8 @@ func provisioned(name string) bool { return openers[name].annotations != nil }
 // for p, a path through a load balancer, in front of t.
 func LoadBalancerService(p traffic.Path, t Target) string { return lbService(t, p.Name) }
 
-// lbService names a path's Service of type LoadBalancer: TARGET-PATH, beside the
-// target's own Service.
+// lbService names a path's own Service (of type LoadBalancer, or headless):
+// TARGET-PATH, beside the target's own Service.
 func lbService(t Target, path string) string { return t.Service + "-" + path }
 
 // serviceType is the Service type that serves every one of paths: the widest any needs.
@@ -437,8 +437,9 @@ func addressed(ctx context.Context, c PathConfig, what, who string, url func() (
 	}
 }
 
-// closeLoadBalancer deletes the Service name of openLoadBalancer.
-func closeLoadBalancer(ctx context.Context, cs kubernetes.Interface, t Target, name string) error {
+// deleteService deletes the Service name of a path of its own (openLoadBalancer's, the
+// headless one); none there is no error.
+func deleteService(ctx context.Context, cs kubernetes.Interface, t Target, name string) error {
 	err := cs.CoreV1().Services(t.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
