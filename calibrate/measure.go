@@ -166,9 +166,9 @@ func scaleDowns(opts Options) bool {
 }
 
 // waitAnswers waits (at most limit), one request at a time, names resolved at dns
-// (probe.Options.DNS), until the path answers 200
-// three times in a row: a new Service's rules reach every proxy a moment after it exists, and no load
-// starts before its target answers.
+// (probe.Options.DNS), until the path answers 200 three times in a row: a new
+// Service's rules reach every proxy a moment after it exists, and no load starts
+// before its target answers.
 func waitAnswers(ctx context.Context, p Path, dns string, limit time.Duration) error {
 	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DialContext: probe.Dialer(time.Second, dns).DialContext}}
 	deadline := time.Now().Add(limit)

@@ -83,13 +83,18 @@ type Options struct {
 // Dialer dials with timeout and, when dns is set, resolves names at that DNS server
 // (ADDR:PORT) rather than the system's (Options.DNS).
 func Dialer(timeout time.Duration, dns string) *net.Dialer {
-	d := &net.Dialer{Timeout: timeout}
-	if dns != "" {
-		d.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, dns)
-		}}
+	return &net.Dialer{Timeout: timeout, Resolver: Resolver(timeout, dns)}
+}
+
+// Resolver is Go's resolver asking the DNS server dns (ADDR:PORT) and nothing else,
+// each of its connections dialed within timeout; nil (the system's) when dns is empty.
+func Resolver(timeout time.Duration, dns string) *net.Resolver {
+	if dns == "" {
+		return nil
 	}
-	return d
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, dns)
+	}}
 }
 
 // Defaults fills in what o leaves to Run: its timeout, modes and in-flight bound.

@@ -162,10 +162,11 @@ func TestWaitDecidedAtTermination(t *testing.T) {
 			t.Fatal(err)
 		}
 		tail, ok := cal.Tail(lbPods.path.Name)
-		if !ok || time.Duration(tail.DelayS*float64(time.Second)) < lag {
+		delay := time.Duration(tail.DelayS * float64(time.Second))
+		if !ok || delay < lag {
 			t.Fatalf("the calibration stored measured %s at %+v (%v): want at least the load balancer's %v lag", lbPods.path.Name, tail, ok, lag)
 		}
-		return time.Duration(tail.DelayS * float64(time.Second))
+		return delay
 	}
 	installed := ""
 	uninstall := func() {}
@@ -252,15 +253,7 @@ func TestWaitDecidedAtTermination(t *testing.T) {
 // targets, as a user calibrating once the pods run, and returns the ConfigMap it kept.
 func storeCalibrationLater(t *testing.T, cs *kubernetes.Clientset) *corev1.ConfigMap {
 	t.Helper()
-	var ann []string
-	for k, v := range lbPods.checks {
-		ann = append(ann, k+"="+v)
-	}
-	rep := runCalibrate(t, "-n", "nap-calibrate-later", "--rounds", "1", "--quiet", "3s", "--nodeport", "-", "--store",
-		"--lb-pods-ingress-class", albClass, "--lb-pods-annotation", strings.Join(ann, ","))
-	for _, p := range rep.Paths {
-		t.Logf("calibrated %s: max %.2fs over %d samples, %d of %d requests failed", p.Path.Name, p.Max, p.Samples, p.Failed, p.Requests)
-	}
+	calibratePodTargets(t, "nap-calibrate-later", "--store")
 	cm, err := cs.CoreV1().ConfigMaps(controller.DefaultNamespace).Get(context.Background(), kube.CalibrationConfigMap, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -12,20 +12,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nap-k8s/nap/probe"
 )
 
 // clusterDNS is the lab's cluster DNS, the ClusterIP of kube-system/kube-dns
 // (hack/coredns.yaml), which both kubelets give their pods.
 const clusterDNS = "10.79.0.10:53"
-
-// labResolver asks the lab's cluster DNS, from node 1 (kube-proxy's ClusterIP), and
-// nothing else.
-func labResolver() *net.Resolver {
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, clusterDNS)
-	}}
-}
 
 // TestClusterDNS: the lab's cluster DNS, CoreDNS as kubeadm deploys it, without
 // forward. A headless Service selecting a pod on each node:
@@ -66,12 +59,10 @@ func TestClusterDNS(t *testing.T) {
 	slices.Sort(want)
 
 	name := "dns-e2e." + ns + ".svc.cluster.local"
-	r := labResolver()
+	r := probe.Resolver(2*time.Second, clusterDNS) // from node 1, through kube-proxy's ClusterIP
 	// answer asks the cluster DNS for name from node 1: its addresses, sorted.
 	answer := func() ([]string, error) {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		got, err := r.LookupHost(ctx, name)
+		got, err := answerFor(r, name)
 		slices.Sort(got)
 		return got, err
 	}

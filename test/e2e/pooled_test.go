@@ -46,7 +46,7 @@ func TestPooledLoadBalancer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := calibratePodTargets(t)
+	rep := calibratePodTargets(t, "nap-calibrate-pooled")
 	if rep.Longest != traffic.LoadBalancerPods.Name || rep.Delay < lag.Seconds() {
 		t.Fatalf("calibrate recommends %gs for %s; want at least the load balancer's %v lag, on %s", rep.Delay, rep.Longest, lag, traffic.LoadBalancerPods.Name)
 	}
@@ -120,16 +120,17 @@ func TestPooledLoadBalancer(t *testing.T) {
 	}
 }
 
-// calibratePodTargets runs napctl calibrate, one round, on the ClusterIP and the lab's
-// load balancer with pod targets (lbPods' annotations).
-func calibratePodTargets(t *testing.T) calibration {
+// calibratePodTargets runs napctl calibrate in namespace ns, one round, on the
+// ClusterIP and the lab's load balancer with pod targets (lbPods' annotations), with
+// extra arguments (--store).
+func calibratePodTargets(t *testing.T, ns string, extra ...string) calibration {
 	t.Helper()
 	var ann []string
 	for k, v := range lbPods.checks {
 		ann = append(ann, k+"="+v)
 	}
-	rep := runCalibrate(t, "-n", "nap-calibrate-pooled", "--rounds", "1", "--quiet", "3s", "--nodeport", "-",
-		"--lb-pods-ingress-class", albClass, "--lb-pods-annotation", strings.Join(ann, ","))
+	rep := runCalibrate(t, append([]string{"-n", ns, "--rounds", "1", "--quiet", "3s", "--nodeport", "-",
+		"--lb-pods-ingress-class", albClass, "--lb-pods-annotation", strings.Join(ann, ",")}, extra...)...)
 	for _, p := range rep.Paths {
 		t.Logf("calibrated %s: max %.2fs over %d samples, %d of %d requests failed", p.Path.Name, p.Max, p.Samples, p.Failed, p.Requests)
 	}
