@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/probe"
 	"github.com/nap-k8s/nap/traffic"
 )
 
@@ -102,8 +102,8 @@ func (c PathConfig) Validate() error {
 		return fmt.Errorf("--gateway %q: want NAMESPACE/NAME", c.Gateway)
 	}
 	if c.DNS != "" {
-		if _, port, err := net.SplitHostPort(c.DNS); err != nil || port == "" {
-			return fmt.Errorf("--dns %q: want ADDR:PORT (the cluster DNS: the ClusterIP of kube-system/kube-dns, port 53)", c.DNS)
+		if err := probe.CheckDNS(c.DNS); err != nil {
+			return fmt.Errorf("--%w", err)
 		}
 	}
 	if c.PodLBIngressClass != "" && c.PodLBAnnotations == nil {

@@ -25,6 +25,13 @@ import (
 // multiplexes them), as a gRPC client does. gRPC's transparent retry of a call the
 // server never saw (a GOAWAY's race) stays on, as in every gRPC client; Options.Retry
 // turns on the retries a service config may ask for.
+//
+// With Options.DNS, HOST is a name that gRPC's own DNS resolver asks that server for
+// (the target dns://DNS/HOST:PORT): a client of a headless Service. Reuse is then
+// gRPC's client-side balancing, round_robin over a connection to each address of the
+// answer, kept until the server closes it (a GOAWAY), the name resolved again only
+// then and at most every 30 s (grpc-go's default); New resolves at each call and
+// connects to the answer's first address that takes the connection.
 func newGRPCSender(u *url.URL, opts Options) (func(Mode) sentResult, func(), error) {
 	if u.Host == "" {
 		return nil, nil, errors.New("URL " + u.String() + ": want grpc://HOST:PORT")
@@ -36,8 +43,15 @@ func newGRPCSender(u *url.URL, opts Options) (func(Mode) sentResult, func(), err
 	if opts.Host != "" {
 		dial = append(dial, grpc.WithAuthority(opts.Host))
 	}
+	target, sharedDial := u.Host, dial
+	if opts.DNS != "" {
+		target = "dns://" + opts.DNS + "/" + u.Host
+		// No service config from DNS (TXT records): the balancing is the client's.
+		dial = append(dial, grpc.WithDisableServiceConfig())
+		sharedDial = append(dial[:len(dial):len(dial)], grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	}
 	req := &healthpb.HealthCheckRequest{Service: strings.TrimPrefix(u.Path, "/")}
-	shared, err := grpc.NewClient(u.Host, dial...)
+	shared, err := grpc.NewClient(target, sharedDial...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,7 +90,7 @@ func newGRPCSender(u *url.URL, opts Options) (func(Mode) sentResult, func(), err
 			}
 			return c, err
 		})
-		cc, err := grpc.NewClient(u.Host, append(dial[:len(dial):len(dial)], dialer)...) // a copy: calls run concurrently
+		cc, err := grpc.NewClient(target, append(dial[:len(dial):len(dial)], dialer)...) // a copy: calls run concurrently
 		if err != nil {
 			return sentResult{Result: Result{Kind: Other, Err: err.Error()}, sent: time.Now()}
 		}

@@ -80,6 +80,14 @@ type Options struct {
 	Retry bool
 }
 
+// CheckDNS tells whether dns names a DNS server as Options.DNS wants it: ADDR:PORT.
+func CheckDNS(dns string) error {
+	if _, port, err := net.SplitHostPort(dns); err != nil || port == "" {
+		return fmt.Errorf("dns %q: want ADDR:PORT (a cluster's DNS: the ClusterIP of kube-system/kube-dns, port 53)", dns)
+	}
+	return nil
+}
+
 // Dialer dials with timeout and, when dns is set, resolves names at that DNS server
 // (ADDR:PORT) rather than the system's (Options.DNS).
 func Dialer(timeout time.Duration, dns string) *net.Dialer {
@@ -135,6 +143,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("max-in-flight %d: must not be negative", o.MaxInFlight)
 	case o.Host != "" && o.Streams > 0:
 		return fmt.Errorf("host %q: names the server of requests, not of held streams", o.Host)
+	case o.DNS != "" && o.Streams > 0:
+		return fmt.Errorf("dns %q: resolves the names of requests, not of held streams", o.DNS)
+	case o.DNS != "":
+		return CheckDNS(o.DNS)
 	}
 	for _, m := range o.Modes {
 		if m != New && m != Reuse {

@@ -58,7 +58,9 @@ var (
 	HeadlessDNS = Path{Name: "headless-dns", Title: "headless Service (DNS)",
 		Remedy: "The cluster DNS answers from the EndpointSlices at once (kubeadm's Corefile caches nothing of cluster.local); " +
 			"a long tail here is the clients' own: a DNS cache they keep past the answer (its TTL, 30 s on kubeadm's Corefile: " +
-			"the kubernetes plugin's ttl), or connections they pin, which only the app's drain (GOAWAY, Connection: close) ends.",
+			"the kubernetes plugin's ttl), or connections they pin, which only the app's drain (GOAWAY, Connection: close) ends. " +
+			"gRPC's round_robin over dns:/// learns of new pods only when it resolves again, at a lost connection and at most every 30 s: " +
+			"a rollout within 30 s of its last resolution leaves it no pod unless each old pod waits past that, with the drain.",
 		Reaches: func(svc *corev1.Service, _ kube.Fronts) bool {
 			return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP == corev1.ClusterIPNone
 		}}

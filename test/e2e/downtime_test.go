@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -116,6 +117,11 @@ var (
 	napNative = variant{name: "native sleep preStop", mode: "plain", inject: &inject.Options{Mode: inject.ModeNative, Wait: fixedWait("5s")}}
 	drainOnly = variant{name: "drain library alone", mode: "drain"}
 	napDrain  = variant{name: "nap preStop + drain", mode: "drain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("5s")},
+		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}}
+	// napDrainResolve: the same with a delay past gRPC's re-resolution interval
+	// (grpcResolveEvery): a gRPC client balancing over a headless Service's addresses
+	// learns the new pods at the first GOAWAY however recently it resolved.
+	napDrainResolve = variant{name: "nap preStop 32s + drain", mode: "drain", inject: &inject.Options{Mode: inject.ModeBinary, Wait: fixedWait("32s")},
 		env: []corev1.EnvVar{{Name: "NAP_DRAIN_DELAY", Value: "1s"}}}
 	// The controller installed; the webhook injects a 4.5 s delay (not whole seconds:
 	// the nap binary, mounted from the ConfigMap the controller published).
@@ -405,6 +411,10 @@ type scenario struct {
 	// grpc: probe the demo app's gRPC health service (grpc://, port 9090) instead of
 	// HTTP; ClusterIP paths only.
 	grpc bool
+	// aged: the probe's clients are this old when the disruption starts (0: 2 s). gRPC's
+	// DNS resolver resolves a name again at most every 30 s (grpcResolveEvery): a
+	// client older than that learns the pods of the moment at the first GOAWAY.
+	aged time.Duration
 	// streams: hold heldStreams of the demo app's streams open instead ("websocket" or
 	// "sse"); from node 1.
 	streams string
@@ -508,6 +518,12 @@ var httpbinServer = &server{name: "go-httpbin", image: "nap/httpbin:e2e", ready:
 
 // grpcPort is the demo app's gRPC port, and its Service's.
 const grpcPort = 9090
+
+// grpcResolveEvery is how often at most gRPC's DNS resolver resolves a name again
+// (grpc-go's resolver/dns MinResolutionInterval, gRPC C-core's
+// grpc.dns_min_time_between_resolutions_ms): only when a connection is lost, and not
+// within this long of its last resolution.
+const grpcResolveEvery = 30 * time.Second
 
 // The demo service: pods spread over both nodes when they can be.
 const serviceDeployment = `apiVersion: apps/v1
@@ -747,10 +763,12 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 	if sc.grpc {
 		switch {
 		case sc.path.node2 || sc.path.path.NodeChecked || sc.path.path.Name == traffic.GatewayRoute.Name:
-			t.Fatalf("%s: gRPC is probed at the ClusterIP, through the ingress and the load balancer with pod targets, from node 1", sc)
+			t.Fatalf("%s: gRPC is probed at the ClusterIP, through the ingress, the load balancer with pod targets and the headless Service, from node 1", sc)
 		case sc.path.path.Name == traffic.Ingress.Name:
 			url, host = grpcIngress(t, cs, ns, svc)
-		case sc.path.podTargets(): // the load balancer's own gRPC port (HTTP/2 both sides)
+		case sc.path.podTargets(), sc.path.path.Name == traffic.HeadlessDNS.Name:
+			// The load balancer's own gRPC port (HTTP/2 both sides); the headless
+			// Service's name, resolved by gRPC's DNS resolver at the cluster DNS.
 			u, err := neturl.Parse(url)
 			if err != nil {
 				t.Fatal(err)
@@ -809,7 +827,8 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 	return &trial{sc: sc, ns: ns, target: target, url: url, httpURL: httpURL, lbName: lbName, settle: settle, held: held}
 }
 
-// begin starts the recorders and the probe at rate, and returns 2 s into the probe.
+// begin starts the recorders and the probe at rate, and returns 2 s into the probe
+// (scenario.aged, when set, into it).
 func (tr *trial) begin(t *testing.T, cs *kubernetes.Clientset, rate float64) {
 	t.Helper()
 	sc, ns, v, url, httpURL, target, lbName := tr.sc, tr.ns, tr.sc.variant, tr.url, tr.httpURL, tr.target, tr.lbName
@@ -848,7 +867,7 @@ func (tr *trial) begin(t *testing.T, cs *kubernetes.Clientset, rate float64) {
 	}
 	tr.routes, tr.term, tr.deregistrations, tr.left, tr.reacted, tr.scrapes, tr.start, tr.pr, tr.vg, tr.drops =
 		routes, term, deregistrations, left, reacted, scrapes, start, pr, vg, drops
-	time.Sleep(2 * time.Second)
+	time.Sleep(cmp.Or(sc.aged, 2*time.Second))
 }
 
 // finish stops the probe 2 s after the disruption and the recorders, and returns the
@@ -986,6 +1005,8 @@ func (sc scenario) String() string {
 // pathName is the path, and the protocol when it is not HTTP.
 func (sc scenario) pathName() string {
 	switch {
+	case sc.grpc && sc.aged > 0:
+		return fmt.Sprintf("%s (gRPC, its client %v old)", sc.path.String(), sc.aged)
 	case sc.grpc:
 		return sc.path.String() + " (gRPC)"
 	case sc.streams == "websocket":
@@ -1130,7 +1151,7 @@ func waitServing(t *testing.T, url, host string) {
 		// One call of the probe's own: it answers once one succeeds.
 		var last probe.Result
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			probe.Run(context.Background(), probe.Options{URL: url, Host: host, Rate: 10, Duration: 100 * time.Millisecond, Timeout: time.Second, Modes: []probe.Mode{probe.New}},
+			probe.Run(context.Background(), probe.Options{URL: url, Host: host, Rate: 10, Duration: 100 * time.Millisecond, Timeout: time.Second, Modes: []probe.Mode{probe.New}, DNS: clusterDNS},
 				func(r probe.Result) { last = r })
 			if last.Kind == probe.OK {
 				return
@@ -1294,11 +1315,23 @@ func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 // closes them under a request (1 of 1,417 requests in the first run): no wait moves
 // those, the app's drain does; with nap's 5 s and the drain library's Connection: close
 // during it, none fails at all.
+//
+// Then gRPC's client-side balancing over the same name (round_robin over dns:///, the
+// probe's shared connection): it learns of a pod's end from its connection alone (the
+// GOAWAY of GracefulStop, what most gRPC servers do at SIGTERM) and of new pods only
+// when it resolves again, at a lost connection and at most every grpcResolveEvery.
+// Resolved 2 s before the rollout, it has no pod left once the last old one has gone
+// (228 and 238 calls refused, without a delay and with nap's 5 s + drain, 2026-12-06);
+// with a wait past its re-resolution interval, the first GOAWAY comes when it may
+// resolve again: none fails. The experiment measures the 5 s and a client older than
+// the interval (which loses nothing, even without a delay).
 func TestHeadlessDNSDowntime(t *testing.T) {
 	cs := client(t)
 	for _, row := range []scenario{
 		{path: viaDNS, disruption: rollingRestart, variant: noDelay, expect: newClean, rounds: 1},
 		{path: viaDNS, disruption: rollingRestart, variant: napDrain, expect: clean, rounds: 1},
+		{path: viaDNS, disruption: rollingRestart, variant: noDelay, expect: fails, rounds: 1, grpc: true},
+		{path: viaDNS, disruption: rollingRestart, variant: napDrainResolve, expect: clean, rounds: 1, grpc: true},
 	} {
 		prove(t, cs, row, 200)
 	}
@@ -1458,6 +1491,17 @@ func experimentTables() []claims {
 		{s{path: clusterIPNode1, disruption: nodeDrain, grpc: true, rounds: 1}, streamed},
 		{s{path: viaIngress, disruption: rollingRestart, grpc: true}, streamed},
 		{s{path: viaIngress, disruption: nodeDrain, grpc: true, rounds: 1}, streamed},
+		// A headless Service, its name resolved at the cluster DNS: over HTTP at each new
+		// connection (kept ones stay on their pod); gRPC's round_robin over its
+		// addresses, which learns of a pod's end from its connection (GOAWAY) and of new
+		// pods only when it resolves again, at most every grpcResolveEvery. A client
+		// that resolved 2 s before the rollout is left without a pod whatever the wait
+		// short of that; one older than it learns the new pods at the first GOAWAY.
+		{s{path: viaDNS, disruption: rollingRestart}, []claim{{noDelay, newClean, nil}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
+		{s{path: viaDNS, disruption: scaleDown}, []claim{{noDelay, newClean, nil}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
+		{s{path: viaDNS, disruption: nodeDrain, rounds: 1}, []claim{{noDelay, newClean, nil}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
+		{s{path: viaDNS, disruption: rollingRestart, grpc: true, rounds: 1}, []claim{{noDelay, fails, nil}, {napDrain, fails, nil}, {napDrainResolve, clean, nil}}},
+		{s{path: viaDNS, disruption: rollingRestart, grpc: true, rounds: 1, aged: grpcResolveEvery + 2*time.Second}, []claim{{noDelay, clean, nil}, {napDrain, clean, nil}}},
 		// Held WebSockets and event streams at the ClusterIP from node 1 and through the
 		// ingress (Traefik passes /NAMESPACE/ws and /NAMESPACE/events on to the demo app).
 		{s{path: clusterIPNode1, disruption: rollingRestart, streams: "websocket"}, streamed},

@@ -68,6 +68,8 @@ func TestProbeCommand(t *testing.T) {
 		{args: []string{"probe", srv.URL, "--max-in-flight", "-1"}, want: "--max-in-flight -1"},
 		{args: []string{"probe", srv.URL, "-n", "shop"}, want: "-n goes with --watch"},
 		{args: []string{"probe", srv.URL, "--streams", "2", "--host", "shop.example"}, want: `--host "shop.example": names the server of requests`},
+		{args: []string{"probe", srv.URL, "--dns", "10.96.0.10"}, want: `--dns "10.96.0.10": want ADDR:PORT`},
+		{args: []string{"probe", srv.URL, "--streams", "2", "--dns", "10.96.0.10:53"}, want: `--dns "10.96.0.10:53": resolves the names of requests`},
 	} {
 		// probe's 1 is its verdict (requests failed): its errors are 2.
 		if code, stdout, stderr := runNapctl(c.args...); code != 2 || stdout != "" || !strings.Contains(stderr, c.want) {

@@ -38,6 +38,7 @@ type flags struct {
 	maxInFlight int
 	retry       bool
 	host        string
+	dns         string
 	watch       string
 	namespace   string
 	cluster     cli.Cluster
@@ -93,6 +94,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f.cluster.Flags(fl) // with --watch
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to FILE, failing as the exit status does")
 	fl.StringVar(&f.host, "host", "", "the name requests give the server instead of the URL's host (HTTP's Host header, gRPC's :authority): an ingress that routes by host, reached at its address")
+	fl.StringVar(&f.dns, "dns", "", "resolve the URL's host at this DNS server (ADDR:PORT: a cluster's DNS, the ClusterIP of kube-system/kube-dns, port 53, from a node) instead of the system's: a headless Service's name, resolved at each new connection; for grpc://, the shared connection is gRPC's round_robin over the answer, resolved again only when it loses a connection, at most every 30 s")
 	fl.BoolVar(&f.retry, "retry", false, "let a request on a keep-alive connection found closed be resent once, silently, as Go clients do (default: counted as failed, as most clients see it)")
 	return cmd
 }
@@ -134,7 +136,7 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)
 	}
 	m := probe.Measurement{
-		Options: probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry, Duration: f.duration, Streams: f.streams, Host: f.host},
+		Options: probe.Options{URL: url, Rate: f.rate, Timeout: f.timeout, Modes: modes, MaxInFlight: f.maxInFlight, Retry: f.retry, Duration: f.duration, Streams: f.streams, Host: f.host, DNS: f.dns},
 		During:  f.during, Settle: f.settle, CommandOutput: streams.ErrOut, Bucket: f.bucket,
 	}
 	if err := m.Options.Validate(); err != nil {
