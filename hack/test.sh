@@ -42,8 +42,11 @@ if [ "$units" -ne 0 ]; then
 	exit "$units"
 fi
 
+# The log keeps each test's end, the failed tests' output and the tests by time
+# (hack/e2etimes); the whole stream stays in /tmp/nap-e2e.json until the next run.
+$GO build -o /tmp/nap-e2etimes ./hack/e2etimes || { bash hack/cluster.sh down; exit 1; }
 # shellcheck disable=SC2086 # E2E_FLAGS are several flags
-$GO test $E2E_FLAGS ./test/e2e
+$GO test -json $E2E_FLAGS ./test/e2e | tee /tmp/nap-e2e.json | /tmp/nap-e2etimes
 rc=$?
 [ "$rc" -eq 0 ] || bash hack/cluster.sh failures
 bash hack/cluster.sh down
