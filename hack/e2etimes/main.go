@@ -42,6 +42,7 @@ func main() {
 func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 	out := map[string][]string{} // each running test's output
 	var tests []ended
+	var pkg float64 // the package's own time
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -56,8 +57,9 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 			if !strings.HasPrefix(e.Output, "=== ") && e.Output != "PASS\n" {
 				io.WriteString(w, e.Output)
 			}
-		case e.Test == "" && e.Action == "fail":
-			failed = true
+		case e.Test == "" && (e.Action == "pass" || e.Action == "fail"):
+			failed = failed || e.Action == "fail"
+			pkg = e.Elapsed
 		case e.Action == "output":
 			out[e.Test] = append(out[e.Test], e.Output)
 		case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
@@ -87,6 +89,7 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 		sum += t.elapsed
 		fmt.Fprintf(w, "%8.1f s  %-4s  %s\n", t.elapsed, t.action, t.name)
 	}
-	fmt.Fprintf(w, "%8.1f s  in all (%d tests; those that ran side by side overlap)\n", sum, len(tests))
+	fmt.Fprintf(w, "%8.1f s  the tests' sum (%d tests; those that ran side by side overlap)\n", sum, len(tests))
+	fmt.Fprintf(w, "%8.1f s  the package, start to end\n", pkg)
 	return failed, nil
 }

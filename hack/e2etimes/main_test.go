@@ -22,10 +22,13 @@ func TestSummarize(t *testing.T) {
 	if err != nil || !failed {
 		t.Fatalf("failed %v, err %v: want a failure", failed, err)
 	}
-	for _, want := range []string{"--- PASS: TestA", "x_test.go:4: hi\n", "x_test.go:4: boom\n", "--- FAIL: TestB", "FAIL\tx\t", "pass  TestA\n", "fail  TestB\n", "(2 tests;"} {
+	for _, want := range []string{"--- PASS: TestA", "x_test.go:4: hi\n", "x_test.go:4: boom\n", "--- FAIL: TestB", "FAIL\tx\t", "pass  TestA\n", "fail  TestB\n", "(2 tests;", "s  the package, start to end\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "  fail  \n") || strings.Contains(got, "  pass  \n") {
+		t.Errorf("the package's end counted as a test in:\n%s", got)
 	}
 	if strings.Contains(got, "=== RUN   TestA") {
 		t.Errorf("a passing test's output in:\n%s", got)
