@@ -45,13 +45,27 @@ var waits5s = func() wait.Defaults {
 	return d
 }()
 
+// writes counts the API server's writes so far (apiserver_request_total but GET, LIST
+// and WATCH) by verb, of resource ("": every one but Leases).
 func writes(t *testing.T, cs *kubernetes.Clientset, resource string) map[string]int {
+	t.Helper()
+	return apiWrites(t, cs, resource, false)
+}
+
+// writesByResource is writes of every resource but Leases, by "RESOURCE VERB".
+func writesByResource(t *testing.T, cs *kubernetes.Clientset) map[string]int {
+	t.Helper()
+	return apiWrites(t, cs, "", true)
+}
+
+func apiWrites(t *testing.T, cs *kubernetes.Clientset, resource string, byResource bool) map[string]int {
 	t.Helper()
 	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	re := regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\d+)$`)
+	verbRE, resourceRE := regexp.MustCompile(`verb="([A-Z]+)"`), regexp.MustCompile(`resource="([^"]*)"`)
 	out := map[string]int{}
 	for _, line := range strings.Split(string(body), "\n") {
 		m := re.FindStringSubmatch(line)
@@ -59,12 +73,16 @@ func writes(t *testing.T, cs *kubernetes.Clientset, resource string) map[string]
 			resource == "" && strings.Contains(m[1], `resource="leases"`) {
 			continue
 		}
-		verb := regexp.MustCompile(`verb="([A-Z]+)"`).FindStringSubmatch(m[1])
+		verb := verbRE.FindStringSubmatch(m[1])
 		if verb == nil || verb[1] == "GET" || verb[1] == "LIST" || verb[1] == "WATCH" {
 			continue
 		}
+		key := verb[1]
+		if r := resourceRE.FindStringSubmatch(m[1]); byResource && r != nil {
+			key = r[1] + " " + key
+		}
 		n, _ := strconv.Atoi(m[2])
-		out[verb[1]] += n
+		out[key] += n
 	}
 	return out
 }

@@ -330,6 +330,7 @@ type scaleResult struct {
 	statusAll, statusNS, lint       time.Duration
 	statusRSS, statusNSRSS, lintRSS float64
 	workloads                       int
+	verdicts                        verdictFigures // the controller runs with --learn
 }
 
 // TestScaleBenchmarks is `make bench-scale`: the controller, its Reporter and napctl
@@ -443,7 +444,7 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 	began := time.Now()
 	pprofPort := controllerproc.FreePort(t)
 	ctl := controllerproc.StartIn(t, cg, bin, admin, "controller", "--webhook-cert-dir", certDir, fmt.Sprintf("--webhook-port=%d", port), "--webhook-configuration=",
-		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort), "--learn")
 	// The controller must live through the step: an exit (an OOM kill) ends it.
 	alive := func() {
 		t.Helper()
@@ -538,6 +539,10 @@ func measureStep(t *testing.T, ctx context.Context, cfg *rest.Config, cs *kubern
 		t.Errorf("the Reporter's scan found %d not-injected and %d failed-hook workloads, want %d and %d", res.findings[0], res.findings[1], wantNI, wantFH)
 	}
 	t.Logf("a Reporter's sync of every namespace: %v, %.0f allocations, %.1f MiB", res.scan.time.Round(time.Millisecond), res.scan.allocs, res.scan.bytes/(1<<20))
+
+	// Verdicts flowing: a tenth of the namespaces each see a pod end with nap's line.
+	res.verdicts = measureVerdicts(t, ctx, cs, f, ctl, steady)
+	alive()
 
 	// Admission at 50 creates a second beside the fleet.
 	untilInjected(t, cs, "opted-in", time.Minute)
@@ -826,6 +831,8 @@ func scaleTargets(r scaleResult) []target {
 	return []target{
 		{"a ConfigMap in every namespace from a cold start", "at most 60 s", fmt.Sprintf("%.1f s", r.publish.Seconds()), r.publish <= 60*time.Second},
 		{"writes at rest", "none", format(r.atRest), len(r.atRest) == 0},
+		{fmt.Sprintf("every termination counted (%d, one in %d namespaces)", r.verdicts.ended, verdictEvery), "at most 60 s from the first final status", fmt.Sprintf("%.1f s", r.verdicts.counted.Seconds()), r.verdicts.ended > 0 && r.verdicts.counted <= 60*time.Second},
+		{"writes at rest after the verdicts (`--learn`)", "none", format(r.verdicts.atRest), r.verdicts.ended > 0 && len(r.verdicts.atRest) == 0},
 		{"controller RSS peak, under the chart's memory limit", fmt.Sprintf("at most %.0f MiB (the limit), no OOM kill", r.limit), fmt.Sprintf("%.0f MiB, %d OOM kills", r.rssPeak, r.oomKills), r.limit > 0 && r.rssPeak <= r.limit && r.oomKills == 0},
 		{"controller CPU at rest", "at most 5% of a core", fmt.Sprintf("%.1f%%", r.cpuRest), r.cpuRest <= 5},
 		{"admission p99, opted in, above the plain namespace's (quiet rounds; the better of the two processes)", "at most the plain namespace's p99 in the same rounds", fmt.Sprintf("%.1f ms over %s, %.0f%% (with the Reporter %s, alone %s; the MutatingAdmissionPolicy instead: %s)", float64(gap.Microseconds())/1000, ms(plain), 100*float64(gap)/float64(max(plain, 1)), ms(r.optedIn-r.plain), ms(r.aloneOptedIn-r.alonePlain), ms(r.celOptedIn-r.celPlain)), r.quiet > 0 && r.aloneQuiet > 0 && gap <= plain},
@@ -921,6 +928,8 @@ func scaleReport(rs []scaleResult, steady, round time.Duration) string {
 		{"Reporter: workloads found not injected / with failed hooks, and evented (= planted)", "", nil, func(r scaleResult) string {
 			return fmt.Sprintf("%d / %d, evented %d / %d", r.findings[0], r.findings[1], r.events[0], r.events[1])
 		}},
+		{fmt.Sprintf("verdicts flowing (the controller with `--learn`): the last pod of one namespace in %d ends with nap's line in its final status, late in one of %d of those; until every one is counted, the writes meanwhile and for %v after, then at rest over %v", verdictEvery, lateEvery, report.TerminationsEvery, steady), "", nil,
+			func(r scaleResult) string { return verdictsRow(r.verdicts) }},
 		{"admission p50 at 50 creates/s: plain / opted in / default policy (over the quiet rounds)", "", nil, func(r scaleResult) string {
 			return fmt.Sprintf("%s / %s / %s", ms(r.plain50), ms(r.optedIn50), ms(r.policy50))
 		}},
