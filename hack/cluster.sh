@@ -352,6 +352,8 @@ images() {
 }
 
 # kubelet_conf DIR ADDRESS POD_CIDR CERT CGROUP_ROOT writes a node's kubelet configuration.
+# syncFrequency 10s (the default is 1m): a pod's ConfigMap volume takes a change at the
+# pod's next sync, and the live-wait tests wait for it (up to 89 s at the default).
 kubelet_conf() {
   put "$1/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -375,6 +377,7 @@ imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "${NODEFS_HARD:-1%}", imagefs.available: "1%"}
 staticPodPath: "$1/manifests"
 healthzBindAddress: 127.0.0.1
+syncFrequency: 10s
 resolvConf: ""
 clusterDNS: ["$DNS_IP"]
 clusterDomain: cluster.local
