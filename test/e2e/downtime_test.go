@@ -1294,9 +1294,12 @@ func TestRolloutDowntime(t *testing.T) { pair(t, clusterIPNode1, rollingRestart)
 
 // TestDrainDowntime: `kubectl drain` of node 2 under a PodDisruptionBudget, seen through
 // the Gateway API route: evicted pods are terminated like any other, and the route
-// learns of it late. Through it the control loses about 100 of 1,300 requests in every
-// drain (99, 100 and 101 on 2026-12-06), where through the Ingress it lost 5, 6 and 94,
-// and 0 in about one run in four (then measured once more; no second tries since), and
+// learns of it late. Through it the control lost about 100 of 1,300 requests in a drain
+// (99, 100 and 101 on 2026-12-06) and once none (2026-12-07: Traefik let both pods go
+// 100 ms after their eviction, before they exited; the suite failed on it), where
+// through the Ingress it lost 5, 6 and 94, and 0 in about one run in four (then
+// measured once more; no second tries since): a control that fails about one drain in
+// four on either route, an open defect of this test (docs/testing.md), and
 // from node 1's ClusterIP 2 to 19: too few, or too seldom, for a control. The
 // experiment measures every path.
 func TestDrainDowntime(t *testing.T) { pair(t, viaGateway, nodeDrain) }
