@@ -29,11 +29,11 @@ func TestMetricsReference(t *testing.T) {
 	for _, c := range Collectors() {
 		name, help, variable := described(t, c)
 		var kind string
-		switch c.(type) {
-		case prometheus.Counter, *prometheus.CounterVec:
-			kind = "counter"
+		switch c.(type) { // a Gauge is a Counter too (Inc, Add): asked first
 		case prometheus.Gauge, *prometheus.GaugeVec:
 			kind = "gauge"
+		case prometheus.Counter, *prometheus.CounterVec:
+			kind = "counter"
 		case prometheus.Histogram, *prometheus.HistogramVec:
 			kind = "histogram"
 		default:

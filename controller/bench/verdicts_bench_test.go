@@ -46,7 +46,9 @@ type verdictFigures struct {
 	// evented: the workloads given a NapTerminationLate event; learned: the learned
 	// ConfigMap's routes.
 	evented, learned int
-	// atRest: the writes over steady after that.
+	// toldBy: from the first final status until no finding waited for its event (the
+	// events' pace, report.DefaultEventRate); atRest: the writes over steady after that.
+	toldBy time.Duration
 	atRest map[string]int
 	cpu    float64 // percent of a core while they flowed
 }
@@ -128,6 +130,14 @@ func measureVerdicts(t *testing.T, ctx context.Context, cs *kubernetes.Clientset
 	}
 	fig.learned = len(learned.Routes)
 
+	// The workloads a raise put below their route are told at the events' pace
+	// (report.DefaultEventRate): at rest is once every one has been.
+	for deadline := time.Now().Add(10 * time.Minute); metricSum(t, ctl, "nap_reporter_events_waiting") > 0; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v events still waiting for their turn 10 minutes on", metricSum(t, ctl, "nap_reporter_events_waiting"))
+		}
+	}
+	fig.toldBy = time.Since(began)
 	rest0 := writes(t, cs, "")
 	time.Sleep(steady)
 	fig.atRest = diff(writes(t, cs, ""), rest0)
@@ -188,11 +198,17 @@ func (f *fleet) end(ctx context.Context, i, j int, line string) error {
 // terminationsCounted is the sum of ctl's nap_terminations_total over its verdicts.
 func terminationsCounted(t *testing.T, ctl *controllerproc.Replica) float64 {
 	t.Helper()
+	return metricSum(t, ctl, "nap_terminations_total")
+}
+
+// metricSum is the sum of the controller's series of metric name, as it serves them now.
+func metricSum(t *testing.T, ctl *controllerproc.Replica, name string) float64 {
+	t.Helper()
 	code, body := ctl.Get("/metrics", ctl.Metrics)
 	if code != 200 {
 		t.Fatalf("the controller's metrics: %d %s", code, body)
 	}
-	re := regexp.MustCompile(`^nap_terminations_total\{[^}]*\} (\S+)$`)
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? (\S+)$`)
 	var sum float64
 	for _, line := range strings.Split(body, "\n") {
 		if m := re.FindStringSubmatch(line); m != nil {
@@ -208,6 +224,6 @@ func terminationsCounted(t *testing.T, ctl *controllerproc.Replica) float64 {
 
 // verdictsRow is the report's line of a step's verdicts.
 func verdictsRow(v verdictFigures) string {
-	return fmt.Sprintf("%d ended (%d late): counted in %.1f s (%.0f%% of a core); writes %s; %d late events, %d routes learned; at rest after: %s",
-		v.ended, v.late, v.counted.Seconds(), v.cpu, format(v.writes), v.evented, v.learned, format(v.atRest))
+	return fmt.Sprintf("%d ended (%d late): counted in %.1f s (%.0f%% of a core); writes %s; %d late events, %d routes learned; every workload told in %.0f s; at rest after: %s",
+		v.ended, v.late, v.counted.Seconds(), v.cpu, format(v.writes), v.evented, v.learned, v.toldBy.Seconds(), format(v.atRest))
 }

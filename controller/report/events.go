@@ -12,10 +12,14 @@ import (
 )
 
 // report puts a Warning event on each workload of namespace ns whose finding is new or
-// has more pods than when it was last reported, and sets the namespace's gauges.
+// has more pods than when it was last reported, and sets the namespace's gauges. The
+// events keep the Reporter's pace (budget.go): those past it are booked for later and
+// the namespace is synced again when they are due.
 func (r *Reporter) report(ns string, st *nsState) {
 	unprotected.DeletePartialMatch(prometheus.Labels{"namespace": ns})
 	hookFailures.DeletePartialMatch(prometheus.Labels{"namespace": ns})
+	now := r.events.now()
+	waiting := 0
 	seen := map[findingKey]bool{}
 	for _, f := range st.found {
 		k := findingKey{workload: f.Workload, reason: f.Reason, cause: f.Cause}
@@ -28,6 +32,16 @@ func (r *Reporter) report(ns string, st *nsState) {
 		if len(f.Pods) <= st.reported[k] {
 			continue
 		}
+		if r.Recorder != nil {
+			switch {
+			case st.prepaid > 0 && !now.Before(st.due):
+				st.prepaid--
+				eventsDelayed.Inc()
+			case !r.events.take():
+				waiting++
+				continue // told when its turn comes
+			}
+		}
 		st.reported[k] = len(f.Pods)
 		msg := fmt.Sprintf("%d pod(s) (%s): %s", len(f.Pods), strings.Join(firstN(f.Pods, 5), ", "), f.Message)
 		r.Log.Info("unprotected", "workload", f.Workload.String(), "reason", f.Reason, "pods", len(f.Pods), "message", f.Message)
@@ -39,6 +53,15 @@ func (r *Reporter) report(ns string, st *nsState) {
 		if !seen[k] {
 			delete(st.reported, k) // gone: the workload was rolled, or the events expired
 		}
+	}
+	if !now.Before(st.due) {
+		st.prepaid = 0 // what was booked and not needed (the findings went) is spent
+	}
+	eventsWaiting.Add(float64(waiting - st.waiting))
+	st.waiting = waiting
+	if waiting > 0 && st.prepaid == 0 {
+		st.prepaid, st.due = r.events.reserve(waiting)
+		r.queue.AddAfter(ns, st.due.Sub(now))
 	}
 }
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/nap-k8s/nap/traffic"
@@ -15,6 +16,10 @@ var (
 		Help: unprotectedHelp()}, []string{"namespace", "reason"})
 	hookFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nap_prestop_hook_failures",
 		Help: "Pods with a FailedPreStopHook event the API server still holds, by namespace, workload (Kind/name) and cause: from the message (no-shell, no-binary, non-zero-exit, http, refused, other), or, as the kubelet gives none, what the hook runs (hook-shell, hook-nap, hook-exec, hook-http, unknown)."}, []string{"namespace", "workload", "cause"})
+	eventsDelayed = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_reporter_events_delayed_total",
+		Help: fmt.Sprintf("Warning events the Reporter wrote late, counted once each when written, having waited for the events' pace (by default %d a second past a burst of %d, across every namespace): many workloads told of one change at once.", DefaultEventRate, DefaultEventBurst)})
+	eventsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nap_reporter_events_waiting",
+		Help: "Findings whose Warning event waits for its turn at the events' pace: 0 once every workload has been told."})
 	rolled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_pods_rolled_total",
 		Help: "Pods the webhook missed that the controller evicted (--roll-missed) so that they are recreated with a delay, by namespace."}, []string{"namespace"})
 )
@@ -41,7 +46,7 @@ var (
 // Collectors are the package's metrics, as registered (docs/reference/metrics.md lists
 // them).
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{unprotected, hookFailures, rolled, terminations, pathTerminations, pathTails}
+	return []prometheus.Collector{unprotected, hookFailures, eventsDelayed, eventsWaiting, rolled, terminations, pathTerminations, pathTails}
 }
 
 func init() {

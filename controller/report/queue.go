@@ -29,6 +29,9 @@ func (r *Reporter) init() {
 	if r.state == nil {
 		r.state = map[string]*nsState{}
 	}
+	if r.events == nil {
+		r.events = newEventBudget(r.EventRate, r.EventBurst, r.clock)
+	}
 }
 
 // QueueName names the Reporter's work queue in controller-runtime's workqueue_*

@@ -123,7 +123,16 @@ type Reporter struct {
 	Workers int
 	Batch   time.Duration
 
-	queue workqueue.TypedRateLimitingInterface[string]
+	// EventRate and EventBurst pace the Warning events across every namespace
+	// (events per second past a burst; 0: DefaultEventRate, DefaultEventBurst): a
+	// finding past them is told when its turn comes, not dropped (budget.go).
+	EventRate  float64
+	EventBurst int
+	// clock, when set, is the events' clock (tests); nil: time.Now.
+	clock func() time.Time
+
+	queue  workqueue.TypedRateLimitingInterface[string]
+	events *eventBudget
 
 	mu       sync.Mutex
 	state    map[string]*nsState // each namespace's last sync
@@ -158,6 +167,11 @@ type nsState struct {
 	found       []Finding          // by workload, reason and cause
 	notInjected []corev1.Pod       // to roll
 	reported    map[findingKey]int // how many pods each finding had when last evented
+	// prepaid events were booked for this namespace's findings that waited for the
+	// events' pace (eventBudget.reserve); they may be written from due on.
+	prepaid int
+	due     time.Time
+	waiting int // findings waiting for their turn to be told (nap_reporter_events_waiting)
 }
 
 // NeedLeaderElection: one replica reports and rolls.
@@ -249,7 +263,10 @@ func (r *Reporter) NotInjected() []corev1.Pod {
 // forget drops a namespace gone: its state, its metrics; its report went with it.
 func (r *Reporter) forget(ctx context.Context, name string) {
 	r.mu.Lock()
-	_, had := r.state[name]
+	st, had := r.state[name]
+	if had {
+		eventsWaiting.Sub(float64(st.waiting))
+	}
 	delete(r.state, name)
 	delete(r.live, name)
 	r.mu.Unlock()

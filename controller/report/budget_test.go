@@ -1,0 +1,95 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nap-k8s/nap/kube"
+	"github.com/nap-k8s/nap/scope"
+)
+
+// TestEventPace: a change that 30 namespaces feel at once (each a workload with a pod
+// not injected) at a pace of 1 event a second past a burst of 10: 10 events at once,
+// the other 20 booked a second apart in the order their namespaces were synced, each
+// told when its namespace is synced at or after its turn and not before, none twice,
+// none lost; the late ones counted by nap_reporter_events_delayed_total.
+func TestEventPace(t *testing.T) {
+	const n, burst = 30, 10
+	var objs []client.Object
+	var names []string
+	for i := range n {
+		ns := fmt.Sprintf("team-%02d", i)
+		names = append(names, ns)
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{kube.InjectLabel: "enabled"}}},
+			webPod("a", func(p *corev1.Pod) { p.Namespace = ns }))
+	}
+	cl := fake.NewClientBuilder().WithObjects(objs...).Build()
+	rec := record.NewFakeRecorder(2 * n)
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	now := t0
+	r := &Reporter{Client: cl, Recorder: rec, Scope: scope.OptIn, Kube: kube.Version{Major: 1, Minor: 34}, Log: logr.Discard(),
+		EventRate: 1, EventBurst: burst, clock: func() time.Time { return now }}
+	t.Cleanup(func() {
+		for _, ns := range names {
+			r.forget(context.Background(), ns)
+		}
+	})
+	delayed := testutil.ToFloat64(eventsDelayed)
+	syncAll := func(at time.Duration) []string {
+		t.Helper()
+		now = t0.Add(at)
+		for _, ns := range names {
+			if err := r.Sync(context.Background(), ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var told []string
+		for {
+			select {
+			case e := <-rec.Events:
+				told = append(told, e)
+			default:
+				return told
+			}
+		}
+	}
+	for _, step := range []struct {
+		at      time.Duration
+		told    int
+		delayed int // in all, so far
+		waiting int
+	}{
+		{0, burst, 0, n - burst},
+		{0, 0, 0, n - burst},                           // synced again at once: nobody's turn yet
+		{5 * time.Second, 5, 5, n - burst - 5},         // the first five booked
+		{5500 * time.Millisecond, 0, 5, n - burst - 5}, // nobody's turn between them
+		{20 * time.Second, n - burst - 5, 20, 0},       // the rest
+		{time.Minute, 0, 20, 0},                        // told once: never again
+	} {
+		if got := syncAll(step.at); len(got) != step.told {
+			t.Errorf("at %v: %d events, want %d: %q", step.at, len(got), step.told, got)
+		}
+		if got := testutil.ToFloat64(eventsDelayed) - delayed; got != float64(step.delayed) {
+			t.Errorf("at %v: %v events delayed, want %d", step.at, got, step.delayed)
+		}
+		if got := testutil.ToFloat64(eventsWaiting); got != float64(step.waiting) {
+			t.Errorf("at %v: %v events waiting, want %d", step.at, got, step.waiting)
+		}
+	}
+	// The turns: a second apart, in the order the namespaces asked.
+	for i, ns := range names[burst:] {
+		if want := t0.Add(time.Duration(i+1) * time.Second); !r.state[ns].due.Equal(want) {
+			t.Errorf("%s was due at %v, want %v", ns, r.state[ns].due.Sub(t0), want.Sub(t0))
+		}
+	}
+}
