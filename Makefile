@@ -108,9 +108,11 @@ e2e: cluster-up
 # each row replaces its own in docs/downtime-results.md as soon as it is measured, so the
 # table can be regenerated in parts. Some scenarios, at another rate:
 # make e2e-downtime NAP_DOWNTIME_ONLY='ingress (Traefik), node drain|L7 load balancer' NAP_DOWNTIME_RATE=2
-# (NAP_DOWNTIME_ROUNDS sets the rounds.)
+# (NAP_DOWNTIME_ROUNDS sets the rounds.) The rows whose pods run nap's binary also give
+# the confusion table of nap's verdicts against what the probe lost after each pod's
+# exit, over the rows measured in that run: docs/verdict-results.md, written whole.
 e2e-downtime: cluster-up
-	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md NAP_DOWNTIME_ONLY='$(NAP_DOWNTIME_ONLY)' \
+	NAP_DOWNTIME_OUT=$(CURDIR)/docs/downtime-results.md NAP_VERDICTS_OUT=$(CURDIR)/docs/verdict-results.md NAP_DOWNTIME_ONLY='$(NAP_DOWNTIME_ONLY)' \
 		$(GO) test -count=1 -timeout 360m -run TestDowntimeExperiment -v ./test/e2e
 
 # The live wait's whole table (docs/adaptive.md, "Decided at termination"): make test

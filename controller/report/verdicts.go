@@ -291,3 +291,15 @@ func (s *podSummary) workload() kube.Workload {
 	s.fill(&p)
 	return kube.WorkloadOf(&p)
 }
+
+// VerdictKind is what the Reporter counts container name's termination in p as: nap's
+// verdict, or sparse (one of Verdicts); false where it left no line. The lab's proof
+// holds the same reading against what its probe saw.
+func VerdictKind(p *corev1.Pod, container string) (string, bool) {
+	for _, v := range verdictsOf(p) {
+		if v.container == container {
+			return v.kind, true
+		}
+	}
+	return "", false
+}

@@ -37,7 +37,7 @@ func TestMixedFleet(t *testing.T) {
 		rate = r
 	}
 	installController(t, cs, "--wait", "adaptive")
-	cal := calibrateStored(t, cs, lbLocalSlow.checks, "--ingress-class", ingressClass, "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"))
+	cal := calibrateStored(t, cs, lbLocalSlow.checks, fleetCalibration(t, cs)...)
 	lb, ok := cal.Tail(traffic.LoadBalancerLocal.Name)
 	if !ok {
 		t.Fatalf("no calibration of %s: %+v", traffic.LoadBalancerLocal.Name, cal)
@@ -94,6 +94,13 @@ func TestMixedFleet(t *testing.T) {
 	if avg >= lbDelay {
 		t.Errorf("the fleet's mean hold %v by path: want shorter than the one delay's %v", avg, lbDelay)
 	}
+}
+
+// fleetCalibration are calibrate's flags beyond the ClusterIP and the load balancer for
+// the lab's fleet: the ingress. TestPathAwareDowntime asks for the same, and the two
+// share one calibration (calibrateStored).
+func fleetCalibration(t *testing.T, cs *kubernetes.Clientset) []string {
+	return []string{"--ingress-class", ingressClass, "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/")}
 }
 
 // rollFleet restarts every trial's Deployment at once while each is probed at rate, and

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nap-k8s/nap/test/forensic"
 )
 
 // docs/downtime-results.md, the experiment's table, is kept row by row: a run measures
@@ -146,6 +148,63 @@ func writeResults(t *testing.T, path string, order []scenario, fresh map[resultK
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// judgedRow is a row of the experiment whose pods ran nap's binary, at its rate.
+type judgedRow struct {
+	d    downtime
+	rate float64
+}
+
+// confusionIntro opens the confusion table's file.
+const confusionIntro = "# nap's verdicts against what was lost\n\n" +
+	"Written whole by `make e2e-downtime` (NAP_VERDICTS_OUT) over the rows that run measured, whose pods ran nap's binary: " +
+	"each pod's verdict, as the controller counts it, against whether requests over new connections failed after its app exited " +
+	"([downtime.md](downtime.md), \"nap's verdicts against what was lost\"). Do not edit.\n\n"
+
+// confusionHeader heads the confusion table: each row's pods with a verdict, counted by
+// verdict and by whether requests over new connections failed after their app exited
+// (forensic.Attribute).
+const confusionHeader = "| path | disruption | variant | req/s | pods | late: lost / none lost | quiet: lost / none lost | sparse: lost / none lost | cut | blind | measured |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+
+// writeConfusion writes the confusion table of rows to path, whole, with the totals and
+// the precision and recall of late over them.
+func writeConfusion(t *testing.T, path string, rows []judgedRow, measured string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(confusionIntro)
+	b.WriteString(confusionHeader)
+	var all forensic.Confusion
+	for _, r := range rows {
+		var c forensic.Confusion
+		for _, j := range r.d.verdicts {
+			c.Add(j)
+		}
+		all.Merge(c)
+		sc := r.d.scenario
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", sc.pathName(), sc.disruption, sc.variant.name,
+			strconv.FormatFloat(r.rate, 'g', -1, 64), c.Ends(), c, measured)
+	}
+	fmt.Fprintf(&b, "| all | | | | %d | %s | |\n\n", all.Ends(), all)
+	say := func(name string, v float64, ok bool) {
+		if ok {
+			fmt.Fprintf(&b, "%s of late: %.2f. ", name, v)
+		} else {
+			fmt.Fprintf(&b, "%s of late: none to count. ", name)
+		}
+	}
+	p, okP := all.Precision()
+	say("Precision", p, okP)
+	r, okR := all.Recall()
+	say("Recall", r, okR)
+	b.WriteString("\n")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nap-k8s/nap/controller/report"
+	"github.com/nap-k8s/nap/test/forensic"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +150,9 @@ type podLife struct {
 	// DisruptionTarget condition, a terminal phase), and why.
 	stopped time.Time
 	reason  string
+	// verdict is what nap's line in its final status reads as (report.VerdictKind);
+	// "" without one.
+	verdict string
 }
 
 // life records what p shows (with r.mu held).
@@ -193,6 +198,23 @@ func (r *terminations) life(p *corev1.Pod) {
 			l.exited = s.State.Terminated.FinishedAt.Time
 		}
 	}
+	if k, ok := report.VerdictKind(p, "app"); ok {
+		l.verdict = k
+	}
+}
+
+// ends are the pods whose app exited after start with nap's verdict in their final
+// status (forensic.End).
+func (r *terminations) ends(start time.Time) []forensic.End {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []forensic.End
+	for name, l := range r.lives {
+		if l.verdict != "" && !l.exited.IsZero() && !l.exited.Before(start.Truncate(time.Second)) && !r.before[name] {
+			out = append(out, forensic.End{Pod: name, Verdict: l.verdict, Exited: l.exited})
+		}
+	}
+	return out
 }
 
 // pods says, for a failure's record, every pod seen: its address and node, and when it

@@ -5,6 +5,10 @@
 // pod's change). Its verdicts tell a pod that left while a route still sent to it —
 // what a wait prevents — from a loss of the route's own.
 //
+// It also holds nap's verdicts to the probe's ground truth: each pod that ran nap's
+// binary, its verdict beside the requests over new connections that failed after its app
+// exited (Attribute), counted into the confusion table of late against lost (Confusion).
+//
 // It parses and judges records the lab tests fetch (test/e2e): it opens no file and
 // calls no API, so that each verdict is held by a table of its own.
 package forensic
