@@ -160,6 +160,8 @@ var dashboardPanels = []panel{
 	{title: "Missed pods rolled, by namespace", kind: "timeseries", exprs: []string{`sum by (namespace) (increase(nap_pods_rolled_total[1h]))`}, legends: []string{"{{namespace}}"}},
 	{title: "Calibrated hold per path (napctl calibrate --store), and learned per route (--learn)", kind: "timeseries", unit: "s",
 		exprs: []string{`max by (path) (nap_calibration_delay_seconds)`, `max by (route) (nap_learned_delay_seconds)`}, legends: []string{"{{path}} (calibrated)", "{{route}} (learned)"}},
+	{title: "The Reporter's Warning events waiting for their turn, and told late (its events' pace)", kind: "timeseries", exprs: []string{
+		`max(nap_reporter_events_waiting)`, `sum(increase(nap_reporter_events_delayed_total[1h]))`}, legends: []string{"waiting", "told late"}},
 	{title: "Pods a kubelet evicted or stopped for a node shutdown, by what nap did (deleted: out of their Services at once)", kind: "timeseries", exprs: []string{`sum by (result) (increase(nap_evicted_pods_total[1h]))`}, legends: []string{"{{result}}"}},
 	{title: "nap ConfigMaps", kind: "timeseries", exprs: []string{
 		`sum(increase(nap_configmaps_published_total[1h]))`, `sum(increase(nap_configmaps_repaired_total[1h]))`,
