@@ -53,15 +53,7 @@ func TestEventPace(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var told []string
-		for {
-			select {
-			case e := <-rec.Events:
-				told = append(told, e)
-			default:
-				return told
-			}
-		}
+		return eventsOf(rec)
 	}
 	for _, step := range []struct {
 		at      time.Duration
