@@ -48,9 +48,9 @@ var (
 //   - then nap installed with a calibration that napctl calibrate measured on the lab
 //     and kept in the cluster (--store): the in-cluster ClusterIP path, that load
 //     balancer and the ingress (the fleet's, which TestMixedFleet measured earlier in
-//     the run: calibrateStored). The webhook gives each pod its own paths' wait: pods reached only in the
-//     cluster hold the ClusterIP's short delay, and a rolling restart at the ClusterIP
-//     loses no request over new connections;
+//     the run: calibrateStored). The webhook gives each pod its own paths' wait: pods
+//     reached only in the cluster hold the ClusterIP's short delay, and a rolling
+//     restart at the ClusterIP loses no request over new connections;
 //   - pods admitted before a LoadBalancer Service selected them hold that same short
 //     delay: the Reporter says delay-below-path within 30 s of the Service, and the
 //     scale-down behind the load balancer loses requests (the negative control of

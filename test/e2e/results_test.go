@@ -181,10 +181,7 @@ func writeConfusion(t *testing.T, path string, rows []judgedRow, measured string
 	b.WriteString(confusionHeader)
 	var all forensic.Confusion
 	for _, r := range rows {
-		var c forensic.Confusion
-		for _, j := range r.d.verdicts {
-			c.Add(j)
-		}
+		c := forensic.Count(r.d.verdicts)
 		all.Merge(c)
 		sc := r.d.scenario
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", sc.pathName(), sc.disruption, sc.variant.name,

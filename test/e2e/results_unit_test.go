@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nap-k8s/nap/sleeper/nap"
+	"github.com/nap-k8s/nap/test/forensic"
 )
 
 // TestMergeResults: rows replace the table's for their scenario and rate, in the
@@ -63,6 +68,38 @@ func TestHeldCell(t *testing.T) {
 	} {
 		if got := heldCell(tc.ds); got != tc.want {
 			t.Errorf("heldCell(%v) = %q, want %q", tc.ds, got, tc.want)
+		}
+	}
+}
+
+// TestWriteConfusion: the confusion table's file, whole, from two rows: each row's
+// counts, their totals, precision and recall of late.
+func TestWriteConfusion(t *testing.T) {
+	at := time.Date(2026, 12, 7, 2, 0, 0, 0, time.UTC)
+	row := func(sc scenario, js ...forensic.Judged) judgedRow {
+		return judgedRow{downtime{scenario: sc, verdicts: js}, 200}
+	}
+	rows := []judgedRow{
+		row(scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napBinary},
+			forensic.Judged{End: forensic.End{Pod: "a", Verdict: nap.Late, Exited: at}, Lost: 0},
+			forensic.Judged{End: forensic.End{Pod: "b", Verdict: nap.Quiet, Exited: at}, Lost: 0}),
+		row(scenario{path: lbLocal, disruption: scaleDown, variant: napBinary},
+			forensic.Judged{End: forensic.End{Pod: "c", Verdict: nap.Late, Exited: at}, Lost: 578}),
+	}
+	path := filepath.Join(t.TempDir(), "verdicts.md")
+	writeConfusion(t, path, rows, "2026-12-07 abc1234")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		confusionIntro + confusionHeader,
+		"| ClusterIP from node 1 | rolling restart | nap preStop (binary) | 200 | 2 | 0 / 1 | 0 / 1 | 0 / 0 | 0 | 0 | 2026-12-07 abc1234 |\n",
+		"| all | | | | 3 | 1 / 1 | 0 / 1 | 0 / 0 | 0 | 0 | |\n",
+		"Precision of late: 0.50. Recall of late: 1.00.",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b)
 		}
 	}
 }

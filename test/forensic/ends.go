@@ -71,19 +71,34 @@ type Confusion struct {
 
 // Add counts j.
 func (c *Confusion) Add(j Judged) {
-	lost := j.Lost > 0
+	count := func(lost, clean *int) {
+		if j.Lost > 0 {
+			*lost++
+		} else {
+			*clean++
+		}
+	}
 	switch j.Verdict {
 	case nap.Late:
-		c.LateLost, c.LateClean = c.LateLost+b2i(lost), c.LateClean+b2i(!lost)
+		count(&c.LateLost, &c.LateClean)
 	case nap.Quiet:
-		c.QuietLost, c.QuietClean = c.QuietLost+b2i(lost), c.QuietClean+b2i(!lost)
+		count(&c.QuietLost, &c.QuietClean)
 	case nap.Sparse:
-		c.SparseLost, c.SparseClean = c.SparseLost+b2i(lost), c.SparseClean+b2i(!lost)
+		count(&c.SparseLost, &c.SparseClean)
 	case nap.Cut:
 		c.Cut++
 	case nap.Blind:
 		c.Blind++
 	}
+}
+
+// Count is js counted.
+func Count(js []Judged) Confusion {
+	var c Confusion
+	for _, j := range js {
+		c.Add(j)
+	}
+	return c
 }
 
 // Merge adds o's counts to c's.
@@ -138,11 +153,4 @@ func ratio(n, d int) (float64, bool) {
 		return 0, false
 	}
 	return float64(n) / float64(d), true
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -54,14 +54,11 @@ func TestAttribute(t *testing.T) {
 }
 
 func TestConfusion(t *testing.T) {
-	var c Confusion
-	for _, j := range []Judged{
+	c := Count([]Judged{
 		{End{Verdict: nap.Late}, 3}, {End{Verdict: nap.Late}, 1}, {End{Verdict: nap.Late}, 0},
 		{End{Verdict: nap.Quiet}, 2}, {End{Verdict: nap.Quiet}, 0}, {End{Verdict: nap.Quiet}, 0},
 		{End{Verdict: nap.Sparse}, 5}, {End{Verdict: nap.Cut}, 9}, {End{Verdict: nap.Blind}, 0},
-	} {
-		c.Add(j)
-	}
+	})
 	if got, want := c.String(), "2 / 1 | 1 / 2 | 1 / 0 | 1 | 1"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
