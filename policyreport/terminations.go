@@ -92,13 +92,14 @@ func quantile(sorted []uint32, q float64) time.Duration {
 }
 
 // Outcome is the result it is reported as: fail where one was late or cut (a route
-// outran the wait, or the wait never ended), warn where nap could not read the
-// traffic, pass otherwise.
+// outran the wait, or the wait never ended), warn where nap could not read the traffic
+// or a kept connection still sent at the end (held: a pool still routing, or a
+// keep-alive client the app's drain ends), pass otherwise.
 func (t Terminations) Outcome() string {
 	switch {
 	case t.Count(nap.Late)+t.Count(nap.Cut) > 0:
 		return Fail
-	case t.Count(nap.Blind) > 0:
+	case t.Count(nap.Blind)+t.Count(nap.Held) > 0:
 		return Warn
 	}
 	return Pass

@@ -42,7 +42,7 @@ func TestTerminations(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		kind, want string
-	}{{nap.Quiet, Pass}, {nap.Sparse, Pass}, {nap.Blind, Warn}, {nap.Late, Fail}, {nap.Cut, Fail}} {
+	}{{nap.Quiet, Pass}, {nap.Sparse, Pass}, {nap.Blind, Warn}, {nap.Held, Warn}, {nap.Late, Fail}, {nap.Cut, Fail}} {
 		var one Terminations
 		one.Add(tc.kind, 0, "p", nil, time.Now())
 		if got := one.Outcome(); got != tc.want {

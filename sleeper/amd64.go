@@ -61,9 +61,10 @@ const (
 	// The wait's slots, just below the stack the program starts with: MIN, then QUIET,
 	// MAX, WITHIN (--requests) and ALLOW at the offsets the word table gives their
 	// flags (the first four in the live wait's order); then the count at the start, the verdict's descriptor (negative: none), the
-	// exit status, two flags (a fixed delay, and blind), and the ways to sleep not
-	// refused yet (see nap_ts).
-	slotsSize    = 88
+	// exit status, three flag bytes (a fixed delay, --live, and blind), the last
+	// readings that saw new connections and requests over kept ones, and the ways to
+	// sleep not refused yet (see nap_ts).
+	slotsSize    = 96
 	slotQuiet    = 8
 	slotMax      = 16
 	slotRequests = 24
@@ -72,11 +73,13 @@ const (
 	slotLog      = 48
 	slotStatus   = 56
 	slotFixed    = 64
-	slotBlind    = 72
-	slotWays     = 80
+	slotNew      = 72
+	slotKept     = 80
+	slotWays     = 88
 	// slotLive is a byte beside the fixed flag: keywordLive once --live is read,
-	// liveRead once the live wait is.
-	slotLive = slotFixed + 1
+	// liveRead once the live wait is; slotBlind the byte after it.
+	slotLive  = slotFixed + 1
+	slotBlind = slotFixed + 2
 	// sleepWays are the ways nap_ts tries, 16 bits each, the next in the low bits.
 	sleepWays = amd64SysNanosleep | amd64SysClockNanosleep<<16 | amd64SysPpoll<<32
 	// The verdict's file is opened O_WRONLY|O_APPEND|O_CLOEXEC: never created, never
@@ -135,10 +138,11 @@ type block struct {
 // fails if moving or swapping blocks would save a byte.
 var amd64Layout = []asm.Label{
 	"entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
-	"invalid", "default", "tail", "args_done", "fixed", "fixed_wait", "sleep", "timed", "slept", "done",
-	"adaptive", "on_signal", "exit_edi", "nap_ts", "last_look", "traffic", "poll", "until_limit", "finish",
-	"wait", "put_ms", "put_num", "put_wait", "put", "say", "write_all", "count", "unreadable", "sockets", "dump_done",
-	"dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr", "attr", "live", "live_missing", "live_raise",
+	"invalid", "default", "tail", "args_done", "fixed", "fixed_wait", "sleep", "timed", "slept", "done", "adaptive",
+	"on_signal", "exit_edi", "nap_ts", "new_conns", "last_look", "kept_conns", "traffic", "poll", "until_limit",
+	"finish", "wait", "put_ms", "put_num", "put_wait", "put", "say", "write_all", "count", "unreadable", "sockets",
+	"dump_done", "dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr", "attr", "live",
+	"live_missing", "live_raise",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -195,7 +199,7 @@ func amd64Blocks() []block {
 			b.MOV(rcx, x.Imm(sleepWays))
 			b.PUSH(rcx)
 			for range (slotWays - slotStart) / 8 {
-				b.PUSH(x.Imm(0)) // blind, fixed, the status 0, the descriptor and the count
+				b.PUSH(x.Imm(0)) // the last readings, the flags, the status 0, the descriptor and the count
 			}
 			b.MOV(eax, x.Imm(int64(nap.DefaultQuiet)))
 			b.PUSH(x.Imm(nap.DefaultAllow))
@@ -691,9 +695,9 @@ func amd64Blocks() []block {
 			b.SUB(rax, r12)
 			b.MOV(edx, x.Imm(nsPerSecond))
 			b.MUL(rdx)
-			b.J(x.B, "traffic")
+			b.J(x.B, "new_conns")
 			b.CMP(rax, x.Qword(r15, slotAllow))
-			b.J(x.A, "traffic")
+			b.J(x.A, "new_conns")
 			b.MOV(rax, r14)
 			b.SUB(rax, r9)
 			b.CMP(rax, r13)
@@ -708,19 +712,20 @@ func amd64Blocks() []block {
 			b.TEST(rdx, rdx)
 			b.J(x.NE, "until_limit")
 			b.CALL("sockets")
-			b.J(x.NE, "traffic")
+			b.J(x.NE, "kept_conns")
 		}},
 		{"until_limit", "finish", func(b *x.Builder) {
 			b.CMP(r14, rbp)
 			b.J(x.B, "poll")
 		}},
-		{"last_look", "traffic", func(b *x.Builder) { // quiet, but for the sockets
+		{"last_look", "kept_conns", func(b *x.Builder) { // quiet, but for the sockets
 			b.CALL("sockets")
 			b.J(x.E, "finish")
 		}},
 		// The verdict (nap.Verdict.Tail), built in the read buffer and written whole to
-		// its descriptor, if one is open: blind; late, when a reading saw traffic less
-		// than QUIET before the end; or quiet. Then the exit, with the status.
+		// its descriptor, if one is open: blind; late, when a reading saw new connections
+		// less than QUIET before the end; held, when one saw only requests over kept
+		// connections then; or quiet. Then the exit, with the status.
 		{"finish", "exit_edi", func(b *x.Builder) { // from until_limit and last_look
 			b.MOV(edi, x.Dword(r15, slotLog))
 			b.TEST(edi, edi)
@@ -734,6 +739,14 @@ func amd64Blocks() []block {
 			b.J(x.E, "worded") // no reading saw traffic
 			b.MOV(rax, r14)
 			b.SUB(rax, r9)
+			b.CMP(rax, r13)
+			b.J(x.AE, "worded")
+			b.MOV(esi, x.Addr("word_held"))
+			b.MOV(rax, x.Qword(r15, slotNew))
+			b.TEST(rax, rax)
+			b.J(x.E, "worded") // no reading saw new connections
+			b.NEG(rax)
+			b.ADD(rax, r14)
 			b.CMP(rax, r13)
 			b.J(x.AE, "worded")
 			b.MOV(esi, x.Addr("word_late"))
@@ -755,6 +768,9 @@ func amd64Blocks() []block {
 			b.MOV(esi, x.Addr("field_total"))
 			b.MOV(rax, x.Qword(r15, slotStart))
 			b.CALL("put_num")
+			b.MOV(esi, x.Addr("field_kept"))
+			b.MOV(rax, x.Qword(r15, slotKept))
+			b.CALL("put_ms")
 			b.Label("line_end")
 			b.CALL("put_wait")
 			b.MOV(al, x.Imm('\n'))
@@ -815,6 +831,14 @@ func amd64Blocks() []block {
 			b.INC(esi)
 			b.REP_MOVSB()
 			b.RET()
+		}},
+		// A reading saw new connections, or (kept_conns) requests over kept ones: it is
+		// the last of its kind, and a new window begins there.
+		{"new_conns", "traffic", func(b *x.Builder) {
+			b.MOV(x.Qword(r15, slotNew), r14)
+		}},
+		{"kept_conns", "traffic", func(b *x.Builder) {
+			b.MOV(x.Qword(r15, slotKept), r14)
 		}},
 		{"traffic", "until_limit", func(b *x.Builder) { // a new window, from here
 			b.MOV(r9, r14)

@@ -401,8 +401,9 @@ func programARM64(b *a.Builder, words []byte) {
 	// x16 the read buffer, x14 the map of listening ports above it, x15 1e9, x17 one
 	// poll interval, x21 the verdict's descriptor (negative: none), x24 0 for a fixed
 	// delay (then the ways to sleep, see nap_ts), x23 the exit status; x19 is -1 once
-	// blind. On the stack, above the timespec of a reading's sleep: the count at the
-	// start, and x24 (0 for a fixed delay). The system calls keep every register but x0.
+	// blind. On the stack, above the timespec of a reading's sleep: the last readings
+	// that saw new connections and requests over kept ones, the count at the start, and
+	// x24 (0 for a fixed delay). The system calls keep every register but x0.
 	// The verdict's head is written first.
 	b.Label("adaptive")
 	movImm(b, x2, uint64(nsPerMs)) // WITHIN in whole milliseconds, the kernel's unit
@@ -417,6 +418,7 @@ func programARM64(b *a.Builder, words []byte) {
 	movImm(b, x15, nsPerSecond)
 	b.STP(x21, xzr, sp, -16, true) // --live's state (x21: 0 none, 1 read, even not)
 	b.STP(xzr, x24, sp, -16, true) // the count at the start, a fixed delay or not
+	b.STP(xzr, xzr, sp, -16, true) // the last readings with new and kept connections
 	b.STP(xzr, x17, sp, -16, true) // {0 s, pollNs}
 	b.ADR(x24, "sleep_calls")
 	b.MOV(x22, xzr)
@@ -435,7 +437,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("no_log")
 	b.BL("count")
 	b.MOV(x28, x1)
-	b.STR(x1, sp, 16)
+	b.STR(x1, sp, 32)
 	// Each reading: traffic when the count rose by more than ALLOW since the window
 	// began (count*1e9 against ALLOW in ns, unsigned: a count that went back, or one
 	// too large to scale, is traffic too). Otherwise the sockets, at every
@@ -456,10 +458,10 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOV(x29, x1)
 	b.SUB(x2, x1, x28)
 	b.UMULH(x3, x2, x15)
-	b.CBNZ(x3, "traffic")
+	b.CBNZ(x3, "new_conns")
 	b.MUL(x2, x2, x15)
 	b.CMP(x2, x27)
-	b.Bcond(a.HI, "traffic")
+	b.Bcond(a.HI, "new_conns")
 	b.SUB(x2, x22, x19)
 	b.CMP(x2, x25)
 	b.Bcond(a.LO, "due")
@@ -471,7 +473,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MSUB(x3, x3, x2, x22)
 	b.CBNZ(x3, "until_limit")
 	b.BL("sockets")
-	b.CBNZ(x1, "traffic")
+	b.CBNZ(x1, "kept_conns")
 	b.Label("until_limit")
 	b.CMP(x22, x26)
 	b.Bcond(a.LO, "poll")
@@ -479,6 +481,13 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("last_look") // quiet, but for the sockets
 	b.BL("sockets")
 	b.CBZ(x1, "finish")
+	// A reading saw requests over kept connections, or (new_conns) new connections: it
+	// is the last of its kind, and a new window begins there.
+	b.Label("kept_conns")
+	b.STR(x22, sp, 24)
+	b.B("traffic")
+	b.Label("new_conns")
+	b.STR(x22, sp, 16)
 	b.Label("traffic") // a new window, from here
 	b.MOV(x19, x22)
 	b.MOV(x28, x29)
@@ -486,7 +495,8 @@ func programARM64(b *a.Builder, words []byte) {
 
 	// The verdict (nap.Verdict.Tail), built in the read buffer (x9 the next byte) and
 	// written whole to its descriptor, if one is open: blind; late, when a reading saw
-	// traffic less than QUIET before the end; or quiet. Then the exit, with the status.
+	// new connections less than QUIET before the end; held, when one saw only requests
+	// over kept connections then; or quiet. Then the exit, with the status.
 	b.Label("finish")
 	b.TBNZ(x21, 63, "exit")
 	b.ADDi(x3, x19, 1)
@@ -495,6 +505,12 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADR(x1, "word_quiet")
 	b.CBZ(x19, "worded") // no reading saw traffic
 	b.SUB(x2, x22, x19)
+	b.CMP(x2, x25)
+	b.Bcond(a.HS, "worded")
+	b.ADR(x1, "word_held")
+	b.LDR(x3, sp, 16)
+	b.CBZ(x3, "worded") // no reading saw new connections
+	b.SUB(x2, x22, x3)
 	b.CMP(x2, x25)
 	b.Bcond(a.HS, "worded")
 	b.ADR(x1, "word_late")
@@ -510,15 +526,19 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADR(x1, "field_last")
 	b.UDIV(x2, x19, x11)
 	b.BL("put_ms")
-	b.LDR(x10, sp, 16)
+	b.LDR(x10, sp, 32)
 	b.ADR(x1, "field_conns")
 	b.SUB(x2, x29, x10)
 	b.BL("put_num")
 	b.ADR(x1, "field_total")
 	b.MOV(x2, x10)
 	b.BL("put_num")
+	b.ADR(x1, "field_kept")
+	b.LDR(x2, sp, 24)
+	b.UDIV(x2, x2, x11)
+	b.BL("put_ms")
 	b.Label("line_end") // with --live, where the wait came from
-	b.LDR(x3, sp, 32)
+	b.LDR(x3, sp, 48)
 	b.CBZ(x3, "line_feed")
 	b.ADR(x1, "wait_"+nap.WaitLive)
 	b.TBNZ(w3, 0, "wait_word")
@@ -800,7 +820,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MOVZ(x2, uint16(len(nap.Unreadable)), 0)
 	b.Label("unreadable_say")
 	b.MOVN(x19, 0, 0) // blind
-	b.LDR(x3, sp, 24)
+	b.LDR(x3, sp, 40)
 	b.CBZ(x3, "until_limit") // a fixed delay says nothing
 	b.BL("say")
 	b.MOVZ(x23, nap.ExitUnreadable, 0)

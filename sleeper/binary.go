@@ -25,12 +25,14 @@ import (
 // kept connection (tcpi_data_segs_in, so that a probe's one request is not a request
 // over a kept connection: 17 and 20 bytes), which took arm64 past it; then the live
 // wait (--live: reading /nap/wait, its parser, the raise of four values, a message and
-// the verdict's wait field: 357 and 444 bytes).
-var Budget = map[string]int{"amd64": 2656, "arm64": 3264}
+// the verdict's wait field: 357 and 444 bytes); then the held verdict (the last
+// readings that saw new connections and requests over kept ones, the word held and the
+// field kept: 64 and 68 bytes).
+var Budget = map[string]int{"amd64": 2720, "arm64": 3328}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 2629, "arm64": 3236}
+var Sizes = map[string]int{"amd64": 2693, "arm64": 3304}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

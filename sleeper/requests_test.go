@@ -134,7 +134,7 @@ func TestRequestSignal(t *testing.T) {
 				cmd = denied(t, cmd, nums.socket)
 			}
 			wg.Go(func() {
-				got[i][j] = withKeptConnection(im, tc.refused, cmd, tc.idle, tc.sends, tc.outbound, tc.signal, tc.after)
+				got[i][j] = withKeptConnection(im, tc.refused, cmd, tc.idle, tc.sends, nil, tc.outbound, tc.signal, tc.after)
 			})
 		}
 	}
@@ -151,10 +151,10 @@ func TestRequestSignal(t *testing.T) {
 // withKeptConnection runs cmd for im in a network namespace of its own (inNetns, refused
 // as there) with keptConnection's connection in it, signalled as runWith does, and
 // returns its outcome.
-func withKeptConnection(im impl, refused bool, cmd *exec.Cmd, idle time.Duration, sends []time.Duration, outbound bool, sig syscall.Signal, after time.Duration) outcome {
+func withKeptConnection(im impl, refused bool, cmd *exec.Cmd, idle time.Duration, sends, dials []time.Duration, outbound bool, sig syscall.Signal, after time.Duration) outcome {
 	var o outcome
 	err := inNetns(im, refused, func(sockets *os.File) error {
-		stop, err := keptConnection(idle, sends, outbound)
+		stop, err := keptConnection(idle, sends, dials, outbound)
 		if err != nil {
 			return err
 		}
@@ -170,11 +170,12 @@ func withKeptConnection(im impl, refused bool, cmd *exec.Cmd, idle time.Duration
 
 // keptConnection opens, in the calling thread's network namespace, a listener and one
 // client connection to it, sends a request over it, waits idle, then sends a request
-// over it at each of sends
+// over it at each of sends and opens a new connection to the listener (which the
+// kernel accepts: a passive open) at each of dials
 // (from its return); with outbound, the listener closes once it has accepted and the
 // server's side sends instead: the client's side is then the pod's own connection out.
 // stop ends it all.
-func keptConnection(idle time.Duration, sends []time.Duration, outbound bool) (stop func(), err error) {
+func keptConnection(idle time.Duration, sends, dials []time.Duration, outbound bool) (stop func(), err error) {
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -234,6 +235,30 @@ func keptConnection(idle time.Duration, sends []time.Duration, outbound bool) (s
 			}
 		}
 	}()
+	// The dials' sockets are made here, in the namespace (a goroutine's thread is
+	// not): a socket connects in the namespace it was made in.
+	to := &syscall.SockaddrInet4{Port: l.Addr().(*net.TCPAddr).Port, Addr: [4]byte{127, 0, 0, 1}}
+	fds := make([]int, len(dials))
+	for k := range dials {
+		if fds[k], err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
+			return nil, err
+		}
+	}
+	go func() {
+		defer func() {
+			for _, fd := range fds {
+				syscall.Close(fd)
+			}
+		}()
+		for k, at := range dials {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Until(start.Add(at))):
+				syscall.Connect(fds[k], to)
+			}
+		}
+	}()
 	return func() {
 		close(done)
 		client.Close()
@@ -244,8 +269,10 @@ func keptConnection(idle time.Duration, sends []time.Duration, outbound bool) (s
 
 // fixedRequestCases: a fixed delay reads the requests over connections the pod accepted
 // earlier as the request signal does (at nap.ActiveWithin), and ends at its delay
-// whatever it reads: no new connection comes in any case, so the count alone would read
-// quiet in all of them (conns=0), and late here is the sockets' word alone. With live
+// whatever it reads: no new connection comes but at dials, so the count alone would read
+// quiet in the others (conns=0), and held is the sockets' word alone; late is the new
+// connections'. kept is whether the verdict's kept is set (a reading saw the requests
+// alone). With live
 // (the file at nap.LivePath), the live wait's WITHIN turns the request signal on for
 // arguments that have none: the wait ends from lo to hi, and its verdict says wait.
 var fixedRequestCases = []struct {
@@ -253,20 +280,28 @@ var fixedRequestCases = []struct {
 	args    []string
 	idle    time.Duration
 	sends   []time.Duration
+	dials   []time.Duration
 	verdict string
+	kept    bool
 	live    *string
 	lo, hi  time.Duration
 	stderr  string
 	wait    string
 }{
-	{name: "requests over a kept connection to the end: late", args: []string{"1500ms"}, sends: every(200*time.Millisecond, 3*time.Second), verdict: nap.Late},
+	{name: "requests over a kept connection to the end: held", args: []string{"1500ms"}, sends: every(200*time.Millisecond, 3*time.Second), verdict: nap.Held, kept: true},
+	// New connections within QUIET of the end, whatever the kept connection does: late.
+	{name: "a new connection near the end: late", args: []string{"1500ms"}, sends: every(200*time.Millisecond, 3*time.Second),
+		dials: []time.Duration{900 * time.Millisecond}, verdict: nap.Late, kept: true},
+	// New connections that stopped QUIET before the end, requests on to it: held.
+	{name: "new connections stopped, requests on: held", args: []string{"4s"}, sends: every(200*time.Millisecond, 5*time.Second),
+		dials: []time.Duration{300 * time.Millisecond}, verdict: nap.Held, kept: true},
 	{name: "an idle kept connection: quiet", args: []string{"1500ms"}, idle: nap.ActiveWithin + 200*time.Millisecond, verdict: nap.Quiet},
-	{name: "requests that stopped early: quiet", args: []string{"4s"}, sends: every(200*time.Millisecond, 400*time.Millisecond), verdict: nap.Quiet},
+	{name: "requests that stopped early: quiet", args: []string{"4s"}, sends: every(200*time.Millisecond, 400*time.Millisecond), verdict: nap.Quiet, kept: true},
 	// An adaptive wait admitted without the request signal, the live wait's WITHIN
 	// 1 s: it holds while the requests come, then QUIET; without the live wait it
 	// ends at QUIET, its requests unseen.
 	{name: "live: its WITHIN holds the wait for the requests", args: []string{"--quiet", "500ms", "--max", "6s", "--live"}, live: ptr("wait/v1 0 0 0 1000\n"),
-		sends: every(200*time.Millisecond, 2*time.Second), verdict: nap.Quiet, lo: 2500 * time.Millisecond, hi: 4 * time.Second, wait: nap.WaitLive},
+		sends: every(200*time.Millisecond, 2*time.Second), verdict: nap.Quiet, lo: 2500 * time.Millisecond, hi: 4 * time.Second, wait: nap.WaitLive, kept: true},
 	{name: "live: none there, the requests unseen", args: []string{"--quiet", "500ms", "--max", "6s", "--live"},
 		sends: every(200*time.Millisecond, 2*time.Second), verdict: nap.Quiet, lo: 500 * time.Millisecond, hi: 600 * time.Millisecond, stderr: nap.LiveMissing, wait: nap.WaitArgs},
 }
@@ -308,7 +343,7 @@ func TestFixedDelayReadsRequests(t *testing.T) {
 			}
 			cmd := exec.Command("chroot", append([]string{root}, append(inside, tc.args...)...)...)
 			cmd.Dir = "/"
-			wg.Go(func() { got[i][j] = withKeptConnection(im, false, cmd, tc.idle, tc.sends, false, 0, 0) })
+			wg.Go(func() { got[i][j] = withKeptConnection(im, false, cmd, tc.idle, tc.sends, tc.dials, false, 0, 0) })
 		}
 	}
 	wg.Wait()
@@ -330,8 +365,8 @@ func TestFixedDelayReadsRequests(t *testing.T) {
 				}
 				msg, _ := strings.CutPrefix(string(b), appLine)
 				v, ok := nap.ParseVerdict(msg)
-				if !ok || v.Kind != tc.verdict || v.End < lo || v.End > hi || v.Conns != 0 || v.Wait != tc.wait {
-					t.Errorf("verdict %q, want %s from %v to %v, with no new connection, wait %q", msg, tc.verdict, lo, hi, tc.wait)
+				if !ok || v.Kind != tc.verdict || v.End < lo || v.End > hi || v.Conns != uint64(len(tc.dials)) || v.Wait != tc.wait || (v.Kept > 0) != tc.kept {
+					t.Errorf("verdict %q, want %s from %v to %v, with %d new connections, kept set %v, wait %q", msg, tc.verdict, lo, hi, len(tc.dials), tc.kept, tc.wait)
 				}
 				t.Logf("verdict %q", strings.TrimSuffix(msg, "\n"))
 			})

@@ -147,6 +147,7 @@ func verdictTexts() []datum {
 		{"verdict_head", []byte(nap.VerdictHead)},
 		{"word_quiet", counted(" " + nap.Quiet)},
 		{"word_late", counted(" " + nap.Late)},
+		{"word_held", counted(" " + nap.Held)},
 		{"word_blind", counted(" " + nap.Blind)},
 	}
 	for _, f := range nap.VerdictFields {

@@ -247,7 +247,7 @@ func (r *Reporter) counted(old, cur *podSummary) {
 			o := traffic.Observation{Paths: paths, Kind: v.kind, End: v.end, Last: v.last, Pod: cur.Namespace + "/" + cur.Name, At: time.Now()}
 			if pooled {
 				wt, _ := waitOf(pod, v.container)
-				o.PoolUnread = wt.Requests == 0
+				o.PoolUnread, o.Pooled = wt.Requests == 0, true
 			}
 			r.Learn(o)
 		}

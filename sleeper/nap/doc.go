@@ -164,8 +164,9 @@
 // the wait is the same, and says nothing) and writes VerdictHead, nap/v1. At its end it
 // appends the rest of the line ([Verdict.Tail]):
 //
-//	nap/v1 quiet end=5200ms last=3100ms conns=412 total=98231
-//	nap/v1 late end=10000ms last=9900ms conns=3020 total=98231
+//	nap/v1 quiet end=5200ms last=3100ms conns=412 total=98231 kept=2500ms
+//	nap/v1 late end=10000ms last=9900ms conns=3020 total=98231 kept=0ms
+//	nap/v1 held end=5000ms last=4500ms conns=0 total=98231 kept=4500ms
 //	nap/v1 blind end=60000ms
 //
 // With --live, one more field ends the line, after the others of any kind:
@@ -174,19 +175,31 @@
 // end is the clock when the wait ended; last when the last quiet window began (the
 // last reading that saw traffic; 0 when none did); conns the connections accepted from
 // the start to the last reading (unsigned, wrapping); total the count at the start: what
-// the pod's network namespace accepted over its life. The kind:
+// the pod's network namespace accepted over its life; kept the last reading that saw
+// requests over connections accepted earlier, and no new connection (0 when none did, or
+// the wait read no sockets). The kind:
 //
 //   - blind: the count or the sockets could not be read (an adaptive wait's exit 3);
-//   - late: a reading saw traffic less than QUIET before the end: routes were still
-//     sending when the wait gave the pod back to its app (a fixed delay too short, an
-//     adaptive wait held to MAX);
+//   - late: a reading saw new connections (beyond N) less than QUIET before the end:
+//     routes were still opening connections to the pod when the wait gave it back to
+//     its app (a fixed delay too short, an adaptive wait held to MAX), and what they
+//     open once its app stops listening is refused;
+//   - held: no reading saw new connections in the last QUIET, but one saw requests over
+//     connections accepted earlier: a client or a proxy that keeps its connections was
+//     still sending. From inside the pod the two that do so look alike: a keep-alive
+//     client whose route has moved on, which the app's drain ends cleanly, and a pooling
+//     load balancer that still routes to the pod, which then opens new connections and
+//     is refused. The paths that reach the pod tell them apart (the controller's);
 //   - quiet: otherwise: no reading saw traffic in the last QUIET, or at all.
+//
+// Binaries before kept wrote the line without it (and never held); a reader takes
+// both.
 //
 // A line with its head and nothing after it is cut: the wait never ended (the kubelet
 // killed it at the end of the grace period, a node shutdown's budget ran out, or a
 // signal ended it). nap writes no other kind. A reader that knows the pod's age calls a
 // quiet verdict sparse when the pod's traffic was too thin for quiet to mean anything
-// ([Verdict.Sparse], [SparseBelow]).
+// and its wait saw no request over a kept connection ([Verdict.Sparse], [SparseBelow]).
 //
 // A failed sleep call never ends the delay early. The tiny binaries wait with nanosleep;
 // if the kernel refuses it (a seccomp profile), they print Refused on stderr and wait with

@@ -100,6 +100,8 @@ func waitFor(req Request, status int, wait string, stderr io.Writer, sig <-chan 
 	}
 	n, last := start, start    // the count at the last reading, and when the window began
 	window := time.Duration(0) // when the quiet window began, from start
+	// The last readings that saw new connections, and requests over kept ones.
+	lastNew, lastKept := time.Duration(0), time.Duration(0)
 readings:
 	for reading := 1; ; reading++ {
 		step := min(PollInterval, limit-now) // the last sleep ends at the limit
@@ -113,7 +115,8 @@ readings:
 			}
 		}
 		if !blind {
-			traffic := n-last > uint64(req.Allow) // unsigned: a counter that went back is traffic too
+			conns := n-last > uint64(req.Allow) // unsigned: a counter that went back is traffic too
+			traffic := conns
 			quiet := now-window >= req.Quiet && now >= req.Duration
 			// The sockets, with --requests (WITHIN of a millisecond or more): at every
 			// SocketsEvery-th reading, and before the wait ends quiet, unless the count
@@ -129,6 +132,11 @@ readings:
 			case blind:
 			case traffic:
 				window, last = now, n
+				if conns {
+					lastNew = now
+				} else {
+					lastKept = now
+				}
 			case quiet:
 				break readings
 			}
@@ -137,14 +145,17 @@ readings:
 			break
 		}
 	}
-	// The verdict: blind; or late, when a reading saw traffic less than QUIET before
-	// the end (a window that began at the start saw none); or quiet.
-	v := Verdict{Kind: Quiet, End: now, Last: window, Conns: n - start, Total: start, Wait: wait}
+	// The verdict: blind; late, when a reading saw new connections less than QUIET
+	// before the end; held, when one saw only requests over kept connections then; or
+	// quiet (a window that began at the start saw nothing).
+	v := Verdict{Kind: Quiet, End: now, Last: window, Conns: n - start, Total: start, Kept: lastKept, Wait: wait}
 	switch {
 	case blind:
 		v.Kind = Blind
-	case window > 0 && now-window < req.Quiet:
+	case lastNew > 0 && now-lastNew < req.Quiet:
 		v.Kind = Late
+	case window > 0 && now-window < req.Quiet:
+		v.Kind = Held
 	}
 	if log != nil {
 		io.WriteString(log, v.Tail())

@@ -23,9 +23,16 @@ const (
 	// Quiet: no reading saw traffic (beyond the background) in the last QUIET before
 	// the end, or none at all.
 	Quiet = "quiet"
-	// Late: a reading saw traffic less than QUIET before the end: routes were still
-	// sending when the wait gave the pod back to its app.
+	// Late: a reading saw new connections (beyond the background) less than QUIET
+	// before the end: routes were still opening connections to the pod when the wait
+	// gave it back to its app.
 	Late = "late"
+	// Held: new connections had stopped for QUIET, but a reading saw requests over
+	// connections the pod accepted earlier less than QUIET before the end: a client or
+	// a proxy that keeps its connections was still sending. A keep-alive client whose
+	// route has moved on ends there cleanly when the app closes the connection; a
+	// pooling load balancer that still routes to the pod opens new ones, refused.
+	Held = "held"
 	// Blind: the signals could not be read (the adaptive wait's exit 3).
 	Blind = "blind"
 	// Cut: the line has its head and nothing after it: the wait never finished (killed at
@@ -45,7 +52,7 @@ const (
 
 // Kinds are every kind a termination is counted as, nap's verdicts and Sparse, in the
 // order counts and reports list them.
-var Kinds = [...]string{Quiet, Sparse, Late, Blind, Cut}
+var Kinds = [...]string{Quiet, Sparse, Held, Late, Blind, Cut}
 
 // SparseBelow is how many connections beyond the background the pod must have accepted
 // per QUIET, on average over its life, for a quiet verdict to tell a route that forgot
@@ -55,10 +62,12 @@ const SparseBelow = 3
 
 // Verdict is one termination's line, as ParseVerdict reads it.
 type Verdict struct {
-	Kind string // Quiet, Late, Blind or Cut
+	Kind string // Quiet, Held, Late, Blind or Cut
 	// End is when the wait ended, from its start (its clock: the readings); Last when
-	// the last quiet window began: the last reading that saw traffic, 0 for none.
-	End, Last time.Duration
+	// the last quiet window began: the last reading that saw traffic, 0 for none; Kept
+	// the last reading that saw requests over connections accepted earlier (and no new
+	// ones), 0 for none (and in the lines of binaries before the field).
+	End, Last, Kept time.Duration
 	// Conns is how many connections the pod accepted during the wait; Total how many
 	// its network namespace had accepted when the wait began, over its life.
 	Conns, Total uint64
@@ -67,10 +76,12 @@ type Verdict struct {
 }
 
 // VerdictFields are the fields of a verdict, in the order nap writes them, each as
-// " NAME=VALUE": End and Last in whole milliseconds with the unit ms, the counts in
-// decimal. A blind verdict has only the first. With --live, the field WaitField follows
-// them, its value the verdict's Wait.
-var VerdictFields = []string{"end", "last", "conns", "total"}
+// " NAME=VALUE": End, Last and Kept in whole milliseconds with the unit ms, the counts
+// in decimal. A blind verdict has only the first. With --live, the field WaitField
+// follows them, its value the verdict's Wait. The last field, kept, came after the
+// others (the binaries before it wrote four): ParseVerdict reads lines with or
+// without it.
+var VerdictFields = []string{"end", "last", "conns", "total", "kept"}
 
 // WaitField is the last field of a verdict with --live.
 const WaitField = "wait"
@@ -78,7 +89,7 @@ const WaitField = "wait"
 // Tail is what nap appends to VerdictHead when the wait ends, newline included: the
 // kind, then the fields.
 func (v Verdict) Tail() string {
-	values := []string{ms(v.End), ms(v.Last), strconv.FormatUint(v.Conns, 10), strconv.FormatUint(v.Total, 10)}
+	values := []string{ms(v.End), ms(v.Last), strconv.FormatUint(v.Conns, 10), strconv.FormatUint(v.Total, 10), ms(v.Kept)}
 	if v.Kind == Blind {
 		values = values[:1]
 	}
@@ -126,37 +137,41 @@ func ParseVerdict(message string) (Verdict, bool) {
 	switch v.Kind {
 	case Blind:
 		want = want[:1]
-	case Quiet, Late:
+	case Quiet, Held, Late:
 	default:
 		return Verdict{}, false
 	}
-	if n := len(fields); n == 2+len(want) {
-		w, ok := strings.CutPrefix(fields[n-1], WaitField+"=")
-		if !ok || (w != WaitLive && w != WaitArgs) {
+	if n := len(fields); n > 1 && strings.HasPrefix(fields[n-1], WaitField+"=") {
+		w := fields[n-1][len(WaitField)+1:]
+		if w != WaitLive && w != WaitArgs {
 			return Verdict{}, false
 		}
 		v.Wait, fields = w, fields[:n-1]
 	}
+	if len(want) > 1 && len(fields) == len(want) && v.Kind != Held {
+		want = want[:len(want)-1] // a line without kept, from a binary before it
+	}
 	if len(fields) != 1+len(want) {
 		return Verdict{}, false
 	}
-	var ns [2]uint64 // End and Last, in milliseconds
+	var ms [3]uint64 // End, Last and Kept, in milliseconds
 	for j, key := range want {
 		val, ok := strings.CutPrefix(fields[1+j], key+"=")
 		if !ok {
 			return Verdict{}, false
 		}
-		if j < 2 { // end and last
+		timed := j < 2 || j == 4 // end, last and kept
+		if timed {
 			val, ok = strings.CutSuffix(val, "ms")
 		}
 		n, err := strconv.ParseUint(val, 10, 64)
-		if !ok || err != nil || val != strconv.FormatUint(n, 10) {
+		if !ok || err != nil || val != strconv.FormatUint(n, 10) || (timed && n > uint64(math.MaxInt64/time.Millisecond)) {
 			return Verdict{}, false
 		}
-		*[]*uint64{&ns[0], &ns[1], &v.Conns, &v.Total}[j] = n
+		*[]*uint64{&ms[0], &ms[1], &v.Conns, &v.Total, &ms[2]}[j] = n
 	}
-	v.End, v.Last = time.Duration(ns[0])*time.Millisecond, time.Duration(ns[1])*time.Millisecond
-	if v.Last > v.End || ns[0] > uint64(math.MaxInt64/time.Millisecond) {
+	v.End, v.Last, v.Kept = time.Duration(ms[0])*time.Millisecond, time.Duration(ms[1])*time.Millisecond, time.Duration(ms[2])*time.Millisecond
+	if v.Last > v.End || v.Kept > v.Last {
 		return Verdict{}, false
 	}
 	return v, true
@@ -164,9 +179,12 @@ func ParseVerdict(message string) (Verdict, bool) {
 
 // Sparse tells whether a quiet verdict says nothing: the pod, age old when its wait
 // began, accepted fewer than SparseBelow connections per quiet beyond allow (the
-// background the wait allowed per QUIET) on average over its life.
+// background the wait allowed per QUIET) on average over its life, and its wait saw no
+// request over a connection accepted earlier (Kept 0). Requests over kept connections
+// that came and then stopped for QUIET are a tail the wait saw end, however few
+// connections carried them (a pool's).
 func (v Verdict) Sparse(age, quiet time.Duration, allow int64) bool {
-	if v.Kind != Quiet || age <= 0 || quiet <= 0 {
+	if v.Kind != Quiet || v.Kept > 0 || age <= 0 || quiet <= 0 {
 		return false
 	}
 	windows := float64(age) / float64(quiet)

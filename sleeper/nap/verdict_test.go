@@ -11,12 +11,14 @@ func TestVerdictTail(t *testing.T) {
 		v    Verdict
 		want string
 	}{
-		{Verdict{Kind: Quiet, End: 5200 * time.Millisecond, Last: 3100 * time.Millisecond, Conns: 412, Total: 98231},
-			" quiet end=5200ms last=3100ms conns=412 total=98231\n"},
+		{Verdict{Kind: Quiet, End: 5200 * time.Millisecond, Last: 3100 * time.Millisecond, Conns: 412, Total: 98231, Kept: 2500 * time.Millisecond},
+			" quiet end=5200ms last=3100ms conns=412 total=98231 kept=2500ms\n"},
 		{Verdict{Kind: Late, End: 10 * time.Second, Last: 9900*time.Millisecond + 999*time.Microsecond, Conns: 0, Total: 0},
-			" late end=10000ms last=9900ms conns=0 total=0\n"},
+			" late end=10000ms last=9900ms conns=0 total=0 kept=0ms\n"},
+		{Verdict{Kind: Held, End: 5 * time.Second, Last: 4500 * time.Millisecond, Total: 7, Kept: 4500 * time.Millisecond},
+			" held end=5000ms last=4500ms conns=0 total=7 kept=4500ms\n"},
 		{Verdict{Kind: Blind, End: 60 * time.Second, Last: time.Second, Conns: 3}, " blind end=60000ms\n"},
-		{Verdict{Kind: Quiet, End: time.Second, Total: 4, Wait: WaitLive}, " quiet end=1000ms last=0ms conns=0 total=4 wait=live\n"},
+		{Verdict{Kind: Quiet, End: time.Second, Total: 4, Wait: WaitLive}, " quiet end=1000ms last=0ms conns=0 total=4 kept=0ms wait=live\n"},
 		{Verdict{Kind: Blind, End: time.Second, Wait: WaitArgs}, " blind end=1000ms wait=args\n"},
 	} {
 		if got := tc.v.Tail(); got != tc.want {
@@ -36,6 +38,12 @@ func TestParseVerdict(t *testing.T) {
 		{"after the app's lines", "started\nwarming\nnap/v1 quiet end=5200ms last=3100ms conns=412 total=98231\n", quiet, true},
 		{"after the app's text without a newline", "app stoppednap/v1 quiet end=5200ms last=3100ms conns=412 total=98231\n", quiet, true},
 		{"the last of two", "nap/v1 late end=1ms last=1ms conns=1 total=1\nnap/v1 quiet end=5200ms last=3100ms conns=412 total=98231\n", quiet, true},
+		{"the kept field", "nap/v1 quiet end=5200ms last=3100ms conns=412 total=98231 kept=2000ms\n", Verdict{Kind: Quiet, End: 5200 * time.Millisecond, Last: 3100 * time.Millisecond, Conns: 412, Total: 98231, Kept: 2 * time.Second}, true},
+		{"held", "nap/v1 held end=5000ms last=4500ms conns=0 total=7 kept=4500ms wait=args\n", Verdict{Kind: Held, End: 5 * time.Second, Last: 4500 * time.Millisecond, Total: 7, Kept: 4500 * time.Millisecond, Wait: WaitArgs}, true},
+		{"held needs kept", "nap/v1 held end=5000ms last=4500ms conns=0 total=7\n", Verdict{}, false},
+		{"kept after last", "nap/v1 held end=5000ms last=4500ms conns=0 total=7 kept=4600ms\n", Verdict{}, false},
+		{"kept without its unit", "nap/v1 quiet end=5000ms last=4500ms conns=0 total=7 kept=1\n", Verdict{}, false},
+		{"kept out of place", "nap/v1 quiet end=5000ms last=4500ms conns=0 kept=0ms total=7\n", Verdict{}, false},
 		{"late", "nap/v1 late end=10000ms last=9900ms conns=7 total=9\n", Verdict{Kind: Late, End: 10 * time.Second, Last: 9900 * time.Millisecond, Conns: 7, Total: 9}, true},
 		{"blind", "nap/v1 blind end=60000ms\n", Verdict{Kind: Blind, End: time.Minute}, true},
 		{"cut", "nap/v1", Verdict{Kind: Cut}, true},
@@ -73,9 +81,9 @@ func TestParseVerdict(t *testing.T) {
 }
 
 // FuzzParseVerdict: whatever ParseVerdict accepts, nap writes the same way: its line
-// reads back as itself.
+// reads back as itself; a line of the binaries before kept is nap's line without it.
 func FuzzParseVerdict(f *testing.F) {
-	for _, s := range []string{"nap/v1 quiet end=5200ms last=3100ms conns=412 total=98231\n", "x\nnap/v1", "nap/v1 blind end=0ms\n", "nap/v1 late end=9ms last=9ms conns=18446744073709551615 total=0\n"} {
+	for _, s := range []string{"nap/v1 quiet end=5200ms last=3100ms conns=412 total=98231\n", "x\nnap/v1", "nap/v1 blind end=0ms\n", "nap/v1 late end=9ms last=9ms conns=18446744073709551615 total=0\n", "nap/v1 held end=9ms last=8ms conns=0 total=3 kept=8ms wait=live\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, message string) {
@@ -91,7 +99,8 @@ func FuzzParseVerdict(f *testing.F) {
 		if !ok || again != v {
 			t.Fatalf("%q read as %+v, written as %q, read back as %+v, %v", message, v, line, again, ok)
 		}
-		if v.Kind != Cut && !strings.Contains(message, line) {
+		before := strings.Replace(line, " kept=0ms", "", 1) // the binaries' before kept
+		if v.Kind != Cut && !strings.Contains(message, line) && !strings.Contains(message, before) {
 			t.Fatalf("%q read as %+v, whose line %q it does not hold", message, v, line)
 		}
 	})
@@ -114,6 +123,9 @@ func TestVerdictSparse(t *testing.T) {
 		{"dense only with the probes", Verdict{Kind: Quiet, Total: 4 * 43200}, day, 2, true},
 		{"just at the bound", Verdict{Kind: Quiet, Total: SparseBelow * 43200}, day, 0, false},
 		{"late is never sparse", Verdict{Kind: Late, Total: 0}, day, 0, false},
+		{"held is never sparse", Verdict{Kind: Held, Total: 0}, day, 0, false},
+		// A pool's few connections, its requests seen to stop: a tail, not silence.
+		{"few connections, kept requests seen", Verdict{Kind: Quiet, Total: 1440, Kept: time.Second}, day, 0, false},
 		{"an age unknown", Verdict{Kind: Quiet, Total: 0}, 0, 0, false},
 	} {
 		if got := tc.v.Sparse(tc.age, DefaultQuiet, tc.allow); got != tc.want {

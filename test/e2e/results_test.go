@@ -170,7 +170,7 @@ const confusionIntro = "# nap's verdicts against what was lost\n\n" +
 // confusionHeader heads the confusion table: each row's pods with a verdict, counted by
 // verdict and by whether requests over new connections failed after their app exited
 // (forensic.Attribute).
-const confusionHeader = "| path | disruption | variant | req/s | pods | late: lost / none lost | quiet: lost / none lost | sparse: lost / none lost | cut | blind | measured |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+const confusionHeader = "| path | disruption | variant | req/s | pods | late: lost / none lost | held: lost / none lost | quiet: lost / none lost | sparse: lost / none lost | cut | blind | measured |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 
 // writeConfusion writes the confusion table of rows to path, whole, with the totals and
 // the precision and recall of late over them.
@@ -190,15 +190,17 @@ func writeConfusion(t *testing.T, path string, rows []judgedRow, measured string
 	fmt.Fprintf(&b, "| all | | | | %d | %s | |\n\n", all.Ends(), all)
 	say := func(name string, v float64, ok bool) {
 		if ok {
-			fmt.Fprintf(&b, "%s of late: %.2f. ", name, v)
+			fmt.Fprintf(&b, "%s: %.2f. ", name, v)
 		} else {
-			fmt.Fprintf(&b, "%s of late: none to count. ", name)
+			fmt.Fprintf(&b, "%s: none to count. ", name)
 		}
 	}
 	p, okP := all.Precision()
-	say("Precision", p, okP)
+	say("Precision of late", p, okP)
 	r, okR := all.Recall()
-	say("Recall", r, okR)
+	say("Recall of late", r, okR)
+	r, okR = all.RecallHeld()
+	say("Recall of late or held", r, okR)
 	b.WriteString("\n")
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {

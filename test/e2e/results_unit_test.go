@@ -82,7 +82,8 @@ func TestWriteConfusion(t *testing.T) {
 	rows := []judgedRow{
 		row(scenario{path: clusterIPNode1, disruption: rollingRestart, variant: napBinary},
 			forensic.Judged{End: forensic.End{Pod: "a", Verdict: nap.Late, Exited: at}, Lost: 0},
-			forensic.Judged{End: forensic.End{Pod: "b", Verdict: nap.Quiet, Exited: at}, Lost: 0}),
+			forensic.Judged{End: forensic.End{Pod: "b", Verdict: nap.Quiet, Exited: at}, Lost: 0},
+			forensic.Judged{End: forensic.End{Pod: "d", Verdict: nap.Held, Exited: at}, Lost: 0}),
 		row(scenario{path: lbLocal, disruption: scaleDown, variant: napBinary},
 			forensic.Judged{End: forensic.End{Pod: "c", Verdict: nap.Late, Exited: at}, Lost: 578}),
 	}
@@ -94,9 +95,9 @@ func TestWriteConfusion(t *testing.T) {
 	}
 	for _, want := range []string{
 		confusionIntro + confusionHeader,
-		"| ClusterIP from node 1 | rolling restart | nap preStop (binary) | 200 | 2 | 0 / 1 | 0 / 1 | 0 / 0 | 0 | 0 | 2026-12-07 abc1234 |\n",
-		"| all | | | | 3 | 1 / 1 | 0 / 1 | 0 / 0 | 0 | 0 | |\n",
-		"Precision of late: 0.50. Recall of late: 1.00.",
+		"| ClusterIP from node 1 | rolling restart | nap preStop (binary) | 200 | 3 | 0 / 1 | 0 / 1 | 0 / 1 | 0 / 0 | 0 | 0 | 2026-12-07 abc1234 |\n",
+		"| all | | | | 4 | 1 / 1 | 0 / 1 | 0 / 1 | 0 / 0 | 0 | 0 | |\n",
+		"Precision of late: 0.50. Recall of late: 1.00. Recall of late or held: 1.00.",
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b)

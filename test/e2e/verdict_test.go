@@ -24,9 +24,11 @@ import (
 // nap's 2 s fixed delay, and the verdict each container must leave in its final status
 // (none: no verdict, "" for a container that ends with no message).
 type verdictCase struct {
-	name    string
-	mutate  func(*corev1.PodSpec)
-	traffic bool // requests from the test to the pod until it is gone (node 1 only)
+	name   string
+	mutate func(*corev1.PodSpec)
+	// traffic: requests from the test to the pod until it is gone (node 1 only), over
+	// one kept connection (kept) or each over a new one (fresh); "" for none.
+	traffic string
 	nodes   []string
 	want    map[string]string // container → kind, or "" for no verdict
 }
@@ -66,16 +68,24 @@ var verdictCases = []verdictCase{
 		s.Containers[0].Lifecycle.PreStop.Exec.Command = []string{kube.MountPath + "/" + kube.BinaryName, "10s"}
 	}, want: map[string]string{"app": nap.Cut}},
 	// Requests to the pod until it is gone: the routes (here the test itself) still
-	// send when the delay ends.
-	{name: "traffic to the end", traffic: true, nodes: []string{node1}, want: map[string]string{"app": nap.Late}},
+	// open connections when the delay ends; over one kept connection, a keep-alive
+	// client still sends then.
+	{name: "new connections to the end", traffic: trafficFresh, nodes: []string{node1}, want: map[string]string{"app": nap.Late}},
+	{name: "a kept connection to the end", traffic: trafficKept, nodes: []string{node1}, want: map[string]string{"app": nap.Held}},
 }
+
+// The test's traffic to a pod (verdictCase.traffic).
+const (
+	trafficKept  = "kept"
+	trafficFresh = "fresh"
+)
 
 // TestVerdictInStatus: on both of the lab's kubelets, what nap appends to a container's
 // /dev/termination-log reaches the pod's final status, where a controller watching pods
 // reads it (state.terminated.message, written before the pod is deleted): in a scratch
 // image, with a read-only root, for each of two containers; a custom
 // terminationMessagePath gets none, a grace period shorter than the wait leaves the
-// line cut, traffic until the end reads late. The demo app's readiness probe is kept
+// line cut, new connections until the end read late, requests over a kept one held. The demo app's readiness probe is kept
 // only where a case says so: its hook is written for it (--allow 3: a probe every
 // second, in the fixed wait's 2 s), which the other cases need not.
 func TestVerdictInStatus(t *testing.T) {
@@ -126,13 +136,13 @@ func TestVerdictInStatus(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for _, r := range runs {
-		if !r.c.traffic {
+		if r.c.traffic == "" {
 			continue
 		}
 		url := "http://" + r.pod.Status.PodIP + ":8080/"
 		waitServing(t, url, "")
 		wg.Go(func() {
-			hc := &http.Client{Timeout: time.Second}
+			hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: r.c.traffic == trafficFresh}}
 			for range 400 {
 				select {
 				case <-stop:

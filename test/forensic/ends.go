@@ -60,10 +60,12 @@ func Attribute(ends []End, failed []time.Time, until time.Time) []Judged {
 }
 
 // Confusion counts judged ends by verdict and truth: late is the verdict held to
-// "requests were lost after the wait", quiet to "none were"; sparse is reported apart,
-// never as quiet.
+// "requests were lost after the wait", quiet to "none were"; held (requests over kept
+// connections to the end, which a keep-alive client and a pool still routing to the pod
+// both give) and sparse are reported apart, never as quiet.
 type Confusion struct {
-	LateLost, LateClean     int // late: a route still sent at the end
+	LateLost, LateClean     int // late: a route still opened connections at the end
+	HeldLost, HeldClean     int // held: only kept connections still sent at the end
 	QuietLost, QuietClean   int
 	SparseLost, SparseClean int
 	Cut, Blind              int // the wait never ended; the signals could not be read
@@ -81,6 +83,8 @@ func (c *Confusion) Add(j Judged) {
 	switch j.Verdict {
 	case nap.Late:
 		count(&c.LateLost, &c.LateClean)
+	case nap.Held:
+		count(&c.HeldLost, &c.HeldClean)
 	case nap.Quiet:
 		count(&c.QuietLost, &c.QuietClean)
 	case nap.Sparse:
@@ -105,6 +109,8 @@ func Count(js []Judged) Confusion {
 func (c *Confusion) Merge(o Confusion) {
 	c.LateLost += o.LateLost
 	c.LateClean += o.LateClean
+	c.HeldLost += o.HeldLost
+	c.HeldClean += o.HeldClean
 	c.QuietLost += o.QuietLost
 	c.QuietClean += o.QuietClean
 	c.SparseLost += o.SparseLost
@@ -115,7 +121,7 @@ func (c *Confusion) Merge(o Confusion) {
 
 // Ends is how many ends c counts.
 func (c Confusion) Ends() int {
-	return c.LateLost + c.LateClean + c.QuietLost + c.QuietClean + c.SparseLost + c.SparseClean + c.Cut + c.Blind
+	return c.LateLost + c.LateClean + c.HeldLost + c.HeldClean + c.QuietLost + c.QuietClean + c.SparseLost + c.SparseClean + c.Cut + c.Blind
 }
 
 // Precision is the share of late verdicts whose pod lost requests after its wait; false
@@ -124,16 +130,22 @@ func (c Confusion) Precision() (float64, bool) {
 	return ratio(c.LateLost, c.LateLost+c.LateClean)
 }
 
-// Recall is the share of the pods that lost requests after their wait (read late or
-// quiet: sparse ones say they cannot tell) that read late; false when none lost.
+// Recall is the share of the pods that lost requests after their wait (read late, held
+// or quiet: sparse ones say they cannot tell) that read late; false when none lost.
 func (c Confusion) Recall() (float64, bool) {
-	return ratio(c.LateLost, c.LateLost+c.QuietLost)
+	return ratio(c.LateLost, c.LateLost+c.HeldLost+c.QuietLost)
 }
 
-// String is c as the confusion table's cells: late lost / none, quiet lost / none,
-// sparse lost / none, cut, blind.
+// RecallHeld is the share of the same pods that read late or held: what nap's words
+// catch before the paths that reached the pod tell a pool from a keep-alive client.
+func (c Confusion) RecallHeld() (float64, bool) {
+	return ratio(c.LateLost+c.HeldLost, c.LateLost+c.HeldLost+c.QuietLost)
+}
+
+// String is c as the confusion table's cells: late lost / none, held lost / none, quiet
+// lost / none, sparse lost / none, cut, blind.
 func (c Confusion) String() string {
-	return fmt.Sprintf("%d / %d | %d / %d | %d / %d | %d | %d", c.LateLost, c.LateClean, c.QuietLost, c.QuietClean, c.SparseLost, c.SparseClean, c.Cut, c.Blind)
+	return fmt.Sprintf("%d / %d | %d / %d | %d / %d | %d / %d | %d | %d", c.LateLost, c.LateClean, c.HeldLost, c.HeldClean, c.QuietLost, c.QuietClean, c.SparseLost, c.SparseClean, c.Cut, c.Blind)
 }
 
 // Describe says each judged end, for a measurement's log.

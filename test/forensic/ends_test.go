@@ -57,22 +57,26 @@ func TestConfusion(t *testing.T) {
 	c := Count([]Judged{
 		{End{Verdict: nap.Late}, 3}, {End{Verdict: nap.Late}, 1}, {End{Verdict: nap.Late}, 0},
 		{End{Verdict: nap.Quiet}, 2}, {End{Verdict: nap.Quiet}, 0}, {End{Verdict: nap.Quiet}, 0},
+		{End{Verdict: nap.Held}, 4}, {End{Verdict: nap.Held}, 0}, {End{Verdict: nap.Held}, 0},
 		{End{Verdict: nap.Sparse}, 5}, {End{Verdict: nap.Cut}, 9}, {End{Verdict: nap.Blind}, 0},
 	})
-	if got, want := c.String(), "2 / 1 | 1 / 2 | 1 / 0 | 1 | 1"; got != want {
+	if got, want := c.String(), "2 / 1 | 1 / 2 | 1 / 2 | 1 / 0 | 1 | 1"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
 	if p, ok := c.Precision(); !ok || p != 2.0/3 {
 		t.Errorf("precision %v %v, want 2/3", p, ok)
 	}
-	// Sparse says it cannot tell: not a miss of late.
-	if r, ok := c.Recall(); !ok || r != 2.0/3 {
-		t.Errorf("recall %v %v, want 2/3", r, ok)
+	// Sparse says it cannot tell: not a miss of late; held is.
+	if r, ok := c.Recall(); !ok || r != 2.0/4 {
+		t.Errorf("recall %v %v, want 2/4", r, ok)
+	}
+	if r, ok := c.RecallHeld(); !ok || r != 3.0/4 {
+		t.Errorf("recall of late or held %v %v, want 3/4", r, ok)
 	}
 	var none Confusion
 	none.Merge(c)
-	if none != c || none.Ends() != 9 {
-		t.Errorf("merged %+v, want %+v (9 ends)", none, c)
+	if none != c || none.Ends() != 12 {
+		t.Errorf("merged %+v, want %+v (12 ends)", none, c)
 	}
 	if _, ok := (Confusion{QuietClean: 4}).Precision(); ok {
 		t.Error("a precision with no late verdict")
