@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nap-k8s/nap/controller/report"
+	"github.com/nap-k8s/nap/sleeper/nap"
 	"github.com/nap-k8s/nap/test/forensic"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -151,8 +152,8 @@ type podLife struct {
 	stopped time.Time
 	reason  string
 	// verdict is what nap's line in its final status reads as (report.VerdictKind);
-	// "" without one.
-	verdict string
+	// "" without one; line is the line.
+	verdict, line string
 }
 
 // life records what p shows (with r.mu held).
@@ -200,6 +201,11 @@ func (r *terminations) life(p *corev1.Pod) {
 	}
 	if k, ok := report.VerdictKind(p, "app"); ok {
 		l.verdict = k
+		if msg, ok := terminatedMessage(p, "app"); ok {
+			if v, ok := nap.ParseVerdict(msg); ok {
+				l.line = v.String()
+			}
+		}
 	}
 }
 
@@ -211,7 +217,7 @@ func (r *terminations) ends(start time.Time) []forensic.End {
 	var out []forensic.End
 	for name, l := range r.lives {
 		if l.verdict != "" && !l.exited.IsZero() && !l.exited.Before(start.Truncate(time.Second)) && !r.before[name] {
-			out = append(out, forensic.End{Pod: name, Verdict: l.verdict, Exited: l.exited})
+			out = append(out, forensic.End{Pod: name, Verdict: l.verdict, Line: l.line, Exited: l.exited})
 		}
 	}
 	return out

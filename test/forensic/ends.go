@@ -14,6 +14,7 @@ import (
 type End struct {
 	Pod     string
 	Verdict string
+	Line    string    // nap's line, for the log
 	Exited  time.Time // the API server's time: whole seconds
 }
 
@@ -155,7 +156,7 @@ func Describe(js []Judged, start time.Time) string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "%s %s, exited at %.0f s, %d lost over new connections after", j.Pod, j.Verdict, j.Exited.Sub(start).Seconds(), j.Lost)
+		fmt.Fprintf(&b, "%s %s (%s), exited at %.0f s, %d lost over new connections after", j.Pod, j.Verdict, j.Line, j.Exited.Sub(start).Seconds(), j.Lost)
 	}
 	return b.String()
 }

@@ -25,17 +25,17 @@ func TestAttribute(t *testing.T) {
 		want   []int // each end's Lost, in the order of their exits
 	}{
 		{"a rollout: each pod what failed until the next one's exit",
-			[]End{{"c", nap.Quiet, at(20)}, {"a", nap.Late, at(5)}, {"b", nap.Quiet, at(12)}},
+			[]End{{"c", nap.Quiet, "", at(20)}, {"a", nap.Late, "", at(5)}, {"b", nap.Quiet, "", at(12)}},
 			times(4.5, 5, 6.2, 11.9, 25), []int{3, 0, 1}},
 		{"nothing failed",
-			[]End{{"a", nap.Quiet, at(5)}}, nil, []int{0}},
+			[]End{{"a", nap.Quiet, "", at(5)}}, nil, []int{0}},
 		{"a drain: two exits in one second share what failed after them",
-			[]End{{"a", nap.Late, at(7)}, {"b", nap.Late, at(8)}, {"c", nap.Quiet, at(30)}},
+			[]End{{"a", nap.Late, "", at(7)}, {"b", nap.Late, "", at(8)}, {"c", nap.Quiet, "", at(30)}},
 			times(8.5, 9, 12, 31), []int{3, 3, 1}},
 		{"failures before the first exit are no pod's",
-			[]End{{"a", nap.Quiet, at(10)}}, times(1, 2, 9.99), []int{0}},
+			[]End{{"a", nap.Quiet, "", at(10)}}, times(1, 2, 9.99), []int{0}},
 		{"after the measurement's end: not counted",
-			[]End{{"a", nap.Quiet, at(10)}}, times(39, 41), []int{1}},
+			[]End{{"a", nap.Quiet, "", at(10)}}, times(39, 41), []int{1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := Attribute(c.ends, c.failed, at(40))
