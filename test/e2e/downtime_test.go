@@ -1564,8 +1564,11 @@ func experimentTables() []claims {
 
 		// The application load balancer with pod targets; gRPC through it (HTTP/2 on
 		// both sides, a call per connection and one shared HTTP/2 connection), and
-		// unmodified nginx and go-httpbin in the demo app's place.
-		{s{path: lbPods, disruption: rollingRestart, rounds: 1}, pooled},
+		// unmodified nginx and go-httpbin in the demo app's place. In the rolling
+		// restart, the fleet's fixed 5 s too: shorter than the path's tail, it loses,
+		// and its verdicts are the negative control of "a too-short delay reads late or
+		// held" (docs/verdict-results.md).
+		{s{path: lbPods, disruption: rollingRestart, rounds: 1}, append(slices.Clip(pooled), claim{napBinary, fails, nil})},
 		{s{path: lbPods, disruption: rollingRestart, rounds: 1, grpc: true}, pooled},
 		{s{path: lbPods, disruption: rollingRestart, rounds: 1, server: nginxServer}, pooled},
 		{s{path: lbPods, disruption: rollingRestart, rounds: 1, server: httpbinServer}, pooled},
