@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -60,6 +61,11 @@ func TestVerdictsOf(t *testing.T) {
 		// The adaptive wait's own QUIET: 500 ms windows, 1 each.
 		{"adaptive: its QUIET", pod(hour, hookOf("--quiet", "500ms", "--max", "60s"), "nap/v1 quiet end=900ms last=0ms conns=0 total=7200\n"),
 			[]containerVerdict{{container: "app", kind: nap.Sparse, end: 900 * time.Millisecond}}},
+		// Few connections, a pool's, whose requests the wait saw stop: quiet, not sparse.
+		{"quiet, a pool's requests seen to stop", pod(hour, hookOf("10s"), "nap/v1 quiet end=10000ms last=6000ms conns=0 total=3600 kept=6000ms\n"),
+			[]containerVerdict{{container: "app", kind: nap.Quiet, end: 10 * time.Second, last: 6 * time.Second}}},
+		{"held", pod(hour, hookOf("10s"), "nap/v1 held end=10000ms last=10000ms conns=0 total=3600 kept=10000ms\n"),
+			[]containerVerdict{{container: "app", kind: nap.Held, end: 10 * time.Second, last: 10 * time.Second}}},
 		{"late, two containers, one running", pod(hour, hookOf("10s"), "nap/v1 late end=10000ms last=9900ms conns=9 total=9\n", "running"),
 			[]containerVerdict{{container: "app", kind: nap.Late, end: 10 * time.Second, last: 9900 * time.Millisecond}}},
 		{"cut, and the app's own text", pod(hour, hookOf("10s"), "nap/v1", "panic: nil map\n"),
@@ -202,5 +208,39 @@ func TestCountedByPath(t *testing.T) {
 	if want := []string{"shop/web-7d9f8c6b5-a quiet 10s 2.5s clusterip+nodeport+lb-local", "shop/web-7d9f8c6b5-b late 10s 9.9s clusterip+nodeport+lb-local",
 		"shop/web-7d9f8c6b5-c late 10s 9.9s "}; !slices.Equal(learned, want) {
 		t.Errorf("learned from %q, want %q", learned, want)
+	}
+}
+
+// TestHeldByPool: the Learner hears whether a client that pools reached the pod (an
+// Ingress in front of its Service), which makes a held termination the pool's, and
+// a pod only its ClusterIP reaches a keep-alive client's.
+func TestHeldByPool(t *testing.T) {
+	web := map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5"}
+	for _, tc := range []struct {
+		name    string
+		ingress bool
+		want    string
+	}{
+		{"behind an ingress", true, "shop/web-7d9f8c6b5-a held pooled true"},
+		{"its ClusterIP alone", false, "shop/web-7d9f8c6b5-a held pooled false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithObjects(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}).Build()
+			var learned []string
+			r := &Reporter{Client: cl, Log: logr.Discard(), Learn: func(o traffic.Observation) {
+				learned = append(learned, fmt.Sprintf("%s %s pooled %v", o.Pod, o.Kind, o.Pooled))
+			}, Fronts: func(context.Context, string) (kube.Frontends, error) {
+				return kube.Frontends{"web": {Ingress: tc.ingress}}, nil
+			}}
+			p := webPod("a", func(p *corev1.Pod) {
+				p.Labels = web
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Message: "nap/v1 held end=10000ms last=10000ms conns=0 total=900000 kept=10000ms\n"}}}}
+			})
+			r.counted(nil, summaryOf(p))
+			if !slices.Equal(learned, []string{tc.want}) {
+				t.Errorf("learned %q, want %q", learned, tc.want)
+			}
+		})
 	}
 }
