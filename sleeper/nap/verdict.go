@@ -179,14 +179,15 @@ func ParseVerdict(message string) (Verdict, bool) {
 
 // Sparse tells whether a quiet verdict says nothing: the pod, age old when its wait
 // began, accepted fewer than SparseBelow connections per quiet beyond allow (the
-// background the wait allowed per QUIET) on average over its life, and its wait saw no
-// request over a connection accepted earlier (Kept 0). Requests over kept connections
-// that came and then stopped for QUIET are a tail the wait saw end, however few
-// connections carried them (a pool's).
+// background the wait allowed per QUIET) on average over its life to the wait's end
+// (Total and Conns over age and End: a young pod's wait may see most of its traffic),
+// and its wait saw no request over a connection accepted earlier (Kept 0). Requests
+// over kept connections that came and then stopped for QUIET are a tail the wait saw
+// end, however few connections carried them (a pool's).
 func (v Verdict) Sparse(age, quiet time.Duration, allow int64) bool {
 	if v.Kind != Quiet || v.Kept > 0 || age <= 0 || quiet <= 0 {
 		return false
 	}
-	windows := float64(age) / float64(quiet)
-	return float64(v.Total)/windows-float64(allow) < SparseBelow
+	windows := float64(age+v.End) / float64(quiet)
+	return float64(v.Total+v.Conns)/windows-float64(allow) < SparseBelow
 }

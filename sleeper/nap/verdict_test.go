@@ -124,6 +124,10 @@ func TestVerdictSparse(t *testing.T) {
 		{"just at the bound", Verdict{Kind: Quiet, Total: SparseBelow * 43200}, day, 0, false},
 		{"late is never sparse", Verdict{Kind: Late, Total: 0}, day, 0, false},
 		{"held is never sparse", Verdict{Kind: Held, Total: 0}, day, 0, false},
+		// A pod 2 min old that had 78 connections, then 687 in a 25.7 s wait (the lab's
+		// scale-down behind the load balancer): dense, its life to the wait's end.
+		{"a young pod, its wait dense", Verdict{Kind: Quiet, End: 25700 * time.Millisecond, Conns: 687, Total: 78}, 2 * time.Minute, 0, false},
+		{"a young pod, its wait as thin", Verdict{Kind: Quiet, End: 25700 * time.Millisecond, Conns: 20, Total: 3}, 2 * time.Minute, 0, true},
 		// A pool's few connections, its requests seen to stop: a tail, not silence.
 		{"few connections, kept requests seen", Verdict{Kind: Quiet, Total: 1440, Kept: time.Second}, day, 0, false},
 		{"an age unknown", Verdict{Kind: Quiet, Total: 0}, 0, 0, false},
