@@ -109,17 +109,13 @@ type Observation struct {
 	// did not read requests on open connections (a fixed delay, an adaptive wait without
 	// --requests): it could not see that client's traffic, so its quiet says nothing.
 	PoolUnread bool
-	// Pooled: a client that pools its connections reached the pod: a held verdict
-	// (requests over kept connections to the end) is that pool still sending, late.
-	Pooled bool
 }
 
 // Observe is the learning rule: a quiet termination with dense traffic adds its
 // observed tail to its route's (unless its wait could not see a pooling client's
 // traffic: PoolUnread); a late one raises the route's wait at once (lateNeed), unless
-// the route already holds that long, and its tails start again; so does a held one
-// where a pool reached the pod (Pooled), whose kept connections are the pool's; without
-// one, held is a keep-alive client the app's drain ends, and says nothing of the route.
+// the route already holds that long, and its tails start again (the Reporter counts a
+// held one as late where a pool reached the pod: report.CountedAs).
 // Sparse, blind and cut terminations say nothing of the route's tail; a pod no path
 // reached has no route. It returns whether the document changed (kept) and whether
 // what the route needs did (changed: Need).
@@ -141,10 +137,7 @@ func (l *Learned) Observe(o Observation) (kept, changed bool) {
 		}
 		after, _, _ := r.Need()
 		changed = before != after
-	case nap.Late, nap.Held:
-		if o.Kind == nap.Held && !o.Pooled {
-			return false, false
-		}
+	case nap.Late:
 		r := l.route(key)
 		raise, why := lateNeed(o)
 		if have, _, ok := r.Need(); ok && have >= raise {
@@ -160,16 +153,11 @@ func (l *Learned) Observe(o Observation) (kept, changed bool) {
 	return true, changed
 }
 
-// lateNeed is what a late termination (or a held one a pool sent) says its route needs,
-// and why: cut off while traffic still arrived (its last reading with traffic within
+// lateNeed is what a late termination says its route needs, and why: cut off while traffic still arrived (its last reading with traffic within
 // LearnCutOff of its end), LearnRaise times its end; else its last traffic was the tail.
 func lateNeed(o Observation) (time.Duration, string) {
 	if o.End-o.Last <= LearnCutOff {
-		still := "traffic still arriving"
-		if o.Kind == nap.Held {
-			still = "a pool's kept connections still sending"
-		}
-		return DelayFor(LearnRaise*o.End, LearnMargin), fmt.Sprintf("pod %s's wait ended at %.1f s with %s", o.Pod, o.End.Seconds(), still)
+		return DelayFor(LearnRaise*o.End, LearnMargin), fmt.Sprintf("pod %s's wait ended at %.1f s with traffic still arriving", o.Pod, o.End.Seconds())
 	}
 	return DelayFor(o.Last, LearnMargin), fmt.Sprintf("pod %s's wait saw traffic until %.1f s of its %.1f s", o.Pod, o.Last.Seconds(), o.End.Seconds())
 }

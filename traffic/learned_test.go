@@ -92,11 +92,7 @@ func TestLearn(t *testing.T) {
 			{o: []Observation{late(3 * time.Second)}, want: 9 * time.Second, changed: true},
 			{o: quiets(LearnSettle-1, time.Second), want: 9 * time.Second},
 		}},
-		{"held where a pool reached the pod raises as late does", []step{
-			{o: []Observation{{Paths: route, Kind: nap.Held, End: 5 * time.Second, Last: 5 * time.Second, Pod: "shop/web-4", At: at, Pooled: true}}, want: 13 * time.Second, changed: true,
-				why: "pod shop/web-4's wait ended at 5.0 s with a pool's kept connections still sending (late, 2026-12-06T10:00:00Z), so at least 13 s"},
-		}},
-		{"held without a pool is a keep-alive client: nothing", []step{
+		{"held is a keep-alive client's (a pool's is counted late): nothing", []step{
 			{o: []Observation{{Paths: route, Kind: nap.Held, End: 5 * time.Second, Last: 5 * time.Second, Pod: "shop/web-4", At: at}}, want: 0},
 		}},
 		{"a quiet one whose wait could not see a pooling client's traffic says nothing", []step{

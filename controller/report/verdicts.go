@@ -235,6 +235,7 @@ func (r *Reporter) counted(old, cur *podSummary) {
 			cur.fill(pod)
 			paths, pooled = r.pathsOf(pod)
 		}
+		v.kind = CountedAs(v.kind, pooled)
 		terminations.WithLabelValues(v.kind).Inc()
 		for _, p := range paths {
 			pathTerminations.WithLabelValues(p, v.kind).Inc()
@@ -247,7 +248,7 @@ func (r *Reporter) counted(old, cur *podSummary) {
 			o := traffic.Observation{Paths: paths, Kind: v.kind, End: v.end, Last: v.last, Pod: cur.Namespace + "/" + cur.Name, At: time.Now()}
 			if pooled {
 				wt, _ := waitOf(pod, v.container)
-				o.PoolUnread, o.Pooled = wt.Requests == 0, true
+				o.PoolUnread = wt.Requests == 0
 			}
 			r.Learn(o)
 		}
@@ -292,9 +293,22 @@ func (s *podSummary) workload() kube.Workload {
 	return kube.WorkloadOf(&p)
 }
 
-// VerdictKind is what the Reporter counts container name's termination in p as: nap's
-// verdict, or sparse (one of Verdicts); false where it left no line. The lab's proof
-// holds the same reading against what its probe saw.
+// CountedAs is what the Reporter counts a termination of kind (VerdictKind) as, where
+// a client that pools its connections reached the pod (pooled: traffic.Need.Pooled) or
+// not: a held one is late where one did (the pool still sent over its connections at
+// the end, and opens new ones once the app closes them: refused), nap's word elsewhere
+// (a keep-alive client, which the app's drain ends).
+func CountedAs(kind string, pooled bool) string {
+	if kind == nap.Held && pooled {
+		return nap.Late
+	}
+	return kind
+}
+
+// VerdictKind is what the Reporter counts container name's termination in p as, before
+// the paths that reached it (CountedAs): nap's verdict, or sparse (one of Verdicts);
+// false where it left no line. The lab's proof holds the same reading against what its
+// probe saw.
 func VerdictKind(p *corev1.Pod, container string) (string, bool) {
 	for _, v := range verdictsOf(p) {
 		if v.container == container {

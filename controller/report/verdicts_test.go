@@ -211,9 +211,9 @@ func TestCountedByPath(t *testing.T) {
 	}
 }
 
-// TestHeldByPool: the Learner hears whether a client that pools reached the pod (an
-// Ingress in front of its Service), which makes a held termination the pool's, and
-// a pod only its ClusterIP reaches a keep-alive client's.
+// TestHeldByPool: a held termination is counted late where a client that pools reached
+// the pod (an Ingress in front of its Service): the pool's; held where only its
+// ClusterIP did: a keep-alive client's. The Learner hears the same.
 func TestHeldByPool(t *testing.T) {
 	web := map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5"}
 	for _, tc := range []struct {
@@ -221,14 +221,14 @@ func TestHeldByPool(t *testing.T) {
 		ingress bool
 		want    string
 	}{
-		{"behind an ingress", true, "shop/web-7d9f8c6b5-a held pooled true"},
-		{"its ClusterIP alone", false, "shop/web-7d9f8c6b5-a held pooled false"},
+		{"behind an ingress", true, "shop/web-7d9f8c6b5-a late"},
+		{"its ClusterIP alone", false, "shop/web-7d9f8c6b5-a held"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := fake.NewClientBuilder().WithObjects(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}).Build()
 			var learned []string
 			r := &Reporter{Client: cl, Log: logr.Discard(), Learn: func(o traffic.Observation) {
-				learned = append(learned, fmt.Sprintf("%s %s pooled %v", o.Pod, o.Kind, o.Pooled))
+				learned = append(learned, fmt.Sprintf("%s %s", o.Pod, o.Kind))
 			}, Fronts: func(context.Context, string) (kube.Frontends, error) {
 				return kube.Frontends{"web": {Ingress: tc.ingress}}, nil
 			}}
