@@ -154,7 +154,7 @@ func ParseVerdict(message string) (Verdict, bool) {
 	if len(fields) != 1+len(want) {
 		return Verdict{}, false
 	}
-	var ms [3]uint64 // End, Last and Kept, in milliseconds
+	var msec [3]uint64 // End, Last and Kept, in milliseconds
 	for j, key := range want {
 		val, ok := strings.CutPrefix(fields[1+j], key+"=")
 		if !ok {
@@ -168,9 +168,9 @@ func ParseVerdict(message string) (Verdict, bool) {
 		if !ok || err != nil || val != strconv.FormatUint(n, 10) || (timed && n > uint64(math.MaxInt64/time.Millisecond)) {
 			return Verdict{}, false
 		}
-		*[]*uint64{&ms[0], &ms[1], &v.Conns, &v.Total, &ms[2]}[j] = n
+		*[]*uint64{&msec[0], &msec[1], &v.Conns, &v.Total, &msec[2]}[j] = n
 	}
-	v.End, v.Last, v.Kept = time.Duration(ms[0])*time.Millisecond, time.Duration(ms[1])*time.Millisecond, time.Duration(ms[2])*time.Millisecond
+	v.End, v.Last, v.Kept = time.Duration(msec[0])*time.Millisecond, time.Duration(msec[1])*time.Millisecond, time.Duration(msec[2])*time.Millisecond
 	if v.Last > v.End || v.Kept > v.Last {
 		return Verdict{}, false
 	}
