@@ -107,6 +107,14 @@ var adaptiveCases = []struct {
 	// Its --allow is the probes' background: up to it, connections are not traffic.
 	{name: "fixed: the background within ALLOW is quiet", args: []string{"1500ms", "--allow", "2"}, table: traffic(700*time.Millisecond, 6*time.Second, 1),
 		sleep: 1500 * time.Millisecond, verdict: nap.Quiet, end: 1500 * time.Millisecond, final: -1},
+	// ALLOW is per QUIET: a probe every second (ALLOW 3, floor(2 s/1 s)+1) for a delay
+	// of 5.5 s opens 6 connections, each QUIET of it 3 at most: quiet. (Before the
+	// baseline moved each QUIET, the fourth read as traffic, and a probed pod's delay
+	// longer than QUIET read late.)
+	{name: "fixed: a probe's background over a delay past QUIET is quiet", args: []string{"5500ms", "--allow", "3"}, table: traffic(time.Second, 8*time.Second, 1),
+		sleep: 5500 * time.Millisecond, verdict: nap.Quiet, end: 5500 * time.Millisecond, final: -1},
+	{name: "adaptive: a probe's background does not hold MIN's wait", args: []string{"4s", "--quiet", "2s", "--max", "20s", "--allow", "3"}, table: traffic(time.Second, 30*time.Second, 1),
+		sleep: 4 * time.Second, verdict: nap.Quiet, end: 4 * time.Second, final: -1},
 	{name: "fixed: above ALLOW is late", args: []string{"--allow", "2", "1500ms"}, table: traffic(100*time.Millisecond, 6*time.Second, 1),
 		sleep: 1500 * time.Millisecond, verdict: nap.Late, end: 1500 * time.Millisecond, final: -1},
 	{name: "fixed: no table is blind, and silent", args: []string{"700ms"}, table: []step{{gone: true}},

@@ -139,10 +139,10 @@ type block struct {
 var amd64Layout = []asm.Label{
 	"entry", "help", "flag", "next_arg", "term", "matched", "scale", "bare", "unit", "digits_done", "pad",
 	"invalid", "default", "tail", "args_done", "fixed", "fixed_wait", "sleep", "timed", "slept", "done", "adaptive",
-	"on_signal", "exit_edi", "nap_ts", "new_conns", "last_look", "kept_conns", "traffic", "poll", "until_limit",
-	"finish", "wait", "put_ms", "put_num", "put_wait", "put", "say", "write_all", "count", "unreadable", "sockets",
-	"dump_done", "dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr", "attr", "live",
-	"live_missing", "live_raise",
+	"poll", "new_conns", "last_look", "kept_conns", "traffic", "until_limit", "finish", "exit_edi", "nap_ts",
+	"on_signal", "wait", "put_ms", "put_num", "put_wait", "put", "say", "write_all", "count", "unreadable",
+	"sockets", "dump_done", "dump", "message", "unreadable_sockets", "listen", "next_message", "next_attr",
+	"attr", "live", "live_missing", "live_raise",
 }
 
 // programAMD64 writes nap for x86-64: the data (see data), then the code, in the order
@@ -648,6 +648,7 @@ func amd64Blocks() []block {
 			b.MOV(r13, x.Qword(r15, slotQuiet))
 			b.LEA(rsp, x.Qword(r15, -(listening+readBuf)))
 			b.MOV(r8, rsp)
+			b.PUSH(x.Imm(0)) // when the count's baseline (r12) was taken
 			b.PUSH(x.Imm(0))
 			b.PUSH(x.Imm(0))
 			b.XOR(r14d, r14d)
@@ -698,6 +699,13 @@ func amd64Blocks() []block {
 			b.J(x.B, "new_conns")
 			b.CMP(rax, x.Qword(r15, slotAllow))
 			b.J(x.A, "new_conns")
+			b.MOV(rax, r14) // QUIET without traffic since the baseline: a new one
+			b.SUB(rax, x.Qword(rsp, 16))
+			b.CMP(rax, r13)
+			b.J(x.B, "based")
+			b.MOV(x.Qword(rsp, 16), r14)
+			b.MOV(r12, rbx)
+			b.Label("based")
 			b.MOV(rax, r14)
 			b.SUB(rax, r9)
 			b.CMP(rax, r13)
@@ -843,6 +851,7 @@ func amd64Blocks() []block {
 		{"traffic", "until_limit", func(b *x.Builder) { // a new window, from here
 			b.MOV(r9, r14)
 			b.MOV(r12, rbx)
+			b.MOV(x.Qword(rsp, 16), r14)
 		}},
 		// sockets reads the sockets of the network namespace (see nap.ReadSockets and
 		// nap.Sockets.Read) and returns with ZF clear when an inbound connection received
@@ -1083,7 +1092,7 @@ func amd64Blocks() []block {
 			b.PUSH(x.Imm(len(nap.Unreadable)))
 			b.POP(rdx)
 			b.Label("unreadable_say")
-			b.LEA(rsp, x.Qword(r15, -(listening+readBuf+16)))
+			b.LEA(rsp, x.Qword(r15, -(listening+readBuf+24)))
 			b.MOV(x.Byte(r15, slotBlind), x.Imm(1))
 			b.CMP(x.Byte(r15, slotFixed), x.Imm(0))
 			b.J(x.NE, "until_limit")

@@ -416,7 +416,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.ADDi(x14, x16, readBuf)
 	movImm(b, x17, uint64(pollNs))
 	movImm(b, x15, nsPerSecond)
-	b.STP(x21, xzr, sp, -16, true) // --live's state (x21: 0 none, 1 read, even not)
+	b.STP(x21, xzr, sp, -16, true) // --live's state (x21: 0 none, 1 read, even not); when the count's baseline (x28) was taken
 	b.STP(xzr, x24, sp, -16, true) // the count at the start, a fixed delay or not
 	b.STP(xzr, xzr, sp, -16, true) // the last readings with new and kept connections
 	b.STP(xzr, x17, sp, -16, true) // {0 s, pollNs}
@@ -462,6 +462,13 @@ func programARM64(b *a.Builder, words []byte) {
 	b.MUL(x2, x2, x15)
 	b.CMP(x2, x27)
 	b.Bcond(a.HI, "new_conns")
+	b.LDR(x3, sp, 56) // QUIET without traffic since the baseline: a new one
+	b.SUB(x3, x22, x3)
+	b.CMP(x3, x25)
+	b.Bcond(a.LO, "based")
+	b.STR(x22, sp, 56)
+	b.MOV(x28, x29)
+	b.Label("based")
 	b.SUB(x2, x22, x19)
 	b.CMP(x2, x25)
 	b.Bcond(a.LO, "due")
@@ -491,6 +498,7 @@ func programARM64(b *a.Builder, words []byte) {
 	b.Label("traffic") // a new window, from here
 	b.MOV(x19, x22)
 	b.MOV(x28, x29)
+	b.STR(x22, sp, 56)
 	b.B("until_limit")
 
 	// The verdict (nap.Verdict.Tail), built in the read buffer (x9 the next byte) and

@@ -27,12 +27,14 @@ import (
 // wait (--live: reading /nap/wait, its parser, the raise of four values, a message and
 // the verdict's wait field: 357 and 444 bytes); then the held verdict (the last
 // readings that saw new connections and requests over kept ones, the word held and the
-// field kept: 64 and 68 bytes).
-var Budget = map[string]int{"amd64": 2720, "arm64": 3328}
+// field kept: 64 and 68 bytes); then ALLOW per QUIET (the count's baseline moved each
+// QUIET without traffic, so that a probed pod's delay longer than QUIET does not read
+// its probes as traffic: 30 and 28 bytes).
+var Budget = map[string]int{"amd64": 2752, "arm64": 3360}
 
 // Sizes are the exact sizes of the binaries, asserted by the tests and quoted in the
 // README; a change to a program changes them.
-var Sizes = map[string]int{"amd64": 2693, "arm64": 3304}
+var Sizes = map[string]int{"amd64": 2723, "arm64": 3332}
 
 // Binary returns the static nap executable for arch. The output is the same byte for
 // byte on every run and every host.

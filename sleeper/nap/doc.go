@@ -62,8 +62,11 @@
 // k-th reading at k×100 ms (a little later in fact, never earlier). A quiet window
 // begins at the start. At each reading:
 //
-//  1. if the count rose by more than N since the window began (or went back), a new
-//     window begins there;
+//  1. if the count rose by more than N since its baseline (or went back), a new
+//     window begins there; the baseline is the count when the window began, taken
+//     again each QUIET the window goes on without traffic, so that N is the background
+//     of any QUIET however long the wait (a probe every second for a 10 s delay opens
+//     ten connections, never more than N in one QUIET);
 //  2. otherwise, with --requests, at every [SocketsEvery]-th reading (every 500 ms) and
 //     whenever the window is QUIET long and MIN has passed, nap reads the sockets: if an
 //     inbound connection received data less than WITHIN before, a new window begins

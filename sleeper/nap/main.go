@@ -100,6 +100,9 @@ func waitFor(req Request, status int, wait string, stderr io.Writer, sig <-chan 
 	}
 	n, last := start, start    // the count at the last reading, and when the window began
 	window := time.Duration(0) // when the quiet window began, from start
+	// base is when last was taken: at the window's start, and again each QUIET the
+	// window goes on without traffic, so that ALLOW is the background of any QUIET.
+	base := time.Duration(0)
 	// The last readings that saw new connections, and requests over kept ones.
 	lastNew, lastKept := time.Duration(0), time.Duration(0)
 readings:
@@ -131,7 +134,7 @@ readings:
 			switch {
 			case blind:
 			case traffic:
-				window, last = now, n
+				window, last, base = now, n, now
 				if conns {
 					lastNew = now
 				} else {
@@ -139,6 +142,8 @@ readings:
 				}
 			case quiet:
 				break readings
+			case now-base >= req.Quiet:
+				last, base = n, now
 			}
 		}
 		if now >= limit {
