@@ -27,6 +27,14 @@ import (
 	"github.com/nap-k8s/nap/traffic"
 )
 
+// calibrateQuiet is the --quiet of the calibrations that must lose nothing themselves:
+// calibrate ends a deleted pod's hold once it has left every EndpointSlice and nothing
+// reached it for that long, so it must outlast the slowest kube-proxy's programming
+// after the slice changed. 3 s lost one request once (2026-12-07, CI: a timeout over the
+// ClusterIP 12.5 s into TestLoadBalancerCalibrated's calibration, both kube-proxies
+// programming 1 to 2 s behind under the suite's load).
+const calibrateQuiet = "5s"
+
 // TestCalibrate: napctl calibrate on the lab measures the tail of every path (the
 // ClusterIP and a NodePort from node 1, a headless Service's name resolved at the lab's
 // cluster DNS at each new connection, the ingress), recommends a delay that covers
@@ -43,7 +51,7 @@ func TestCalibrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), napNS, metav1.DeleteOptions{}) })
-	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", "3s",
+	args := []string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns, "--image", controllerImage, "--rounds", "1", "--quiet", calibrateQuiet,
 		"--ingress-class", "traefik", "--ingress-url", strings.TrimSuffix(ingressURL(t, cs, ""), "/"), "--dns", clusterDNS, "-o", "json", "--save", saved,
 		"--store", "--nap-namespace", napNS}
 	cmd := exec.Command(napctl(t), args...)
@@ -226,7 +234,7 @@ func TestCalibrateSlowedPath(t *testing.T) {
 	slowNode2Proxy(t, slowedSync)
 	ns := "nap-calibrate-slowed"
 	cmd := exec.Command("nsenter", "--net="+node2NetNS, napctl(t), "calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns,
-		"--image", controllerImage, "--rounds", "2", "--quiet", "3s", "--nodeport", node2IP, "-o", "json")
+		"--image", controllerImage, "--rounds", "2", "--quiet", calibrateQuiet, "--nodeport", node2IP, "-o", "json")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -298,7 +306,7 @@ func TestLoadBalancerCalibrated(t *testing.T) {
 		flags = append(flags, "--lb-annotation", k+"="+v)
 	}
 	cmd := exec.Command(napctl(t), append([]string{"calibrate", "--kubeconfig", kubeconfigPath(), "-n", ns,
-		"--image", controllerImage, "--rounds", "1", "--quiet", "3s", "--nodeport", "-", "--lb", "local", "-o", "json"}, flags...)...)
+		"--image", controllerImage, "--rounds", "1", "--quiet", calibrateQuiet, "--nodeport", "-", "--lb", "local", "-o", "json"}, flags...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
