@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -150,6 +151,7 @@ func TestVerdictInStatus(t *testing.T) {
 				case <-time.After(50 * time.Millisecond):
 				}
 				if resp, err := hc.Get(url); err == nil {
+					io.Copy(io.Discard, resp.Body) // read whole: a kept connection is reused only then
 					resp.Body.Close()
 				}
 			}
