@@ -127,6 +127,56 @@ func TestStaleSynSent(t *testing.T) {
 	}
 }
 
+// TestClearSynSent: on each node, of the SYN_SENT entries clearSynSent finds, the stale
+// go (one alone at its destination: by destination; one beside a young entry to the same
+// destination: one by one) and the young one stays: all in one conntrack batch.
+func TestClearSynSent(t *testing.T) {
+	_, services, _ := clusterRanges(t)
+	// Addresses of the Service range no Service holds: table entries, no traffic.
+	lone, shared := lastAddr(services).Prev().Prev().String(), lastAddr(services).Prev().Prev().Prev().String()
+	const src, base = "10.77.0.1", 61230
+	for _, onNode2 := range []bool{false, true} {
+		ct := func(args ...string) *exec.Cmd {
+			args = append([]string{"conntrack"}, args...)
+			if onNode2 {
+				args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+			}
+			return exec.Command(args[0], args[1:]...)
+		}
+		plant := func(port int, dst string, left int) string {
+			t.Helper()
+			p := strconv.Itoa(port)
+			if out, err := ct("-I", "-p", "tcp", "-s", src, "-d", dst, "--sport", p, "--dport", "80",
+				"--state", "SYN_SENT", "-t", strconv.Itoa(left)).CombinedOutput(); err != nil {
+				t.Fatalf("conntrack -I: %v: %s", err, out)
+			}
+			t.Cleanup(func() { ct("-D", "-p", "tcp", "--orig-port-src", p).Run() })
+			return p
+		}
+		staleLeft := int((synSentTimeout - staleSynSent).Seconds()) - 5
+		stale := []string{plant(base, lone, staleLeft), plant(base+1, shared, staleLeft)}
+		young := plant(base+2, shared, int(synSentTimeout.Seconds()))
+		clearSynSent(t)
+		var left []string
+		for _, e := range origFrom(synSent(t, onNode2), src) {
+			for _, f := range strings.Fields(e) {
+				if p, ok := strings.CutPrefix(f, "sport="); ok {
+					left = append(left, p)
+					break
+				}
+			}
+		}
+		for _, p := range stale {
+			if slices.Contains(left, p) {
+				t.Errorf("node 2 %v: the stale entry from port %s is still there: %q", onNode2, p, left)
+			}
+		}
+		if !slices.Contains(left, young) {
+			t.Errorf("node 2 %v: the young entry from port %s was deleted: %q", onNode2, young, left)
+		}
+	}
+}
+
 // origFrom are the conntrack entries among entries whose original direction is from
 // address src.
 func origFrom(entries []string, src string) []string {
