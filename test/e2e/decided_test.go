@@ -93,10 +93,10 @@ func (r decidedRow) install() []string {
 // installation).
 var decidedRows = []decidedRow{
 	{change: routesLater, rate: 200, expect: fails, replicas: 4},
-	{change: calibrationLater, rate: 2, expect: fails, replicas: 8},
+	{change: calibrationLater, rate: 2, expect: fails, replicas: 8, full: true},
 	{change: routesLater, calibrated: true, rate: 2, expect: fails, replicas: 8, full: true},
 	{change: routesLater, live: true, rate: 200, expect: clean, replicas: 4},
-	{change: calibrationLater, live: true, rate: 2, expect: clean, replicas: 8},
+	{change: calibrationLater, live: true, rate: 2, expect: clean, replicas: 8, full: true},
 	{change: routesLater, calibrated: true, live: true, rate: 2, expect: clean, replicas: 8, full: true},
 	{change: calibrationLater, fixed: true, rate: 200, expect: fails, replicas: 4, full: true},
 	{change: calibrationLater, fixed: true, live: true, rate: 200, expect: clean, replicas: 4, full: true},
@@ -107,20 +107,19 @@ var decidedRows = []decidedRow{
 // load balancer that pools its connections to the pods and lets a pod go 10 s after its
 // endpoint did (lbPods). nap's controller is installed with the adaptive wait as the
 // fleet's; each row is a scale-down to 1 pod after the cluster learned something the
-// pods' admission did not know:
+// pods' admission did not know. make test runs one pair:
 //   - routes added to the running pods, 4 of them, at 200 req/s: admitted to the
 //     ClusterIP alone, the pods wait for new connections to stop; the load balancer
 //     sends over the connections it keeps, and requests fail. Decided at termination,
 //     each pod reads the request signal its routes now need, holds until the load
-//     balancer let it go, and none fails;
-//   - a calibration stored after the pods started, 8 of them, at 2 req/s: the
-//     request signal alone ends the wait in a gap of sparse traffic, and requests fail;
-//     decided at termination, each pod reads the calibrated MIN and none fails.
+//     balancer let it go, and none fails.
 //
-// With NAP_DECIDED_ALL=1 (make e2e-decided), the whole table: the routes added at 2
-// req/s with a calibration stored before the pods (the in-cluster MIN they were
-// admitted with is too short), and a calibration stored later under the fleet's fixed
-// 5 s at 200 req/s.
+// With NAP_DECIDED_ALL=1 (make e2e-decided), the whole table: a calibration stored
+// after the pods started, 8 of them, at 2 req/s (the request signal alone ends the wait
+// in a gap of sparse traffic, and requests fail; decided at termination, each pod reads
+// the calibrated MIN and none fails); the routes added at 2 req/s with a calibration
+// stored before the pods (the in-cluster MIN they were admitted with is too short);
+// and a calibration stored later under the fleet's fixed 5 s at 200 req/s.
 //
 // For each row decided at termination, the test waits until the controller wrote the
 // workload's live wait (kube.LiveWaitsName) and every pod shows it in its nap volume
