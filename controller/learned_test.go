@@ -30,7 +30,8 @@ import (
 // the ConfigMap nap-learned that every replica reads, and the next pod holds 13 s and
 // says which termination taught it; another route's pods keep the fleet's. A Learner
 // started again takes the document up (a restart forgets nothing); 20 quiet
-// terminations lower the route's wait to their tail plus the margin, below the fleet's;
+// terminations lower the route's wait to what the late one proved (its 5 s end plus the
+// margin), and 64 (the route's memory) to their tail plus the margin, below the fleet's;
 // a document that is not one is no learning: the fleet's wait again.
 func TestLearnedWaits(t *testing.T) {
 	cfg, wopts := kubeenv.APIServerWithWebhooks(t, WebhookConfiguration("nap", "nap-system", "nap", nil, scope.OptIn))
@@ -128,9 +129,16 @@ func TestLearnedWaits(t *testing.T) {
 			}
 		}
 	}
+	learned("clusterip+nodeport+lb-cluster", 8*time.Second)
+	if got, why := admit("web"); got != "sleep 8s" || !strings.Contains(why, "learned from production: 20 quiet terminations of pods reached by clusterip, nodeport, lb-cluster, their traffic's tail at most 0.9 s, but pod shop/web-0's wait ended at 5.0 s with traffic still arriving") {
+		t.Errorf("after %d quiet terminations: %q (%q), want sleep 8s, what the late one proved", traffic.LearnSettle, got, why)
+	}
+	for k := traffic.LearnSettle; k < traffic.LearnKeep; k++ {
+		l.Observe(traffic.Observation{Paths: webRoute, Kind: nap.Quiet, End: 12 * time.Second, Last: 900 * time.Millisecond, Pod: fmt.Sprintf("shop/web-q%d", k), At: time.Now()})
+	}
 	learned("clusterip+nodeport+lb-cluster", 4*time.Second)
-	if got, why := admit("web"); got != "sleep 4s" || !strings.Contains(why, "learned from production: 20 quiet terminations of pods reached by clusterip, nodeport, lb-cluster, their traffic's tail at most 0.9 s") {
-		t.Errorf("after %d quiet terminations: %q (%q), want sleep 4s, learned", traffic.LearnSettle, got, why)
+	if got, why := admit("web"); got != "sleep 4s" || !strings.Contains(why, "learned from production: 64 quiet terminations of pods reached by clusterip, nodeport, lb-cluster, their traffic's tail at most 0.9 s") {
+		t.Errorf("after %d quiet terminations: %q (%q), want sleep 4s, learned", traffic.LearnKeep, got, why)
 	}
 
 	// Not a learned document: no learning, the fleet's wait.

@@ -24,11 +24,14 @@ const (
 
 // The learning rule's bounds.
 const (
-	// LearnKeep is how many observed tails a route keeps, the newest.
+	// LearnKeep is how many observed tails a route keeps, the newest: its memory. A late
+	// termination is forgotten once LearnKeep quiet ones came after it.
 	LearnKeep = 64
 	// LearnSettle is how many quiet terminations with dense traffic a route needs since
 	// its last raise before its learned wait follows their tails (and may fall below
-	// the fleet's, or below a raise): fewer say too little.
+	// the fleet's, or below a raise, but not below what the raise's late termination
+	// proved the route needs while the route remembers it: LearnedRoute.ProvenS): fewer
+	// say too little.
 	LearnSettle = 20
 	// LearnMargin is what a learned wait adds to a tail, then rounded up to whole
 	// seconds (DelayFor): the verdict's QUIET, so that the next termination with the same
@@ -69,6 +72,13 @@ type LearnedRoute struct {
 	RaisedS int64     `json:"raised_seconds,omitempty"`
 	Late    string    `json:"late,omitempty"`
 	LateAt  time.Time `json:"late_at,omitzero"`
+	// ProvenS is what that late termination proved the route needs (whole seconds):
+	// its tail plus the margin, or, cut off while traffic still arrived, more than its
+	// end plus the margin. The raise guesses past it; the tails may lower the route
+	// below the raise but not below this until LearnKeep quiet terminations came after
+	// the late one (a route whose slow terminations are rarer than LearnSettle would
+	// otherwise be lowered below them after every raise, and cut the next one off).
+	ProvenS int64 `json:"proven_seconds,omitempty"`
 }
 
 // RouteKey is the key of the route that paths (names, any order) make: their names in
@@ -139,11 +149,11 @@ func (l *Learned) Observe(o Observation) (kept, changed bool) {
 		changed = before != after
 	case nap.Late:
 		r := l.route(key)
-		raise, why := lateNeed(o)
+		raise, proven, why := lateNeed(o)
 		if have, _, ok := r.Need(); ok && have >= raise {
 			return false, false
 		}
-		r.RaisedS, r.TailsMS = int64(raise/time.Second), nil
+		r.RaisedS, r.ProvenS, r.TailsMS = int64(raise/time.Second), int64(proven/time.Second), nil
 		r.Late, r.LateAt = why, o.At.UTC().Truncate(time.Second)
 		changed = true
 	default:
@@ -153,24 +163,35 @@ func (l *Learned) Observe(o Observation) (kept, changed bool) {
 	return true, changed
 }
 
-// lateNeed is what a late termination says its route needs, and why: cut off while traffic still arrived (its last reading with traffic within
-// LearnCutOff of its end), LearnRaise times its end; else its last traffic was the tail.
-func lateNeed(o Observation) (time.Duration, string) {
+// lateNeed is what a late termination says its route needs (raise), what it proves
+// (proven), and why: cut off while traffic still arrived (its last reading with
+// traffic within LearnCutOff of its end), LearnRaise times its end, and the route's tail
+// is past its end; else its last traffic was the tail.
+func lateNeed(o Observation) (raise, proven time.Duration, why string) {
 	if o.End-o.Last <= LearnCutOff {
-		return DelayFor(LearnRaise*o.End, LearnMargin), fmt.Sprintf("pod %s's wait ended at %.1f s with traffic still arriving", o.Pod, o.End.Seconds())
+		return DelayFor(LearnRaise*o.End, LearnMargin), DelayFor(o.End, LearnMargin),
+			fmt.Sprintf("pod %s's wait ended at %.1f s with traffic still arriving", o.Pod, o.End.Seconds())
 	}
-	return DelayFor(o.Last, LearnMargin), fmt.Sprintf("pod %s's wait saw traffic until %.1f s of its %.1f s", o.Pod, o.Last.Seconds(), o.End.Seconds())
+	d := DelayFor(o.Last, LearnMargin)
+	return d, d, fmt.Sprintf("pod %s's wait saw traffic until %.1f s of its %.1f s", o.Pod, o.Last.Seconds(), o.End.Seconds())
 }
 
 // Need is the wait the route's terminations say its pods need, and why: with
 // LearnSettle tails since the last raise, the longest plus LearnMargin (settled: the
-// tails speak for every path of the route); before that, the last raise. ok is false
-// while the route has neither.
+// tails speak for every path of the route), but not below what the last late
+// termination proved until LearnKeep tails came after it; before that, the last raise.
+// ok is false while the route has neither.
 func (r LearnedRoute) Need() (delay time.Duration, why string, ok bool) {
 	if r.settled() {
 		longest := time.Duration(slices.Max(r.TailsMS)) * time.Millisecond
-		return DelayFor(longest, LearnMargin), fmt.Sprintf("learned from production: %d quiet terminations of pods reached by %s, their traffic's tail at most %.1f s",
-			len(r.TailsMS), strings.ReplaceAll(r.Paths, "+", ", "), longest.Seconds()), true
+		paths := strings.ReplaceAll(r.Paths, "+", ", ")
+		d := DelayFor(longest, LearnMargin)
+		why := fmt.Sprintf("learned from production: %d quiet terminations of pods reached by %s, their traffic's tail at most %.1f s", len(r.TailsMS), paths, longest.Seconds())
+		if proven := time.Duration(r.ProvenS) * time.Second; proven > d && len(r.TailsMS) < LearnKeep {
+			return proven, fmt.Sprintf("%s, but %s (late, %s), so at least %d s until %d quiet ones came after it",
+				why, r.Late, r.LateAt.Format(time.RFC3339), r.ProvenS, LearnKeep), true
+		}
+		return d, why, true
 	}
 	if r.RaisedS > 0 {
 		return time.Duration(r.RaisedS) * time.Second, fmt.Sprintf("learned from production: %s (late, %s), so at least %d s for pods reached by %s",

@@ -87,6 +87,23 @@ func TestLearn(t *testing.T) {
 			{o: quiets(LearnSettle-1, 10500*time.Millisecond), want: 13 * time.Second},
 			{o: quiets(1, 8*time.Second), want: 14 * time.Second, changed: true},
 		}},
+		{"the tails lower a raise, not below what its late one proved, until the route forgets it", []step{
+			{o: []Observation{late(5 * time.Second)}, want: 13 * time.Second, changed: true},
+			{o: quiets(LearnSettle, time.Second), want: 8 * time.Second, changed: true,
+				why: "their traffic's tail at most 1.0 s, but pod shop/web-2's wait ended at 5.0 s with traffic still arriving (late, 2026-12-06T10:00:00Z), so at least 8 s until 64 quiet ones came after it"},
+			{o: quiets(LearnKeep-LearnSettle-1, time.Second), want: 8 * time.Second},
+			{o: quiets(1, time.Second), want: 4 * time.Second, changed: true, why: "64 quiet terminations"},
+		}},
+		{"a late one whose traffic stopped proves its tail", []step{
+			{o: []Observation{{Paths: route, Kind: nap.Late, End: 12 * time.Second, Last: 10400 * time.Millisecond, Pod: "shop/web-3", At: at}}, want: 14 * time.Second, changed: true},
+			{o: quiets(LearnSettle, time.Second), want: 14 * time.Second},
+		}},
+		{"one late in 50 (the scale benchmark's mix): the route stays at or above what the lates proved", []step{
+			{o: []Observation{late(5 * time.Second)}, want: 13 * time.Second, changed: true},
+			{o: quiets(49, time.Second), want: 8 * time.Second, changed: true},
+			{o: []Observation{late(5 * time.Second)}, want: 13 * time.Second, changed: true},
+			{o: quiets(49, time.Second), want: 8 * time.Second, changed: true},
+		}},
 		{"a raise starts the tails again", []step{
 			{o: quiets(LearnSettle, time.Second), want: 4 * time.Second, changed: true},
 			{o: []Observation{late(3 * time.Second)}, want: 9 * time.Second, changed: true},
