@@ -881,6 +881,9 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 	sc, ns, held := tr.sc, tr.ns, tr.held
 	pr, vg, term, routes, reacted, left, scrapes, start, deregistrations := tr.pr, tr.vg, tr.term, tr.routes, tr.reacted, tr.left, tr.scrapes, tr.start, tr.deregistrations
 	time.Sleep(2 * time.Second)
+	if vg != nil {
+		vg.interrupt() // the same moment as the prober: both count the same window
+	}
 	s := pr.stop(t)
 	stopped := time.Now()
 	var vr *vegetaReport
