@@ -136,13 +136,7 @@ func TestClearSynSent(t *testing.T) {
 	lone, shared := lastAddr(services).Prev().Prev().String(), lastAddr(services).Prev().Prev().Prev().String()
 	const src, base = "10.77.0.1", 61230
 	for _, onNode2 := range []bool{false, true} {
-		ct := func(args ...string) *exec.Cmd {
-			args = append([]string{"conntrack"}, args...)
-			if onNode2 {
-				args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-			}
-			return exec.Command(args[0], args[1:]...)
-		}
+		ct := func(args ...string) *exec.Cmd { return onNode(onNode2, append([]string{"conntrack"}, args...)...) }
 		plant := func(port int, dst string, left int) string {
 			t.Helper()
 			p := strconv.Itoa(port)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +12,14 @@ import (
 // metrics address (hack/cluster.sh: 127.0.0.1:10249 in each node's network namespace).
 func kubeProxyProgramming(t *testing.T, onNode2 bool) forensic.Programming {
 	t.Helper()
-	args := []string{"curl", "-sS", "--max-time", "5", "http://127.0.0.1:10249/metrics"}
-	if onNode2 {
-		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-	}
-	out, err := exec.Command(args[0], args[1:]...).Output()
+	cmd := onNode(onNode2, "curl", "-sS", "--max-time", "5", "http://127.0.0.1:10249/metrics")
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
 	p, err := forensic.ParseProgramming(string(out))
 	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
 	return p
 }

@@ -580,13 +580,10 @@ func waitPodTargets(t *testing.T, cs *kubernetes.Clientset, ns, name string) {
 // (nf_conntrack_tcp_timeout_syn_sent) and is renewed by a SYN that matches it.
 func synSent(t *testing.T, onNode2 bool) []string {
 	t.Helper()
-	args := []string{"conntrack", "-L", "-p", "tcp", "--state", "SYN_SENT"}
-	if onNode2 {
-		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-	}
-	out, err := exec.Command(args[0], args[1:]...).Output()
+	cmd := onNode(onNode2, "conntrack", "-L", "-p", "tcp", "--state", "SYN_SENT")
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
 	var entries []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -623,13 +620,10 @@ func connsFrom(t *testing.T, onNode2 bool, port string) []string {
 	t.Helper()
 	var entries []string
 	for _, by := range []string{"--orig-port-src", "--reply-port-dst"} {
-		args := []string{"conntrack", "-L", "-p", "tcp", by, port}
-		if onNode2 {
-			args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-		}
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		cmd := onNode(onNode2, "conntrack", "-L", "-p", "tcp", by, port)
+		out, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
-			entries = append(entries, fmt.Sprintf("%s: %v: %s", strings.Join(args, " "), err, out))
+			entries = append(entries, fmt.Sprintf("%s: %v: %s", strings.Join(cmd.Args, " "), err, out))
 		}
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			if strings.HasPrefix(l, "tcp") && !slices.ContainsFunc(entries, func(e string) bool { return sameConn(e, l) }) {
@@ -651,13 +645,10 @@ func connsTo(t *testing.T, onNode2 bool, hostPort string) (states map[string]int
 	if err != nil {
 		return nil, []string{err.Error()}
 	}
-	args := []string{"conntrack", "-L", "-p", "tcp", "--orig-dst", host, "--orig-port-dst", port}
-	if onNode2 {
-		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-	}
-	out, err := exec.Command(args[0], args[1:]...).Output()
+	cmd := onNode(onNode2, "conntrack", "-L", "-p", "tcp", "--orig-dst", host, "--orig-port-dst", port)
+	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
-		return nil, []string{fmt.Sprintf("%s: %v", strings.Join(args, " "), err)}
+		return nil, []string{fmt.Sprintf("%s: %v", strings.Join(cmd.Args, " "), err)}
 	}
 	states = map[string]int{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -681,12 +672,10 @@ func connsTo(t *testing.T, onNode2 bool, hostPort string) (states map[string]int
 func dropCounters(t *testing.T, onNode2 bool) map[string]int {
 	t.Helper()
 	run := func(args ...string) string {
-		if onNode2 {
-			args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-		}
-		out, err := exec.Command(args[0], args[1:]...).Output()
+		cmd := onNode(onNode2, args...)
+		out, err := cmd.Output()
 		if err != nil {
-			t.Logf("%s: %v", strings.Join(args, " "), err)
+			t.Logf("%s: %v", strings.Join(cmd.Args, " "), err)
 		}
 		return string(out)
 	}
@@ -786,11 +775,7 @@ func clearSynSent(t *testing.T) {
 		for _, d := range deletes {
 			fmt.Fprintf(&batch, "-D -p tcp %s\n", strings.Join(d, " "))
 		}
-		args := []string{"conntrack", "-R", "-"}
-		if onNode2 {
-			args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-		}
-		cmd := exec.Command(args[0], args[1:]...)
+		cmd := onNode(onNode2, "conntrack", "-R", "-")
 		cmd.Stdin = strings.NewReader(batch.String())
 		// A line whose entries went by themselves meanwhile deletes nothing, and the batch
 		// goes on; a failure of the batch itself is the test's.
@@ -803,6 +788,15 @@ func clearSynSent(t *testing.T) {
 		}
 		t.Logf("%d stale SYN_SENT conntrack entries on %s before this measurement, deleted in one batch of %d; the first: %s", len(stale), node, len(deletes), stale[0])
 	}
+}
+
+// onNode is the command args in node 1's network namespace (this host's), or in node
+// 2's (nsenter).
+func onNode(node2 bool, args ...string) *exec.Cmd {
+	if node2 {
+		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
+	}
+	return exec.Command(args[0], args[1:]...)
 }
 
 // synSentTimeout is the kernel's nf_conntrack_tcp_timeout_syn_sent; an entry unanswered

@@ -40,12 +40,8 @@ func startVegeta(t *testing.T, target vantage, rate float64) *vegeta {
 	t.Helper()
 	bin := testenv.Tool(t, "vegeta")
 	v := &vegeta{results: filepath.Join(t.TempDir(), "results.bin")}
-	args := []string{bin, "attack", fmt.Sprintf("-rate=%d/1s", int(math.Round(rate))), "-duration=" + vegetaMax.String(),
-		"-keepalive=false", "-timeout=2s", "-redirects=-1", "-output=" + v.results}
-	if target.node2 {
-		args = append([]string{"nsenter", "--net=" + node2NetNS}, args...)
-	}
-	v.cmd = exec.Command(args[0], args[1:]...)
+	v.cmd = onNode(target.node2, bin, "attack", fmt.Sprintf("-rate=%d/1s", int(math.Round(rate))), "-duration="+vegetaMax.String(),
+		"-keepalive=false", "-timeout=2s", "-redirects=-1", "-output="+v.results)
 	req := "GET " + target.url + "\n"
 	if target.host != "" {
 		req += "Host: " + target.host + "\n"
