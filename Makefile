@@ -127,13 +127,13 @@ proof-picture: cluster-up
 	NAP_PROOF_OUT=$(CURDIR)/docs/proof $(GO) test -count=1 -timeout 10m -run 'TestIngressDowntime$$' -v ./test/e2e
 	$(GO) test -count=1 -run TestProofPicture ./probe -update
 
-# The whole suite: unit and envtest tests (while the lab starts beside them), then the
-# end-to-end tests on it, torn down after (hack/test.sh), then bounded fuzzing. Nothing may skip for a
-# missing prerequisite (see internal/testenv).
+# The whole suite (hack/test.sh): unit and envtest tests, then bounded fuzzing, while the
+# lab starts beside them and runs the end-to-end tests of hack/e2e-early; then every other
+# end-to-end test alone on the lab, torn down after. Nothing may skip for a missing
+# prerequisite (see internal/testenv).
 test: prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins build
 	$(GO) vet ./...
-	GO=$(GO) bash hack/test.sh
-	$(MAKE) fuzz
+	GO=$(GO) MAKE=$(MAKE) bash hack/test.sh
 
 unit:
 	$(GO) test ./...

@@ -541,7 +541,7 @@ shutdownGracePeriodCriticalPods: 10s"
   # type LoadBalancer and per Ingress of class alb in the load balancer's namespace.
   mkdir -p "$D/bin" "$D/lb"
   (cd "$repo" && go build -o "$D/bin/lb" ./hack/lb)
-  start lb "$D/bin/lb" --kubeconfig "$KCFG" --netns "$LB_NETNS" --range "$LB_CIDR" --dir "$D/lb" \
+  start lb "$D/bin/lb" --kubeconfig "$KCFG" --netns "$LB_NETNS" --range "$LB_CIDR" --dir "$D/lb" --source "$LB_IP" \
     --haproxy "$(command -v haproxy || echo /usr/sbin/haproxy)"
   log "up: KUBECONFIG=$KCFG"
   echo "KUBECONFIG=$KCFG"

@@ -65,6 +65,8 @@ func main() {
 	flag.IntVar(&def.Unhealthy, "unhealthy", 3, "default failed checks before a node is out")
 	flag.IntVar(&def.Healthy, "healthy", 3, "default passed checks before a node is in")
 	flag.DurationVar(&def.Deregistration, "deregistration-delay", 300*time.Second, "default time a node out keeps its open connections")
+	source := flag.String("source", "10.77.1.1", "the address the network load balancers connect to the nodes from, their network namespace's own")
+	ports := flag.String("source-ports", "10000-60999", "the source ports they take in turn, each at most once per round of the range (HAProxy's source port range)")
 	albClass := flag.String("alb-class", "alb", "the IngressClass whose Ingresses get an application load balancer with pod targets, as the AWS Load Balancer Controller's")
 	flag.Parse()
 	if *dir == "" {
@@ -74,6 +76,10 @@ func main() {
 	if err != nil {
 		log.Fatalf("--range: %v", err)
 	}
+	src, err := sourceRange(*source, *ports)
+	if err != nil {
+		log.Fatal(err)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		log.Fatal(err)
@@ -81,7 +87,7 @@ func main() {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := &controller{cs: cs, netns: *netns, prefix: prefix, dir: *dir, haproxy: *haproxy, def: def, albClass: *albClass,
+	c := &controller{cs: cs, netns: *netns, prefix: prefix, dir: *dir, haproxy: *haproxy, def: def, albClass: *albClass, source: src,
 		running: map[string]*balancer{}}
 	if err := c.ensureClass(ctx); err != nil {
 		log.Fatal(err)
@@ -99,7 +105,10 @@ type controller struct {
 	haproxy  string
 	def      timings
 	albClass string
-	running  map[string]*balancer // "Service NAMESPACE/NAME" or "Ingress NAMESPACE/NAME" → its balancer
+	// source is HAProxy's source for the connections to the nodes: an address and a
+	// range of ports (sourceRange).
+	source  string
+	running map[string]*balancer // "Service NAMESPACE/NAME" or "Ingress NAMESPACE/NAME" → its balancer
 }
 
 // balancer is one Service's or Ingress's HAProxy.
@@ -215,7 +224,7 @@ func (c *controller) ensure(ctx context.Context, s *corev1.Service, nodes []back
 		return err
 	}
 	b.t = t
-	if err := c.configure(b, render(b, s, nodes, t), fmt.Sprintf("(%s), nodes %v", s.Spec.ExternalTrafficPolicy, nodes), nil); err != nil {
+	if err := c.configure(b, render(b, s, nodes, t, c.source), fmt.Sprintf("(%s), nodes %v", s.Spec.ExternalTrafficPolicy, nodes), nil); err != nil {
 		return err
 	}
 	want := []corev1.LoadBalancerIngress{{IP: b.vip.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeProxy)}}
@@ -331,8 +340,9 @@ func (c *controller) allocate(had []string) (netip.Addr, error) {
 
 // render is b's HAProxy configuration: TCP, like a network load balancer, a frontend
 // and a backend per port, every node a server checked over HTTP at the port a cloud
-// load balancer checks, each connection logged (package connlog).
-func render(b *balancer, s *corev1.Service, nodes []backend, t timings) string {
+// load balancer checks, each connection logged (package connlog), each from source
+// (sourceRange).
+func render(b *balancer, s *corev1.Service, nodes []backend, t timings, source string) string {
 	checkPort := kubeProxyHealthPort
 	if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && s.Spec.HealthCheckNodePort != 0 {
 		checkPort = int(s.Spec.HealthCheckNodePort)
@@ -362,12 +372,37 @@ global
 		name := backendName(p)
 		fmt.Fprintf(&w, "frontend %s\n  bind %s\n  default_backend %s\n", name, net.JoinHostPort(b.vip.String(), strconv.Itoa(int(p.Port))), name)
 		fmt.Fprintf(&w, "backend %s\n  # A flow hash spreads connections as a network load balancer does: at random.\n  balance random\n  option httpchk GET /healthz\n  http-check expect status 200\n", name)
-		fmt.Fprintf(&w, "  default-server check port %d inter %dms fall %d rise %d\n", checkPort, t.Interval.Milliseconds(), t.Unhealthy, t.Healthy)
+		fmt.Fprintf(&w, "  # Each node's source ports in turn, as a cloud load balancer's translation pool\n  # gives them: not the kernel's choice, which gave a port back within seconds.\n")
+		fmt.Fprintf(&w, "  default-server check port %d inter %dms fall %d rise %d source %s\n", checkPort, t.Interval.Milliseconds(), t.Unhealthy, t.Healthy, source)
 		for _, n := range nodes {
 			fmt.Fprintf(&w, "  server %s %s\n", n.name, net.JoinHostPort(n.addr, strconv.Itoa(int(p.NodePort))))
 		}
 	}
 	return w.String()
+}
+
+// sourceRange is HAProxy's source for the network load balancers' connections to the
+// nodes: addr, and the ports HAProxy takes in turn (a port comes back only after every
+// other of the range has been used: HAProxy keeps the free ones in a ring). Left to the
+// kernel, which picks each port from a hash of the destination with a few bits of
+// randomness, one address's connections to a node reused a port within seconds: a new
+// connection then matched a conntrack entry its node still kept of the old one, in
+// CLOSE for 10 s, and followed that entry's translation to a pod that had gone (a CI
+// run's TestMixedFleet lost a request so, 2026-12-07). A cloud load balancer keeps its
+// clients' addresses, or gives ports from a pool; at the lab's 200 connections a
+// second, 51,000 ports come back after about 4 minutes.
+func sourceRange(addr, ports string) (string, error) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is4() {
+		return "", fmt.Errorf("--source %q: not an IPv4 address", addr)
+	}
+	lo, hi, ok := strings.Cut(ports, "-")
+	l, errL := strconv.Atoi(lo)
+	h, errH := strconv.Atoi(hi)
+	if !ok || errL != nil || errH != nil || l < 1024 || h > 65535 || l > h {
+		return "", fmt.Errorf("--source-ports %q: want LOW-HIGH within 1024-65535", ports)
+	}
+	return fmt.Sprintf("%s:%d-%d", a, l, h), nil
 }
 
 // start runs b's HAProxy with config in the load balancer's network namespace: the

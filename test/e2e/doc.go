@@ -4,11 +4,15 @@
 // and without nap. Without a running cluster the tests fail (in CI) with the make target
 // that starts one.
 //
-// Order: the tests run one at a time, in file order, but for a few light ones: the
-// preStop hook tests and probe --watch call t.Parallel and run together at the end
-// (make test: -parallel 3). They probe at most 20 req/s, or watch a rollout whose
-// outage they expect, and only add their own namespace. The downtime pairs never run
-// beside another test: run three at once, each lost requests to multi-second timeouts
-// on new and kept-alive connections alike (the 2-core machine saturated), with the
-// delays that lose none alone.
+// Order: make test (hack/test.sh) runs them in two stages. First the tests named in
+// hack/e2e-early, beside the unit tests, as soon as the lab is up: they check admission,
+// the controller's rollouts and outage, hooks, the quick start, and time no route
+// (TestEarlyLane holds the list to that). Then every other test, alone on the lab. In
+// each stage the tests run one at a time, in file order, but for a few light ones: the
+// preStop hook tests, probe --watch and the verdicts call t.Parallel and run together
+// at the stage's end (-parallel 3). They probe at most 20 req/s, or watch a rollout
+// whose outage they expect, and only add their own namespace. The downtime pairs never
+// run beside another test: run three at once, each lost requests to multi-second
+// timeouts on new and kept-alive connections alike (the 2-core machine saturated), with
+// the delays that lose none alone.
 package e2e

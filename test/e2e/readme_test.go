@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nap-k8s/nap/controller"
@@ -110,6 +111,12 @@ func TestReadmeQuickStart(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}
+		// helm leaves the namespace it created: gone too, so that the next run of the
+		// suite (make test's second stage) finds no nap to clear.
+		if err := cs.CoreV1().Namespaces().Delete(context.Background(), controller.DefaultNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+		waitNamespaceGone(t, cs, controller.DefaultNamespace)
 	})
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
