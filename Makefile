@@ -127,8 +127,8 @@ proof-picture: cluster-up
 	NAP_PROOF_OUT=$(CURDIR)/docs/proof $(GO) test -count=1 -timeout 10m -run 'TestIngressDowntime$$' -v ./test/e2e
 	$(GO) test -count=1 -run TestProofPicture ./probe -update
 
-# The whole suite (hack/test.sh): unit and envtest tests, then bounded fuzzing, while the
-# lab starts beside them and runs the end-to-end tests of hack/e2e-early; then every other
+# The whole suite (hack/test.sh): unit and envtest tests, while the lab starts beside them
+# and runs the end-to-end tests of hack/e2e-early, then bounded fuzzing; then every other
 # end-to-end test alone on the lab, torn down after. Nothing may skip for a missing
 # prerequisite (see internal/testenv).
 test: prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins build

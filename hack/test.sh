@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The suite behind `make test` after vet, in two stages, so that the lab's waiting and
 # the units' computing overlap:
-#  1. the unit and envtest tests, then the bounded fuzzing (make fuzz); beside them the
-#     lab comes up and, once it is up, runs the end-to-end tests named in hack/e2e-early
-#     (none times a route or counts a lost request);
+#  1. the unit and envtest tests; beside them the lab comes up and, once it is up, runs
+#     the end-to-end tests named in hack/e2e-early (none sends the traffic whose losses
+#     a test counts), then the bounded fuzzing (make fuzz);
 #  2. every other end-to-end test, alone on the lab; then the lab goes down whatever
 #     happened.
 # Exits non-zero when any part failed; a unit test's failure skips stage 2.
@@ -32,16 +32,23 @@ $GO build -o /tmp/nap-e2etimes ./hack/e2etimes || exit 1
 
 uplog=$(mktemp /tmp/nap-cluster-up.XXXXXX)
 earlylog=$(mktemp /tmp/nap-e2e-early.XXXXXX)
-upfailed=$(mktemp /tmp/nap-cluster-upfailed.XXXXXX)
+fuzzlog=$(mktemp /tmp/nap-fuzz.XXXXXX)
+state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, fuzzrc
 (
-	if ! bash hack/cluster.sh up >"$uplog" 2>&1; then
-		echo failed >"$upfailed"
-		exit 1
+	ran=1
+	if bash hack/cluster.sh up >"$uplog" 2>&1; then
+		# shellcheck disable=SC2086 # E2E_FLAGS are several flags
+		$GO test -json $E2E_FLAGS -run "$early" ./test/e2e >/tmp/nap-e2e-early.json
+		ran=$?
+		/tmp/nap-e2etimes </tmp/nap-e2e-early.json >"$earlylog" 2>&1 || ran=1
+	else
+		echo failed >"$state/upfailed"
 	fi
-	# shellcheck disable=SC2086 # E2E_FLAGS are several flags
-	$GO test -json $E2E_FLAGS -run "$early" ./test/e2e >/tmp/nap-e2e-early.json
-	ran=$?
-	/tmp/nap-e2etimes </tmp/nap-e2e-early.json >"$earlylog" 2>&1 && exit "$ran"
+	# The fuzzing, then: beside the units' last minute (they end about 50 s after the
+	# early tests), where after them it added its own minute to the run.
+	"$MAKE" --no-print-directory fuzz GO="$GO" >"$fuzzlog" 2>&1
+	echo $? >"$state/fuzzrc"
+	exit "$ran"
 ) &
 lab=$!
 
@@ -56,24 +63,22 @@ pkgs=$($GO list "${first[@]}")
 # shellcheck disable=SC2046 # one argument per package
 $GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e | grep -vxF "$pkgs")
 units=$?
-fuzz=0
-if [ "$units" -eq 0 ]; then
-	"$MAKE" --no-print-directory fuzz GO="$GO"
-	fuzz=$?
-fi
 
 wait "$lab"
 lane=$?
+fuzz=$(cat "$state/fuzzrc" 2>/dev/null || echo 1)
 cat "$uplog"
-if [ -s "$upfailed" ]; then
-	rm -f "$uplog" "$earlylog" "$upfailed"
+echo "test: the fuzzing, beside the units' end:"
+cat "$fuzzlog"
+if [ -s "$state/upfailed" ]; then
+	rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
 	echo "test: hack/cluster.sh up failed" >&2
 	bash hack/cluster.sh down
 	exit 1
 fi
 echo "test: the early end-to-end tests ($early), beside the units:"
 cat "$earlylog"
-rm -f "$uplog" "$earlylog" "$upfailed"
+rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
 if [ "$units" -ne 0 ]; then
 	bash hack/cluster.sh down
 	exit "$units"
