@@ -14,5 +14,6 @@
 // whose outage they expect, and only add their own namespace. The downtime pairs never
 // run beside another test: run three at once, each lost requests to multi-second
 // timeouts on new and kept-alive connections alike (the 2-core machine saturated), with
-// the delays that lose none alone.
+// the delays that lose none alone; two groups of three side by side lost none once
+// (docs/testing.md, "Side by side"), not enough to make it the rule.
 package e2e
