@@ -22,8 +22,9 @@ if ! flock -n 9; then
 	flock -w 2400 9 || { echo "test: the lab is still held after 40 min" >&2; exit 1; }
 fi
 
-# The early lane's tests as one anchored pattern, for -run and -skip alike.
-early="^($(grep -v -e '^#' -e '^[[:space:]]*$' hack/e2e-early | paste -sd '|'))\$"
+# The early lane's tests as one anchored pattern, for -run and -skip alike: each line
+# trimmed, comments and blank lines aside, as TestEarlyLane reads it.
+early="^($(sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' hack/e2e-early | grep -v -e '^#' -e '^$' | paste -sd '|'))\$"
 
 # The log keeps each test's end, the failed tests' output and the tests by time
 # (hack/e2etimes); each stage's whole stream stays in /tmp/nap-e2e-early.json and

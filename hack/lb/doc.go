@@ -21,5 +21,5 @@
 // ready; its address goes to the Ingress's status. The lab speaks the cloud's own
 // words for it, so that nap reads the lab's load balancer as it reads an AWS user's.
 //
-//	go run ./hack/lb --kubeconfig K --netns nap-lb --range 10.77.1.0/24 --dir DIR
+//	go run ./hack/lb --kubeconfig K --netns nap-lb --range 10.77.1.0/24 --source 10.77.1.1 --dir DIR
 package main

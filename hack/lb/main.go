@@ -65,12 +65,12 @@ func main() {
 	flag.IntVar(&def.Unhealthy, "unhealthy", 3, "default failed checks before a node is out")
 	flag.IntVar(&def.Healthy, "healthy", 3, "default passed checks before a node is in")
 	flag.DurationVar(&def.Deregistration, "deregistration-delay", 300*time.Second, "default time a node out keeps its open connections")
-	source := flag.String("source", "10.77.1.1", "the address the network load balancers connect to the nodes from, their network namespace's own")
+	source := flag.String("source", "", "the address the network load balancers connect to the nodes from, their network namespace's own (hack/cluster.sh's LB_IP)")
 	ports := flag.String("source-ports", "10000-60999", "the source ports they take in turn, each at most once per round of the range (HAProxy's source port range)")
 	albClass := flag.String("alb-class", "alb", "the IngressClass whose Ingresses get an application load balancer with pod targets, as the AWS Load Balancer Controller's")
 	flag.Parse()
-	if *dir == "" {
-		log.Fatal("--dir is required")
+	if *dir == "" || *source == "" {
+		log.Fatal("--dir and --source are required")
 	}
 	prefix, err := netip.ParsePrefix(*cidr)
 	if err != nil {
