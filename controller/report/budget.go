@@ -10,12 +10,16 @@ import (
 // workloads feel at once (a learned raise or a calibration of a route they share, the
 // first report of a fleet) must not become a thousand events in a second. client-go's
 // event broadcaster queues at most 1,000 events and drops the rest, and each one is a
-// write to the API server. Past the burst, a namespace's new findings wait for their
-// turn: tokens are reserved for them in the order their namespaces asked, and the
-// namespace is synced again when they are due, so every finding is told once, late
-// rather than lost. At the default pace 1,000 workloads are all told within about 3.5
-// minutes, and no minute holds more than DefaultEventBurst + 60 × DefaultEventRate
-// events (400), far inside the broadcaster's queue.
+// write to the API server. Past the burst, a namespace's new findings of its workloads'
+// own wait for their turn: tokens are reserved for them in the order their namespaces
+// asked, and the namespace is synced again when they are due, so every such finding is
+// told once, late rather than lost. At the default pace 1,000 workloads are all told
+// within about 3.5 minutes, and no minute holds more than DefaultEventBurst + 60 ×
+// DefaultEventRate events (400), far inside the broadcaster's queue. A path's findings
+// (reasons), which one change of a route gives every workload it reaches, take only
+// the tokens spare after those and are never booked: at 10,000 workloads on one raised
+// route, told one by one at this pace, the events would take 33 minutes and hold every
+// other workload's finding behind them (docs/controller-scale.md).
 const (
 	// DefaultEventRate is the events per second the Reporter writes past its burst.
 	DefaultEventRate = 5

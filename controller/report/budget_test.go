@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +85,79 @@ func TestEventPace(t *testing.T) {
 		if want := t0.Add(time.Duration(i+1) * time.Second); !r.state[ns].due.Equal(want) {
 			t.Errorf("%s was due at %v, want %v", ns, r.state[ns].due.Sub(t0), want.Sub(t0))
 		}
+	}
+}
+
+// TestEventPacePathLast: a path's findings (a raised route: every workload it reaches
+// at once) are told after the workloads' own and from spare tokens alone, never booked:
+// at a pace of 1 a second past a burst of 3, namespace a's two own findings take two
+// tokens and one of its four path findings the third; b's two own findings find none
+// and are booked (due at 2 s); a's other path findings wait for no turn (none waiting,
+// nothing booked for a), are not told while b's booked tokens are owed, and are told
+// once at a later sync of a with tokens spare; nothing twice.
+func TestEventPacePathLast(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	now := t0
+	rec := record.NewFakeRecorder(20)
+	r := &Reporter{Recorder: rec, Log: logr.Discard(), EventRate: 1, EventBurst: 3, clock: func() time.Time { return now }}
+	r.init()
+	find := func(ns, name string, reason Reason) Finding {
+		return Finding{Workload: kube.Workload{Kind: "Deployment", Namespace: ns, Name: name}, Reason: reason, Pods: []string{name + "-1"}}
+	}
+	a := &nsState{reported: map[findingKey]int{}, found: []Finding{ // the path's first, as a sort may put them
+		find("a", "p1", DelayBelowPath), find("a", "p2", DelayBelowPath), find("a", "p3", AdaptiveMissesPool), find("a", "p4", DelayBelowPath),
+		find("a", "o1", NotInjected), find("a", "o2", FailedPreStopHook)}}
+	b := &nsState{reported: map[findingKey]int{}, found: []Finding{find("b", "o3", NotInjected), find("b", "o4", DelayExceedsGrace)}}
+	t.Cleanup(func() {
+		eventsWaiting.Sub(float64(a.waiting + b.waiting))
+		unprotected.DeletePartialMatch(map[string]string{"namespace": "a"})
+		unprotected.DeletePartialMatch(map[string]string{"namespace": "b"})
+		hookFailures.DeletePartialMatch(map[string]string{"namespace": "a"})
+	})
+	waiting0 := testutil.ToFloat64(eventsWaiting)
+	for _, step := range []struct {
+		at      time.Duration
+		ns      string
+		want    []string // the workloads told, in order
+		waiting int      // in all
+	}{
+		{0, "a", []string{"o1", "o2", "p1"}, 0},
+		{0, "b", nil, 2},
+		{500 * time.Millisecond, "a", nil, 2},
+		{2 * time.Second, "b", []string{"o3", "o4"}, 0},
+		{2 * time.Second, "a", nil, 0}, // no token spare: b's were owed until now
+		{5 * time.Second, "a", []string{"p2", "p3", "p4"}, 0},
+		{time.Minute, "a", nil, 0},
+		{time.Minute, "b", nil, 0},
+	} {
+		now = t0.Add(step.at)
+		st := map[string]*nsState{"a": a, "b": b}[step.ns]
+		r.report(step.ns, st)
+		var got []string
+	drain:
+		for {
+			select {
+			case e := <-rec.Events:
+				for _, w := range []string{"o1", "o2", "o3", "o4", "p1", "p2", "p3", "p4"} {
+					if strings.Contains(e, w+"-1") {
+						got = append(got, w)
+					}
+				}
+			default:
+				break drain
+			}
+		}
+		if !slices.Equal(got, step.want) {
+			t.Errorf("at %v, %s synced: told %q, want %q", step.at, step.ns, got, step.want)
+		}
+		if w := testutil.ToFloat64(eventsWaiting) - waiting0; w != float64(step.waiting) {
+			t.Errorf("at %v, %s synced: %v waiting, want %d", step.at, step.ns, w, step.waiting)
+		}
+		if a.prepaid != 0 {
+			t.Errorf("at %v: %d events booked for a's path findings, want none", step.at, a.prepaid)
+		}
+	}
+	if want := t0.Add(2 * time.Second); !b.due.Equal(want) {
+		t.Errorf("b's turn at %v, want 2s", b.due.Sub(t0))
 	}
 }

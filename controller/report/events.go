@@ -13,8 +13,12 @@ import (
 
 // report puts a Warning event on each workload of namespace ns whose finding is new or
 // has more pods than when it was last reported, and sets the namespace's gauges. The
-// events keep the Reporter's pace (budget.go): those past it are booked for later and
-// the namespace is synced again when they are due.
+// events keep the Reporter's pace (budget.go): the workloads' own findings first, and
+// those past the pace booked for later, the namespace synced again when they are due;
+// then a path's findings (reasons: its change gives every workload it reaches one at
+// once), each told only if a token is spare now and otherwise left for a later sync of
+// the namespace, never booked: a raised route does not become an event per workload
+// of the fleet, written for half an hour.
 func (r *Reporter) report(ns string, st *nsState) {
 	unprotected.DeletePartialMatch(prometheus.Labels{"namespace": ns})
 	hookFailures.DeletePartialMatch(prometheus.Labels{"namespace": ns})
@@ -29,24 +33,31 @@ func (r *Reporter) report(ns string, st *nsState) {
 		} else {
 			unprotected.WithLabelValues(f.Workload.Namespace, string(f.Reason)).Add(float64(len(f.Pods)))
 		}
-		if len(f.Pods) <= st.reported[k] {
-			continue
-		}
-		if r.Recorder != nil {
-			switch {
-			case st.prepaid > 0 && !now.Before(st.due):
-				st.prepaid--
-				eventsDelayed.Inc()
-			case !r.events.take():
-				waiting++
-				continue // told when its turn comes
+	}
+	for _, path := range []bool{false, true} {
+		for _, f := range st.found {
+			k := findingKey{workload: f.Workload, reason: f.Reason, cause: f.Cause}
+			if _, ok := rollRemedy[f.Reason]; ok != path || len(f.Pods) <= st.reported[k] {
+				continue
 			}
-		}
-		st.reported[k] = len(f.Pods)
-		msg := fmt.Sprintf("%d pod(s) (%s): %s", len(f.Pods), strings.Join(firstN(f.Pods, 5), ", "), f.Message)
-		r.Log.Info("unprotected", "workload", f.Workload.String(), "reason", f.Reason, "pods", len(f.Pods), "message", f.Message)
-		if r.Recorder != nil {
-			r.Recorder.Event(objectOf(f.Workload), corev1.EventTypeWarning, eventReasons[f.Reason], msg)
+			if r.Recorder != nil {
+				switch {
+				case !path && st.prepaid > 0 && !now.Before(st.due):
+					st.prepaid--
+					eventsDelayed.Inc()
+				case !r.events.take():
+					if !path {
+						waiting++ // told when its turn comes
+					}
+					continue
+				}
+			}
+			st.reported[k] = len(f.Pods)
+			msg := fmt.Sprintf("%d pod(s) (%s): %s", len(f.Pods), strings.Join(firstN(f.Pods, 5), ", "), f.Message)
+			r.Log.Info("unprotected", "workload", f.Workload.String(), "reason", f.Reason, "pods", len(f.Pods), "message", f.Message)
+			if r.Recorder != nil {
+				r.Recorder.Event(objectOf(f.Workload), corev1.EventTypeWarning, eventReasons[f.Reason], msg)
+			}
 		}
 	}
 	for k := range st.reported {

@@ -19,7 +19,7 @@ var (
 	eventsDelayed = prometheus.NewCounter(prometheus.CounterOpts{Name: "nap_reporter_events_delayed_total",
 		Help: fmt.Sprintf("Warning events the Reporter wrote late, counted once each when written, having waited for the events' pace (by default %d a second past a burst of %d, across every namespace): many workloads told of one change at once.", DefaultEventRate, DefaultEventBurst)})
 	eventsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nap_reporter_events_waiting",
-		Help: "Findings whose Warning event waits for its turn at the events' pace: 0 once every workload has been told."})
+		Help: "Findings of a workload's own whose Warning event waits for its turn at the events' pace: 0 once every workload has been told. A path's findings (delay-below-path, adaptive-misses-pool) never wait: they take the tokens spare."})
 	rolled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nap_pods_rolled_total",
 		Help: "Pods the webhook missed that the controller evicted (--roll-missed) so that they are recreated with a delay, by namespace."}, []string{"namespace"})
 )

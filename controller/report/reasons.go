@@ -52,19 +52,44 @@ const (
 // reasons are every Reason, each with the Warning event the Reporter puts on a workload
 // for it and, for those nap_pods_unprotected counts (all but FailedPreStopHook, which
 // nap_prestop_hook_failures counts), what it means in that metric's help.
+//
+// A path's reason is one whose remedy is a roll (roll: what the Reporter adds to lint's
+// finding, what gives the pods the wait their paths need now): the pods were admitted
+// before their paths were what they are. A path's change (a calibration stored, a
+// learned route raised, a front door added) gives it to every workload the path
+// reaches at once: one change, as many findings as workloads. Its events are told from
+// the pace's spare tokens alone, after the workloads' own findings, and never booked
+// for later (events.go); the finding stays in nap_pods_unprotected, the namespace's
+// Report and napctl status.
 var reasons = []struct {
 	reason Reason
 	event  string
 	help   string
+	roll   string
 }{
-	{NotInjected, "NapNotInjected", "admitted while the webhook was down"},
-	{Refused, "NapRefused", "the webhook leaves them unchanged: a bad annotation, their own nap volume..."},
-	{DelayExceedsGrace, "NapDelayExceedsGrace", "the grace period does not cover the delay and a drain"},
-	{NativeSleepUnsupported, "NapNativeSleepUnsupported", "a native sleep their kubelet lacks"},
-	{DelayBelowPath, "NapDelayBelowPath", "a path that reaches them sends longer than their hook holds"},
-	{AdaptiveMissesPool, "NapAdaptiveMissesPool", "an adaptive wait blind to a client that pools its connections"},
-	{FailedPreStopHook, "NapFailedPreStopHook", ""},
+	{NotInjected, "NapNotInjected", "admitted while the webhook was down", ""},
+	{Refused, "NapRefused", "the webhook leaves them unchanged: a bad annotation, their own nap volume...", ""},
+	{DelayExceedsGrace, "NapDelayExceedsGrace", "the grace period does not cover the delay and a drain", ""},
+	{NativeSleepUnsupported, "NapNativeSleepUnsupported", "a native sleep their kubelet lacks", ""},
+	{DelayBelowPath, "NapDelayBelowPath", "a path that reaches them sends longer than their hook holds",
+		"; roll the workload (nap's webhook gives new pods the wait of their paths)"},
+	{AdaptiveMissesPool, "NapAdaptiveMissesPool", "an adaptive wait blind to a client that pools its connections",
+		fmt.Sprintf("; roll the workload (nap's webhook gives new pods --%s %s), or, under the MutatingAdmissionPolicy, which cannot read Services, give the fleet's wait --%s %s (napctl install)",
+			wait.FlagRequests, wait.Arg(wait.PooledRequests), wait.FlagRequests, wait.Arg(wait.PooledRequests))},
+	{FailedPreStopHook, "NapFailedPreStopHook", "", ""},
 }
+
+// rollRemedy are the path's reasons (see reasons) and what the Reporter adds to lint's
+// finding of each.
+var rollRemedy = func() map[Reason]string {
+	m := map[Reason]string{}
+	for _, r := range reasons {
+		if r.roll != "" {
+			m[r.reason] = r.roll
+		}
+	}
+	return m
+}()
 
 // eventReasons are the Warning events the Reporter puts on workloads, by reason.
 var eventReasons = func() map[Reason]string {
@@ -97,15 +122,6 @@ var reasonOfCheck = map[string]Reason{
 	lint.NativeSleepUnsupported:  NativeSleepUnsupported,
 	lint.DelayBelowPath:          DelayBelowPath,
 	lint.AdaptiveMissesPool:      AdaptiveMissesPool,
-}
-
-// rollRemedy is what the Reporter adds to lint's finding of a reason whose pods were
-// admitted before their paths were what they are: what gives them the wait their paths
-// need now.
-var rollRemedy = map[Reason]string{
-	DelayBelowPath: "; roll the workload (nap's webhook gives new pods the wait of their paths)",
-	AdaptiveMissesPool: fmt.Sprintf("; roll the workload (nap's webhook gives new pods --%s %s), or, under the MutatingAdmissionPolicy, which cannot read Services, give the fleet's wait --%s %s (napctl install)",
-		wait.FlagRequests, wait.Arg(wait.PooledRequests), wait.FlagRequests, wait.Arg(wait.PooledRequests)),
 }
 
 // reporterChecks are reasonOfCheck's IDs, listed once (the scan runs them on every pod).
