@@ -96,7 +96,9 @@ cluster-up: kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bin
 cluster-down:
 	bash hack/cluster.sh down
 
-# The end-to-end tests on the local cluster; it stays up afterwards (make cluster-down).
+# Every end-to-end test on the local cluster, one process (the full lane of
+# hack/e2e-lanes too, which make test leaves out); it stays up afterwards (make
+# cluster-down).
 e2e: cluster-up
 	$(GO) test -count=1 -timeout 50m -parallel 3 ./test/e2e
 
@@ -128,8 +130,9 @@ proof-picture: cluster-up
 	$(GO) test -count=1 -run TestProofPicture ./probe -update
 
 # The whole suite (hack/test.sh): unit and envtest tests, while the lab starts beside them
-# and runs the end-to-end tests of hack/e2e-early, then bounded fuzzing; then every other
-# end-to-end test alone on the lab, torn down after. Nothing may skip for a missing
+# and runs the early lane's end-to-end tests (hack/e2e-lanes), then bounded fuzzing; then
+# the two side lanes at once, then every other end-to-end test but the full lane's
+# (make e2e) alone on the lab, torn down after. Nothing may skip for a missing
 # prerequisite (see internal/testenv).
 test: prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins build
 	$(GO) vet ./...

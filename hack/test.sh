@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The suite behind `make test` after vet, in two stages, so that the lab's waiting and
-# the units' computing overlap:
+# the units' computing overlap; hack/e2e-lanes names the end-to-end tests' lanes:
 #  1. the unit and envtest tests; beside them the lab comes up and, once it is up, runs
-#     the end-to-end tests named in hack/e2e-early (none sends the traffic whose losses
-#     a test counts), then the bounded fuzzing (make fuzz);
-#  2. every other end-to-end test, alone on the lab; then the lab goes down whatever
+#     the early lane's tests (none sends the traffic whose losses a test counts), then
+#     the bounded fuzzing (make fuzz);
+#  2. the side lanes' tests, side-a and side-b in two processes at once (none installs
+#     the controller nor disrupts a node); then every other end-to-end test but the
+#     full lane's (make e2e's alone), alone on the lab; then the lab goes down whatever
 #     happened.
 # Exits non-zero when any part failed; a unit test's failure skips stage 2.
 set -uo pipefail
@@ -22,13 +24,19 @@ if ! flock -n 9; then
 	flock -w 2400 9 || { echo "test: the lab is still held after 40 min" >&2; exit 1; }
 fi
 
-# The early lane's tests as one anchored pattern, for -run and -skip alike: each line
-# trimmed, comments and blank lines aside, as TestEarlyLane reads it.
-early="^($(sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' hack/e2e-early | grep -v -e '^#' -e '^$' | paste -sd '|'))\$"
+# A lane's tests as one pattern for -run and -skip (anchored by the caller), as
+# TestLanes reads hack/e2e-lanes: a lane and a test per line, comments and blank lines
+# aside.
+lane() { awk -v l="$1" '$1 == l && NF == 2 { print $2 }' hack/e2e-lanes | paste -sd '|'; }
+early="^($(lane early))\$"
+side_a="^($(lane side-a))\$"
+side_b="^($(lane side-b))\$"
+apart="^($(lane early)|$(lane side-a)|$(lane side-b)|$(lane full))\$"
 
 # The log keeps each test's end, the failed tests' output and the tests by time
-# (hack/e2etimes); each stage's whole stream stays in /tmp/nap-e2e-early.json and
-# /tmp/nap-e2e.json until the next run.
+# (hack/e2etimes); each lane's whole stream stays in /tmp/nap-e2e-early.json,
+# /tmp/nap-e2e-side-a.json, /tmp/nap-e2e-side-b.json and /tmp/nap-e2e.json until the
+# next run.
 $GO build -o /tmp/nap-e2etimes ./hack/e2etimes || exit 1
 
 uplog=$(mktemp /tmp/nap-cluster-up.XXXXXX)
@@ -66,7 +74,7 @@ $GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e |
 units=$?
 
 wait "$lab"
-lane=$?
+early_rc=$?
 fuzz=$(cat "$state/fuzzrc" 2>/dev/null || echo 1)
 cat "$uplog"
 echo "test: the fuzzing, beside the units' end:"
@@ -85,11 +93,25 @@ if [ "$units" -ne 0 ]; then
 	exit "$units"
 fi
 
+# The side lanes at once, each its own go test; their logs after both ended.
 # shellcheck disable=SC2086 # E2E_FLAGS are several flags
-$GO test -json $E2E_FLAGS -skip "$early" ./test/e2e | tee /tmp/nap-e2e.json | /tmp/nap-e2etimes
+$GO test -json $E2E_FLAGS -run "$side_a" ./test/e2e >/tmp/nap-e2e-side-a.json &
+side=$!
+# shellcheck disable=SC2086
+$GO test -json $E2E_FLAGS -run "$side_b" ./test/e2e >/tmp/nap-e2e-side-b.json
+sides=$?
+wait "$side" || sides=1
+for l in a b; do
+	echo "test: side lane $l, beside side lane $([ $l = a ] && echo b || echo a):"
+	/tmp/nap-e2etimes </tmp/nap-e2e-side-$l.json || sides=1
+done
+
+# shellcheck disable=SC2086
+$GO test -json $E2E_FLAGS -skip "$apart" ./test/e2e | tee /tmp/nap-e2e.json | /tmp/nap-e2etimes
 rc=$?
-[ "$lane" -eq 0 ] && [ "$rc" -eq 0 ] || bash hack/cluster.sh failures
+[ "$sides" -eq 0 ] || rc=1
+[ "$early_rc" -eq 0 ] && [ "$rc" -eq 0 ] || bash hack/cluster.sh failures
 bash hack/cluster.sh down
-[ "$lane" -eq 0 ] || { echo "test: the early end-to-end tests failed" >&2; exit "$lane"; }
+[ "$early_rc" -eq 0 ] || { echo "test: the early end-to-end tests failed" >&2; exit "$early_rc"; }
 [ "$fuzz" -eq 0 ] || { echo "test: the fuzzing failed" >&2; exit "$fuzz"; }
 exit "$rc"

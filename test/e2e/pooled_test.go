@@ -36,12 +36,42 @@ import (
 // showed, read every 100 ms): the wait ends with the traffic.
 //
 // The server is unmodified nginx (Debian's) in the demo app's place. The request
-// signal comes first injected by hand (--requests 1s), then from nap's controller,
-// installed with the adaptive wait as the fleet's: its webhook gives it to the pods that
-// the load balancer's Service reaches, since that load balancer pools its connections
-// (traffic.Path.Pools). Both against the one negative control; the demo app behind the
-// same load balancer is the experiment's (make e2e-downtime).
+// signal comes from nap's controller, installed with the adaptive wait as the fleet's:
+// its webhook gives it to the pods that the load balancer's Service reaches, since that
+// load balancer pools its connections (traffic.Path.Pools). TestPooledByHand (make e2e)
+// injects it by hand (--requests 1s) against a negative control of its own; the demo
+// app behind the same load balancer is the experiment's (make e2e-downtime).
 func TestPooledLoadBalancer(t *testing.T) {
+	pooledPair(t, pooledRow{variant{name: "nap adaptive wait by the webhook (--requests by path)", mode: "plain", webhook: true, rollAfterRoutes: true}, clean, nginxServer, untilLetGo})
+}
+
+// TestPooledByHand: TestPooledLoadBalancer's claim with the request signal injected by
+// hand (--requests 1s), the same binary and arguments the webhook chooses; make e2e
+// alone (hack/e2e-lanes).
+func TestPooledByHand(t *testing.T) {
+	pooledPair(t, pooledRow{napRequests, clean, nginxServer, untilLetGo})
+}
+
+// hold is how long a pooled row's pods hold, against the load balancer's lag.
+type hold int
+
+const (
+	beforeLag  hold = iota // the wait ended with the new connections, before the load balancer let go
+	untilLetGo             // the requests held it until the load balancer let go, and no longer
+)
+
+// pooledRow is a row of the pooled load balancer's pair: its variant, claim, server and
+// hold.
+type pooledRow struct {
+	v      variant
+	expect expectation
+	sv     *server
+	hold   hold
+}
+
+// pooledPair calibrates the pooled load balancer's path, then measures the negative control
+// (napAdaptive: the wait on new connections alone) and row.
+func pooledPair(t *testing.T, row pooledRow) {
 	cs := client(t)
 	lag, err := time.ParseDuration(lbPods.checks[lbLag])
 	if err != nil {
@@ -60,23 +90,9 @@ func TestPooledLoadBalancer(t *testing.T) {
 	// the load balancer's lag in the run to calibrate's: in one CI run a pod went 1.2 s
 	// past it.
 	promised := wait.PooledRequests + wait.DefaultAdaptive().Quiet + 2*time.Second
-	byPath := variant{name: "nap adaptive wait by the webhook (--requests by path)", mode: "plain", webhook: true, rollAfterRoutes: true}
-	// How long a row's pods hold, against the load balancer's lag.
-	type hold int
-	const (
-		beforeLag  hold = iota // the wait ended with the new connections, before the load balancer let go
-		untilLetGo             // the requests held it until the load balancer let go, and no longer
-	)
-	for _, row := range []struct {
-		v      variant
-		expect expectation
-		sv     *server
-		hold   hold
-	}{
-		{napAdaptive, fails, nginxServer, beforeLag},
-		{napRequests, clean, nginxServer, untilLetGo},
-		{byPath, clean, nginxServer, untilLetGo}, // last: the controller guards every namespace's nap ConfigMap
-	} {
+	// The control first: once installed, the controller guards every namespace's nap
+	// ConfigMap.
+	for _, row := range []pooledRow{{napAdaptive, fails, nginxServer, beforeLag}, row} {
 		v := row.v
 		if v.webhook {
 			installController(t, cs, "--wait", "adaptive")
