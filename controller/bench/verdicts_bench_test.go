@@ -130,8 +130,9 @@ func measureVerdicts(t *testing.T, ctx context.Context, cs *kubernetes.Clientset
 	}
 	fig.learned = len(learned.Routes)
 
-	// The workloads a raise put below their route are told at the events' pace
-	// (report.DefaultEventRate): at rest is once every one has been.
+	// The workloads' own findings past the events' pace wait for their turn
+	// (report.DefaultEventRate); a path's (those a raise put below their route) never
+	// wait: at rest is once none waits.
 	for deadline := time.Now().Add(10 * time.Minute); metricSum(t, ctl, "nap_reporter_events_waiting") > 0; time.Sleep(time.Second) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%v events still waiting for their turn 10 minutes on", metricSum(t, ctl, "nap_reporter_events_waiting"))
@@ -224,6 +225,6 @@ func metricSum(t *testing.T, ctl *controllerproc.Replica, name string) float64 {
 
 // verdictsRow is the report's line of a step's verdicts.
 func verdictsRow(v verdictFigures) string {
-	return fmt.Sprintf("%d ended (%d late): counted in %.1f s (%.0f%% of a core); writes %s; %d late events, %d routes learned; every workload told in %.0f s; at rest after: %s",
+	return fmt.Sprintf("%d ended (%d late): counted in %.1f s (%.0f%% of a core); writes %s; %d late events, %d routes learned; none waiting for its turn after %.0f s; at rest after: %s",
 		v.ended, v.late, v.counted.Seconds(), v.cpu, format(v.writes), v.evented, v.learned, v.toldBy.Seconds(), format(v.atRest))
 }
