@@ -27,6 +27,9 @@ fi
 # A lane's tests as one pattern for -run and -skip (anchored by the caller), as
 # TestLanes reads hack/e2e-lanes: a lane and a test per line, comments and blank lines
 # aside.
+# When each part ended, in seconds from this script's start, for the log's breakdown.
+at() { echo "test: $1 at ${SECONDS} s" >&2; }
+
 lane() { awk -v l="$1" '$1 == l && NF == 2 { print $2 }' hack/e2e-lanes | paste -sd '|'; }
 early="^($(lane early))\$"
 side_a="^($(lane side-a))\$"
@@ -47,8 +50,10 @@ state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, fuzzrc
 	ran=1
 	if bash hack/cluster.sh up >"$uplog" 2>&1; then
 		# shellcheck disable=SC2086 # E2E_FLAGS are several flags
+		at "the lab up"
 		$GO test -json $E2E_FLAGS -run "$early" ./test/e2e >/tmp/nap-e2e-early.json
 		ran=$?
+		at "the early lane's end"
 		/tmp/nap-e2etimes </tmp/nap-e2e-early.json >"$earlylog" 2>&1 || ran=1
 	else
 		echo failed >"$state/upfailed"
@@ -57,6 +62,7 @@ state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, fuzzrc
 	# early tests), where after them it added its own minute to the run.
 	"$MAKE" --no-print-directory fuzz GO="$GO" >"$fuzzlog" 2>&1
 	echo $? >"$state/fuzzrc"
+	at "the fuzzing's end"
 	exit "$ran"
 ) &
 lab=$!
@@ -72,6 +78,7 @@ pkgs=$($GO list "${first[@]}")
 # shellcheck disable=SC2046 # one argument per package
 $GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e | grep -vxF "$pkgs")
 units=$?
+at "the units' end"
 
 wait "$lab"
 early_rc=$?
@@ -101,6 +108,7 @@ side=$!
 $GO test -json $E2E_FLAGS -run "$side_b" ./test/e2e >/tmp/nap-e2e-side-b.json
 sides=$?
 wait "$side" || sides=1
+at "the side lanes' end"
 for l in a b; do
 	echo "test: side lane $l, beside side lane $([ $l = a ] && echo b || echo a):"
 	/tmp/nap-e2etimes </tmp/nap-e2e-side-$l.json || sides=1
@@ -109,6 +117,7 @@ done
 # shellcheck disable=SC2086
 $GO test -json $E2E_FLAGS -skip "$apart" ./test/e2e | tee /tmp/nap-e2e.json | /tmp/nap-e2etimes
 rc=$?
+at "the second stage's end"
 [ "$sides" -eq 0 ] || rc=1
 [ "$early_rc" -eq 0 ] && [ "$rc" -eq 0 ] || bash hack/cluster.sh failures
 bash hack/cluster.sh down
