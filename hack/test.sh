@@ -24,12 +24,12 @@ if ! flock -n 9; then
 	flock -w 2400 9 || { echo "test: the lab is still held after 40 min" >&2; exit 1; }
 fi
 
-# A lane's tests as one pattern for -run and -skip (anchored by the caller), as
-# TestLanes reads hack/e2e-lanes: a lane and a test per line, comments and blank lines
-# aside.
 # When each part ended, in seconds from this script's start, for the log's breakdown.
 at() { echo "test: $1 at ${SECONDS} s" >&2; }
 
+# A lane's tests as one pattern for -run and -skip (anchored by the caller), as
+# TestLanes reads hack/e2e-lanes: a lane and a test per line, comments and blank lines
+# aside.
 lane() { awk -v l="$1" '$1 == l && NF == 2 { print $2 }' hack/e2e-lanes | paste -sd '|'; }
 early="^($(lane early))\$"
 side_a="^($(lane side-a))\$"
@@ -49,8 +49,8 @@ state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, fuzzrc
 (
 	ran=1
 	if bash hack/cluster.sh up >"$uplog" 2>&1; then
-		# shellcheck disable=SC2086 # E2E_FLAGS are several flags
 		at "the lab up"
+		# shellcheck disable=SC2086 # E2E_FLAGS are several flags
 		$GO test -json $E2E_FLAGS -run "$early" ./test/e2e >/tmp/nap-e2e-early.json
 		ran=$?
 		at "the early lane's end"

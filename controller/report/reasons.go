@@ -79,7 +79,7 @@ var reasons = []struct {
 	{FailedPreStopHook, "NapFailedPreStopHook", "", ""},
 }
 
-// rollRemedy are the path's reasons (see reasons) and what the Reporter adds to lint's
+// rollRemedy are the paths' reasons (see reasons) and what the Reporter adds to lint's
 // finding of each.
 var rollRemedy = func() map[Reason]string {
 	m := map[Reason]string{}
