@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,7 +98,7 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 		if err := waitReady(ctx, cs, opts); err != nil {
 			return nil, err
 		}
-		if err := pause(ctx, 2*time.Second); err != nil { // every path sends to every pod before one goes
+		if err := waitReached(ctx, cs, opts, a, paths, reachLimit); err != nil {
 			return nil, err
 		}
 		rs, err := restart(ctx, cs, opts, a, round)
@@ -107,7 +109,7 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 			if err := waitReady(ctx, cs, opts); err != nil {
 				return nil, err
 			}
-			if err := pause(ctx, 2*time.Second); err != nil {
+			if err := waitReached(ctx, cs, opts, a, paths, reachLimit); err != nil {
 				return nil, err
 			}
 			more, err := scaleDown(ctx, cs, opts, a, round)
@@ -152,6 +154,54 @@ func measure(ctx context.Context, cs kubernetes.Interface, opts Options, paths [
 	}
 	recommend(rep, opts)
 	return rep, nil
+}
+
+// reachLimit bounds waitReached: a route that has not sent a ready pod a request a
+// minute after it was ready is not one a round can wait for.
+const reachLimit = time.Minute
+
+// waitReached waits, at most limit, until every path has sent every calibration pod
+// there is a request it answered, so that no pod goes before each route reached it (a
+// pod a route never reached gives that route no sample). A kube-proxy that syncs late,
+// or a load balancer whose checks pass late, reaches a new pod seconds after it is
+// ready. Past limit the round goes on, and the log names the routes and pods not
+// reached.
+func waitReached(ctx context.Context, cs kubernetes.Interface, opts Options, a *answers, paths []Path, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		pods, err := podNames(ctx, cs, opts.Namespace)
+		if err != nil {
+			return fmt.Errorf("listing the calibration pods: %w", err)
+		}
+		missing := a.unreached(paths, pods)
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			opts.Log("after %v, not every path reached every pod: %s; their rounds may have no sample there", limit, strings.Join(missing, ", "))
+			return nil
+		}
+		if err := pause(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// unreached are the "path→pod" pairs, sorted, where the path has not had an answer
+// from the pod.
+func (a *answers) unreached(paths []Path, pods map[string]bool) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var missing []string
+	for _, p := range paths {
+		for pod := range pods {
+			if !a.answered[p.Name][pod] {
+				missing = append(missing, p.Name+"→"+pod)
+			}
+		}
+	}
+	slices.Sort(missing)
+	return missing
 }
 
 // scaleDowns tells whether the rounds include a scale-down: when a path is a load
