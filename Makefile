@@ -130,10 +130,10 @@ proof-picture: cluster-up
 	$(GO) test -count=1 -run TestProofPicture ./probe -update
 
 # The whole suite (hack/test.sh): unit and envtest tests, while the lab starts beside them
-# and runs the early lane's end-to-end tests (hack/e2e-lanes), then bounded fuzzing; then
-# the two side lanes at once, then every other end-to-end test but the full lane's
-# (make e2e) alone on the lab, torn down after. Nothing may skip for a missing
-# prerequisite (see internal/testenv).
+# and runs the early lane's end-to-end tests (hack/e2e-lanes), then the two side lanes at
+# once; then every other end-to-end test but the full lane's (make e2e) alone on the lab,
+# bounded fuzzing beside it, torn down after. Nothing may skip for a missing prerequisite
+# (see internal/testenv).
 test: prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins build
 	$(GO) vet ./...
 	GO=$(GO) MAKE=$(MAKE) bash hack/test.sh

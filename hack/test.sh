@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The suite behind `make test` after vet, in two stages, so that the lab's waiting and
-# the units' computing overlap; hack/e2e-lanes names the end-to-end tests' lanes:
-#  1. the unit and envtest tests; beside them the lab comes up and, once it is up, runs
-#     the early lane's tests (none sends the traffic whose losses a test counts), then
-#     the bounded fuzzing (make fuzz);
-#  2. the side lanes' tests, side-a and side-b in two processes at once (none installs
-#     the controller nor disrupts a node); then every other end-to-end test but the
-#     full lane's (make e2e's alone), alone on the lab; then the lab goes down whatever
-#     happened.
-# Exits non-zero when any part failed; a unit test's failure skips stage 2.
+# The suite behind `make test` after vet, so that the lab's waiting and the units'
+# computing overlap; hack/e2e-lanes names the end-to-end tests' lanes:
+#  1. the unit and envtest tests, niced; beside them the lab comes up and, once it is
+#     up, runs the early lane's tests (none sends the traffic whose losses a test
+#     counts), then the side lanes' tests, side-a and side-b in two processes at once
+#     (none installs the controller nor disrupts a node);
+#  2. once both ended, every other end-to-end test but the full lane's (make e2e's
+#     alone), alone on the lab, with the bounded fuzzing (make fuzz) beside it at the
+#     lowest priority; then the lab goes down whatever happened.
+# Exits non-zero when any part failed; a unit test's failure skips the side lanes when
+# they have not started, and stage 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -45,47 +46,53 @@ $GO build -o /tmp/nap-e2etimes ./hack/e2etimes || exit 1
 uplog=$(mktemp /tmp/nap-cluster-up.XXXXXX)
 earlylog=$(mktemp /tmp/nap-e2e-early.XXXXXX)
 fuzzlog=$(mktemp /tmp/nap-fuzz.XXXXXX)
-state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, fuzzrc
+state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, units, early, sides
 (
-	ran=1
-	if bash hack/cluster.sh up >"$uplog" 2>&1; then
-		at "the lab up"
-		# shellcheck disable=SC2086 # E2E_FLAGS are several flags
-		$GO test -json $E2E_FLAGS -run "$early" ./test/e2e >/tmp/nap-e2e-early.json
-		ran=$?
-		at "the early lane's end"
-		/tmp/nap-e2etimes </tmp/nap-e2e-early.json >"$earlylog" 2>&1 || ran=1
-	else
+	if ! bash hack/cluster.sh up >"$uplog" 2>&1; then
 		echo failed >"$state/upfailed"
+		exit 1
 	fi
-	# The fuzzing, then: beside the units' last minute (they end about 50 s after the
-	# early tests), where after them it added its own minute to the run.
-	"$MAKE" --no-print-directory fuzz GO="$GO" >"$fuzzlog" 2>&1
-	echo $? >"$state/fuzzrc"
-	at "the fuzzing's end"
-	exit "$ran"
+	at "the lab up"
+	# shellcheck disable=SC2086 # E2E_FLAGS are several flags
+	$GO test -json $E2E_FLAGS -run "$early" ./test/e2e >/tmp/nap-e2e-early.json
+	echo $? >"$state/early"
+	at "the early lane's end"
+	/tmp/nap-e2etimes </tmp/nap-e2e-early.json >"$earlylog" 2>&1 || echo 1 >"$state/early"
+	# The side lanes at once, each its own go test, as soon as the early lane ended,
+	# beside the units' last minute or two (niced below), unless they failed already.
+	if [ "$(cat "$state/units" 2>/dev/null || echo 0)" -ne 0 ]; then
+		exit 0
+	fi
+	# shellcheck disable=SC2086
+	$GO test -json $E2E_FLAGS -run "$side_a" ./test/e2e >/tmp/nap-e2e-side-a.json &
+	side=$!
+	# shellcheck disable=SC2086
+	$GO test -json $E2E_FLAGS -run "$side_b" ./test/e2e >/tmp/nap-e2e-side-b.json
+	sides=$?
+	wait "$side" || sides=1
+	echo "$sides" >"$state/sides"
+	at "the side lanes' end"
 ) &
 lab=$!
 
 # Three packages at a time, the longest first (each over 45 s, measured 2026-12-07:
 # controller 127 s, controller/install 66, sleeper 62, internal/cli/app 49), so that
 # none starts last and holds the stage alone: envtest's API servers and the sleeper's
-# processes leave a third of two cores idle at two.
+# processes leave a third of two cores idle at two. Niced: the lab's tests beside them
+# (the early lane, then the side lanes' pairs) come first on the two cores.
 # -timeout: cold, internal/release cross-builds the kubectl plugin for four platforms
 # (about 9 minutes alone), over go test's default 10.
 first=(./controller ./controller/install ./sleeper ./internal/cli/app)
 pkgs=$($GO list "${first[@]}")
 # shellcheck disable=SC2046 # one argument per package
-$GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e | grep -vxF "$pkgs")
+nice -n 10 $GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e | grep -vxF "$pkgs")
 units=$?
+echo "$units" >"$state/units"
 at "the units' end"
 
 wait "$lab"
-early_rc=$?
-fuzz=$(cat "$state/fuzzrc" 2>/dev/null || echo 1)
+early_rc=$(cat "$state/early" 2>/dev/null || echo 1)
 cat "$uplog"
-echo "test: the fuzzing, beside the units' end:"
-cat "$fuzzlog"
 if [ -s "$state/upfailed" ]; then
 	rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
 	echo "test: hack/cluster.sh up failed" >&2
@@ -94,30 +101,32 @@ if [ -s "$state/upfailed" ]; then
 fi
 echo "test: the early end-to-end tests ($early), beside the units:"
 cat "$earlylog"
-rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
 if [ "$units" -ne 0 ]; then
+	rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
 	bash hack/cluster.sh down
 	exit "$units"
 fi
-
-# The side lanes at once, each its own go test; their logs after both ended.
-# shellcheck disable=SC2086 # E2E_FLAGS are several flags
-$GO test -json $E2E_FLAGS -run "$side_a" ./test/e2e >/tmp/nap-e2e-side-a.json &
-side=$!
-# shellcheck disable=SC2086
-$GO test -json $E2E_FLAGS -run "$side_b" ./test/e2e >/tmp/nap-e2e-side-b.json
-sides=$?
-wait "$side" || sides=1
-at "the side lanes' end"
+sides=$(cat "$state/sides" 2>/dev/null || echo 1)
 for l in a b; do
 	echo "test: side lane $l, beside side lane $([ $l = a ] && echo b || echo a):"
 	/tmp/nap-e2etimes </tmp/nap-e2e-side-$l.json || sides=1
 done
 
+# The bounded fuzzing (make fuzz), at the lowest priority beside the rest: that part's
+# tests mostly wait on terminations, and the lab's processes come first.
+nice -n 19 "$MAKE" --no-print-directory fuzz GO="$GO" >"$fuzzlog" 2>&1 &
+fuzzing=$!
+
 # shellcheck disable=SC2086
 $GO test -json $E2E_FLAGS -skip "$apart" ./test/e2e | tee /tmp/nap-e2e.json | /tmp/nap-e2etimes
 rc=$?
 at "the second stage's end"
+wait "$fuzzing"
+fuzz=$?
+at "the fuzzing's end"
+echo "test: the fuzzing, beside the second stage's rest:"
+cat "$fuzzlog"
+rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
 [ "$sides" -eq 0 ] || rc=1
 [ "$early_rc" -eq 0 ] && [ "$rc" -eq 0 ] || bash hack/cluster.sh failures
 bash hack/cluster.sh down
