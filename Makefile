@@ -22,6 +22,7 @@ FUZZ_VALUE  ?= 30000x
 FUZZ_SOCKETS ?= 50000x
 FUZZ_VERDICT ?= 200000x
 FUZZ_LIVE   ?= 100000x
+FUZZ_VERDICTLOG ?= 100000x
 ifdef FUZZTIME
 FUZZ_PARSE  := $(FUZZTIME)
 FUZZ_DIFF   := $(FUZZTIME)
@@ -34,6 +35,7 @@ FUZZ_VALUE  := $(FUZZTIME)
 FUZZ_SOCKETS := $(FUZZTIME)
 FUZZ_VERDICT := $(FUZZTIME)
 FUZZ_LIVE   := $(FUZZTIME)
+FUZZ_VERDICTLOG := $(FUZZTIME)
 endif
 
 .PHONY: all build prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins dist cluster-up cluster-down e2e e2e-downtime e2e-decided proof-picture test unit fuzz bench bench-controller bench-scale clean FORCE
@@ -130,8 +132,8 @@ proof-picture: cluster-up
 	$(GO) test -count=1 -run TestProofPicture ./probe -update
 
 # The whole suite (hack/test.sh): unit and envtest tests, while the lab starts beside them
-# and runs the early lane's end-to-end tests (hack/e2e-lanes), then the two side lanes at
-# once; then every other end-to-end test but the full lane's (make e2e) alone on the lab,
+# and runs the early lane's end-to-end tests (hack/e2e-lanes); then the two side lanes at
+# once, then every other end-to-end test but the full lane's (make e2e) alone on the lab,
 # bounded fuzzing beside it, torn down after. Nothing may skip for a missing prerequisite
 # (see internal/testenv).
 test: prereqs kube-bins ingress-bins dns-bins containerd-bins server-bins tool-bins build
@@ -153,6 +155,7 @@ fuzz:
 	$(GO) test ./manifest -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZ_VALUE) -fuzzminimizetime 2s
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZ_INJECT) -fuzzminimizetime 2s
 	$(GO) test ./controller -run '^$$' -fuzz '^FuzzInjectorHandle$$' -fuzztime $(FUZZ_WEBHOOK) -fuzzminimizetime 2s
+	$(GO) test ./test/forensic -run '^$$' -fuzz '^FuzzReadVerdictsLine$$' -fuzztime $(FUZZ_VERDICTLOG) -fuzzminimizetime 2s
 
 bench: prereqs build
 	$(GO) run ./hack/bench-sleeper

@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# The suite behind `make test` after vet, so that the lab's waiting and the units'
-# computing overlap; hack/e2e-lanes names the end-to-end tests' lanes:
-#  1. the unit and envtest tests, niced; beside them the lab comes up and, once it is
-#     up, runs the early lane's tests (none sends the traffic whose losses a test
-#     counts), then the side lanes' tests, side-a and side-b in two processes at once
-#     (none installs the controller nor disrupts a node);
-#  2. once both ended, every other end-to-end test but the full lane's (make e2e's
-#     alone), alone on the lab, with the bounded fuzzing (make fuzz) beside it at the
-#     lowest priority; then the lab goes down whatever happened.
-# Exits non-zero when any part failed; a unit test's failure skips the side lanes when
-# they have not started, and stage 2.
+# The suite behind `make test` after vet, in two stages, so that the lab's waiting and
+# the units' computing overlap; hack/e2e-lanes names the end-to-end tests' lanes:
+#  1. the unit and envtest tests; beside them the lab comes up and, once it is up, runs
+#     the early lane's tests (none sends the traffic whose losses a test counts);
+#  2. the side lanes' tests, side-a and side-b in two processes at once (none installs
+#     the controller nor disrupts a node); then every other end-to-end test but the
+#     full lane's (make e2e's alone), alone on the lab, with the bounded fuzzing (make
+#     fuzz) beside it at the lowest priority; then the lab goes down whatever happened.
+# Exits non-zero when any part failed; a unit test's failure skips stage 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -42,11 +40,14 @@ apart="^($(lane early)|$(lane side-a)|$(lane side-b)|$(lane full))\$"
 # /tmp/nap-e2e-side-a.json, /tmp/nap-e2e-side-b.json and /tmp/nap-e2e.json until the
 # next run.
 $GO build -o /tmp/nap-e2etimes ./hack/e2etimes || exit 1
+# And, at the end, the confusion table of nap's verdicts over every measurement the
+# lanes logged (hack/verdicts).
+$GO build -o /tmp/nap-verdicts ./hack/verdicts || exit 1
 
 uplog=$(mktemp /tmp/nap-cluster-up.XXXXXX)
 earlylog=$(mktemp /tmp/nap-e2e-early.XXXXXX)
 fuzzlog=$(mktemp /tmp/nap-fuzz.XXXXXX)
-state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, units, early, sides
+state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, early
 (
 	if ! bash hack/cluster.sh up >"$uplog" 2>&1; then
 		echo failed >"$state/upfailed"
@@ -58,36 +59,22 @@ state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, units, early, sides
 	echo $? >"$state/early"
 	at "the early lane's end"
 	/tmp/nap-e2etimes </tmp/nap-e2e-early.json >"$earlylog" 2>&1 || echo 1 >"$state/early"
-	# The side lanes at once, each its own go test, as soon as the early lane ended,
-	# beside the units' last minute or two (niced below), unless they failed already.
-	if [ "$(cat "$state/units" 2>/dev/null || echo 0)" -ne 0 ]; then
-		exit 0
-	fi
-	# shellcheck disable=SC2086
-	$GO test -json $E2E_FLAGS -run "$side_a" ./test/e2e >/tmp/nap-e2e-side-a.json &
-	side=$!
-	# shellcheck disable=SC2086
-	$GO test -json $E2E_FLAGS -run "$side_b" ./test/e2e >/tmp/nap-e2e-side-b.json
-	sides=$?
-	wait "$side" || sides=1
-	echo "$sides" >"$state/sides"
-	at "the side lanes' end"
 ) &
 lab=$!
 
 # Three packages at a time, the longest first (each over 45 s, measured 2026-12-07:
 # controller 127 s, controller/install 66, sleeper 62, internal/cli/app 49), so that
 # none starts last and holds the stage alone: envtest's API servers and the sleeper's
-# processes leave a third of two cores idle at two. Niced: the lab's tests beside them
-# (the early lane, then the side lanes' pairs) come first on the two cores.
+# processes leave a third of two cores idle at two. Not beside the side lanes: the
+# sleeper's tests time its waits against real sockets, and a run that started the side
+# lanes beside them, the units niced, had those waits end 7 s late (2026-12-07).
 # -timeout: cold, internal/release cross-builds the kubectl plugin for four platforms
 # (about 9 minutes alone), over go test's default 10.
 first=(./controller ./controller/install ./sleeper ./internal/cli/app)
 pkgs=$($GO list "${first[@]}")
 # shellcheck disable=SC2046 # one argument per package
-nice -n 10 $GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e | grep -vxF "$pkgs")
+$GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e | grep -vxF "$pkgs")
 units=$?
-echo "$units" >"$state/units"
 at "the units' end"
 
 wait "$lab"
@@ -106,7 +93,16 @@ if [ "$units" -ne 0 ]; then
 	bash hack/cluster.sh down
 	exit "$units"
 fi
-sides=$(cat "$state/sides" 2>/dev/null || echo 1)
+
+# The side lanes at once, each its own go test; their logs after both ended.
+# shellcheck disable=SC2086
+$GO test -json $E2E_FLAGS -run "$side_a" ./test/e2e >/tmp/nap-e2e-side-a.json &
+side=$!
+# shellcheck disable=SC2086
+$GO test -json $E2E_FLAGS -run "$side_b" ./test/e2e >/tmp/nap-e2e-side-b.json
+sides=$?
+wait "$side" || sides=1
+at "the side lanes' end"
 for l in a b; do
 	echo "test: side lane $l, beside side lane $([ $l = a ] && echo b || echo a):"
 	/tmp/nap-e2etimes </tmp/nap-e2e-side-$l.json || sides=1
@@ -121,6 +117,8 @@ fuzzing=$!
 $GO test -json $E2E_FLAGS -skip "$apart" ./test/e2e | tee /tmp/nap-e2e.json | /tmp/nap-e2etimes
 rc=$?
 at "the second stage's end"
+echo "test: nap's verdicts over this run's measurements, against what each pod lost (hack/verdicts):"
+/tmp/nap-verdicts /tmp/nap-e2e-early.json /tmp/nap-e2e-side-a.json /tmp/nap-e2e-side-b.json /tmp/nap-e2e.json || rc=1
 wait "$fuzzing"
 fuzz=$?
 at "the fuzzing's end"

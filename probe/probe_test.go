@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -390,6 +391,49 @@ func TestOutageJSON(t *testing.T) {
 	}
 	if o.Start != 1500*time.Millisecond || o.End != 2250*time.Millisecond || o.Failed != 3 || len(o.Kinds) != 1 || o.Kinds[0] != Refused || len(o.Modes) != 1 || o.Modes[0] != New {
 		t.Errorf("read back: %+v", o)
+	}
+}
+
+// ListFailures puts each failed request into the JSON, to the nanosecond, which a caller
+// in another process reads back as the Failures a caller in this one has; without it
+// the JSON lists none.
+func TestListFailures(t *testing.T) {
+	t.Parallel()
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	rep := NewReport(time.Now(), 100*time.Millisecond)
+	opts := Options{URL: url, Rate: 40, Duration: 250 * time.Millisecond}
+	if err := Run(context.Background(), opts, rep.Add); err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summarize(opts, 250*time.Millisecond, nil)
+	if len(s.Failures) != 10 {
+		t.Fatalf("%d failures, want 10 (every request, a 503)", len(s.Failures))
+	}
+	var plain bytes.Buffer
+	if err := JSON(&plain, s); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "failed_requests") {
+		t.Errorf("the JSON lists the failures unasked")
+	}
+	s.ListFailures()
+	var listed bytes.Buffer
+	if err := JSON(&listed, s); err != nil {
+		t.Fatal(err)
+	}
+	var back Summary
+	if err := json.Unmarshal(listed.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	got := back.ListedFailures()
+	if len(got) != len(s.Failures) {
+		t.Fatalf("read back %d failures, want %d", len(got), len(s.Failures))
+	}
+	for i, f := range s.Failures {
+		g := got[i]
+		if !g.Due.Equal(f.Due) || g.Mode != f.Mode || g.Kind != f.Kind || g.Err != f.Err || g.Code != 503 || g.Local != f.Local || g.Local == "" {
+			t.Errorf("failure %d read back as %+v, want %+v", i, g, f)
+		}
 	}
 }
 

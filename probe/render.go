@@ -42,8 +42,41 @@ type Summary struct {
 	Events []Event `json:"events,omitempty"`
 	// Failures are the failed requests themselves, in the order they ended, for a
 	// caller in the same process that checks each one against another record (a
-	// proxy's access log); not in the JSON.
+	// proxy's access log); in the JSON only as FailedRequests.
 	Failures []Result `json:"-"`
+	// FailedRequests are Failures as the JSON lists them, when asked (ListFailures:
+	// napctl probe --list-failures): for a caller in another process.
+	FailedRequests []FailedRequest `json:"failed_requests,omitempty"`
+}
+
+// FailedRequest is a failed request as the JSON lists it: when it was due (the
+// clock's, to the nanosecond, to be set beside another record's times), over which
+// connection mode, how it failed, and the client's end of its connection.
+type FailedRequest struct {
+	Due    time.Time `json:"due"`
+	Mode   Mode      `json:"mode"`
+	Kind   Kind      `json:"kind"`
+	Status int       `json:"status,omitempty"`
+	Error  string    `json:"error,omitempty"`
+	Local  string    `json:"local,omitempty"`
+}
+
+// ListFailures puts s's Failures into its JSON (FailedRequests).
+func (s *Summary) ListFailures() {
+	s.FailedRequests = make([]FailedRequest, len(s.Failures))
+	for i, f := range s.Failures {
+		s.FailedRequests[i] = FailedRequest{Due: f.Due, Mode: f.Mode, Kind: f.Kind, Status: f.Code, Error: f.Err, Local: f.Local}
+	}
+}
+
+// ListedFailures are the failed requests a JSON report listed (FailedRequests), as a
+// caller in the same process would have had them (Failures), with what the JSON keeps.
+func (s Summary) ListedFailures() []Result {
+	out := make([]Result, len(s.FailedRequests))
+	for i, f := range s.FailedRequests {
+		out[i] = Result{Due: f.Due, Mode: f.Mode, Kind: f.Kind, Code: f.Status, Err: f.Error, Local: f.Local}
+	}
+	return out
 }
 
 // Event is something that happened to the service under test while it was probed, put

@@ -997,7 +997,7 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 			}
 		}
 		verdicts = forensic.Attribute(ends, failed, stopped)
-		t.Logf("%s: nap's verdicts (late lost / none, held lost / none, quiet lost / none, sparse lost / none, cut, blind: %s): %s", sc, forensic.Count(verdicts), forensic.Describe(verdicts, start))
+		t.Log(forensic.VerdictsLine(sc.String(), verdicts, start))
 	}
 	return downtime{ns: ns, scenario: sc, summary: s, start: start, lbLate: lbLate, terminations: took, routes: programmed, kubelet: stops, deregistered: deregistered, ingress: ingress, verdicts: verdicts}
 }

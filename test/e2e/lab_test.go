@@ -144,7 +144,9 @@ func (p *streamProbe) stop(t *testing.T) probe.Summary {
 }
 
 // node2Probe is `napctl probe` run in node 2's network namespace, as a user would run
-// it there; SIGINT ends it with the report so far, as JSON.
+// it there; SIGINT ends it with the report so far, as JSON, which lists each failed
+// request (--list-failures): the verdicts and the loss's records are held to them as to
+// a probe in this process's.
 type node2Probe struct {
 	cmd    *exec.Cmd
 	out    bytes.Buffer
@@ -157,7 +159,7 @@ func startNode2Probe(t *testing.T, url string, rate float64) prober {
 	// enough that failures are reported, not an exit status.
 	p := &node2Probe{cmd: exec.Command("nsenter", "--net="+node2NetNS, napctl(t), "probe", url,
 		"--rate", strconv.FormatFloat(rate, 'f', -1, 64), "--duration", "10m", "--timeout", "2s", "--bucket", "500ms",
-		"--max-failures", strconv.Itoa(int(rate)*600), "-o", "json")}
+		"--max-failures", strconv.Itoa(int(rate)*600), "-o", "json", "--list-failures")}
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errOut
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -183,6 +185,10 @@ func (p *node2Probe) stop(t *testing.T) probe.Summary {
 	var s probe.Summary
 	if err := json.Unmarshal(p.out.Bytes(), &s); err != nil {
 		t.Fatalf("napctl probe on node 2: %v\n%s\n%s", err, p.out.String(), p.errOut.String())
+	}
+	s.Failures = s.ListedFailures()
+	if len(s.Failures) != s.Total.Failed {
+		t.Fatalf("napctl probe on node 2 listed %d failed requests of %d", len(s.Failures), s.Total.Failed)
 	}
 	return s
 }

@@ -44,6 +44,26 @@ func TestProbeCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stdout, "failed (5xx") || !strings.Contains(stdout, `command "sleep 0.5; exit 3" exited 3`) || !strings.Contains(stderr, "exited 3") {
 		t.Errorf("--during: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// --list-failures: each failed request in the JSON, when it was due.
+	before := time.Now()
+	code, stdout, stderr = runNapctl("probe", srv.URL+"/?fail=1", "--duration", "300ms", "--rate", "40", "-o", "json", "--list-failures", "--max-failures", "1000")
+	var listed struct {
+		Total          struct{ Failed int }
+		FailedRequests []struct {
+			Due    time.Time
+			Kind   string
+			Status int
+		} `json:"failed_requests"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &listed); code != 0 || err != nil || listed.Total.Failed == 0 || len(listed.FailedRequests) != listed.Total.Failed {
+		t.Errorf("--list-failures: exit %d, %v, %d failed, %d listed\n%s", code, err, listed.Total.Failed, len(listed.FailedRequests), stderr)
+	}
+	for _, f := range listed.FailedRequests {
+		if f.Due.Before(before) || f.Due.After(time.Now()) || f.Kind != "5xx" || f.Status != 503 {
+			t.Errorf("--list-failures: %+v, want a 503 due since %v", f, before)
+			break
+		}
+	}
 	code, _, stderr = runNapctl("probe", srv.URL+"/?fail=1", "--duration", "300ms", "--rate", "40")
 	if code != 1 || !strings.Contains(stderr, "requests failed (--max-failures 0)") {
 		t.Errorf("failures over --max-failures: exit %d, %s", code, stderr)
@@ -67,6 +87,7 @@ func TestProbeCommand(t *testing.T) {
 		{args: []string{"probe", srv.URL, "--settle", "-1s"}, want: "--settle -1s"},
 		{args: []string{"probe", srv.URL, "--max-in-flight", "-1"}, want: "--max-in-flight -1"},
 		{args: []string{"probe", srv.URL, "-n", "shop"}, want: "-n goes with --watch"},
+		{args: []string{"probe", srv.URL, "--list-failures"}, want: "--list-failures goes with -o json"},
 		{args: []string{"probe", srv.URL, "--streams", "2", "--host", "shop.example"}, want: `--host "shop.example": names the server of requests`},
 		{args: []string{"probe", srv.URL, "--dns", "10.96.0.10"}, want: `--dns "10.96.0.10": want ADDR:PORT`},
 		{args: []string{"probe", srv.URL, "--streams", "2", "--dns", "10.96.0.10:53"}, want: `--dns "10.96.0.10:53": resolves the names of requests`},

@@ -45,13 +45,14 @@ type flags struct {
 	// clusterGiven is the first of the cluster's flags given ("": none).
 	clusterGiven string
 	junit        string
+	listFailures bool
 }
 
 // NewCommand returns the probe command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	f := &flags{}
 	cmd := &cobra.Command{
-		Use:   "probe URL [--rate 100] [--duration 60s | --during CMD] [--settle 5s] [--timeout 2s] [--conn new,reuse] [--bucket D] [--watch TARGET [-n NS]] [-o text|json] [--plot FILE.svg|.html] [--junit FILE] [--max-failures N]",
+		Use:   "probe URL [--rate 100] [--duration 60s | --during CMD] [--settle 5s] [--timeout 2s] [--conn new,reuse] [--bucket D] [--watch TARGET [-n NS]] [-o text|json [--list-failures]] [--plot FILE.svg|.html] [--junit FILE] [--max-failures N]",
 		Short: "Measure failed requests against a URL, during a rollout",
 		Long: "Send GET requests to URL open-loop at --rate (on schedule, whether or not earlier\n" +
 			"ones returned), over new connections and a keep-alive pool at once, and report every\n" +
@@ -95,6 +96,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringVar(&f.junit, "junit", "", "also write a JUnit XML report to FILE, failing as the exit status does")
 	fl.StringVar(&f.host, "host", "", "the name requests give the server instead of the URL's host (HTTP's Host header, gRPC's :authority): an ingress that routes by host, reached at its address")
 	fl.StringVar(&f.dns, "dns", "", "resolve the URL's host at this DNS server (ADDR:PORT: a cluster's DNS, the ClusterIP of kube-system/kube-dns, port 53, from a node) instead of the system's: a headless Service's name, resolved at each new connection; for grpc://, the shared connection is gRPC's round_robin over the answer, resolved again only when it loses a connection, at most every 30 s")
+	fl.BoolVar(&f.listFailures, "list-failures", false, "with -o json: list each failed request (failed_requests: when it was due, to the nanosecond, its connection mode, kind, status, error and client address), to set beside another record's times")
 	fl.BoolVar(&f.retry, "retry", false, "let a request on a keep-alive connection found closed be resent once, silently, as Go clients do (default: counted as failed, as most clients see it)")
 	return cmd
 }
@@ -131,6 +133,9 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	}
 	if f.watch == "" && f.clusterGiven != "" {
 		return fmt.Errorf("%s goes with --watch", f.clusterGiven)
+	}
+	if f.listFailures && f.output != "json" {
+		return fmt.Errorf("--list-failures goes with -o json")
 	}
 	if f.settle < 0 {
 		return fmt.Errorf("--settle %v: must not be negative", f.settle)
@@ -170,6 +175,9 @@ func run(ctx context.Context, streams cli.IOStreams, f *flags, url string) error
 	}
 	var out bytes.Buffer
 	if f.output == "json" {
+		if f.listFailures {
+			s.ListFailures()
+		}
 		err = probe.JSON(&out, s)
 	} else {
 		err = probe.Text(&out, s)
