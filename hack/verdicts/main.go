@@ -120,19 +120,5 @@ func (t *table) write(w io.Writer) {
 		measured += r.measured
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %s |\n", r.scenario, r.test, r.measured, r.c.Ends(), r.c)
 	}
-	fmt.Fprintf(w, "| all | | %d | %d | %s |\n\n", measured, all.Ends(), all)
-	say := func(name string, v float64, ok bool) {
-		if ok {
-			fmt.Fprintf(w, "%s: %.2f. ", name, v)
-		} else {
-			fmt.Fprintf(w, "%s: none to count. ", name)
-		}
-	}
-	p, ok := all.Precision()
-	say("Precision of late", p, ok)
-	r, ok := all.Recall()
-	say("Recall of late", r, ok)
-	r, ok = all.RecallHeld()
-	say("Recall of late or held", r, ok)
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "| all | | %d | %d | %s |\n\n%s\n", measured, all.Ends(), all, all.Rates())
 }

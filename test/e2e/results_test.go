@@ -187,21 +187,7 @@ func writeConfusion(t *testing.T, path string, rows []judgedRow, measured string
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", sc.pathName(), sc.disruption, sc.variant.name,
 			strconv.FormatFloat(r.rate, 'g', -1, 64), c.Ends(), c, measured)
 	}
-	fmt.Fprintf(&b, "| all | | | | %d | %s | |\n\n", all.Ends(), all)
-	say := func(name string, v float64, ok bool) {
-		if ok {
-			fmt.Fprintf(&b, "%s: %.2f. ", name, v)
-		} else {
-			fmt.Fprintf(&b, "%s: none to count. ", name)
-		}
-	}
-	p, okP := all.Precision()
-	say("Precision of late", p, okP)
-	r, okR := all.Recall()
-	say("Recall of late", r, okR)
-	r, okR = all.RecallHeld()
-	say("Recall of late or held", r, okR)
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "| all | | | | %d | %s | |\n\n%s\n", all.Ends(), all, all.Rates())
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

@@ -143,6 +143,26 @@ func (c Confusion) RecallHeld() (float64, bool) {
 	return ratio(c.LateLost+c.HeldLost, c.LateLost+c.HeldLost+c.QuietLost)
 }
 
+// Rates says the precision of late, its recall, and the recall of late or held over c,
+// each "none to count" where it has nothing to count: the line under a confusion table.
+func (c Confusion) Rates() string {
+	var b strings.Builder
+	say := func(name string, v float64, ok bool) {
+		if ok {
+			fmt.Fprintf(&b, "%s: %.2f. ", name, v)
+		} else {
+			fmt.Fprintf(&b, "%s: none to count. ", name)
+		}
+	}
+	p, ok := c.Precision()
+	say("Precision of late", p, ok)
+	r, ok := c.Recall()
+	say("Recall of late", r, ok)
+	r, ok = c.RecallHeld()
+	say("Recall of late or held", r, ok)
+	return b.String()
+}
+
 // String is c as the confusion table's cells: late lost / none, held lost / none, quiet
 // lost / none, sparse lost / none, cut, blind.
 func (c Confusion) String() string {
