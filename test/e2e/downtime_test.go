@@ -1355,11 +1355,16 @@ func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 // keep-alive connections on the pod they went to (the probe: Go's resolver, Go's
 // transport). The cluster DNS leaves a terminating pod out of its answer at once (0 to
 // 7 ms on the lab), and Go tries the next address when one refuses: without any delay
-// no request over a new connection fails (the claim: the path's tail is the DNS's,
-// about none). What such a client can lose is on its pinned connections, when the app
-// closes them under a request (1 of 1,417 requests in the first run): no wait moves
-// those, the app's drain does; with nap's 5 s and the drain library's Connection: close
-// during it, none fails at all.
+// requests over new connections fail only in the race of a name resolved just before
+// the pod left the answer and a connection that reaches it as its app exits (an EOF,
+// 1 of about 900 in one CI run, 2026-12-07, none in the seven before). The claim is a
+// bound: at most 50 in 10,000 over new connections, a tenth or less of what the
+// ClusterIP loses without a delay (459 to 958 per 10,000 in TestGRPCDowntime's
+// controls): the path's tail is the DNS's, about none. What such
+// a client can lose is on its pinned connections, when the app closes them under a
+// request (1 of 1,417 requests in the first run): no wait moves those, the app's drain
+// does; with nap's 5 s and the drain library's Connection: close during it, none
+// fails at all.
 //
 // Then gRPC's client-side balancing over the same name (round_robin over dns:///, the
 // probe's shared connection): it learns of a pod's end from its connection alone (the
@@ -1373,7 +1378,7 @@ func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 func TestHeadlessDNSDowntime(t *testing.T) {
 	cs := client(t)
 	for _, row := range []scenario{
-		{path: viaDNS, disruption: rollingRestart, variant: noDelay, expect: newClean, rounds: 1},
+		{path: viaDNS, disruption: rollingRestart, variant: noDelay, expect: newClean, rounds: 1, bound: atMost(50)},
 		{path: viaDNS, disruption: rollingRestart, variant: napDrain, expect: clean, rounds: 1},
 		{path: viaDNS, disruption: rollingRestart, variant: noDelay, expect: fails, rounds: 1, grpc: true},
 		{path: viaDNS, disruption: rollingRestart, variant: napDrainResolve, expect: clean, rounds: 1, grpc: true},
@@ -1542,9 +1547,9 @@ func experimentTables() []claims {
 		// pods only when it resolves again, at most every grpcResolveEvery. A client
 		// that resolved 2 s before the rollout is left without a pod whatever the wait
 		// short of that; one older than it learns the new pods at the first GOAWAY.
-		{s{path: viaDNS, disruption: rollingRestart}, []claim{{noDelay, newClean, nil}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
-		{s{path: viaDNS, disruption: scaleDown}, []claim{{noDelay, newClean, nil}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
-		{s{path: viaDNS, disruption: nodeDrain, rounds: 1}, []claim{{noDelay, newClean, nil}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
+		{s{path: viaDNS, disruption: rollingRestart}, []claim{{noDelay, newClean, atMost(50)}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
+		{s{path: viaDNS, disruption: scaleDown}, []claim{{noDelay, newClean, atMost(50)}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
+		{s{path: viaDNS, disruption: nodeDrain, rounds: 1}, []claim{{noDelay, newClean, atMost(50)}, {napBinary, newClean, nil}, {napDrain, clean, nil}}},
 		{s{path: viaDNS, disruption: rollingRestart, grpc: true, rounds: 1}, []claim{{noDelay, fails, nil}, {napDrain, fails, nil}, {napDrainResolve, clean, nil}}},
 		{s{path: viaDNS, disruption: rollingRestart, grpc: true, rounds: 1, aged: grpcResolveEvery + 2*time.Second}, []claim{{noDelay, clean, nil}, {napDrain, clean, nil}}},
 		// Held WebSockets and event streams at the ClusterIP from node 1 and through the
