@@ -62,7 +62,14 @@ func installController(t *testing.T, cs *kubernetes.Clientset, args ...string) (
 	policy := bytes.Contains(manifests, []byte("kind: MutatingAdmissionPolicy\n"))
 	waitNamespaceGone(t, cs, controller.DefaultNamespace)
 	t.Log(strings.TrimSpace(kubectl(t, manifests, "apply", "-f", "-")))
-	uninstall = func() { kubectl(t, manifests, "delete", "--ignore-not-found", "--wait=false", "-f", "-") }
+	uninstall = func() {
+		if t.Failed() {
+			// What the controller said (its leader election, each pod it routed out or
+			// failed to): gone with its namespace after this.
+			dumpController(t, cs)
+		}
+		kubectl(t, manifests, "delete", "--ignore-not-found", "--wait=false", "-f", "-")
+	}
 	t.Cleanup(uninstall)
 	waitController(t, cs, policy)
 	return uninstall
@@ -121,7 +128,7 @@ func waitController(t *testing.T, cs *kubernetes.Clientset, policy bool) {
 func dumpController(t *testing.T, cs *kubernetes.Clientset) {
 	t.Helper()
 	t.Log(kubectl(t, nil, "-n", controller.DefaultNamespace, "get", "pods,leases,events", "-o", "wide"))
-	cmd := exec.Command(kubeenv.Kubectl(t), "--kubeconfig", kubeconfigPath(), "-n", controller.DefaultNamespace, "logs", "-l", "app.kubernetes.io/name=nap", "--tail=50")
+	cmd := exec.Command(kubeenv.Kubectl(t), "--kubeconfig", kubeconfigPath(), "-n", controller.DefaultNamespace, "logs", "-l", "app.kubernetes.io/name=nap", "--prefix", "--tail=300")
 	out, _ := cmd.CombinedOutput()
 	t.Logf("controller logs:\n%s", out)
 }
