@@ -95,7 +95,7 @@ if [ "$units" -ne 0 ]; then
 fi
 
 # The side lanes at once, each its own go test; their logs after both ended.
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # E2E_FLAGS are several flags
 $GO test -json $E2E_FLAGS -run "$side_a" ./test/e2e >/tmp/nap-e2e-side-a.json &
 side=$!
 # shellcheck disable=SC2086
