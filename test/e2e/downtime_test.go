@@ -1360,11 +1360,10 @@ func TestIngressDowntime(t *testing.T) { pair(t, viaIngress, rollingRestart) }
 // 1 of about 900 in one CI run, 2026-12-07, none in the seven before). The claim is a
 // bound: at most 50 in 10,000 over new connections, a tenth or less of what the
 // ClusterIP loses without a delay (459 to 958 per 10,000 in TestGRPCDowntime's
-// controls): the path's tail is the DNS's, about none. What such
-// a client can lose is on its pinned connections, when the app closes them under a
-// request (1 of 1,417 requests in the first run): no wait moves those, the app's drain
-// does; with nap's 5 s and the drain library's Connection: close during it, none
-// fails at all.
+// controls): the path's tail is the DNS's, about none. What such a client can lose is
+// on its pinned connections, when the app closes them under a request (1 of 1,417
+// requests in the first run): no wait moves those, the app's drain does; with nap's
+// 5 s and the drain library's Connection: close during it, none fails at all.
 //
 // Then gRPC's client-side balancing over the same name (round_robin over dns:///, the
 // probe's shared connection): it learns of a pod's end from its connection alone (the
