@@ -116,7 +116,8 @@ var defaulted = []struct{ kind, key, cond, value string }{
 // double the combinations): the Helm condition under which each kind's object is there,
 // besides its dimensions' (Objects' Issuer, only where no issuer of the cluster's is
 // named: defaulted's issuerRef).
-var objectGuards = map[string]string{"Issuer": "not .Values.certManager.issuerRef.name"}
+// The ResourceQuota that admits the controller's priority class is there with a class.
+var objectGuards = map[string]string{"Issuer": "not .Values.certManager.issuerRef.name", "ResourceQuota": ".Values.priorityClassName"}
 
 // The helpers that resolve auto values at install, from what the API server serves.
 const (
@@ -239,6 +240,7 @@ var substitutions = []struct{ sentinel, expr string }{
 	{sentRequests, `{{ .Values.wait.requests }}`},
 	{sentSelector, `{{ .Values.namespaceSelector }}`},
 	{sentExclude, `{{ join "," .Values.excludeNamespaces }}`},
+	{"- " + sentPriority + "\n", "- {{ .Values.priorityClassName }}\n"}, // the ResourceQuota's scope
 	{fmt.Sprintf("replicas: %d", sentReplicas), `replicas: {{ .Values.replicas }}`},
 	{fmt.Sprintf("timeoutSeconds: %d", sentTimeout), `timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}`},
 	{fmt.Sprintf("--webhook-port=%d", sentWebhook), `--webhook-port={{ .Values.webhook.port }}`},

@@ -139,7 +139,11 @@ nodeSelector:
 # The controller's affinity, as in a pod spec; unset: the replicas prefer different nodes.
 affinity: {}
 tolerations: []
-priorityClassName: ""
+# The controller's PriorityClass ("" for none): a critical one, which a kubelet under node
+# pressure never evicts, so that a node's own evictions find a replica to route their pods
+# out. With one, a ResourceQuota (%[18]s) lets its pods into the namespace where the
+# cluster admits that class only under a quota.
+priorityClassName: %[19]s
 topologySpreadConstraints: []
 
 # A NetworkPolicy that lets into the controller's pods only the webhook's calls, the
@@ -165,7 +169,7 @@ metrics:
   port: %[16]d  # the controller's metrics port (the node's, with hostNetwork)
 `, controller.DefaultNamespace, repo, scope.Flag, scope.Help(), scope.OptIn, AdmissionWebhook,
 		inject.DeliveryConfigMap, wait.DefaultInput.Kind, wait.DefaultInput.Delay, wait.DefaultInput.Max, wait.DefaultInput.Quiet,
-		indent(string(res), "  "), controller.WebhookPort, DefaultWebhookTimeout, controller.HealthPort, controller.MetricsPort, DefaultScrapeInterval)
+		indent(string(res), "  "), controller.WebhookPort, DefaultWebhookTimeout, controller.HealthPort, controller.MetricsPort, DefaultScrapeInterval, CriticalPodsQuota, DefaultPriorityClassName)
 	return []byte(b.String()), nil
 }
 

@@ -15,6 +15,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -77,6 +78,7 @@ type Options struct {
 	// a preferred anti-affinity): NodeSelector, Tolerations, PriorityClassName and
 	// TopologySpreadConstraints, as in a pod spec. NodeSelector always has
 	// kubernetes.io/os: linux (the image is Linux's) unless it names an OS itself.
+	// PriorityClassName is DefaultPriorityClassName unless set (NoPriorityClass: none).
 	NodeSelector              map[string]string
 	Tolerations               []corev1.Toleration
 	PriorityClassName         string
@@ -148,12 +150,36 @@ const (
 	PodSecurityLevel = "restricted"
 )
 
+// DefaultPriorityClassName is the controller's pods' PriorityClass unless the user names
+// another (napctl install --priority-class-name, the chart's priorityClassName; "" there
+// for none): a critical one, which a kubelet under node pressure never evicts and always
+// admits (kubelettypes.IsCriticalPod). Without it the kubelet evicted the leader among
+// the first pods of a node short of disk, and no replica routed pods out until the other
+// took the lease (docs/testing.md, run 19) — the moment a node's own evictions need it.
+// Kubernetes allows it in any namespace since 1.17; where a cluster admits critical pods
+// only under a quota (ResourceQuota's limitedResources), the CriticalPodsQuota lets them in.
+const DefaultPriorityClassName = "system-cluster-critical"
+
+// CriticalPodsQuota is the name of the ResourceQuota written beside a priority class:
+// it lets the controller's pods of that class into its namespace where the API server
+// admits such pods only under a quota that names their class. Its cap, criticalPods, is
+// no limit the controller meets (its replicas, one surge, the ones still stopping).
+const (
+	CriticalPodsQuota = controller.Name + "-critical-pods"
+	criticalPods      = 100
+)
+
+// NoPriorityClass in Options.PriorityClassName gives the controller's pods none (and no
+// ResourceQuota): not a name Kubernetes allows, so no class's.
+const NoPriorityClass = "-"
+
 // DefaultImage is the controller image of this version: napctl, FROM scratch.
 var DefaultImage = version.Image(version.ControllerImage, version.Version)
 
 // Objects returns every object of an installation, in the order to apply them:
-// Namespace, ServiceAccount, RBAC, Service, Deployment, PodDisruptionBudget (with 2
-// replicas or more), the ValidatingAdmissionPolicy that lets only the controller write
+// Namespace, ServiceAccount, RBAC, Service, the ResourceQuota that admits the pods' priority
+// class (CriticalPodsQuota, with a PriorityClassName), Deployment, PodDisruptionBudget
+// (with 2 replicas or more), the ValidatingAdmissionPolicy that lets only the controller write
 // the nap ConfigMaps (controller.ConfigMapGuard) and its binding,
 // MutatingWebhookConfiguration (and cert-manager's Issuer and Certificate when asked);
 // with AdmissionPolicy, the MutatingAdmissionPolicy and its binding instead of the
@@ -194,6 +220,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 	svc := service(meta, appLabels, webhook)
 	installed := cmp.Or(o.Scope, scope.OptIn)
 	args, volumes, mounts := controllerArgs(o, installed, webhook)
+	quota := criticalQuota(o, meta)
 	deploy := deployment(o, meta, appLabels, webhook, args, volumes, mounts)
 	// The PodDisruptionBudget keeps a replica serving through drains; with one replica it
 	// would keep any node from draining, so there is none.
@@ -220,14 +247,14 @@ func Objects(o Options) ([]runtime.Object, error) {
 			return nil, err
 		}
 		mp.Labels, mpb.Labels = appLabels, appLabels
-		return withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, netpol, guard, guardBinding, mp, mpb), nil
+		return withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, quota, deploy, pdb, netpol, guard, guardBinding, mp, mpb), nil
 	}
 	mwc := controller.WebhookConfiguration(controller.Name, ns, controller.Name, nil, installed)
 	mwc.Labels = appLabels
 	for i := range mwc.Webhooks {
 		mwc.Webhooks[i].TimeoutSeconds = ptr.To(o.WebhookTimeout)
 	}
-	objs := withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, deploy, pdb, netpol, guard, guardBinding, mwc)
+	objs := withoutNil(namespace, sa, clusterRole, clusterBinding, role, roleBinding, svc, quota, deploy, pdb, netpol, guard, guardBinding, mwc)
 	if o.CertManager {
 		mwc.Annotations = map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + controller.Name}
 		issuer := &unstructured.Unstructured{Object: map[string]any{
@@ -315,6 +342,12 @@ func (o Options) resolved() (Options, wait.Defaults, error) {
 	}
 	if o.Image == "" {
 		o.Image = DefaultImage
+	}
+	switch o.PriorityClassName {
+	case "":
+		o.PriorityClassName = DefaultPriorityClassName
+	case NoPriorityClass:
+		o.PriorityClassName = ""
 	}
 	if o.Delivery == "" {
 		o.Delivery = inject.DeliveryConfigMap
@@ -648,6 +681,20 @@ func deployment(o Options, meta func(string, bool) metav1.ObjectMeta, labels map
 		},
 	}}
 	return deploy
+}
+
+// criticalQuota is the ResourceQuota that admits the controller's pods of o's priority
+// class into its namespace (nil without one), as kube-system's add-ons are: a cluster
+// may admit critical pods only under a quota whose scope names their class.
+func criticalQuota(o Options, meta func(string, bool) metav1.ObjectMeta) *corev1.ResourceQuota {
+	if o.PriorityClassName == "" {
+		return nil
+	}
+	return &corev1.ResourceQuota{TypeMeta: typeMeta("v1", "ResourceQuota"), ObjectMeta: meta(CriticalPodsQuota, true), Spec: corev1.ResourceQuotaSpec{
+		Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(criticalPods, resource.DecimalSI)},
+		ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+			ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{o.PriorityClassName}}}},
+	}}
 }
 
 // linuxNodes is sel with kubernetes.io/os: linux, unless it names an OS itself.

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -10,8 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -288,5 +293,86 @@ func TestLinuxNodes(t *testing.T) {
 		if got := fmt.Sprint(linuxNodes(tc.sel)); got != tc.want {
 			t.Errorf("linuxNodes(%v) = %s, want %s", tc.sel, got, tc.want)
 		}
+	}
+}
+
+// limitedCritical is the API server's ResourceQuota configuration of a cluster that
+// admits critical pods only under a quota naming their class (Kubernetes' docs, "Limit
+// Priority Class consumption by default"; managed clusters ship it).
+const limitedCritical = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ResourceQuota
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: ResourceQuotaConfiguration
+    limitedResources:
+    - resource: pods
+      matchScopes:
+      - scopeName: PriorityClass
+        operator: In
+        values: [system-cluster-critical, system-node-critical]
+`
+
+// The controller's pods are critical by default (a kubelet under node pressure never
+// evicts them), and the ResourceQuota beside them admits them on an API server that
+// allows critical pods only under a quota: its pod is refused in a namespace without it.
+func TestCriticalPodsQuota(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(config, []byte(limitedCritical), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kubeenv.APIServerWithFlags(t, map[string]string{"admission-control-config-file": config})
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	objs, err := Objects(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var template corev1.PodTemplateSpec
+	var quota *corev1.ResourceQuota
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			template = o.Spec.Template
+		case *corev1.ResourceQuota:
+			quota = o
+		}
+		if err := c.Create(ctx, o.(client.Object)); err != nil {
+			t.Fatalf("%T: %v", o, err)
+		}
+	}
+	if quota == nil || template.Spec.PriorityClassName != DefaultPriorityClassName {
+		t.Fatalf("napctl install's defaults: ResourceQuota %v, priority class %q; want both", quota != nil, template.Spec.PriorityClassName)
+	}
+	// What the quota controller does first (envtest runs none): the quota's status.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	if err := c.Status().Update(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// A replica as the ReplicaSet controller makes it, in nap's namespace and in one
+	// without the quota.
+	create := func(ns string) (*corev1.Pod, error) {
+		if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: controller.Name, Namespace: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "replica", Namespace: ns, Labels: template.Labels}, Spec: *template.Spec.DeepCopy()}
+		return p, c.Create(ctx, p)
+	}
+	p, err := create(controller.DefaultNamespace)
+	if err != nil {
+		t.Fatalf("the controller's pod beside its ResourceQuota: %v", err)
+	}
+	if p.Spec.Priority == nil || *p.Spec.Priority < 2_000_000_000 {
+		t.Errorf("the controller's pod: priority %v, want a critical one (at least 2,000,000,000)", p.Spec.Priority)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-quota"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create("no-quota"); err == nil || !strings.Contains(err.Error(), "insufficient quota to match these scopes") {
+		t.Errorf("the same pod where no quota names its class: %v, want refused (insufficient quota)", err)
 	}
 }

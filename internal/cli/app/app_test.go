@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nap-k8s/nap/controller/install"
 	"github.com/nap-k8s/nap/internal/cli"
 	"github.com/nap-k8s/nap/sleeper"
 	"github.com/nap-k8s/nap/sleeper/nap"
@@ -97,6 +98,17 @@ func TestInstallCommand(t *testing.T) {
 		"topologySpreadConstraints:\n      - maxSkew: 1\n        topologyKey: topology.kubernetes.io/zone\n"} {
 		if code != 0 || !strings.Contains(out, s) {
 			t.Errorf("napctl install with scheduling: exit %d (%s), no %q", code, errOut, s)
+		}
+	}
+	// Critical by default, with the quota that admits it; "" for none, and no quota.
+	for _, tc := range []struct {
+		args  []string
+		class bool
+	}{{nil, true}, {[]string{"--priority-class-name", ""}, false}} {
+		_, out, _ := runNapctl(append([]string{"install", "--image", "r/napctl:1"}, tc.args...)...)
+		if got := strings.Contains(out, "priorityClassName: "+install.DefaultPriorityClassName+"\n") && strings.Contains(out, "name: "+install.CriticalPodsQuota+"\n"); got != tc.class ||
+			!tc.class && strings.Contains(out, "priorityClassName") {
+			t.Errorf("napctl install %q: priority class and ResourceQuota %v, want %v", tc.args, got, tc.class)
 		}
 	}
 	// 0 replicas, typed, is refused as the chart refuses it (not read as the default 2).

@@ -20,14 +20,16 @@ import (
 // NewCommand returns the install command.
 func NewCommand(streams cli.IOStreams) *cobra.Command {
 	o := install.Options{}
-	var admission, tolerations, spread, affinity string
+	var admission, tolerations, spread, affinity, priorityClass string
 	var issuer install.IssuerRef
 	var cluster cli.Cluster
 	cmd := &cobra.Command{
 		Use:   "install [--namespace nap-system] [--image REF] [--cert-manager]",
 		Short: "Print the manifests that run nap's controller (pipe them to kubectl apply -f -)",
 		Long: "Print every object nap's controller needs: Namespace, ServiceAccount, least-privilege\n" +
-			"RBAC, Service, Deployment (2 replicas, non-root, read-only root filesystem),\n" +
+			"RBAC, Service, Deployment (2 replicas, non-root, read-only root filesystem, of the\n" +
+			"critical priority class a kubelet under node pressure never evicts, with the\n" +
+			"ResourceQuota that admits that class where a cluster limits it),\n" +
 			"PodDisruptionBudget (with 2 replicas or more), the ValidatingAdmissionPolicy that lets\n" +
 			"only the controller write the nap ConfigMaps, and the MutatingWebhookConfiguration.\n" +
 			"The controller makes its own\n" +
@@ -56,6 +58,8 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 				}
 				o.CertManagerIssuer = &issuer
 			}
+			// "" is none here, as in the chart; the library's zero is the default.
+			o.PriorityClassName = cmp.Or(priorityClass, install.NoPriorityClass)
 			if o.Replicas < 1 { // 0 is the library's "default"; typed, it is refused, as the chart refuses it
 				return fmt.Errorf("--replicas %d: want at least 1", o.Replicas)
 			}
@@ -115,7 +119,7 @@ func NewCommand(streams cli.IOStreams) *cobra.Command {
 	fl.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespaces", nil, "namespaces never to publish into")
 	fl.StringToStringVar(&o.NodeSelector, "node-selector", nil, "run the controller only on nodes with these labels (key=value,...), and kubernetes.io/os=linux unless they name an OS")
 	fl.StringVar(&tolerations, "tolerations", "", `the controller's tolerations, a JSON list as in a pod spec ('[{"key":"dedicated","operator":"Exists"}]')`)
-	fl.StringVar(&o.PriorityClassName, "priority-class-name", "", "the controller's PriorityClass")
+	fl.StringVar(&priorityClass, "priority-class-name", install.DefaultPriorityClassName, "the controller's PriorityClass (\"\" for none): a critical one by default, which a kubelet under node pressure never evicts; with one, a ResourceQuota admits its pods where a cluster allows that class only under a quota")
 	fl.StringVar(&spread, "topology-spread-constraints", "", "the controller's topology spread constraints, a JSON list as in a pod spec")
 	fl.StringVar(&affinity, "affinity", "", `the controller's affinity, a JSON object as in a pod spec (default: the replicas prefer different nodes)`)
 	fl.BoolVar(&o.NetworkPolicy, "network-policy", false, "add a NetworkPolicy that lets into the controller's pods only the webhook's calls, the kubelet's probes and metrics scrapes from pods of the cluster")

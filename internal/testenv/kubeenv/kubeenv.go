@@ -114,8 +114,24 @@ func Kubectl(t testing.TB) string {
 // APIServer.
 func APIServerWithWebhooks(t testing.TB, hooks ...*admissionregistrationv1.MutatingWebhookConfiguration) (*rest.Config, *envtest.WebhookInstallOptions) {
 	t.Helper()
+	return start(t, hooks, nil)
+}
+
+// APIServerWithFlags is APIServer with flags of the kube-apiserver set (name without
+// dashes: value), such as an admission plugin's configuration file.
+func APIServerWithFlags(t testing.TB, flags map[string]string) *rest.Config {
+	t.Helper()
+	cfg, _ := start(t, nil, flags)
+	return cfg
+}
+
+func start(t testing.TB, hooks []*admissionregistrationv1.MutatingWebhookConfiguration, flags map[string]string) (*rest.Config, *envtest.WebhookInstallOptions) {
+	t.Helper()
 	env := &envtest.Environment{BinaryAssetsDirectory: EnvtestAssets(t),
 		WebhookInstallOptions: envtest.WebhookInstallOptions{MutatingWebhooks: hooks}}
+	for name, value := range flags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	// etcd's data in memory: a disposable API server, and the tests and benchmarks
 	// measure nap, not this machine's disk (its fsyncs put tens of ms into the
 	// admission benchmark's p99).
