@@ -1492,8 +1492,10 @@ func experimentTables() []claims {
 		// The terminations the kubelet starts (kubelet_test.go). An exceeded deadline
 		// takes the pod out of its routes as the kubelet stops it: nap's delay covers it;
 		// without one, the loss at the ClusterIP is a race the kubelet mostly wins (3 of
-		// 1,825 and 4 of 1,967 requests lost), through the ingress, which learns late, it
-		// is not.
+		// 1,825 and 4 of 1,967 requests lost), through the ingress, which learns late, a
+		// race Traefik mostly loses (none lost in 1 run of 10), behind the application
+		// load balancer, which sends to a pod 10 s after its endpoint left, a loss by
+		// construction (make test's pair).
 		{s{path: clusterIPNode1, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, bounded, atMost(200)}, {napBinary, newClean, nil}}},
 		{s{path: clusterIPNode1, disruption: nodePressure, rounds: 1}, leaks},
 		{s{path: clusterIPNode1, disruption: nodeShutdown, rounds: 1}, leaks},
@@ -1501,6 +1503,7 @@ func experimentTables() []claims {
 		{s{path: clusterIPNode2, disruption: nodePressure, rounds: 1}, leaks},
 		{s{path: clusterIPNode2, disruption: nodeShutdown, rounds: 1}, leaks},
 		{s{path: viaIngress, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, fails, nil}, {napBinary, newClean, nil}}},
+		{s{path: lbPods, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, fails, nil}, {napPastLag, newClean, nil}}},
 		{s{path: viaIngress, disruption: nodePressure, rounds: 1}, leaks},
 		{s{path: viaIngress, disruption: nodeShutdown, rounds: 1}, leaks},
 		// The same two leaks behind the load balancers: both empty node 2 of the demo
