@@ -77,7 +77,7 @@ type Options struct {
 	// Where the controller's pods may run (none set: any Linux node, spread over nodes by
 	// a preferred anti-affinity): NodeSelector, Tolerations, PriorityClassName and
 	// TopologySpreadConstraints, as in a pod spec. NodeSelector always has
-	// kubernetes.io/os: linux (the image is Linux's) unless it names an OS itself.
+	// kubernetes.io/os: linux (the image is Linux's) unless it names an OS itself;
 	// PriorityClassName is DefaultPriorityClassName unless set (NoPriorityClass: none).
 	NodeSelector              map[string]string
 	Tolerations               []corev1.Toleration
