@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/nap-k8s/nap/configmap"
 	"github.com/nap-k8s/nap/controller"
@@ -69,10 +70,33 @@ func installController(t *testing.T, cs *kubernetes.Clientset, args ...string) (
 			dumpController(t, cs)
 		}
 		kubectl(t, manifests, "delete", "--ignore-not-found", "--wait=false", "-f", "-")
+		stopControllerPods(t, cs)
 	}
 	t.Cleanup(uninstall)
 	waitController(t, cs, policy)
 	return uninstall
+}
+
+// stopControllerPods deletes the controller's pods at once (grace period 0: gone from the
+// API, their containers killed by the kubelet) once its objects are deleted: a test's
+// teardown, where nothing is admitted any more, need not wait for their preStop (5 s,
+// which a shorter grace period does not cut) and shutdown. The next test's install waits
+// until nap's namespace is gone (waitNamespaceGone), and the namespace controller
+// finishes it at its first pass, 5 s after the deletion, when no pod is left: 10.4 s
+// after the deletion with the pods stopping gracefully, 5.3 s with this (measured on
+// the lab, 2026-12-07). A killed replica's token dies with its pod, so it cannot act in
+// the namespace the next install makes.
+func stopControllerPods(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(controller.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + controller.Name})
+	if err != nil {
+		return // the namespace is gone already
+	}
+	for _, p := range pods.Items {
+		// A NotFound is a pod gone already.
+		cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	}
 }
 
 // waitNamespaceGone waits while namespace ns is terminating (from an earlier test): it

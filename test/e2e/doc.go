@@ -7,7 +7,8 @@
 // Order: make test (hack/test.sh) runs them in lanes that hack/e2e-lanes names, each
 // held to its rule by TestLanes. First the early lane, beside the unit tests, as soon as
 // the lab is up: they check admission, the controller's rollouts and outage, hooks, the
-// quick start, and time no route. Then the two side lanes at once, in two processes:
+// quick start, stale connection tracking entries and a node shutdown's budget, and time
+// no route. Then the two side lanes at once, in two processes:
 // downtime pairs, calibrations and verdicts that change nothing of the lab beyond their
 // own namespaces (no controller, no node's disruption). Then every other test alone on
 // the lab: the controller's, the nodes' disruptions, the fleet. The full lane is make

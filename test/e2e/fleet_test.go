@@ -48,11 +48,11 @@ func TestMixedFleet(t *testing.T) {
 		path     labPath
 		replicas int32
 	}{{clusterIPNode1, 10}, {viaIngress, 3}, {lbLocalSlow, 3}}
-	var trials []*trial
+	var scs []scenario
 	for _, m := range members {
-		trials = append(trials, prepare(t, cs, scenario{path: m.path, disruption: rollingRestart, variant: byPath, expect: newClean, rounds: 1, replicas: m.replicas}))
+		scs = append(scs, scenario{path: m.path, disruption: rollingRestart, variant: byPath, expect: newClean, rounds: 1, replicas: m.replicas})
 	}
-	ms, took := rollFleet(t, cs, trials, rate)
+	ms, took := rollFleet(t, cs, prepareAll(t, cs, scs...), rate)
 	var holds []time.Duration
 	for i, m := range ms {
 		t.Log(m.row())
