@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,6 +42,9 @@ type rendered struct {
 func render(dims []dimension, variants [][]int) (*rendered, error) {
 	r := &rendered{valid: make([]bool, len(variants)), refusals: map[string][]bool{}}
 	slotOf := map[string]*slot{}
+	// Most objects are the same in most combinations: each distinct one (its JSON, as
+	// converted) is written as YAML once (TestChartGolden alone: 51 s to 15 s, 2026-12-07).
+	texts := map[string]string{}
 	for vi, v := range variants {
 		o := sentinelOptions()
 		for d, i := range v {
@@ -66,15 +70,22 @@ func render(dims []dimension, variants [][]int) (*rendered, error) {
 			if kind == "Namespace" { // helm install --create-namespace, or the user's own
 				continue
 			}
-			b, err := objectYAML(u)
+			name := (&unstructured.Unstructured{Object: u}).GetName()
+			j, err := json.Marshal(u)
 			if err != nil {
 				return nil, err
 			}
-			text, err := substitute(kind, string(b))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", kind, err)
+			text, ok := texts[string(j)]
+			if !ok {
+				b, err := objectYAML(u)
+				if err != nil {
+					return nil, err
+				}
+				if text, err = substitute(kind, string(b)); err != nil {
+					return nil, fmt.Errorf("%s: %w", kind, err)
+				}
+				texts[string(j)] = text
 			}
-			name := (&unstructured.Unstructured{Object: u}).GetName()
 			s := slotOf[kind]
 			if s == nil {
 				s = &slot{kind: kind, name: name, byText: map[string]int{}}

@@ -445,6 +445,12 @@ type lossBound struct {
 // connections, with no control to compare with.
 func atMost(perTenThousand float64) *lossBound { return &lossBound{perTenThousand: perTenThousand} }
 
+// shareOfControl is the bound of share times the control's rate of failures over new
+// connections (measured in the same run), with no bound of its own.
+func shareOfControl(share float64) *lossBound {
+	return &lossBound{perTenThousand: 10000, ofControl: share}
+}
+
 // newRate is the failures over new connections per 10,000 requests over them in s.
 func newRate(s probe.Summary) float64 {
 	c := s.Modes[probe.New]
@@ -456,15 +462,18 @@ func newRate(s probe.Summary) float64 {
 
 // String is the claim, for the row's log.
 func (b lossBound) String() string {
-	s := fmt.Sprintf("over new connections at most %g per 10,000", b.perTenThousand)
+	var parts []string
+	if b.perTenThousand < 10000 {
+		parts = append(parts, fmt.Sprintf("%g per 10,000", b.perTenThousand))
+	}
 	switch {
 	case b.ofControl == 0:
 	case b.control == nil:
-		s += fmt.Sprintf(" and %g of the control's (not measured)", b.ofControl)
+		parts = append(parts, fmt.Sprintf("%g of the control's (not measured)", b.ofControl))
 	default:
-		s += fmt.Sprintf(" and %g of the control's %.0f per 10,000", b.ofControl, newRate(*b.control))
+		parts = append(parts, fmt.Sprintf("%g of the control's %.0f per 10,000", b.ofControl, newRate(*b.control)))
 	}
-	return s
+	return "over new connections at most " + strings.Join(parts, " and ")
 }
 
 // problem says how d breaks the bound ("": it holds it).
@@ -687,7 +696,7 @@ func prepare(t *testing.T, cs *kubernetes.Clientset, sc scenario) *trial {
 // prepareAll prepares each scenario as prepare does, one after the other, but for the
 // rollouts of the variants that roll once their routes exist (rollAfterRoutes): those
 // roll at once, each Deployment's pods in their own namespace (TestMixedFleet's three
-// services: 18 s sooner than one after the other, measured 2026-12-07).
+// services: about 9 s sooner than one after the other in make test, 2026-12-07).
 func prepareAll(t *testing.T, cs *kubernetes.Clientset, scs ...scenario) []*trial {
 	t.Helper()
 	trials := make([]*trial, len(scs))
@@ -1518,16 +1527,17 @@ func experimentTables() []claims {
 	type s = scenario
 	return []claims{
 		// The terminations the kubelet starts (kubelet_test.go). An exceeded deadline
-		// takes the pod out of its routes as the kubelet stops it: nap's delay covers it;
-		// without one, the loss at the ClusterIP is a race the kubelet mostly wins (3 of
-		// 1,825 and 4 of 1,967 requests lost), through the ingress, which learns late, a
-		// race Traefik mostly loses (none lost in 1 run of 10), behind the application
-		// load balancer, which sends to a pod 10 s after its endpoint left, a loss by
-		// construction (make test's pair).
-		{s{path: clusterIPNode1, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, bounded, atMost(200)}, {napBinary, newClean, nil}}},
+		// takes the pod out of its routes as the kubelet stops it: nap's delay covers it.
+		// Without one, through the ingress, which learns late, the loss is a race Traefik
+		// mostly loses (none lost in 1 run of 10), behind the application load balancer,
+		// which sends to a pod 10 s after its endpoint left, a loss by construction
+		// (make test's pair). At the ClusterIP it is a race with no claim to hold (0 to
+		// 317 per 10,000 in four measurements, 2026-12-06 and 07): no control there, nap's
+		// rows claim that its delay loses none.
+		{s{path: clusterIPNode1, disruption: deadlineExceeded, rounds: 1}, []claim{{napBinary, newClean, nil}}},
 		{s{path: clusterIPNode1, disruption: nodePressure, rounds: 1}, leaks},
 		{s{path: clusterIPNode1, disruption: nodeShutdown, rounds: 1}, leaks},
-		{s{path: clusterIPNode2, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, bounded, atMost(200)}, {napBinary, newClean, nil}}},
+		{s{path: clusterIPNode2, disruption: deadlineExceeded, rounds: 1}, []claim{{napBinary, newClean, nil}}},
 		{s{path: clusterIPNode2, disruption: nodePressure, rounds: 1}, leaks},
 		{s{path: clusterIPNode2, disruption: nodeShutdown, rounds: 1}, leaks},
 		{s{path: viaIngress, disruption: deadlineExceeded, rounds: 1}, []claim{{noDelay, fails, nil}, {napBinary, newClean, nil}}},
@@ -1645,11 +1655,14 @@ func experimentTables() []claims {
 
 		// nap's controller in the kubelets' terminations, last: its webhook gives the
 		// hook, its Router takes each pod out of its routes when its kubelet stops it.
-		// Behind the load balancer with Local a bound, at most half the rate its control
-		// (the leak's row without a delay, above) lost and 50 in 10,000: a node shutdown
-		// gives pods at most its shutdownGracePeriod less the critical pods' (20 s on
-		// the lab, short of the checks' 30 s), and one round of calibrate can fall an
-		// interval short of them (docs/downtime.md).
+		// Behind the load balancer with Local bounds against the control (the leak's row
+		// without a delay, above). In an eviction at most half its rate and 50 in
+		// 10,000: one round of calibrate can fall an interval short of the checks. In a
+		// node shutdown at most half its rate alone: the shutdown gives the pods at most
+		// its shutdownGracePeriod less the critical pods' (20 s on the lab), short of the
+		// checks (node 2 out 20 to 30 s after its pods stopped), so no delay the node
+		// does not grant covers it, and the loss is the checks' phase past the budget
+		// (286 per 10,000 against its control's 2,816 in one run; docs/downtime.md).
 		{s{path: clusterIPNode1, disruption: nodePressure, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
 		{s{path: clusterIPNode1, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
 		{s{path: clusterIPNode2, disruption: nodePressure, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
@@ -1657,7 +1670,7 @@ func experimentTables() []claims {
 		{s{path: viaIngress, disruption: nodePressure, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
 		{s{path: viaIngress, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhook, newClean, nil}}},
 		{s{path: lbLocal, disruption: nodePressure, rounds: 1}, []claim{{viaWebhookCalibrated, bounded, &lossBound{perTenThousand: 50, ofControl: 0.5}}}},
-		{s{path: lbLocal, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhookCalibrated, bounded, &lossBound{perTenThousand: 50, ofControl: 0.5}}}},
+		{s{path: lbLocal, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhookCalibrated, bounded, shareOfControl(0.5)}}},
 		{s{path: lbCluster, disruption: nodePressure, rounds: 1}, []claim{{viaWebhookCalibrated, newClean, nil}}},
 		{s{path: lbCluster, disruption: nodeShutdown, rounds: 1}, []claim{{viaWebhookCalibrated, newClean, nil}}},
 		{s{path: lbPods, disruption: nodePressure, rounds: 1}, []claim{{viaWebhookCalibrated, newClean, nil}}},
@@ -1807,6 +1820,7 @@ func TestClaim(t *testing.T) {
 	control := summary(77, 785, 0) // a lab run's control: 981 per 10,000
 	ofControl := func(c probe.Summary) *lossBound { return &lossBound{perTenThousand: 50, ofControl: 0.1, control: &c} }
 	b := ofControl(control)
+	withControl := func(b *lossBound, c probe.Summary) *lossBound { b.control = &c; return b }
 	for _, c := range []struct {
 		name   string
 		expect expectation
@@ -1832,6 +1846,10 @@ func TestClaim(t *testing.T) {
 		{"at most 200 per 10,000: 3 of 912", bounded, atMost(200), summary(3, 912, 5), true},
 		{"at most 200 per 10,000: 30 of 912", bounded, atMost(200), summary(30, 912, 0), false},
 		{"a bound with no bound", bounded, nil, summary(0, 1400, 0), false},
+		// The node shutdown's row behind Local (2026-12-07): 90 of about 3,143 over new
+		// connections (286 per 10,000), its control 748 of 2,656 (2,816).
+		{"half the control's rate, no bound of its own: 90 of 3,143", bounded, withControl(shareOfControl(0.5), summary(748, 2656, 0)), summary(90, 3143, 1), true},
+		{"half the control's rate, no bound of its own: 500 of 3,143", bounded, withControl(shareOfControl(0.5), summary(748, 2656, 0)), summary(500, 3143, 0), false},
 	} {
 		d := downtime{scenario: scenario{path: clusterIPNode1, disruption: rollingRestart, variant: variant{name: c.name}, expect: c.expect, bound: c.bound}, summary: c.got}
 		if p := d.problem(); (p == "") != c.want {

@@ -57,6 +57,14 @@ var (
 //
 // nap's adaptive wait behind the same load balancer, which needs no calibration: the
 // experiment's scale-down rows, and TestDrainDowntime's drain in make test.
+//
+// make e2e alone (hack/e2e-lanes' full lane): make test proves its claims with other
+// tests' pairs. A wait decided without the route that needs it loses: the control of
+// TestWaitDecidedAtTermination (pods admitted before a pooling load balancer's Service
+// existed); the pods rolled by path behind this load balancer hold its calibrated
+// delay and lose none: TestMixedFleet's load balancer service; the Reporter's
+// NapDelayBelowPath when a Service outgrows a pod's delay: TestPathAwareWebhook
+// (package controller, a real API server).
 func TestPathAwareDowntime(t *testing.T) {
 	cs := client(t)
 	installController(t, cs)
@@ -121,7 +129,7 @@ func checkHooks(t *testing.T, cs *kubernetes.Clientset, ns string, paths []strin
 // flags measures it, and a later test of the same run that asks for the same has the
 // same ConfigMap stored again, as a platform team keeps one calibration for its fleet
 // (the tests run one at a time: doc.go). TestPathAwareDowntime and TestMixedFleet share
-// one so, which saves a minute of every make test.
+// one so, which saves a minute of every make e2e.
 func calibrateStored(t *testing.T, cs *kubernetes.Clientset, checks map[string]string, extra ...string) *traffic.Calibration {
 	t.Helper()
 	args := []string{"-n", "nap-calibrate-bypath", "--rounds", "2", "--quiet", "3s", "--nodeport", "-", "--lb", "local", "--store"}
