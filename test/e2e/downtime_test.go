@@ -942,7 +942,8 @@ func (tr *trial) finish(t *testing.T, cs *kubernetes.Clientset) downtime {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stops = term.kubeletStops(left.stop(), events.Items)
+		served, gone := left.stop()
+		stops = term.kubeletStops(served, gone, events.Items)
 		for _, k := range stops {
 			t.Logf("%s: %s", sc, k)
 		}

@@ -87,10 +87,11 @@ func TestKubeletTerminations(t *testing.T) {
 			}
 			continue
 		}
-		if len(m.kubelet) != 2 {
-			t.Errorf("%s: %d pods stopped by a kubelet, want 2: %v", sc, len(m.kubelet), m.kubelet)
+		served := servedStops(m.kubelet)
+		if len(served) != 2 {
+			t.Errorf("%s: %d pods that served stopped by a kubelet, want 2: %v", sc, len(served), m.kubelet)
 		}
-		for _, k := range m.kubelet {
+		for _, k := range served {
 			switch {
 			case !k.leftSeen:
 				t.Errorf("%s: %s", sc, k)
@@ -424,31 +425,39 @@ func (h routesOut) String() string {
 }
 
 // routedOut checks that nap's controller deleted the demo pods its kubelet stopped in
-// m: each carries the Router's Event, and they are the pods the kubelet evicted (their
-// Evicted Events) or stopped for the node's shutdown.
+// m: each carries the Router's Event, and they are the pods that served of those the
+// kubelet evicted (their Evicted Events) or stopped for the node's shutdown.
 func routedOut(t *testing.T, cs *kubernetes.Clientset, m downtime) {
 	t.Helper()
 	events, err := cs.CoreV1().Events(m.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped, routed := map[string]bool{}, map[string]bool{}
+	// The pods that served: one the kubelet stopped before it ever served has no route
+	// to leave (a replacement the Router's deletions made, which the kubelet of a node
+	// shutting down refuses at once: NodeShutdown; CI-like run 24, 2026-12-08).
+	stopped, routed, neverServed := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, k := range m.kubelet {
+		neverServed[k.pod] = !k.served
+	}
 	reason := evicted.RoutedOut
 	if m.scenario.disruption == nodeShutdown {
 		reason = evicted.RoutedOutShutdown
-		for _, k := range m.kubelet {
+		for _, k := range servedStops(m.kubelet) {
 			stopped[k.pod] = true
 		}
 	}
 	for _, ev := range events.Items {
 		switch ev.Reason {
 		case evicted.Reason:
-			if m.scenario.disruption == nodePressure && ev.InvolvedObject.Kind == "Pod" && !strings.HasPrefix(ev.InvolvedObject.Name, "filler") {
+			if m.scenario.disruption == nodePressure && ev.InvolvedObject.Kind == "Pod" && !strings.HasPrefix(ev.InvolvedObject.Name, "filler") && !neverServed[ev.InvolvedObject.Name] {
 				stopped[ev.InvolvedObject.Name] = true
 			}
 		case reason:
-			routed[ev.InvolvedObject.Name] = true
 			t.Logf("%s: %s", ev.InvolvedObject.Name, ev.Message)
+			if !neverServed[ev.InvolvedObject.Name] {
+				routed[ev.InvolvedObject.Name] = true
+			}
 		}
 	}
 	if len(stopped) == 0 || !maps.Equal(stopped, routed) {

@@ -285,6 +285,10 @@ func (r *terminations) stoppedOn(node string, at time.Time) {
 // went out of service and when its app exited, from then.
 type kubeletStop struct {
 	pod, node, reason string
+	// served: its endpoint was seen ready. A pod that never served has no route to
+	// leave: a replacement the kubelet of a node shutting down refuses at once
+	// (NodeShutdown) is one.
+	served bool
 	// left and exited are from the stop's sight (negative: before it), when seen.
 	left, exited         time.Duration
 	leftSeen, exitedSeen bool
@@ -292,10 +296,13 @@ type kubeletStop struct {
 
 func (k kubeletStop) String() string {
 	s := fmt.Sprintf("pod %s on %s stopped by its kubelet (%s): ", k.pod, k.node, k.reason)
-	if k.leftSeen {
+	switch {
+	case k.leftSeen:
 		s += fmt.Sprintf("endpoint out of service at %+.1fs", k.left.Seconds())
-	} else {
+	case k.served:
 		s += "endpoint never out of service"
+	default:
+		s += "never in service"
 	}
 	if k.exitedSeen {
 		s += fmt.Sprintf(", app exited at %+.0fs (whole seconds)", k.exited.Seconds())
@@ -303,10 +310,11 @@ func (k kubeletStop) String() string {
 	return s
 }
 
-// kubeletStops are the pods a kubelet stopped, by name, with when their endpoints left
-// (endpointTimes.stop). An eviction's stop is the kubelet's Evicted event among events
-// when that came first: the kubelet writes the pod's status only once it is killed.
-func (r *terminations) kubeletStops(left map[string]time.Time, events []corev1.Event) []kubeletStop {
+// kubeletStops are the pods a kubelet stopped, by name, with whether their endpoints
+// served and when they left (endpointTimes.stop). An eviction's stop is the kubelet's
+// Evicted event among events when that came first: the kubelet writes the pod's status
+// only once it is killed.
+func (r *terminations) kubeletStops(served map[string]bool, left map[string]time.Time, events []corev1.Event) []kubeletStop {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ev := range events {
@@ -324,7 +332,7 @@ func (r *terminations) kubeletStops(left map[string]time.Time, events []corev1.E
 		if l.stopped.IsZero() || !l.deleting.IsZero() && l.deleting.Before(l.stopped) {
 			continue
 		}
-		k := kubeletStop{pod: name, node: l.node, reason: l.reason}
+		k := kubeletStop{pod: name, node: l.node, reason: l.reason, served: served[name]}
 		if at, ok := left[name]; ok {
 			k.left, k.leftSeen = at.Sub(l.stopped), true
 		}
@@ -392,12 +400,18 @@ func watchEndpoints(t *testing.T, cs *kubernetes.Clientset, ns string) *endpoint
 	return e
 }
 
-// stop ends the recording and returns when each pod's endpoint left.
-func (e *endpointTimes) stop() map[string]time.Time {
+// stop ends the recording and returns the pods whose endpoints were seen ready and
+// when each left.
+func (e *endpointTimes) stop() (served map[string]bool, left map[string]time.Time) {
 	e.end()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return maps.Clone(e.left)
+	return maps.Clone(e.ready), maps.Clone(e.left)
+}
+
+// servedStops are the stops in ks of pods that served (kubeletStop.served).
+func servedStops(ks []kubeletStop) []kubeletStop {
+	return slices.DeleteFunc(slices.Clone(ks), func(k kubeletStop) bool { return !k.served })
 }
 
 // every calls fn every interval, in a goroutine of its own, until the returned end is
