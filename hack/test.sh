@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The suite behind `make test` after vet, in two stages, so that the lab's waiting and
 # the units' computing overlap; hack/e2e-lanes names the end-to-end tests' lanes:
-#  1. the unit and envtest tests; beside them the lab comes up and, once it is up, runs
-#     the early lane's tests (none sends the traffic whose losses a test counts);
+#  1. the unit and envtest tests but three packages' (below); beside them the lab comes
+#     up and, once it is up, runs the early lane's tests (none sends the traffic whose
+#     losses a test counts);
 #  2. the side lanes' tests, side-a and side-b in two processes at once (none installs
 #     the controller nor disrupts a node); then every other end-to-end test but the
-#     full lane's (make e2e's alone), alone on the lab, with the bounded fuzzing (make
-#     fuzz) beside it at the lowest priority; then the lab goes down whatever happened.
-# Exits non-zero when any part failed; a unit test's failure skips stage 2.
+#     full lane's (make e2e's alone), alone on the lab, with the three packages' unit
+#     tests and then the bounded fuzzing (make fuzz) beside it at the lowest priority;
+#     then the lab goes down whatever happened.
+# Exits non-zero when any part failed; a failure in stage 1's unit tests skips stage 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -47,6 +49,7 @@ $GO build -o /tmp/nap-verdicts ./hack/verdicts || exit 1
 uplog=$(mktemp /tmp/nap-cluster-up.XXXXXX)
 earlylog=$(mktemp /tmp/nap-e2e-early.XXXXXX)
 fuzzlog=$(mktemp /tmp/nap-fuzz.XXXXXX)
+laterlog=$(mktemp /tmp/nap-units-later.XXXXXX)
 state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, early
 (
 	if ! bash hack/cluster.sh up >"$uplog" 2>&1; then
@@ -62,18 +65,21 @@ state=$(mktemp -d /tmp/nap-test-state.XXXXXX) # upfailed, early
 ) &
 lab=$!
 
-# Three packages at a time, the longest first (each over 45 s, measured 2026-12-07:
-# controller 127 s, controller/install 66, sleeper 62, internal/cli/app 49), so that
-# none starts last and holds the stage alone: envtest's API servers and the sleeper's
-# processes leave a third of two cores idle at two. Not beside the side lanes: the
-# sleeper's tests time its waits against real sockets, and a run that started the side
-# lanes beside them, the units niced, had those waits end 7 s late (2026-12-07).
+# Three packages at a time, the longest (the sleeper) first, so that it does not start
+# last and hold the stage alone. Not beside the side lanes: the sleeper's tests time its waits against
+# real sockets, and a run that started the side lanes beside them, the units niced, had
+# those waits end 7 s late (2026-12-07). Not here: the packages whose tests start
+# envtest's API servers (their etcd in memory) and time nothing against the lab,
+# controller, controller/install and internal/cli/app (138, 50 and 55 s of the stage's
+# 215, 2026-12-08). They held the first stage 40 s past the early lane's end; they run
+# beside the second stage, whose tests mostly wait on terminations (31% of the two
+# cores busy, 2026-12-08), at the lowest priority, before the fuzzing.
 # -timeout: cold, internal/release cross-builds the kubectl plugin for four platforms
 # (about 9 minutes alone), over go test's default 10.
-first=(./controller ./controller/install ./sleeper ./internal/cli/app)
-pkgs=$($GO list "${first[@]}")
+later=$($GO list ./controller ./controller/install ./internal/cli/app)
+first=$($GO list ./sleeper)
 # shellcheck disable=SC2046 # one argument per package
-$GO test -count=1 -p 3 -timeout 30m $pkgs $($GO list ./... | grep -v /test/e2e | grep -vxF "$pkgs")
+$GO test -count=1 -p 3 -timeout 30m $first $($GO list ./... | grep -v /test/e2e | grep -vxF "$later" | grep -vxF "$first")
 units=$?
 at "the units' end"
 
@@ -81,7 +87,7 @@ wait "$lab"
 early_rc=$(cat "$state/early" 2>/dev/null || echo 1)
 cat "$uplog"
 if [ -s "$state/upfailed" ]; then
-	rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
+	rm -rf "$uplog" "$earlylog" "$laterlog" "$fuzzlog" "$state"
 	echo "test: hack/cluster.sh up failed" >&2
 	bash hack/cluster.sh down
 	exit 1
@@ -89,7 +95,7 @@ fi
 echo "test: the early end-to-end tests ($early), beside the units:"
 cat "$earlylog"
 if [ "$units" -ne 0 ]; then
-	rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
+	rm -rf "$uplog" "$earlylog" "$laterlog" "$fuzzlog" "$state"
 	bash hack/cluster.sh down
 	exit "$units"
 fi
@@ -108,9 +114,16 @@ for l in a b; do
 	/tmp/nap-e2etimes </tmp/nap-e2e-side-$l.json || sides=1
 done
 
-# The bounded fuzzing (make fuzz), at the lowest priority beside the rest: that part's
-# tests mostly wait on terminations, and the lab's processes come first.
-nice -n 19 "$MAKE" --no-print-directory fuzz GO="$GO" >"$fuzzlog" 2>&1 &
+# Beside the rest, at the lowest priority (that part's tests mostly wait on
+# terminations, and the lab's processes come first): the units held back from the first
+# stage, then the bounded fuzzing (make fuzz).
+(
+	# shellcheck disable=SC2086 # one argument per package
+	nice -n 19 $GO test -count=1 -p 3 -timeout 30m $later >"$laterlog" 2>&1
+	echo $? >"$state/later"
+	at "the held-back units' end"
+	nice -n 19 "$MAKE" --no-print-directory fuzz GO="$GO" >"$fuzzlog" 2>&1
+) &
 fuzzing=$!
 
 # shellcheck disable=SC2086
@@ -122,12 +135,16 @@ echo "test: nap's verdicts over this run's measurements, against what each pod l
 wait "$fuzzing"
 fuzz=$?
 at "the fuzzing's end"
-echo "test: the fuzzing, beside the second stage's rest:"
+later_rc=$(cat "$state/later" 2>/dev/null || echo 1)
+echo "test: the units beside the second stage's rest:"
+cat "$laterlog"
+echo "test: the fuzzing, after them:"
 cat "$fuzzlog"
-rm -rf "$uplog" "$earlylog" "$fuzzlog" "$state"
+rm -rf "$uplog" "$earlylog" "$laterlog" "$fuzzlog" "$state"
 [ "$sides" -eq 0 ] || rc=1
 [ "$early_rc" -eq 0 ] && [ "$rc" -eq 0 ] || bash hack/cluster.sh failures
 bash hack/cluster.sh down
 [ "$early_rc" -eq 0 ] || { echo "test: the early end-to-end tests failed" >&2; exit "$early_rc"; }
+[ "$later_rc" -eq 0 ] || { echo "test: the units beside the second stage failed" >&2; exit "$later_rc"; }
 [ "$fuzz" -eq 0 ] || { echo "test: the fuzzing failed" >&2; exit "$fuzz"; }
 exit "$rc"
