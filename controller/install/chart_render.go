@@ -43,7 +43,7 @@ func render(dims []dimension, variants [][]int) (*rendered, error) {
 	r := &rendered{valid: make([]bool, len(variants)), refusals: map[string][]bool{}}
 	slotOf := map[string]*slot{}
 	// Most objects are the same in most combinations: each distinct one (its JSON, as
-	// converted) is written as YAML once (TestChartGolden alone: 51 s to 15 s, 2026-12-07).
+	// converted) is written as YAML once (TestChartGolden alone: 51 s to 15 s, 2026-12-08).
 	texts := map[string]string{}
 	for vi, v := range variants {
 		o := sentinelOptions()
